@@ -1,0 +1,68 @@
+"""The exceptions deltalog raises.
+
+Every error that concerns a table's log names the file, the version and the protocol rule that
+was broken, so that bad input can be reported precisely. All of them derive from
+:class:`DeltaError`; the native core maps its own errors onto these classes.
+"""
+
+from __future__ import annotations
+
+
+class DeltaError(Exception):
+    """Base class of every deltalog error."""
+
+
+class TableNotFoundError(DeltaError):
+    """The location holds no Delta table (no ``_delta_log``, or one without any commit)."""
+
+
+class CorruptLogError(DeltaError):
+    """A log file is malformed or breaks a rule of the protocol.
+
+    Attributes:
+        file: the offending file (path inside the table), when known.
+        version: the table version the file belongs to, when known.
+        rule: the rule that was broken, citing the spec section where there is one.
+    """
+
+    def __init__(
+        self,
+        message: str,
+        file: str | None = None,
+        version: int | None = None,
+        rule: str | None = None,
+    ) -> None:
+        super().__init__(message)
+        self.file = file
+        self.version = version
+        self.rule = rule
+
+
+class VersionNotFoundError(DeltaError):
+    """The requested version or timestamp does not exist or can no longer be reconstructed."""
+
+
+class UnsupportedFeatureError(DeltaError):
+    """The table uses table features deltalog does not support for the requested operation.
+
+    Attributes:
+        features: the unsupported feature names, sorted.
+    """
+
+    def __init__(self, message: str, features: list[str] | None = None) -> None:
+        super().__init__(message)
+        self.features = sorted(features or [])
+
+
+class StorageError(DeltaError):
+    """The storage layer (local disk or object store) failed."""
+
+
+__all__ = [
+    "CorruptLogError",
+    "DeltaError",
+    "StorageError",
+    "TableNotFoundError",
+    "UnsupportedFeatureError",
+    "VersionNotFoundError",
+]

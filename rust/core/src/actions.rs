@@ -1,0 +1,319 @@
+//! The Arrow shape of log actions, and decoding commit files into it.
+//!
+//! Spec: "Actions" (every action's fields), "Protocol Evolution" (unknown actions and fields are
+//! ignored: the JSON decoder is not strict, and only the columns listed here are materialized),
+//! "Checkpoint Schema" (checkpoints carry the same actions as columns).
+
+use std::sync::{Arc, OnceLock};
+
+use arrow::array::RecordBatch;
+use arrow::datatypes::{DataType, Field, Fields, Schema, SchemaRef};
+use arrow::json::ReaderBuilder;
+
+use crate::error::{DeltaError, DeltaResult};
+
+/// `map<string, string>` as the log stores `partitionValues`, `tags`, `configuration`, ...
+pub fn string_map() -> DataType {
+    DataType::Map(
+        Arc::new(Field::new(
+            "key_value",
+            DataType::Struct(Fields::from(vec![
+                Field::new("key", DataType::Utf8, false),
+                Field::new("value", DataType::Utf8, true),
+            ])),
+            false,
+        )),
+        false,
+    )
+}
+
+/// `array<string>`
+pub fn string_list() -> DataType {
+    DataType::List(Arc::new(Field::new("element", DataType::Utf8, true)))
+}
+
+fn utf8(name: &str) -> Field {
+    Field::new(name, DataType::Utf8, true)
+}
+fn int64(name: &str) -> Field {
+    Field::new(name, DataType::Int64, true)
+}
+fn int32(name: &str) -> Field {
+    Field::new(name, DataType::Int32, true)
+}
+fn boolean(name: &str) -> Field {
+    Field::new(name, DataType::Boolean, true)
+}
+fn map(name: &str) -> Field {
+    Field::new(name, string_map(), true)
+}
+
+/// "Deletion Vector Descriptor Schema"
+pub fn deletion_vector_fields() -> Fields {
+    Fields::from(vec![
+        utf8("storageType"),
+        utf8("pathOrInlineDv"),
+        int32("offset"),
+        int32("sizeInBytes"),
+        int64("cardinality"),
+    ])
+}
+
+/// The `add` action ("Add File and Remove File").
+pub fn add_fields() -> Fields {
+    Fields::from(vec![
+        utf8("path"),
+        map("partitionValues"),
+        int64("size"),
+        int64("modificationTime"),
+        boolean("dataChange"),
+        utf8("stats"),
+        map("tags"),
+        Field::new(
+            "deletionVector",
+            DataType::Struct(deletion_vector_fields()),
+            true,
+        ),
+        int64("baseRowId"),
+        int64("defaultRowCommitVersion"),
+        utf8("clusteringProvider"),
+    ])
+}
+
+/// The `remove` action ("Add File and Remove File").
+pub fn remove_fields() -> Fields {
+    Fields::from(vec![
+        utf8("path"),
+        int64("deletionTimestamp"),
+        boolean("dataChange"),
+        boolean("extendedFileMetadata"),
+        map("partitionValues"),
+        int64("size"),
+        map("tags"),
+        Field::new(
+            "deletionVector",
+            DataType::Struct(deletion_vector_fields()),
+            true,
+        ),
+        int64("baseRowId"),
+        int64("defaultRowCommitVersion"),
+    ])
+}
+
+/// "Change Metadata"
+pub fn metadata_fields() -> Fields {
+    Fields::from(vec![
+        utf8("id"),
+        utf8("name"),
+        utf8("description"),
+        Field::new(
+            "format",
+            DataType::Struct(Fields::from(vec![utf8("provider"), map("options")])),
+            true,
+        ),
+        utf8("schemaString"),
+        Field::new("partitionColumns", string_list(), true),
+        int64("createdTime"),
+        map("configuration"),
+    ])
+}
+
+/// "Protocol Evolution"
+pub fn protocol_fields() -> Fields {
+    Fields::from(vec![
+        int32("minReaderVersion"),
+        int32("minWriterVersion"),
+        Field::new("readerFeatures", string_list(), true),
+        Field::new("writerFeatures", string_list(), true),
+    ])
+}
+
+/// "Transaction Identifiers"
+pub fn txn_fields() -> Fields {
+    Fields::from(vec![utf8("appId"), int64("version"), int64("lastUpdated")])
+}
+
+/// "Domain Metadata"
+pub fn domain_metadata_fields() -> Fields {
+    Fields::from(vec![
+        utf8("domain"),
+        utf8("configuration"),
+        boolean("removed"),
+    ])
+}
+
+/// The parts of "Commit Provenance Information" that replay needs ("In-Commit Timestamps").
+pub fn commit_info_fields() -> Fields {
+    Fields::from(vec![int64("inCommitTimestamp"), int64("timestamp")])
+}
+
+/// "Sidecar File Information"
+pub fn sidecar_fields() -> Fields {
+    Fields::from(vec![
+        utf8("path"),
+        int64("sizeInBytes"),
+        int64("modificationTime"),
+        map("tags"),
+    ])
+}
+
+/// "Checkpoint Metadata"
+pub fn checkpoint_metadata_fields() -> Fields {
+    Fields::from(vec![int64("version"), map("tags")])
+}
+
+/// Column names of the actions, as they appear in commits and checkpoints.
+pub mod names {
+    pub const ADD: &str = "add";
+    pub const REMOVE: &str = "remove";
+    pub const METADATA: &str = "metaData";
+    pub const PROTOCOL: &str = "protocol";
+    pub const TXN: &str = "txn";
+    pub const DOMAIN_METADATA: &str = "domainMetadata";
+    pub const COMMIT_INFO: &str = "commitInfo";
+    pub const SIDECAR: &str = "sidecar";
+    pub const CHECKPOINT_METADATA: &str = "checkpointMetadata";
+}
+
+fn action(name: &str, fields: Fields) -> Field {
+    Field::new(name, DataType::Struct(fields), true)
+}
+
+/// Every action replay reads from a commit file.
+pub fn commit_schema() -> SchemaRef {
+    static S: OnceLock<SchemaRef> = OnceLock::new();
+    S.get_or_init(|| {
+        Arc::new(Schema::new(vec![
+            action(names::ADD, add_fields()),
+            action(names::REMOVE, remove_fields()),
+            action(names::METADATA, metadata_fields()),
+            action(names::PROTOCOL, protocol_fields()),
+            action(names::TXN, txn_fields()),
+            action(names::DOMAIN_METADATA, domain_metadata_fields()),
+            action(names::COMMIT_INFO, commit_info_fields()),
+            action(names::SIDECAR, sidecar_fields()),
+            action(names::CHECKPOINT_METADATA, checkpoint_metadata_fields()),
+        ]))
+    })
+    .clone()
+}
+
+/// Every action a checkpoint may hold ("Checkpoints", "V2 Spec").
+pub fn checkpoint_schema() -> SchemaRef {
+    static S: OnceLock<SchemaRef> = OnceLock::new();
+    S.get_or_init(|| {
+        Arc::new(Schema::new(vec![
+            action(names::ADD, add_fields()),
+            action(names::REMOVE, remove_fields()),
+            action(names::METADATA, metadata_fields()),
+            action(names::PROTOCOL, protocol_fields()),
+            action(names::TXN, txn_fields()),
+            action(names::DOMAIN_METADATA, domain_metadata_fields()),
+            action(names::SIDECAR, sidecar_fields()),
+            action(names::CHECKPOINT_METADATA, checkpoint_metadata_fields()),
+        ]))
+    })
+    .clone()
+}
+
+/// The file actions of a checkpoint or sidecar.
+pub fn file_actions_schema() -> SchemaRef {
+    static S: OnceLock<SchemaRef> = OnceLock::new();
+    S.get_or_init(|| {
+        Arc::new(Schema::new(vec![
+            action(names::ADD, add_fields()),
+            action(names::REMOVE, remove_fields()),
+        ]))
+    })
+    .clone()
+}
+
+/// Rows decoded per batch from newline-delimited JSON.
+const JSON_BATCH_ROWS: usize = 8192;
+
+/// Decodes newline-delimited JSON actions (a commit, a compaction or a JSON checkpoint) into
+/// batches of `schema`. Errors name `file` and `version`.
+pub fn decode_json_actions(
+    bytes: &[u8],
+    schema: &SchemaRef,
+    file: &str,
+    version: Option<u64>,
+) -> DeltaResult<Vec<RecordBatch>> {
+    let mut decoder = ReaderBuilder::new(schema.clone())
+        .with_batch_size(JSON_BATCH_ROWS)
+        .build_decoder()
+        .map_err(|e| DeltaError::corrupt(file, version, format!("JSON decoder: {e}")))?;
+    let mut out = Vec::new();
+    let mut rest = bytes;
+    while !rest.is_empty() {
+        let read = decoder.decode(rest).map_err(|e| {
+            DeltaError::corrupt(file, version, format!("invalid action JSON: {e}"))
+        })?;
+        if read == 0 {
+            // The decoder is full: drain it, then continue.
+            if let Some(batch) = decoder
+                .flush()
+                .map_err(|e| DeltaError::corrupt(file, version, format!("invalid action JSON: {e}")))?
+            {
+                out.push(batch);
+                continue;
+            }
+            return Err(DeltaError::corrupt(file, version, "JSON decoder made no progress"));
+        }
+        rest = &rest[read..];
+    }
+    if let Some(batch) = decoder.flush().map_err(|e| {
+        DeltaError::corrupt(
+            file,
+            version,
+            format!("invalid or truncated action JSON: {e}"),
+        )
+    })? {
+        out.push(batch);
+    }
+    Ok(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use arrow::array::{Array, AsArray};
+
+    #[test]
+    fn decodes_known_actions_and_ignores_unknown() {
+        let text = br#"{"commitInfo":{"timestamp":5,"operation":"WRITE","extra":{"x":1}}}
+{"protocol":{"minReaderVersion":1,"minWriterVersion":2}}
+{"someFutureAction":{"a":1}}
+{"add":{"path":"a.parquet","partitionValues":{"p":"1","q":null},"size":10,"modificationTime":7,"dataChange":true,"unknownField":3}}
+"#;
+        let batches = decode_json_actions(text, &commit_schema(), "0.json", Some(0)).unwrap();
+        let rows: usize = batches.iter().map(|b| b.num_rows()).sum();
+        assert_eq!(rows, 4);
+        let add = batches[0].column_by_name("add").unwrap().as_struct();
+        assert!(add.is_valid(3));
+        assert_eq!(add.column_by_name("path").unwrap().as_string::<i32>().value(3), "a.parquet");
+        assert!(add.is_null(0));
+    }
+
+    #[test]
+    fn truncated_line_is_corrupt_log() {
+        let text = br#"{"add":{"path":"a.parquet","size":1"#;
+        let err = decode_json_actions(text, &commit_schema(), "_delta_log/3.json", Some(3))
+            .unwrap_err();
+        let msg = err.to_string();
+        assert!(msg.contains("3.json") && msg.contains("version 3"), "{msg}");
+    }
+
+    #[test]
+    fn non_json_is_corrupt_log() {
+        let err = decode_json_actions(b"hello\n", &commit_schema(), "x", Some(1)).unwrap_err();
+        assert!(matches!(err, DeltaError::CorruptLog { .. }));
+    }
+
+    #[test]
+    fn wrong_type_is_corrupt_log() {
+        let text = br#"{"add":{"path":"a","size":"big"}}"#;
+        let err = decode_json_actions(text, &commit_schema(), "x", Some(1)).unwrap_err();
+        assert!(matches!(err, DeltaError::CorruptLog { .. }));
+    }
+}

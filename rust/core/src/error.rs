@@ -1,0 +1,78 @@
+//! Error type of the core crate.
+//!
+//! Every variant that concerns the log names the file and, where known, the version and the
+//! protocol rule that was broken, so callers can report bad input precisely.
+
+use thiserror::Error;
+
+/// Result alias used throughout the crate.
+pub type DeltaResult<T> = Result<T, DeltaError>;
+
+/// Everything that can go wrong while reading a Delta table.
+#[derive(Debug, Error)]
+pub enum DeltaError {
+    /// The location holds no Delta table (no `_delta_log`, or an empty one).
+    #[error("no Delta table at {path}: {reason}")]
+    TableNotFound { path: String, reason: String },
+
+    /// A log file is malformed or violates a protocol rule.
+    #[error("corrupt Delta log: {file} (version {version}): {rule}", version = fmt_version(*.version))]
+    CorruptLog {
+        file: String,
+        version: Option<u64>,
+        rule: String,
+    },
+
+    /// The requested version or timestamp cannot be served.
+    #[error("version not found: {message}")]
+    VersionNotFound { message: String },
+
+    /// The caller passed an argument that cannot be honoured.
+    #[error("invalid argument: {0}")]
+    InvalidArgument(String),
+
+    /// The table uses something this build cannot handle (reported with the reason).
+    #[error("unsupported: {0}")]
+    Unsupported(String),
+
+    /// A bug or a failed background task; never expected.
+    #[error("internal error: {0}")]
+    Internal(String),
+
+    /// Failure of the underlying object store.
+    #[error("storage error: {0}")]
+    Storage(#[from] object_store::Error),
+
+    /// Failure building or converting Arrow data.
+    #[error("arrow error: {0}")]
+    Arrow(#[from] arrow::error::ArrowError),
+
+    /// Failure reading a parquet file that is not attributable to a log file.
+    #[error("parquet error: {0}")]
+    Parquet(#[from] parquet::errors::ParquetError),
+}
+
+fn fmt_version(v: Option<u64>) -> String {
+    match v {
+        Some(v) => v.to_string(),
+        None => "unknown".to_string(),
+    }
+}
+
+impl DeltaError {
+    /// A [`DeltaError::CorruptLog`] for `file` at `version` breaking `rule`.
+    pub fn corrupt(file: impl Into<String>, version: Option<u64>, rule: impl Into<String>) -> Self {
+        DeltaError::CorruptLog {
+            file: file.into(),
+            version,
+            rule: rule.into(),
+        }
+    }
+
+    /// A [`DeltaError::VersionNotFound`] with a message.
+    pub fn version_not_found(message: impl Into<String>) -> Self {
+        DeltaError::VersionNotFound {
+            message: message.into(),
+        }
+    }
+}

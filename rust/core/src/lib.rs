@@ -1,0 +1,33 @@
+//! deltalog-core: the pure-Rust core of deltalog.
+//!
+//! Layers, bottom up (see `docs/architecture.md`):
+//! - [`storage`]: an object store plus the table root;
+//! - [`log_path`]: what each file name in `_delta_log` is;
+//! - [`last_checkpoint`]: the `_last_checkpoint` hint and its JSON checksum;
+//! - [`segment`]: which files reconstruct a version;
+//! - [`actions`], [`log_reader`], [`conform`]: log files decoded into Arrow;
+//! - [`paths`], [`model`], [`replay`]: action reconciliation;
+//! - [`schema`]: Delta schemas to and from Arrow;
+//! - [`snapshot`]: one version of a table; [`add_actions`] its files as a flat Arrow table;
+//! - [`timeline`]: commit timestamps, timestamp time travel and history.
+
+pub mod actions;
+pub mod add_actions;
+pub mod conform;
+pub mod error;
+pub mod last_checkpoint;
+pub mod log_path;
+pub mod log_reader;
+pub mod model;
+pub mod parquet_io;
+pub mod paths;
+pub mod replay;
+pub mod schema;
+pub mod segment;
+pub mod snapshot;
+pub mod storage;
+pub mod timeline;
+
+pub use error::{DeltaError, DeltaResult};
+pub use snapshot::Snapshot;
+pub use storage::Storage;

@@ -1,0 +1,349 @@
+//! Reading log files into Arrow batches of the canonical action schema.
+//!
+//! Spec: "Delta Log Entries" (newline-delimited JSON commits), "Log Compaction Files",
+//! "Checkpoints" and "Checkpoint Schema" (actions as struct columns of parquet; missing columns
+//! null), "V2 Spec" and "Sidecar Files" (file actions of a V2 checkpoint may live in
+//! `_delta_log/_sidecars/`). Only the columns replay needs are read from parquet.
+
+use arrow::array::{Array, AsArray, RecordBatch};
+use arrow::datatypes::{DataType, SchemaRef};
+use futures::stream::{self, StreamExt, TryStreamExt};
+use object_store::path::Path;
+use parquet::arrow::arrow_reader::{ArrowReaderMetadata, ArrowReaderOptions};
+use parquet::arrow::{ParquetRecordBatchStreamBuilder, ProjectionMask};
+use parquet::schema::types::SchemaDescriptor;
+
+use crate::actions::{self, decode_json_actions, names};
+use crate::conform::conform_batch;
+use crate::error::{DeltaError, DeltaResult};
+use crate::log_path::CheckpointFormat;
+use crate::parquet_io::StoreFileReader;
+use crate::segment::{CheckpointFiles, Delta, LogFile};
+use crate::storage::Storage;
+
+/// How many log files are fetched and decoded at once.
+const CONCURRENCY: usize = 16;
+/// Rows per batch when decoding checkpoint parquet.
+const PARQUET_BATCH_ROWS: usize = 64 * 1024;
+
+/// The decoded actions of one commit or compaction.
+#[derive(Debug)]
+pub struct DeltaBatches {
+    /// The newest version the file covers.
+    pub version: u64,
+    /// Batches of [`actions::commit_schema`].
+    pub batches: Vec<RecordBatch>,
+}
+
+/// Reads and decodes `deltas` (in parallel), returning them in the same order.
+pub async fn read_deltas(storage: &Storage, deltas: &[Delta]) -> DeltaResult<Vec<DeltaBatches>> {
+    let schema = actions::commit_schema();
+    stream::iter(deltas.iter().cloned())
+        .map(|delta| {
+            let storage = storage.clone();
+            let schema = schema.clone();
+            async move {
+                let file = delta.file();
+                let bytes = storage
+                    .get(&file.meta.location)
+                    .await
+                    .map_err(|e| log_file_error(e, file, Some(delta.end_version())))?;
+                let name = format!("_delta_log/{}", file.name);
+                let version = delta.end_version();
+                let batches = tokio::task::spawn_blocking(move || {
+                    decode_json_actions(&bytes, &schema, &name, Some(version))
+                })
+                .await
+                .map_err(|e| DeltaError::Internal(format!("decoder task failed: {e}")))??;
+                Ok::<_, DeltaError>(DeltaBatches { version, batches })
+            }
+        })
+        .buffered(CONCURRENCY)
+        .try_collect()
+        .await
+}
+
+/// Maps a storage error while reading a listed log file: a file that vanished between listing
+/// and reading is reported as a log error naming it.
+fn log_file_error(e: object_store::Error, file: &LogFile, version: Option<u64>) -> DeltaError {
+    match e {
+        object_store::Error::NotFound { .. } => DeltaError::corrupt(
+            format!("_delta_log/{}", file.name),
+            version,
+            "the file was listed but could not be read (removed concurrently?)",
+        ),
+        other => DeltaError::Storage(other),
+    }
+}
+
+/// The actions of a checkpoint: every part, plus the sidecars a V2 checkpoint references.
+#[derive(Debug)]
+pub struct CheckpointBatches {
+    /// Batches of [`actions::checkpoint_schema`] (non-file actions and, without sidecars, file
+    /// actions too).
+    pub batches: Vec<RecordBatch>,
+    /// Batches of [`actions::file_actions_schema`] read from sidecar files.
+    pub sidecar_batches: Vec<RecordBatch>,
+}
+
+/// Reads a complete checkpoint and its sidecars.
+pub async fn read_checkpoint(
+    storage: &Storage,
+    checkpoint: &CheckpointFiles,
+) -> DeltaResult<CheckpointBatches> {
+    let schema = actions::checkpoint_schema();
+    let mut batches = Vec::new();
+    for part in &checkpoint.parts {
+        let name = format!("_delta_log/{}", part.name);
+        match checkpoint.format {
+            CheckpointFormat::Json => {
+                let bytes = storage
+                    .get(&part.meta.location)
+                    .await
+                    .map_err(|e| log_file_error(e, part, Some(checkpoint.version)))?;
+                let v = checkpoint.version;
+                let schema = schema.clone();
+                let decoded = tokio::task::spawn_blocking(move || {
+                    decode_json_actions(&bytes, &schema, &name, Some(v))
+                })
+                .await
+                .map_err(|e| DeltaError::Internal(format!("decoder task failed: {e}")))??;
+                batches.extend(decoded);
+            }
+            CheckpointFormat::Parquet => {
+                batches.extend(
+                    read_parquet_actions(
+                        storage,
+                        &part.meta.location,
+                        Some(part.meta.size),
+                        &schema,
+                        &name,
+                        Some(checkpoint.version),
+                    )
+                    .await?,
+                );
+            }
+        }
+    }
+
+    let sidecars = sidecar_paths(storage, &batches, checkpoint)?;
+    let file_schema = actions::file_actions_schema();
+    let sidecar_batches: Vec<Vec<RecordBatch>> = stream::iter(sidecars)
+        .map(|(path, size, name)| {
+            let storage = storage.clone();
+            let file_schema = file_schema.clone();
+            let version = checkpoint.version;
+            async move {
+                read_parquet_actions(&storage, &path, size, &file_schema, &name, Some(version))
+                    .await
+            }
+        })
+        .buffered(CONCURRENCY)
+        .try_collect()
+        .await?;
+    Ok(CheckpointBatches {
+        batches,
+        sidecar_batches: sidecar_batches.into_iter().flatten().collect(),
+    })
+}
+
+/// The sidecar files referenced by `sidecar` actions ("Sidecar File Information"): their
+/// location, size (when known) and display name.
+fn sidecar_paths(
+    storage: &Storage,
+    batches: &[RecordBatch],
+    checkpoint: &CheckpointFiles,
+) -> DeltaResult<Vec<(Path, Option<u64>, String)>> {
+    let mut out = Vec::new();
+    for batch in batches {
+        let Some(col) = batch.column_by_name(names::SIDECAR) else {
+            continue;
+        };
+        let sidecar = col.as_struct();
+        let paths = sidecar
+            .column_by_name("path")
+            .map(|c| c.as_string::<i32>().clone());
+        let sizes = sidecar
+            .column_by_name("sizeInBytes")
+            .map(|c| c.as_primitive::<arrow::datatypes::Int64Type>().clone());
+        for row in 0..sidecar.len() {
+            if sidecar.is_null(row) {
+                continue;
+            }
+            let file = format!("_delta_log/{}", checkpoint.parts[0].name);
+            let Some(raw) = paths.as_ref().filter(|p| p.is_valid(row)).map(|p| p.value(row))
+            else {
+                return Err(DeltaError::corrupt(
+                    file,
+                    Some(checkpoint.version),
+                    "a sidecar action has no path (spec: \"Sidecar File Information\")",
+                ));
+            };
+            let decoded = crate::paths::decode_uri_path(raw).map_err(|e| {
+                DeltaError::corrupt(file.clone(), Some(checkpoint.version), e)
+            })?;
+            let location = if decoded.contains("://") || decoded.starts_with('/') {
+                storage.resolve_absolute(&decoded).ok_or_else(|| {
+                    DeltaError::corrupt(
+                        file.clone(),
+                        Some(checkpoint.version),
+                        format!(
+                            "sidecar {raw} is outside this table's _delta_log/_sidecars \
+                             (spec: \"Sidecar Files\")"
+                        ),
+                    )
+                })?
+            } else {
+                storage.log_path(&format!("_sidecars/{decoded}"))
+            };
+            let size = sizes
+                .as_ref()
+                .filter(|s| s.is_valid(row))
+                .and_then(|s| u64::try_from(s.value(row)).ok());
+            let name = format!("_delta_log/_sidecars/{decoded}");
+            out.push((location, size, name));
+        }
+    }
+    Ok(out)
+}
+
+/// The leaf columns of `parquet` that `wanted` needs: a top-level action column, and within it
+/// the fields `wanted` lists (everything below those fields).
+fn projection(parquet: &SchemaDescriptor, wanted: &SchemaRef) -> ProjectionMask {
+    let leaves = parquet.columns().iter().enumerate().filter_map(|(i, col)| {
+        let parts = col.path().parts();
+        let top = wanted.field_with_name(parts.first()?).ok()?;
+        match (top.data_type(), parts.get(1)) {
+            (DataType::Struct(fields), Some(child)) => {
+                fields.iter().any(|f| f.name() == child).then_some(i)
+            }
+            _ => Some(i),
+        }
+    });
+    ProjectionMask::leaves(parquet, leaves.collect::<Vec<_>>())
+}
+
+/// Reads the action columns of one parquet log file (checkpoint part or sidecar), decoding row
+/// groups in parallel, and conforms every batch to `schema`.
+pub async fn read_parquet_actions(
+    storage: &Storage,
+    location: &Path,
+    size: Option<u64>,
+    schema: &SchemaRef,
+    name: &str,
+    version: Option<u64>,
+) -> DeltaResult<Vec<RecordBatch>> {
+    let corrupt = |e: &dyn std::fmt::Display| {
+        DeltaError::corrupt(name, version, format!("unreadable parquet: {e}"))
+    };
+    let size = match size {
+        Some(s) => s,
+        None => match storage.head(location).await {
+            Ok(meta) => meta.size,
+            Err(object_store::Error::NotFound { .. }) => {
+                return Err(DeltaError::corrupt(name, version, "the file does not exist"))
+            }
+            Err(e) => return Err(e.into()),
+        },
+    };
+    let mut reader = StoreFileReader::new(storage.store().clone(), location.clone(), size);
+    let metadata = ArrowReaderMetadata::load_async(&mut reader, ArrowReaderOptions::new())
+        .await
+        .map_err(|e| match e {
+            parquet::errors::ParquetError::External(inner) => {
+                match inner.downcast::<object_store::Error>() {
+                    Ok(os) if matches!(*os, object_store::Error::NotFound { .. }) => {
+                        DeltaError::corrupt(name, version, "the file does not exist")
+                    }
+                    Ok(os) => DeltaError::Storage(*os),
+                    Err(other) => corrupt(&other),
+                }
+            }
+            other => corrupt(&other),
+        })?;
+    let mask = projection(metadata.metadata().file_metadata().schema_descr(), schema);
+    let row_groups = metadata.metadata().num_row_groups();
+    // Split the row groups into a few contiguous runs decoded concurrently.
+    let tasks = row_groups.clamp(1, 4);
+    let per_task = row_groups.div_ceil(tasks).max(1);
+    let runs: Vec<Vec<usize>> = (0..row_groups)
+        .collect::<Vec<_>>()
+        .chunks(per_task)
+        .map(<[usize]>::to_vec)
+        .collect();
+    let runs = if runs.is_empty() { vec![vec![]] } else { runs };
+    let handles: Vec<_> = runs
+        .into_iter()
+        .map(|groups| {
+            let builder =
+                ParquetRecordBatchStreamBuilder::new_with_metadata(reader.clone(), metadata.clone())
+                    .with_projection(mask.clone())
+                    .with_row_groups(groups)
+                    .with_batch_size(PARQUET_BATCH_ROWS);
+            let schema = schema.clone();
+            let name = name.to_string();
+            tokio::spawn(async move {
+                let stream = builder.build().map_err(|e| {
+                    DeltaError::corrupt(&name, version, format!("unreadable parquet: {e}"))
+                })?;
+                let raw: Vec<RecordBatch> = stream.try_collect().await.map_err(|e| {
+                    DeltaError::corrupt(&name, version, format!("unreadable parquet: {e}"))
+                })?;
+                raw.iter()
+                    .map(|b| {
+                        conform_batch(b, &schema).map_err(|e| {
+                            DeltaError::corrupt(
+                                &name,
+                                version,
+                                format!("action columns have unexpected types: {e}"),
+                            )
+                        })
+                    })
+                    .collect::<DeltaResult<Vec<_>>>()
+            })
+        })
+        .collect();
+    let mut out = Vec::new();
+    for handle in handles {
+        let batches = handle
+            .await
+            .map_err(|e| DeltaError::Internal(format!("parquet task failed: {e}")))??;
+        out.extend(batches);
+    }
+    Ok(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::sync::Arc;
+    use arrow::datatypes::{Field, Fields, Schema};
+    use parquet::arrow::ArrowSchemaConverter;
+
+    #[test]
+    fn projection_keeps_wanted_fields_only() {
+        let file_schema = Schema::new(vec![
+            Field::new(
+                "add",
+                DataType::Struct(Fields::from(vec![
+                    Field::new("path", DataType::Utf8, true),
+                    Field::new("stats_parsed", DataType::Struct(Fields::from(vec![
+                        Field::new("numRecords", DataType::Int64, true),
+                    ])), true),
+                ])),
+                true,
+            ),
+            Field::new("commitInfo", DataType::Struct(Fields::from(vec![Field::new("x", DataType::Int64, true)])), true),
+        ]);
+        let descr = ArrowSchemaConverter::new().convert(&file_schema).unwrap();
+        let wanted = Arc::new(Schema::new(vec![Field::new(
+            "add",
+            DataType::Struct(Fields::from(vec![Field::new("path", DataType::Utf8, true)])),
+            true,
+        )]));
+        let mask = projection(&descr, &wanted);
+        assert!(mask.leaf_included(0));
+        assert!(!mask.leaf_included(1));
+        assert!(!mask.leaf_included(2));
+    }
+}

@@ -1,0 +1,378 @@
+//! Log replay: reconciling actions into the state of one version.
+//!
+//! Spec: "Action Reconciliation". Commits are replayed newest first; the first `protocol` and
+//! `metaData` seen win, the first `txn` per `appId`, the first `domainMetadata` per `domain`
+//! (tombstones with `removed = true` suppress older entries and are then dropped), and the first
+//! reference to each logical file `(path, deletionVector.uniqueId)` decides whether it is active
+//! (`add`) or a tombstone (`remove`). A checkpoint is already reconciled, so its rows are only
+//! checked against the keys the newer commits touched and never added to that set.
+
+use std::borrow::Cow;
+use std::collections::{HashMap, HashSet};
+
+use arrow::array::{Array, AsArray, BooleanArray, RecordBatch, StructArray};
+use arrow::compute::filter;
+use arrow::datatypes::Int32Type;
+
+use crate::actions::names;
+use crate::error::{DeltaError, DeltaResult};
+use crate::model::{str_field, DomainMetadata, Metadata, Protocol, Txn};
+use crate::paths::{dv_unique_id, file_key};
+
+/// Where an action was found, for error messages.
+#[derive(Debug, Clone)]
+pub struct Origin {
+    /// The log file (relative to the table root).
+    pub file: String,
+    /// The version it belongs to.
+    pub version: u64,
+}
+
+/// The reconciled state being built.
+#[derive(Debug, Default)]
+pub struct Reconciler {
+    /// Keys of every logical file referenced by the commits replayed so far.
+    seen: HashSet<Box<str>>,
+    /// The newest `protocol` and where it came from.
+    pub protocol: Option<(Protocol, Origin)>,
+    /// The newest `metaData`.
+    pub metadata: Option<(Metadata, Origin)>,
+    /// Newest `txn` per `appId`.
+    pub txns: HashMap<String, Txn>,
+    /// Newest `domainMetadata` per domain (`None` once a tombstone has been seen).
+    domains: HashMap<String, Option<DomainMetadata>>,
+    /// Active `add` structs (rows all valid).
+    pub adds: Vec<StructArray>,
+    /// Tombstone `remove` structs (rows all valid).
+    pub removes: Vec<StructArray>,
+}
+
+/// The result of selecting rows of one batch of file actions.
+#[derive(Debug, Default)]
+pub struct FileSelection {
+    /// The active adds of the batch, compacted.
+    pub adds: Option<StructArray>,
+    /// The tombstones of the batch, compacted.
+    pub removes: Option<StructArray>,
+}
+
+/// The unique id of the deletion vector in row `row` of an `add`/`remove` struct.
+fn dv_id(action: &StructArray, row: usize) -> Option<String> {
+    let dv = action.column_by_name("deletionVector")?;
+    if dv.is_null(row) {
+        return None;
+    }
+    let dv = dv.as_struct();
+    let storage = str_field(dv, "storageType", row)?;
+    let path = str_field(dv, "pathOrInlineDv", row)?;
+    let offset = dv
+        .column_by_name("offset")
+        .filter(|c| c.is_valid(row))
+        .and_then(|c| c.as_primitive_opt::<Int32Type>().map(|a| a.value(row)));
+    Some(dv_unique_id(storage, path, offset))
+}
+
+/// The logical-file key of row `row`, or a corrupt-log error when the row has no path.
+fn key_of<'a>(
+    action: &'a StructArray,
+    kind: &str,
+    row: usize,
+    origin: &Origin,
+) -> DeltaResult<Cow<'a, str>> {
+    let path = str_field(action, "path", row).ok_or_else(|| {
+        DeltaError::corrupt(
+            &origin.file,
+            Some(origin.version),
+            format!("an {kind} action has no path (spec: \"Add File and Remove File\")"),
+        )
+    })?;
+    let dv = dv_id(action, row);
+    file_key(path, dv.as_deref())
+        .map(|k| match k {
+            Cow::Borrowed(s) => Cow::Borrowed(s),
+            Cow::Owned(s) => Cow::Owned(s),
+        })
+        .map_err(|rule| DeltaError::corrupt(&origin.file, Some(origin.version), rule))
+}
+
+fn struct_column<'a>(batch: &'a RecordBatch, name: &str) -> Option<&'a StructArray> {
+    batch
+        .column_by_name(name)
+        .and_then(|c| c.as_struct_opt())
+        .filter(|s| s.null_count() < s.len())
+}
+
+/// Keeps the rows of `action` where `mask` is true; `None` when none are.
+fn compact(action: &StructArray, mask: Vec<bool>) -> DeltaResult<Option<StructArray>> {
+    let selected = mask.iter().filter(|b| **b).count();
+    if selected == 0 {
+        return Ok(None);
+    }
+    if selected == action.len() {
+        return Ok(Some(action.clone()));
+    }
+    let filtered = filter(action, &BooleanArray::from(mask))?;
+    Ok(Some(filtered.as_struct().clone()))
+}
+
+impl Reconciler {
+    /// Replays one commit or compaction. Must be called newest first.
+    pub fn apply_delta(&mut self, batches: &[RecordBatch], origin: &Origin) -> DeltaResult<()> {
+        for batch in batches {
+            self.apply_non_file_actions(batch, origin)?;
+        }
+        // File actions: a key first seen here decides the file's fate.
+        for batch in batches {
+            if let Some(add) = struct_column(batch, names::ADD) {
+                let mut mask = vec![false; add.len()];
+                for (row, keep) in mask.iter_mut().enumerate() {
+                    if add.is_valid(row) {
+                        let key = key_of(add, "add", row, origin)?;
+                        if !self.seen.contains(key.as_ref()) {
+                            self.seen.insert(key.into_owned().into_boxed_str());
+                            *keep = true;
+                        }
+                    }
+                }
+                if let Some(a) = compact(add, mask)? {
+                    self.adds.push(a);
+                }
+            }
+            if let Some(remove) = struct_column(batch, names::REMOVE) {
+                let mut mask = vec![false; remove.len()];
+                for (row, keep) in mask.iter_mut().enumerate() {
+                    if remove.is_valid(row) {
+                        let key = key_of(remove, "remove", row, origin)?;
+                        if !self.seen.contains(key.as_ref()) {
+                            self.seen.insert(key.into_owned().into_boxed_str());
+                            *keep = true;
+                        }
+                    }
+                }
+                if let Some(r) = compact(remove, mask)? {
+                    self.removes.push(r);
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// Takes protocol, metadata, txn and domain metadata from `batch` where no newer one was
+    /// seen. Used for commits (newest first) and for the checkpoint (last).
+    pub fn apply_non_file_actions(&mut self, batch: &RecordBatch, origin: &Origin) -> DeltaResult<()> {
+        if self.protocol.is_none() {
+            if let Some(p) = struct_column(batch, names::PROTOCOL) {
+                if let Some(row) = (0..p.len()).find(|r| p.is_valid(*r)) {
+                    let protocol = Protocol::from_row(p, row).ok_or_else(|| {
+                        DeltaError::corrupt(
+                            &origin.file,
+                            Some(origin.version),
+                            "the protocol action lacks minReaderVersion or minWriterVersion \
+                             (spec: \"Protocol Evolution\")",
+                        )
+                    })?;
+                    self.protocol = Some((protocol, origin.clone()));
+                }
+            }
+        }
+        if self.metadata.is_none() {
+            if let Some(m) = struct_column(batch, names::METADATA) {
+                if let Some(row) = (0..m.len()).find(|r| m.is_valid(*r)) {
+                    self.metadata = Some((Metadata::from_row(m, row), origin.clone()));
+                }
+            }
+        }
+        if let Some(t) = struct_column(batch, names::TXN) {
+            for row in (0..t.len()).filter(|r| t.is_valid(*r)) {
+                if let Some(txn) = Txn::from_row(t, row) {
+                    self.txns.entry(txn.app_id.clone()).or_insert(txn);
+                }
+            }
+        }
+        if let Some(d) = struct_column(batch, names::DOMAIN_METADATA) {
+            for row in (0..d.len()).filter(|r| d.is_valid(*r)) {
+                if let Some(dm) = DomainMetadata::from_row(d, row) {
+                    let removed = dm.removed;
+                    self.domains
+                        .entry(dm.domain.clone())
+                        .or_insert((!removed).then_some(dm));
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// Selects the active adds and tombstones of a checkpoint (or sidecar) batch: rows whose
+    /// key no newer commit referenced. Read-only, so batches can be selected in parallel.
+    pub fn select_checkpoint_files(
+        &self,
+        batch: &RecordBatch,
+        origin: &Origin,
+    ) -> DeltaResult<FileSelection> {
+        let mut out = FileSelection::default();
+        for (name, slot) in [(names::ADD, &mut out.adds), (names::REMOVE, &mut out.removes)] {
+            let Some(action) = struct_column(batch, name) else {
+                continue;
+            };
+            let mut mask = vec![false; action.len()];
+            for (row, keep) in mask.iter_mut().enumerate() {
+                if action.is_valid(row) {
+                    *keep = self.seen.is_empty()
+                        || !self.seen.contains(key_of(action, name, row, origin)?.as_ref());
+                }
+            }
+            *slot = compact(action, mask)?;
+        }
+        Ok(out)
+    }
+
+    /// The live domain metadata, sorted by domain.
+    pub fn domain_metadata(&self) -> Vec<DomainMetadata> {
+        let mut out: Vec<DomainMetadata> = self.domains.values().flatten().cloned().collect();
+        out.sort_by(|a, b| a.domain.cmp(&b.domain));
+        out
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::actions::{commit_schema, decode_json_actions};
+
+    fn origin(v: u64) -> Origin {
+        Origin {
+            file: format!("{v}.json"),
+            version: v,
+        }
+    }
+
+    fn replay(commits: &[&str]) -> Reconciler {
+        let mut r = Reconciler::default();
+        for (v, text) in commits.iter().enumerate().rev() {
+            let batches =
+                decode_json_actions(text.as_bytes(), &commit_schema(), "x", Some(v as u64)).unwrap();
+            r.apply_delta(&batches, &origin(v as u64)).unwrap();
+        }
+        r
+    }
+
+    fn paths(arrays: &[StructArray]) -> Vec<String> {
+        let mut out: Vec<String> = arrays
+            .iter()
+            .flat_map(|a| {
+                let p = a.column_by_name("path").unwrap().as_string::<i32>();
+                (0..p.len()).map(|i| p.value(i).to_string()).collect::<Vec<_>>()
+            })
+            .collect();
+        out.sort();
+        out
+    }
+
+    const ADD_A: &str = r#"{"add":{"path":"a","partitionValues":{},"size":1,"modificationTime":1,"dataChange":true}}"#;
+    const ADD_B: &str = r#"{"add":{"path":"b","partitionValues":{},"size":1,"modificationTime":1,"dataChange":true}}"#;
+    const REMOVE_A: &str = r#"{"remove":{"path":"a","deletionTimestamp":5,"dataChange":true}}"#;
+
+    #[test]
+    fn latest_protocol_and_metadata_win() {
+        let r = replay(&[
+            r#"{"protocol":{"minReaderVersion":1,"minWriterVersion":2}}
+{"metaData":{"id":"one","format":{"provider":"parquet","options":{}},"schemaString":"{}","partitionColumns":[],"configuration":{}}}"#,
+            r#"{"protocol":{"minReaderVersion":3,"minWriterVersion":7,"readerFeatures":["deletionVectors"],"writerFeatures":["deletionVectors"]}}"#,
+            r#"{"metaData":{"id":"two","format":{"provider":"parquet","options":{}},"schemaString":"{}","partitionColumns":["p"],"configuration":{"k":"v"}}}"#,
+        ]);
+        let (p, o) = r.protocol.unwrap();
+        assert_eq!(p.min_reader_version, 3);
+        assert_eq!(p.reader_features, Some(vec!["deletionVectors".to_string()]));
+        assert_eq!(o.version, 1);
+        let (m, _) = r.metadata.unwrap();
+        assert_eq!(m.id.as_deref(), Some("two"));
+        assert_eq!(m.partition_columns, vec!["p"]);
+        assert_eq!(m.configuration.get("k").map(String::as_str), Some("v"));
+    }
+
+    #[test]
+    fn remove_after_add_makes_tombstone() {
+        let r = replay(&[&format!("{ADD_A}\n{ADD_B}"), REMOVE_A]);
+        assert_eq!(paths(&r.adds), vec!["b"]);
+        assert_eq!(paths(&r.removes), vec!["a"]);
+    }
+
+    #[test]
+    fn re_add_after_remove_is_active_with_newest_fields() {
+        let re_add = r#"{"add":{"path":"a","partitionValues":{},"size":99,"modificationTime":7,"dataChange":true}}"#;
+        let r = replay(&[ADD_A, REMOVE_A, re_add]);
+        assert_eq!(paths(&r.adds), vec!["a"]);
+        assert!(r.removes.is_empty());
+        let size = r.adds[0].column_by_name("size").unwrap();
+        assert_eq!(size.as_primitive::<arrow::datatypes::Int64Type>().value(0), 99);
+    }
+
+    #[test]
+    fn same_path_different_dv_are_different_files() {
+        let with_dv = r#"{"add":{"path":"a","partitionValues":{},"size":1,"modificationTime":1,"dataChange":true,"deletionVector":{"storageType":"i","pathOrInlineDv":"wi5b=000010000siXQKl0rr91000f55c8Xg0@@D72lkbi5=-{L","sizeInBytes":40,"cardinality":6}}}"#;
+        // Commit 1 replaces the DV-less file by the same file with a DV.
+        let r = replay(&[ADD_A, &format!("{REMOVE_A}\n{with_dv}")]);
+        assert_eq!(paths(&r.adds), vec!["a"]);
+        assert_eq!(paths(&r.removes), vec!["a"]);
+        assert!(r.adds[0].column_by_name("deletionVector").unwrap().is_valid(0));
+    }
+
+    #[test]
+    fn encoded_and_decoded_paths_match() {
+        let add = r#"{"add":{"path":"special%20p@%23h","partitionValues":{},"size":1,"modificationTime":1,"dataChange":true}}"#;
+        let remove = r#"{"remove":{"path":"special%20p@%23h","dataChange":true}}"#;
+        let r = replay(&[add, remove]);
+        assert!(r.adds.is_empty());
+        let add = r#"{"add":{"path":"/x/with%20space","partitionValues":{},"size":1,"modificationTime":1,"dataChange":true}}"#;
+        let remove = r#"{"remove":{"path":"file:///x/with%20space","dataChange":true}}"#;
+        assert!(replay(&[add, remove]).adds.is_empty());
+    }
+
+    #[test]
+    fn txn_latest_per_app_and_domains_with_tombstones() {
+        let r = replay(&[
+            r#"{"txn":{"appId":"app","version":1}}
+{"domainMetadata":{"domain":"d1","configuration":"{\"a\":1}","removed":false}}
+{"domainMetadata":{"domain":"d2","configuration":"x","removed":false}}"#,
+            r#"{"txn":{"appId":"app","version":2}}
+{"txn":{"appId":"other","version":9}}
+{"domainMetadata":{"domain":"d1","configuration":"{\"a\":2}","removed":false}}
+{"domainMetadata":{"domain":"d2","configuration":"x","removed":true}}"#,
+        ]);
+        assert_eq!(r.txns["app"].version, 2);
+        assert_eq!(r.txns["other"].version, 9);
+        let d = r.domain_metadata();
+        assert_eq!(d.len(), 1);
+        assert_eq!(d[0].domain, "d1");
+        assert_eq!(d[0].configuration, "{\"a\":2}");
+    }
+
+    #[test]
+    fn checkpoint_rows_filtered_by_newer_commits() {
+        let mut r = Reconciler::default();
+        let newer = decode_json_actions(REMOVE_A.as_bytes(), &commit_schema(), "x", Some(2)).unwrap();
+        r.apply_delta(&newer, &origin(2)).unwrap();
+        let cp = decode_json_actions(
+            format!("{ADD_A}\n{ADD_B}").as_bytes(),
+            &commit_schema(),
+            "cp",
+            Some(1),
+        )
+        .unwrap();
+        let sel = r.select_checkpoint_files(&cp[0], &origin(1)).unwrap();
+        assert_eq!(paths(&[sel.adds.unwrap()]), vec!["b"]);
+    }
+
+    #[test]
+    fn add_without_path_is_corrupt() {
+        let batches = decode_json_actions(
+            br#"{"add":{"size":1}}"#,
+            &commit_schema(),
+            "x",
+            Some(0),
+        )
+        .unwrap();
+        let err = Reconciler::default().apply_delta(&batches, &origin(0)).unwrap_err();
+        assert!(matches!(err, DeltaError::CorruptLog { version: Some(0), .. }), "{err}");
+    }
+}

@@ -1,0 +1,569 @@
+//! Choosing the log files that make up one version of a table: the log segment.
+//!
+//! Spec: "Delta Log Entries" (contiguous versions), "Checkpoints" (newest complete checkpoint not
+//! newer than the target version; incomplete multi-part sets ignored), "Log Compaction Files"
+//! (a compaction replaces its commit range), "Last Checkpoint File" (a hint to list from near
+//! the end; stale, corrupt or wrong hints fall back to a full listing).
+
+use std::collections::{BTreeMap, HashMap};
+
+use object_store::ObjectMeta;
+
+use crate::error::{DeltaError, DeltaResult};
+use crate::last_checkpoint::parse_last_checkpoint;
+use crate::log_path::{classify, CheckpointFormat, CheckpointNaming, LogFileKind};
+use crate::storage::Storage;
+
+/// One file of `_delta_log`, classified.
+#[derive(Debug, Clone)]
+pub struct LogFile {
+    /// What the file is.
+    pub kind: LogFileKind,
+    /// Path relative to `_delta_log/` (e.g. `00000000000000000003.json`).
+    pub name: String,
+    /// Location, size and modification time.
+    pub meta: ObjectMeta,
+}
+
+/// A complete checkpoint: one file, or every part of a multi-part set.
+#[derive(Debug, Clone)]
+pub struct CheckpointFiles {
+    /// The table version the checkpoint represents.
+    pub version: u64,
+    /// Its naming scheme.
+    pub naming: CheckpointNaming,
+    /// JSON or parquet.
+    pub format: CheckpointFormat,
+    /// The files, in part order.
+    pub parts: Vec<LogFile>,
+}
+
+/// What to replay after the checkpoint: a single commit, or a compaction of a range.
+#[derive(Debug, Clone)]
+pub enum Delta {
+    /// `n.json`
+    Commit { version: u64, file: LogFile },
+    /// `x.y.compacted.json`
+    Compaction { start: u64, end: u64, file: LogFile },
+}
+
+impl Delta {
+    /// The newest version the delta covers.
+    pub fn end_version(&self) -> u64 {
+        match self {
+            Delta::Commit { version, .. } => *version,
+            Delta::Compaction { end, .. } => *end,
+        }
+    }
+
+    /// The file to read.
+    pub fn file(&self) -> &LogFile {
+        match self {
+            Delta::Commit { file, .. } | Delta::Compaction { file, .. } => file,
+        }
+    }
+}
+
+/// The files that reconstruct one version.
+#[derive(Debug, Clone)]
+pub struct LogSegment {
+    /// The version reconstructed.
+    pub version: u64,
+    /// The checkpoint replay starts from, if any.
+    pub checkpoint: Option<CheckpointFiles>,
+    /// Commits and compactions after the checkpoint, ascending.
+    pub deltas: Vec<Delta>,
+    /// The commit file of `version` itself when it was listed (for its timestamp).
+    pub last_commit: Option<LogFile>,
+}
+
+/// A listing of `_delta_log`, sorted by name, with every file classified.
+#[derive(Debug, Clone, Default)]
+pub struct LogListing {
+    /// The classified files (unknown ones dropped).
+    pub files: Vec<LogFile>,
+    /// Whether the listing started at version 0 (a full listing) or at a hint.
+    pub complete: bool,
+}
+
+impl LogListing {
+    /// Lists `_delta_log`, starting at `from_version` when given (spec: "Last Checkpoint
+    /// File": lexicographic listing from the checkpoint's version).
+    pub async fn list(storage: &Storage, from_version: Option<u64>) -> DeltaResult<Self> {
+        let offset = from_version
+            .filter(|v| *v > 0)
+            .map(|v| format!("{:020}", v - 1));
+        let metas = storage.list_log(offset.as_deref()).await?;
+        let mut files = Vec::with_capacity(metas.len());
+        for meta in metas {
+            let Some(name) = storage.relative_to_log(&meta.location) else {
+                continue;
+            };
+            let kind = classify(&name);
+            if matches!(kind, LogFileKind::Unknown) {
+                continue;
+            }
+            if let (Some(from), Some(v)) = (from_version, kind.version()) {
+                if v < from {
+                    continue;
+                }
+            }
+            files.push(LogFile { kind, name, meta });
+        }
+        Ok(LogListing {
+            files,
+            complete: from_version.unwrap_or(0) == 0,
+        })
+    }
+
+    /// The commit files (`n.json`), ascending by version.
+    pub fn commits(&self) -> BTreeMap<u64, &LogFile> {
+        self.files
+            .iter()
+            .filter_map(|f| match f.kind {
+                LogFileKind::Commit { version } => Some((version, f)),
+                _ => None,
+            })
+            .collect()
+    }
+
+    /// Every complete checkpoint, ascending by version (several may share a version).
+    pub fn complete_checkpoints(&self) -> Vec<CheckpointFiles> {
+        let mut singles: Vec<CheckpointFiles> = Vec::new();
+        // (version, parts) -> part number -> file
+        let mut multi: BTreeMap<(u64, u32), HashMap<u32, &LogFile>> = BTreeMap::new();
+        for f in &self.files {
+            if let LogFileKind::Checkpoint {
+                version,
+                naming,
+                format,
+            } = &f.kind
+            {
+                match naming {
+                    CheckpointNaming::MultiPart { part, parts } => {
+                        multi
+                            .entry((*version, *parts))
+                            .or_default()
+                            .insert(*part, f);
+                    }
+                    _ => singles.push(CheckpointFiles {
+                        version: *version,
+                        naming: naming.clone(),
+                        format: *format,
+                        parts: vec![f.clone()],
+                    }),
+                }
+            }
+        }
+        // "readers must ignore multi-part checkpoints with missing parts"
+        for ((version, parts), found) in multi {
+            if (1..=parts).all(|p| found.contains_key(&p)) {
+                let mut files: Vec<LogFile> = (1..=parts)
+                    .filter_map(|p| found.get(&p).map(|f| (*f).clone()))
+                    .collect();
+                files.sort_by(|a, b| a.name.cmp(&b.name));
+                singles.push(CheckpointFiles {
+                    version,
+                    naming: CheckpointNaming::MultiPart { part: 1, parts },
+                    format: CheckpointFormat::Parquet,
+                    parts: files,
+                });
+            }
+        }
+        singles.sort_by_key(|c| (c.version, preference(&c.naming, c.format)));
+        singles
+    }
+
+    /// The newest version any file of the listing represents.
+    pub fn latest_version(&self) -> Option<u64> {
+        self.files
+            .iter()
+            .filter_map(|f| match &f.kind {
+                LogFileKind::Commit { version } => Some(*version),
+                LogFileKind::Checkpoint { version, .. } => Some(*version),
+                _ => None,
+            })
+            .max()
+    }
+}
+
+/// Among complete checkpoints of one version, which to prefer (higher wins): a classic file is
+/// one read; a UUID-named parquet next; JSON and multi-part sets last.
+fn preference(naming: &CheckpointNaming, format: CheckpointFormat) -> u8 {
+    match (naming, format) {
+        (CheckpointNaming::Classic, _) => 3,
+        (CheckpointNaming::Uuid { .. }, CheckpointFormat::Parquet) => 2,
+        (CheckpointNaming::MultiPart { .. }, _) => 1,
+        (CheckpointNaming::Uuid { .. }, CheckpointFormat::Json) => 0,
+    }
+}
+
+/// Why a segment could not be built from a listing.
+#[derive(Debug)]
+pub enum SegmentError {
+    /// A real error to report.
+    Fatal(DeltaError),
+    /// The listing (a partial one) is insufficient: list everything and try again.
+    NeedFullListing(String),
+}
+
+impl From<DeltaError> for SegmentError {
+    fn from(e: DeltaError) -> Self {
+        SegmentError::Fatal(e)
+    }
+}
+
+/// Builds the segment of `target` (the latest version when `None`) from `listing`.
+pub fn build_segment(
+    listing: &LogListing,
+    target: Option<u64>,
+) -> Result<LogSegment, SegmentError> {
+    let commits = listing.commits();
+    let Some(latest) = listing.latest_version() else {
+        return Err(if listing.complete {
+            SegmentError::Fatal(DeltaError::TableNotFound {
+                path: "_delta_log".into(),
+                reason: "the log has no commit or checkpoint".into(),
+            })
+        } else {
+            SegmentError::NeedFullListing("nothing listed after the checkpoint hint".into())
+        });
+    };
+    let version = match target {
+        Some(v) if v > latest => {
+            return Err(SegmentError::Fatal(DeltaError::version_not_found(format!(
+                "version {v} does not exist; the latest version is {latest}"
+            ))))
+        }
+        Some(v) => v,
+        None => latest,
+    };
+    let checkpoint = listing
+        .complete_checkpoints()
+        .into_iter()
+        .rev()
+        .find(|c| c.version <= version);
+    if checkpoint.is_none() && !listing.complete {
+        return Err(SegmentError::NeedFullListing(
+            "no complete checkpoint at or after the hinted version".into(),
+        ));
+    }
+    let start = checkpoint.as_ref().map_or(0, |c| c.version + 1);
+
+    // Compactions inside (start..=version), longest first for each start version.
+    let mut compactions: BTreeMap<u64, (u64, &LogFile)> = BTreeMap::new();
+    for f in &listing.files {
+        if let LogFileKind::Compaction { start: s, end: e } = f.kind {
+            if s >= start && e <= version {
+                let entry = compactions.entry(s).or_insert((e, f));
+                if e > entry.0 {
+                    *entry = (e, f);
+                }
+            }
+        }
+    }
+
+    let mut deltas = Vec::new();
+    let mut v = start;
+    while v <= version {
+        if let Some((end, file)) = compactions.get(&v) {
+            // Prefer a compaction only when it saves reading more than one commit.
+            if *end > v {
+                deltas.push(Delta::Compaction {
+                    start: v,
+                    end: *end,
+                    file: (*file).clone(),
+                });
+                v = end + 1;
+                continue;
+            }
+        }
+        match commits.get(&v) {
+            Some(file) => {
+                deltas.push(Delta::Commit {
+                    version: v,
+                    file: (*file).clone(),
+                });
+                v += 1;
+            }
+            None => return Err(missing_version(listing, &commits, checkpoint.as_ref(), v, version, target)),
+        }
+    }
+    let last_commit = commits.get(&version).map(|f| (*f).clone());
+    Ok(LogSegment {
+        version,
+        checkpoint,
+        deltas,
+        last_commit,
+    })
+}
+
+/// The error for a version `missing` that no commit, compaction or checkpoint provides.
+fn missing_version(
+    listing: &LogListing,
+    commits: &BTreeMap<u64, &LogFile>,
+    checkpoint: Option<&CheckpointFiles>,
+    missing: u64,
+    version: u64,
+    target: Option<u64>,
+) -> SegmentError {
+    if !listing.complete {
+        return SegmentError::NeedFullListing(format!("commit {missing} not listed"));
+    }
+    let earliest = commits.keys().next().copied();
+    let before_any_commit = earliest.is_none_or(|e| e > missing);
+    let nothing_older_listed = commits.range(..missing).next().is_none()
+        && checkpoint.is_none_or(|c| c.version + 1 == missing);
+    if before_any_commit && nothing_older_listed && checkpoint.is_none() && target.is_some() {
+        // Early commits were cleaned up and no checkpoint covers the requested version.
+        return SegmentError::Fatal(DeltaError::version_not_found(format!(
+            "version {version} cannot be reconstructed: the log's earliest commit is {} and no \
+             checkpoint at or before version {version} exists (spec: \"Metadata Cleanup\")",
+            earliest.map_or("none".to_string(), |e| e.to_string())
+        )));
+    }
+    let file = format!("_delta_log/{missing:020}.json");
+    let rule = match (commits.range(..missing).next_back(), commits.range(missing + 1..).next()) {
+        (Some((before, _)), Some((after, _))) => format!(
+            "versions are not contiguous: commit {missing} is missing between {before} and {after} \
+             (spec: \"Delta Log Entries\")"
+        ),
+        _ => format!(
+            "commit {missing} is missing and no checkpoint covers it; version {version} needs it \
+             (spec: \"Delta Log Entries\", \"Checkpoints\")"
+        ),
+    };
+    SegmentError::Fatal(DeltaError::corrupt(file, Some(missing), rule))
+}
+
+/// Reads `_last_checkpoint` and returns the hinted version, or `None` when the file is absent
+/// or unusable (the reason is dropped: the hint is optional and a full listing follows).
+pub async fn last_checkpoint_hint(storage: &Storage) -> DeltaResult<Option<u64>> {
+    match storage.get(&storage.log_path("_last_checkpoint")).await {
+        Ok(bytes) => Ok(parse_last_checkpoint(&bytes).ok().map(|h| h.version)),
+        Err(object_store::Error::NotFound { .. }) => Ok(None),
+        Err(e) => Err(e.into()),
+    }
+}
+
+/// Lists and selects the segment of `target`, using the `_last_checkpoint` hint when it helps.
+pub async fn load_segment(
+    storage: &Storage,
+    target: Option<u64>,
+) -> DeltaResult<(LogSegment, LogListing)> {
+    if let Some(hint) = last_checkpoint_hint(storage).await? {
+        if target.is_none_or(|t| t >= hint) {
+            let listing = LogListing::list(storage, Some(hint)).await?;
+            match build_segment(&listing, target) {
+                Ok(segment) => return Ok((segment, listing)),
+                Err(SegmentError::Fatal(e)) => return Err(e),
+                Err(SegmentError::NeedFullListing(_)) => {}
+            }
+        }
+    }
+    let listing = LogListing::list(storage, None).await?;
+    if listing.files.is_empty() {
+        return Err(not_a_table(storage).await);
+    }
+    match build_segment(&listing, target) {
+        Ok(segment) => Ok((segment, listing)),
+        Err(SegmentError::Fatal(e)) => Err(e),
+        Err(SegmentError::NeedFullListing(reason)) => Err(DeltaError::corrupt(
+            "_delta_log",
+            target,
+            format!("cannot build a log segment: {reason}"),
+        )),
+    }
+}
+
+/// The error for a location whose `_delta_log` holds nothing usable.
+pub async fn not_a_table(storage: &Storage) -> DeltaError {
+    let location = storage.url().to_string();
+    let reason = match storage.root_has_entries().await {
+        Ok(true) => "the directory has no _delta_log with commits or checkpoints",
+        Ok(false) => "the location does not exist or is empty",
+        Err(_) => "the location cannot be listed",
+    };
+    DeltaError::TableNotFound {
+        path: location,
+        reason: reason.into(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use chrono::Utc;
+    use object_store::path::Path;
+
+    fn file(name: &str) -> LogFile {
+        LogFile {
+            kind: classify(name),
+            name: name.to_string(),
+            meta: ObjectMeta {
+                location: Path::from(format!("t/_delta_log/{name}")),
+                last_modified: Utc::now(),
+                size: 1,
+                e_tag: None,
+                version: None,
+            },
+        }
+    }
+
+    fn listing(names: &[&str]) -> LogListing {
+        let mut files: Vec<LogFile> = names.iter().map(|n| file(n)).collect();
+        files.sort_by(|a, b| a.name.cmp(&b.name));
+        LogListing {
+            files,
+            complete: true,
+        }
+    }
+
+    fn commit(v: u64) -> String {
+        format!("{v:020}.json")
+    }
+
+    fn names(range: std::ops::RangeInclusive<u64>) -> Vec<String> {
+        range.map(commit).collect()
+    }
+
+    fn versions(seg: &LogSegment) -> Vec<u64> {
+        seg.deltas.iter().map(|d| d.end_version()).collect()
+    }
+
+    #[test]
+    fn commits_only() {
+        let n = names(0..=3);
+        let l = listing(&n.iter().map(String::as_str).collect::<Vec<_>>());
+        let seg = build_segment(&l, None).unwrap();
+        assert_eq!(seg.version, 3);
+        assert!(seg.checkpoint.is_none());
+        assert_eq!(versions(&seg), vec![0, 1, 2, 3]);
+        let seg = build_segment(&l, Some(1)).unwrap();
+        assert_eq!(versions(&seg), vec![0, 1]);
+    }
+
+    #[test]
+    fn newest_checkpoint_not_newer_than_target() {
+        let mut n = names(0..=12);
+        n.push("00000000000000000005.checkpoint.parquet".into());
+        n.push("00000000000000000010.checkpoint.parquet".into());
+        let l = listing(&n.iter().map(String::as_str).collect::<Vec<_>>());
+        let seg = build_segment(&l, None).unwrap();
+        assert_eq!(seg.checkpoint.as_ref().unwrap().version, 10);
+        assert_eq!(versions(&seg), vec![11, 12]);
+        let seg = build_segment(&l, Some(9)).unwrap();
+        assert_eq!(seg.checkpoint.as_ref().unwrap().version, 5);
+        assert_eq!(versions(&seg), vec![6, 7, 8, 9]);
+        let seg = build_segment(&l, Some(10)).unwrap();
+        assert_eq!(seg.checkpoint.as_ref().unwrap().version, 10);
+        assert!(seg.deltas.is_empty());
+    }
+
+    #[test]
+    fn incomplete_multi_part_is_ignored() {
+        let mut n = names(0..=4);
+        n.push("00000000000000000002.checkpoint.parquet".into());
+        n.push("00000000000000000004.checkpoint.0000000001.0000000002.parquet".into());
+        let l = listing(&n.iter().map(String::as_str).collect::<Vec<_>>());
+        let seg = build_segment(&l, None).unwrap();
+        assert_eq!(seg.checkpoint.as_ref().unwrap().version, 2);
+        n.push("00000000000000000004.checkpoint.0000000002.0000000002.parquet".into());
+        let l = listing(&n.iter().map(String::as_str).collect::<Vec<_>>());
+        let seg = build_segment(&l, None).unwrap();
+        let cp = seg.checkpoint.unwrap();
+        assert_eq!(cp.version, 4);
+        assert_eq!(cp.parts.len(), 2);
+    }
+
+    #[test]
+    fn classic_preferred_over_uuid_at_same_version() {
+        let mut n = names(0..=3);
+        n.push("00000000000000000003.checkpoint.80a083e8-7026-4e79-81be-64bd76c43a11.json".into());
+        n.push("00000000000000000003.checkpoint.parquet".into());
+        let l = listing(&n.iter().map(String::as_str).collect::<Vec<_>>());
+        let seg = build_segment(&l, None).unwrap();
+        assert_eq!(seg.checkpoint.unwrap().naming, CheckpointNaming::Classic);
+    }
+
+    #[test]
+    fn uuid_checkpoint_used_alone() {
+        let mut n = names(0..=3);
+        n.push("00000000000000000002.checkpoint.80a083e8-7026-4e79-81be-64bd76c43a11.json".into());
+        let l = listing(&n.iter().map(String::as_str).collect::<Vec<_>>());
+        let seg = build_segment(&l, None).unwrap();
+        let cp = seg.checkpoint.unwrap();
+        assert_eq!(cp.version, 2);
+        assert_eq!(cp.format, CheckpointFormat::Json);
+    }
+
+    #[test]
+    fn non_contiguous_is_corrupt() {
+        let l = listing(&[&commit(0), &commit(2)]);
+        match build_segment(&l, None) {
+            Err(SegmentError::Fatal(DeltaError::CorruptLog { version, rule, .. })) => {
+                assert_eq!(version, Some(1));
+                assert!(rule.contains("not contiguous"), "{rule}");
+            }
+            other => panic!("unexpected {other:?}"),
+        }
+    }
+
+    #[test]
+    fn cleaned_up_version_is_not_found() {
+        let mut n = names(5..=12);
+        n.push("00000000000000000010.checkpoint.parquet".into());
+        let l = listing(&n.iter().map(String::as_str).collect::<Vec<_>>());
+        assert!(build_segment(&l, None).is_ok());
+        match build_segment(&l, Some(7)) {
+            Err(SegmentError::Fatal(DeltaError::VersionNotFound { .. })) => {}
+            other => panic!("unexpected {other:?}"),
+        }
+        match build_segment(&l, Some(13)) {
+            Err(SegmentError::Fatal(DeltaError::VersionNotFound { .. })) => {}
+            other => panic!("unexpected {other:?}"),
+        }
+    }
+
+    #[test]
+    fn compaction_replaces_its_range() {
+        let mut n = names(0..=6);
+        n.push("00000000000000000002.00000000000000000005.compacted.json".into());
+        let l = listing(&n.iter().map(String::as_str).collect::<Vec<_>>());
+        let seg = build_segment(&l, None).unwrap();
+        assert_eq!(versions(&seg), vec![0, 1, 5, 6]);
+        assert!(matches!(seg.deltas[2], Delta::Compaction { start: 2, end: 5, .. }));
+        // A compaction reaching past the target is not usable.
+        let seg = build_segment(&l, Some(4)).unwrap();
+        assert_eq!(versions(&seg), vec![0, 1, 2, 3, 4]);
+        // Commits inside the compacted range may be gone.
+        let mut n: Vec<String> = vec![commit(0), commit(1), commit(6)];
+        n.push("00000000000000000002.00000000000000000005.compacted.json".into());
+        let l = listing(&n.iter().map(String::as_str).collect::<Vec<_>>());
+        assert_eq!(versions(&build_segment(&l, None).unwrap()), vec![0, 1, 5, 6]);
+    }
+
+    #[test]
+    fn partial_listing_without_checkpoint_asks_for_full() {
+        let l = LogListing {
+            files: vec![file(&commit(11))],
+            complete: false,
+        };
+        assert!(matches!(
+            build_segment(&l, None),
+            Err(SegmentError::NeedFullListing(_))
+        ));
+    }
+
+    #[test]
+    fn checkpoint_without_commit_at_its_version() {
+        let l = listing(&[
+            &commit(0),
+            "00000000000000000001.checkpoint.parquet",
+            &commit(2),
+        ]);
+        let seg = build_segment(&l, None).unwrap();
+        assert_eq!(seg.checkpoint.as_ref().unwrap().version, 1);
+        assert_eq!(versions(&seg), vec![2]);
+    }
+}

@@ -1,0 +1,173 @@
+//! Where a table lives: an [`ObjectStore`] plus the table root inside it.
+//!
+//! Local paths and `file://` URIs use the local file system; `s3://`, `gs://`, `az://`,
+//! `abfs(s)://` and `http(s)://` go through `object_store`'s builders with `storage_options`
+//! passed through unchanged.
+
+use std::collections::HashMap;
+use std::sync::Arc;
+
+use bytes::Bytes;
+use futures::TryStreamExt;
+use object_store::local::LocalFileSystem;
+use object_store::path::Path;
+use object_store::{ObjectMeta, ObjectStore, ObjectStoreExt};
+use url::Url;
+
+use crate::error::{DeltaError, DeltaResult};
+
+/// A table's storage: the store and the table root path within it.
+#[derive(Debug, Clone)]
+pub struct Storage {
+    store: Arc<dyn ObjectStore>,
+    root: Path,
+    url: Url,
+}
+
+/// Turns a user-supplied location (plain path or URI) into a URL.
+pub fn location_to_url(location: &str) -> DeltaResult<Url> {
+    if location.is_empty() {
+        return Err(DeltaError::InvalidArgument("empty table location".into()));
+    }
+    // A Windows drive letter or a bare path is not a URI scheme.
+    let has_scheme = location
+        .split_once("://")
+        .map(|(s, _)| !s.is_empty() && s.chars().all(|c| c.is_ascii_alphanumeric() || c == '+'))
+        .unwrap_or(false);
+    if has_scheme {
+        return Url::parse(location)
+            .map_err(|e| DeltaError::InvalidArgument(format!("invalid URI {location}: {e}")));
+    }
+    let path = std::path::Path::new(location);
+    let absolute = if path.is_absolute() {
+        path.to_path_buf()
+    } else {
+        std::env::current_dir()
+            .map_err(|e| DeltaError::InvalidArgument(format!("no current directory: {e}")))?
+            .join(path)
+    };
+    // Resolve `..` and symlinks where the directory exists; keep it as given otherwise.
+    let absolute = std::fs::canonicalize(&absolute).unwrap_or(absolute);
+    Url::from_directory_path(&absolute).map_err(|_| {
+        DeltaError::InvalidArgument(format!("cannot turn {location} into a file URL"))
+    })
+}
+
+impl Storage {
+    /// Opens the storage behind `location` with `options` (credentials, endpoints, ...).
+    pub fn open(location: &str, options: &HashMap<String, String>) -> DeltaResult<Self> {
+        let mut url = location_to_url(location)?;
+        if !url.path().ends_with('/') {
+            let p = format!("{}/", url.path());
+            url.set_path(&p);
+        }
+        let (store, root): (Arc<dyn ObjectStore>, Path) = if url.scheme() == "file" {
+            let fs_path = url.to_file_path().map_err(|_| {
+                DeltaError::InvalidArgument(format!("invalid file URL {url}"))
+            })?;
+            let root = Path::from_filesystem_path(&fs_path).map_err(|e| {
+                DeltaError::InvalidArgument(format!("invalid local path {}: {e}", fs_path.display()))
+            })?;
+            (Arc::new(LocalFileSystem::new()), root)
+        } else {
+            let (store, root) = object_store::parse_url_opts(&url, options.iter())?;
+            (Arc::from(store), root)
+        };
+        Ok(Storage { store, root, url })
+    }
+
+    /// The table root as a URL ending in `/`.
+    pub fn url(&self) -> &Url {
+        &self.url
+    }
+
+    /// The underlying object store.
+    pub fn store(&self) -> &Arc<dyn ObjectStore> {
+        &self.store
+    }
+
+    /// The table root inside the store.
+    pub fn root(&self) -> &Path {
+        &self.root
+    }
+
+    /// `_delta_log/` under the table root.
+    pub fn log_dir(&self) -> Path {
+        self.root.clone().join("_delta_log")
+    }
+
+    /// A path inside `_delta_log/` (may contain `/`, e.g. `_sidecars/x.parquet`).
+    pub fn log_path(&self, relative: &str) -> Path {
+        relative
+            .split('/')
+            .fold(self.log_dir(), |p, part| p.join(part))
+    }
+
+    /// The path of a table-relative file (already URI-decoded), e.g. a data file.
+    pub fn table_path(&self, relative: &str) -> Path {
+        relative
+            .split('/')
+            .filter(|s| !s.is_empty())
+            .fold(self.root.clone(), |p, part| p.join(part))
+    }
+
+    /// The location of an absolute URI or path inside this table's store, when it is one.
+    pub fn resolve_absolute(&self, location: &str) -> Option<Path> {
+        let url = if location.starts_with('/') {
+            Url::from_file_path(location).ok()?
+        } else {
+            Url::parse(location).ok()?
+        };
+        if url.scheme() != self.url.scheme() || url.host_str() != self.url.host_str() {
+            return None;
+        }
+        if url.scheme() == "file" {
+            Path::from_filesystem_path(url.to_file_path().ok()?).ok()
+        } else {
+            Path::from_url_path(url.path()).ok()
+        }
+    }
+
+    /// Reads a whole object.
+    pub async fn get(&self, path: &Path) -> Result<Bytes, object_store::Error> {
+        self.store.get(path).await?.bytes().await
+    }
+
+    /// Metadata of one object.
+    pub async fn head(&self, path: &Path) -> Result<ObjectMeta, object_store::Error> {
+        self.store.head(path).await
+    }
+
+    /// Lists `_delta_log/` (and `_delta_log/_staged_commits/`) with names `>= start_after`
+    /// in lexicographic order when `start_after` is given.
+    pub async fn list_log(&self, offset: Option<&str>) -> DeltaResult<Vec<ObjectMeta>> {
+        let dir = self.log_dir();
+        let mut entries: Vec<ObjectMeta> = match offset {
+            Some(name) => {
+                let off = dir.clone().join(name);
+                self.store
+                    .list_with_offset(Some(&dir), &off)
+                    .try_collect()
+                    .await?
+            }
+            None => self.store.list(Some(&dir)).try_collect().await?,
+        };
+        entries.sort_by(|a, b| a.location.cmp(&b.location));
+        Ok(entries)
+    }
+
+    /// The path of `location` relative to `_delta_log/`, if it is inside it.
+    pub fn relative_to_log<'a>(&self, location: &'a Path) -> Option<String> {
+        let dir = self.log_dir();
+        location
+            .prefix_match(&dir)
+            .map(|parts| parts.map(|p| p.as_ref().to_string()).collect::<Vec<_>>().join("/"))
+    }
+
+    /// Whether the table root exists at all (used to tell "no such directory" apart from
+    /// "a directory that is not a table" in error messages).
+    pub async fn root_has_entries(&self) -> DeltaResult<bool> {
+        let mut stream = self.store.list(Some(&self.root));
+        Ok(stream.try_next().await?.is_some())
+    }
+}

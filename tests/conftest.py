@@ -1,0 +1,309 @@
+"""Shared fixtures and helpers: where the corpus is, and how to write small tables by hand."""
+
+from __future__ import annotations
+
+import functools
+import json
+import os
+import shutil
+from collections.abc import Callable, Iterable
+from pathlib import Path
+from typing import Any
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+
+REPO = Path(__file__).resolve().parents[1]
+SHARED = Path(os.environ.get("DELTALOG_SHARED", REPO.parent / "shared")).resolve()
+CORPUS = SHARED / "corpus" / "golden"
+
+# A fixed, realistic epoch (2023-11-14T22:13:20Z) for hand-built commit timestamps.
+BASE_MS = 1_700_000_000_000
+
+SCHEMA_STRING = json.dumps(
+    {
+        "type": "struct",
+        "fields": [
+            {"name": "id", "type": "long", "nullable": True, "metadata": {}},
+            {"name": "part", "type": "string", "nullable": True, "metadata": {}},
+        ],
+    }
+)
+
+
+@functools.cache
+def load_expectations() -> dict[str, dict[str, Any]]:
+    return json.loads((CORPUS / "expectations.json").read_text(encoding="utf-8"))
+
+
+def corpus_table(root: str) -> Path:
+    """A corpus table root (key of expectations.json), read in place."""
+    return CORPUS / root
+
+
+def copy_corpus_table(root: str, dest: Path) -> Path:
+    """Copy one corpus table root into `dest` (a tmp dir), to damage it there."""
+    target = dest / root.replace("/", "_")
+    shutil.copytree(CORPUS / root, target)
+    return target
+
+
+# ---------------------------------------------------------------------------------------------
+# Actions
+
+
+def protocol(
+    reader: int = 1,
+    writer: int = 2,
+    reader_features: list[str] | None = None,
+    writer_features: list[str] | None = None,
+) -> dict[str, Any]:
+    p: dict[str, Any] = {"minReaderVersion": reader, "minWriterVersion": writer}
+    if reader_features is not None:
+        p["readerFeatures"] = reader_features
+    if writer_features is not None:
+        p["writerFeatures"] = writer_features
+    return {"protocol": p}
+
+
+def metadata(
+    configuration: dict[str, str] | None = None,
+    table_id: str = "00000000-0000-4000-8000-000000000001",
+    partition_columns: list[str] | None = None,
+    schema_string: str = SCHEMA_STRING,
+    created_time: int = BASE_MS,
+) -> dict[str, Any]:
+    return {
+        "metaData": {
+            "id": table_id,
+            "format": {"provider": "parquet", "options": {}},
+            "schemaString": schema_string,
+            "partitionColumns": partition_columns or [],
+            "configuration": configuration or {},
+            "createdTime": created_time,
+        }
+    }
+
+
+def add(
+    path: str, size: int = 1, modification_time: int = BASE_MS, **extra: Any
+) -> dict[str, Any]:
+    return {
+        "add": {
+            "path": path,
+            "partitionValues": {},
+            "size": size,
+            "modificationTime": modification_time,
+            "dataChange": True,
+            **extra,
+        }
+    }
+
+
+def remove(
+    path: str, deletion_timestamp: int = BASE_MS, **extra: Any
+) -> dict[str, Any]:
+    return {
+        "remove": {
+            "path": path,
+            "deletionTimestamp": deletion_timestamp,
+            "dataChange": True,
+            **extra,
+        }
+    }
+
+
+def commit_info(
+    operation: str = "WRITE", timestamp: int = BASE_MS, **extra: Any
+) -> dict[str, Any]:
+    return {
+        "commitInfo": {
+            "timestamp": timestamp,
+            "operation": operation,
+            "operationParameters": {},
+            **extra,
+        }
+    }
+
+
+def txn(app_id: str, version: int) -> dict[str, Any]:
+    return {"txn": {"appId": app_id, "version": version}}
+
+
+def domain(name: str, configuration: str, removed: bool = False) -> dict[str, Any]:
+    return {
+        "domainMetadata": {
+            "domain": name,
+            "configuration": configuration,
+            "removed": removed,
+        }
+    }
+
+
+# ---------------------------------------------------------------------------------------------
+# Writing logs by hand
+
+
+def set_mtime(path: Path, ms: int) -> None:
+    os.utime(path, ns=(ms * 1_000_000, ms * 1_000_000))
+
+
+class LogWriter:
+    """Writes `_delta_log/<v:020>.json` commits (and friends) under a table root."""
+
+    def __init__(self, root: Path) -> None:
+        self.root = root
+        self.log = root / "_delta_log"
+        self.log.mkdir(parents=True, exist_ok=True)
+
+    def commit_path(self, version: int) -> Path:
+        return self.log / f"{version:020}.json"
+
+    def commit(
+        self,
+        version: int,
+        actions: Iterable[dict[str, Any]],
+        mtime_ms: int | None = None,
+    ) -> Path:
+        text = "".join(json.dumps(a, separators=(",", ":")) + "\n" for a in actions)
+        return self.raw(version, text, mtime_ms)
+
+    def raw(self, version: int, text: str | bytes, mtime_ms: int | None = None) -> Path:
+        path = self.commit_path(version)
+        if isinstance(text, bytes):
+            path.write_bytes(text)
+        else:
+            path.write_text(text, encoding="utf-8")
+        if mtime_ms is not None:
+            set_mtime(path, mtime_ms)
+        return path
+
+    def compaction(
+        self, start: int, end: int, actions: Iterable[dict[str, Any]]
+    ) -> Path:
+        path = self.log / f"{start:020}.{end:020}.compacted.json"
+        path.write_text(
+            "".join(json.dumps(a) + "\n" for a in actions), encoding="utf-8"
+        )
+        return path
+
+    def checkpoint(self, version: int, actions: list[dict[str, Any]]) -> Path:
+        """A classic V1 checkpoint `<v>.checkpoint.parquet` holding exactly `actions`."""
+        path = self.log / f"{version:020}.checkpoint.parquet"
+        rows = [
+            {col: a.get(col) for col in CHECKPOINT_SCHEMA.names}
+            for a in (_for_checkpoint(x) for x in actions)
+        ]
+        pq.write_table(pa.Table.from_pylist(rows, schema=CHECKPOINT_SCHEMA), path)
+        return path
+
+    def last_checkpoint(self, content: str | dict[str, Any]) -> Path:
+        path = self.log / "_last_checkpoint"
+        path.write_text(
+            content if isinstance(content, str) else json.dumps(content),
+            encoding="utf-8",
+        )
+        return path
+
+
+_STR_MAP = pa.map_(pa.string(), pa.string())
+CHECKPOINT_SCHEMA = pa.schema(
+    [
+        (
+            "txn",
+            pa.struct(
+                [
+                    ("appId", pa.string()),
+                    ("version", pa.int64()),
+                    ("lastUpdated", pa.int64()),
+                ]
+            ),
+        ),
+        (
+            "add",
+            pa.struct(
+                [
+                    ("path", pa.string()),
+                    ("partitionValues", _STR_MAP),
+                    ("size", pa.int64()),
+                    ("modificationTime", pa.int64()),
+                    ("dataChange", pa.bool_()),
+                    ("stats", pa.string()),
+                    ("tags", _STR_MAP),
+                ]
+            ),
+        ),
+        (
+            "remove",
+            pa.struct(
+                [
+                    ("path", pa.string()),
+                    ("deletionTimestamp", pa.int64()),
+                    ("dataChange", pa.bool_()),
+                ]
+            ),
+        ),
+        (
+            "metaData",
+            pa.struct(
+                [
+                    ("id", pa.string()),
+                    ("name", pa.string()),
+                    ("description", pa.string()),
+                    (
+                        "format",
+                        pa.struct([("provider", pa.string()), ("options", _STR_MAP)]),
+                    ),
+                    ("schemaString", pa.string()),
+                    ("partitionColumns", pa.list_(pa.string())),
+                    ("configuration", _STR_MAP),
+                    ("createdTime", pa.int64()),
+                ]
+            ),
+        ),
+        (
+            "protocol",
+            pa.struct(
+                [
+                    ("minReaderVersion", pa.int32()),
+                    ("minWriterVersion", pa.int32()),
+                    ("readerFeatures", pa.list_(pa.string())),
+                    ("writerFeatures", pa.list_(pa.string())),
+                ]
+            ),
+        ),
+        (
+            "domainMetadata",
+            pa.struct(
+                [
+                    ("domain", pa.string()),
+                    ("configuration", pa.string()),
+                    ("removed", pa.bool_()),
+                ]
+            ),
+        ),
+    ]
+)
+
+
+def _for_checkpoint(action: dict[str, Any]) -> dict[str, Any]:
+    """pyarrow wants maps as lists of pairs."""
+    ((kind, body),) = action.items()
+    body = dict(body)
+    for key in ("partitionValues", "tags", "configuration"):
+        if isinstance(body.get(key), dict):
+            body[key] = list(body[key].items())
+    if kind == "metaData":
+        body["format"] = {"provider": "parquet", "options": []}
+    return {kind: body}
+
+
+@pytest.fixture
+def make_log(tmp_path: Path) -> Callable[[str], LogWriter]:
+    """`make_log("name")` -> a LogWriter for a fresh table root under tmp_path."""
+
+    def factory(name: str = "table") -> LogWriter:
+        return LogWriter(tmp_path / name)
+
+    return factory
