@@ -83,7 +83,7 @@ class AddBatch:
         return len(self.paths)
 
     def entries(self) -> list[FileEntry]:
-        return list(zip(self.paths, self.parts, self.sizes))
+        return list(zip(self.paths, self.parts, self.sizes, strict=True))
 
 
 class Gen:
@@ -162,16 +162,14 @@ class Gen:
         fmt = self._ADD
         return [
             fmt % (p, pv, s, m, st.replace('"', '\\"'))
-            for p, pv, s, m, st in zip(b.paths, b.parts, b.sizes, b.mtimes, b.stats)
+            for p, pv, s, m, st in zip(b.paths, b.parts, b.sizes, b.mtimes, b.stats, strict=True)
         ]
 
     def remove_lines(self, entries: list[FileEntry], version: int) -> list[str]:
         ts = BASE_MS + version * 60_000
         return [self._REMOVE % (p, ts, pv, s) for p, pv, s in entries]
 
-    def commit_info(
-        self, version: int, operation: str, n_add: int, n_remove: int
-    ) -> str:
+    def commit_info(self, version: int, operation: str, n_add: int, n_remove: int) -> str:
         info = {
             "timestamp": BASE_MS + version * 60_000,
             "operation": operation,
@@ -262,9 +260,7 @@ def generate_json(root: Path, n: int) -> dict[str, Any]:
     return {"version": n_commits, "expected_files": len(live.files), "checkpoint": None}
 
 
-def _readd(
-    g: Gen, entries: list[FileEntry], version: int
-) -> tuple[list[str], list[FileEntry]]:
+def _readd(g: Gen, entries: list[FileEntry], version: int) -> tuple[list[str], list[FileEntry]]:
     """Add actions for paths that were removed earlier (same path, fresh size and stats)."""
     if not entries:
         return [], []
@@ -344,9 +340,7 @@ def _checkpoint_table(
     txn_t = pa.struct(
         [("appId", pa.string()), ("version", pa.int64()), ("lastUpdated", pa.int64())]
     )
-    txn = pa.array(
-        [{"appId": "bench-stream-0", "version": version, "lastUpdated": BASE_MS}], txn_t
-    )
+    txn = pa.array([{"appId": "bench-stream-0", "version": version, "lastUpdated": BASE_MS}], txn_t)
 
     rm_paths = [p for p, _, _ in tombstones]
     remove = pa.StructArray.from_arrays(
@@ -433,9 +427,7 @@ def generate_ckpt(root: Path, n: int) -> dict[str, Any]:
     tombstones = g.adds(max(1, n * TOMBSTONES_PER_1000 // 1000), c).entries()
     table = _checkpoint_table(metadata, adds, tombstones, c)
     ckpt_name = f"{c:020d}.checkpoint.parquet"
-    pq.write_table(
-        table, log / ckpt_name, row_group_size=CKPT_ROW_GROUP, compression="snappy"
-    )
+    pq.write_table(table, log / ckpt_name, row_group_size=CKPT_ROW_GROUP, compression="snappy")
     last = {
         "version": c,
         "size": table.num_rows,
@@ -451,9 +443,9 @@ def generate_ckpt(root: Path, n: int) -> dict[str, Any]:
     for i in range(1, TAIL_COMMITS + 1):
         v = c + i
         from_tail = min(TAIL_REMOVES // 5, len(tail_live.files))
-        rm = ckpt_live.pop_random(
-            g.rng, TAIL_REMOVES - from_tail
-        ) + tail_live.pop_random(g.rng, from_tail)
+        rm = ckpt_live.pop_random(g.rng, TAIL_REMOVES - from_tail) + tail_live.pop_random(
+            g.rng, from_tail
+        )
         removed.extend(rm)
         b = g.adds(TAIL_ADDS, v)
         lines = [g.commit_info(v, "MERGE", len(b), len(rm))]
@@ -477,9 +469,7 @@ def table_path(base: Path, shape: str, n: int) -> Path:
     return base / f"{shape}-{n}"
 
 
-def ensure_table(
-    base: Path, shape: str, n: int, force: bool, verify: bool
-) -> dict[str, Any]:
+def ensure_table(base: Path, shape: str, n: int, force: bool, verify: bool) -> dict[str, Any]:
     """Return the table's manifest, generating the table if it is missing or stale."""
     root = table_path(base, shape, n)
     marker = root / MARKER
@@ -567,32 +557,34 @@ def child_main(impl: str, path: str, info: dict[str, Any]) -> dict[str, Any]:
             return {"impl": impl, "error": f"ImportError: {e}", "unavailable": True}
         out["version"] = getattr(dl, "__version__", None)
         out["rss_imports_mb"] = _maxrss_mb()
+        cpu0 = os.times()
         t0 = time.perf_counter()
         t = dl.DeltaTable(path)
         t_open = time.perf_counter()
         tbl = t.get_add_actions()
         rows = _rows(tbl)
         t1 = time.perf_counter()
+        cpu1 = os.times()
     elif impl in ("deltalake", "verify"):
         import deltalake
         from deltalake import DeltaTable
 
         out["version"] = deltalake.__version__
         out["rss_imports_mb"] = _maxrss_mb()
+        cpu0 = os.times()
         t0 = time.perf_counter()
         dt = DeltaTable(path)
         t_open = time.perf_counter()
         if impl == "verify":
             rows = len(dt.file_uris())  # 1.x: files() is gone
             # Stats that do not parse against the schema come back as nulls: catch that too.
-            out["stats_nulls"] = (
-                pa.table(dt.get_add_actions()).column("num_records").null_count
-            )
+            out["stats_nulls"] = pa.table(dt.get_add_actions()).column("num_records").null_count
         else:
             # get_add_actions returns an arro3 table; pa.table() wraps it without copying
             tbl = pa.table(dt.get_add_actions(flatten=True))
             rows = tbl.num_rows
         t1 = time.perf_counter()
+        cpu1 = os.times()
     elif impl == "raw":
         import pyarrow.dataset  # noqa: F401  (read_table imports it lazily: keep it untimed)
         import pyarrow.json as pj
@@ -603,6 +595,7 @@ def child_main(impl: str, path: str, info: dict[str, Any]) -> dict[str, Any]:
         first = int(ckpt.split(".")[0]) + 1 if ckpt else 0
         commits = [log / f"{v:020d}.json" for v in range(first, info["version"] + 1)]
         out["rss_imports_mb"] = _maxrss_mb()
+        cpu0 = os.times()
         t0 = time.perf_counter()
         keep = []
         rows = 0
@@ -616,21 +609,24 @@ def child_main(impl: str, path: str, info: dict[str, Any]) -> dict[str, Any]:
             keep.append(j)
             rows += j.num_rows
         t1 = time.perf_counter()
+        cpu1 = os.times()
         out["commits_s"] = t1 - t_open
     else:
         raise SystemExit(f"unknown impl {impl}")
     out.update(
         open_s=t_open - t0,
         total_s=t1 - t0,
+        # CPU seconds of the timed region, all threads: user > wall means parallelism;
+        # a large sys share is page-fault / allocation cost.
+        cpu_user_s=cpu1.user - cpu0.user,
+        cpu_sys_s=cpu1.system - cpu0.system,
         rows=rows,
         rss_peak_mb=_maxrss_mb(),
     )
     return out
 
 
-def run_child(
-    impl: str, root: Path, info: dict[str, Any], timeout: float
-) -> dict[str, Any]:
+def run_child(impl: str, root: Path, info: dict[str, Any], timeout: float) -> dict[str, Any]:
     cmd = [
         sys.executable,
         os.path.abspath(__file__),
@@ -640,9 +636,7 @@ def run_child(
         json.dumps(info),
     ]
     try:
-        p = subprocess.run(
-            cmd, check=False, capture_output=True, text=True, timeout=timeout
-        )
+        p = subprocess.run(cmd, check=False, capture_output=True, text=True, timeout=timeout)
     except subprocess.TimeoutExpired:
         return {"impl": impl, "error": f"timeout after {timeout:.0f}s"}
     for line in reversed(p.stdout.strip().splitlines()):
@@ -668,13 +662,46 @@ def warm_cache(root: Path) -> None:
                 pass
 
 
+def _cpu_busy_s() -> float | None:
+    """Busy CPU seconds of the whole machine so far (None without psutil)."""
+    try:
+        import psutil
+    except ImportError:
+        return None
+    t = psutil.cpu_times()
+    return t.user + t.system + sum(getattr(t, k, 0.0) for k in ("nice", "irq", "softirq", "steal"))
+
+
+def _own_cpu_s() -> float:
+    """CPU seconds used by this process and its finished children."""
+    t = os.times()
+    return t.user + t.system + t.children_user + t.children_system
+
+
+def _other_share(busy0: float | None, own0: float, wall0: float) -> float | None:
+    """Fraction of the machine's CPU used by other processes since the given start."""
+    busy1 = _cpu_busy_s()
+    if busy0 is None or busy1 is None:
+        return None
+    other = (busy1 - busy0) - (_own_cpu_s() - own0)
+    capacity = (time.perf_counter() - wall0) * (os.cpu_count() or 1)
+    return round(max(0.0, other) / capacity, 3) if capacity > 0 else None
+
+
 def summarise(runs: list[dict[str, Any]]) -> dict[str, Any]:
     ok = [r for r in runs if "error" not in r]
     s: dict[str, Any] = {"runs": runs, "n_ok": len(ok)}
     if not ok:
         s["error"] = runs[0]["error"] if runs else "not run"
         return s
-    for k in ("total_s", "open_s", "rss_peak_mb", "rss_imports_mb"):
+    for k in (
+        "total_s",
+        "open_s",
+        "cpu_user_s",
+        "cpu_sys_s",
+        "rss_peak_mb",
+        "rss_imports_mb",
+    ):
         vals = [r[k] for r in ok if k in r]
         if vals:
             s[k] = statistics.median(vals)
@@ -688,11 +715,7 @@ def _fmt_s(s: dict[str, Any] | None) -> str:
     if s is None:
         return "-"
     if "total_s" not in s:
-        return (
-            "n/a"
-            if s.get("unavailable") or "ImportError" in s.get("error", "")
-            else "error"
-        )
+        return "n/a" if s.get("unavailable") or "ImportError" in s.get("error", "") else "error"
     return f"{s['total_s']:.3f}"
 
 
@@ -751,9 +774,9 @@ def print_table(shape: str, results: list[dict[str, Any]]) -> None:
             ]
         )
     widths = [max(len(h), *(len(row[i]) for row in rows)) for i, h in enumerate(hdr)]
-    print("  ".join(h.rjust(w) for h, w in zip(hdr, widths)))
+    print("  ".join(h.rjust(w) for h, w in zip(hdr, widths, strict=True)))
     for row in rows:
-        print("  ".join(c.rjust(w) for c, w in zip(row, widths)))
+        print("  ".join(c.rjust(w) for c, w in zip(row, widths, strict=True)))
 
 
 def parse_args(argv: list[str]) -> argparse.Namespace:
@@ -765,9 +788,7 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
         default="10000,100000,1000000",
         help="comma-separated active-file counts",
     )
-    p.add_argument(
-        "--runs", type=int, default=3, help="fresh-process runs per measurement"
-    )
+    p.add_argument("--runs", type=int, default=3, help="fresh-process runs per measurement")
     p.add_argument(
         "--max-runs-1m",
         type=int,
@@ -778,7 +799,7 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
         "--dir",
         type=Path,
         default=Path(os.environ.get("DELTALOG_BENCH_DIR", "/tmp/deltalog-bench")),
-        help="where generated tables are cached (default $DELTALOG_BENCH_DIR or /tmp/deltalog-bench)",
+        help="table cache (default $DELTALOG_BENCH_DIR or /tmp/deltalog-bench)",
     )
     p.add_argument(
         "--out",
@@ -786,9 +807,7 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
         default=None,
         help="results JSON (default <dir>/results/snapshot-<time>.json)",
     )
-    p.add_argument(
-        "--shapes", default=",".join(SHAPES), help="comma-separated subset of ckpt,json"
-    )
+    p.add_argument("--shapes", default=",".join(SHAPES), help="comma-separated subset of ckpt,json")
     p.add_argument(
         "--impls",
         default=",".join(IMPLS),
@@ -800,17 +819,13 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
         default=900,
         help="seconds before a child run is abandoned",
     )
-    p.add_argument(
-        "--regenerate", action="store_true", help="rebuild the tables even if cached"
-    )
+    p.add_argument("--regenerate", action="store_true", help="rebuild the tables even if cached")
     p.add_argument(
         "--no-verify",
         action="store_true",
         help="skip the deltalake check of freshly generated tables",
     )
-    p.add_argument(
-        "--generate-only", action="store_true", help="build the tables and exit"
-    )
+    p.add_argument("--generate-only", action="store_true", help="build the tables and exit")
     args = p.parse_args(argv)
     args.sizes = [int(s.replace("_", "")) for s in args.sizes.split(",") if s]
     args.shapes = [s for s in args.shapes.split(",") if s]
@@ -828,9 +843,7 @@ def main(argv: list[str]) -> int:
     args = parse_args(argv)
     args.dir.mkdir(parents=True, exist_ok=True)
     started = _dt.datetime.now()
-    print(
-        f"bench dir: {args.dir}   python {platform.python_version()}   cpus {os.cpu_count()}"
-    )
+    print(f"bench dir: {args.dir}   python {platform.python_version()}   cpus {os.cpu_count()}")
 
     manifests: dict[tuple[str, int], dict[str, Any]] = {}
     for shape in args.shapes:
@@ -850,9 +863,7 @@ def main(argv: list[str]) -> int:
             "platform": platform.platform(),
             "cpus": os.cpu_count(),
         },
-        "args": {
-            k: str(v) if isinstance(v, Path) else v for k, v in vars(args).items()
-        },
+        "args": {k: str(v) if isinstance(v, Path) else v for k, v in vars(args).items()},
         "results": [],
     }
     mismatches = 0
@@ -868,19 +879,11 @@ def main(argv: list[str]) -> int:
                 flush=True,
             )
             warm_cache(root)
-            load_before = os.getloadavg()[0]
-            if load_before > 0.5 * (os.cpu_count() or 1):
-                print(
-                    f"  note: 1-min load average {load_before:.2f} on {os.cpu_count()} cpus: "
-                    "other processes compete for the CPU, timings will be noisy",
-                    flush=True,
-                )
+            busy0, own0, wall0 = _cpu_busy_s(), _own_cpu_s(), time.perf_counter()
             raw_runs: dict[str, list[dict[str, Any]]] = {i: [] for i in args.impls}
             mismatched: set[str] = set()
             for r in range(runs):
-                for (
-                    impl
-                ) in args.impls:  # interleaved, so drift affects every impl alike
+                for impl in args.impls:  # interleaved, so drift affects every impl alike
                     if impl in unavailable:
                         continue
                     res = run_child(impl, root, info, args.timeout)
@@ -893,7 +896,8 @@ def main(argv: list[str]) -> int:
                         print(f"  run {r + 1} {impl}: ERROR {res['error']}", flush=True)
                         continue
                     print(
-                        f"  run {r + 1} {impl:9s}: {res['total_s']:8.3f}s (open {res['open_s']:.3f}s)  "
+                        f"  run {r + 1} {impl:9s}: {res['total_s']:8.3f}s "
+                        f"(open {res['open_s']:.3f}s)  "
                         f"rss {res['rss_peak_mb']:6.0f} MB  rows {res['rows']:,}",
                         flush=True,
                     )
@@ -912,12 +916,18 @@ def main(argv: list[str]) -> int:
                 "log_files": info["log_files"],
                 "log_bytes": info["log_bytes"],
                 "impls": {impl: summarise(rs) for impl, rs in raw_runs.items()},
-                "loadavg_before": round(load_before, 2),
-                "loadavg_after": round(os.getloadavg()[0], 2),
+                "other_cpu_share": _other_share(busy0, own0, wall0),
                 "mismatch": sorted(mismatched),
             }
             for impl in unavailable & set(raw_runs):
                 entry["impls"][impl]["unavailable"] = True
+            share = entry["other_cpu_share"]
+            if share is not None and share > 0.05:
+                print(
+                    f"  note: other processes used {share:.0%} of the machine's CPU while "
+                    "this table was measured: timings are noisy",
+                    flush=True,
+                )
             shape_results.append(entry)
             report["results"].append(entry)
         print_table(shape, shape_results)

@@ -86,9 +86,7 @@ def metadata(
     }
 
 
-def add(
-    path: str, size: int = 1, modification_time: int = BASE_MS, **extra: Any
-) -> dict[str, Any]:
+def add(path: str, size: int = 1, modification_time: int = BASE_MS, **extra: Any) -> dict[str, Any]:
     return {
         "add": {
             "path": path,
@@ -101,9 +99,7 @@ def add(
     }
 
 
-def remove(
-    path: str, deletion_timestamp: int = BASE_MS, **extra: Any
-) -> dict[str, Any]:
+def remove(path: str, deletion_timestamp: int = BASE_MS, **extra: Any) -> dict[str, Any]:
     return {
         "remove": {
             "path": path,
@@ -114,9 +110,7 @@ def remove(
     }
 
 
-def commit_info(
-    operation: str = "WRITE", timestamp: int = BASE_MS, **extra: Any
-) -> dict[str, Any]:
+def commit_info(operation: str = "WRITE", timestamp: int = BASE_MS, **extra: Any) -> dict[str, Any]:
     return {
         "commitInfo": {
             "timestamp": timestamp,
@@ -179,13 +173,9 @@ class LogWriter:
             set_mtime(path, mtime_ms)
         return path
 
-    def compaction(
-        self, start: int, end: int, actions: Iterable[dict[str, Any]]
-    ) -> Path:
+    def compaction(self, start: int, end: int, actions: Iterable[dict[str, Any]]) -> Path:
         path = self.log / f"{start:020}.{end:020}.compacted.json"
-        path.write_text(
-            "".join(json.dumps(a) + "\n" for a in actions), encoding="utf-8"
-        )
+        path.write_text("".join(json.dumps(a) + "\n" for a in actions), encoding="utf-8")
         return path
 
     def checkpoint(self, version: int, actions: list[dict[str, Any]]) -> Path:

@@ -102,9 +102,7 @@ def read_checkpoint(log: Path, files: list[str]) -> list[dict[str, Any]]:
         actions.extend(part)
     for a in list(actions):  # V2 checkpoints: pull file actions in from the sidecars
         if "sidecar" in a:
-            actions.extend(
-                read_parquet_actions(log / "_sidecars" / unquote(a["sidecar"]["path"]))
-            )
+            actions.extend(read_parquet_actions(log / "_sidecars" / unquote(a["sidecar"]["path"])))
     return actions
 
 
@@ -145,9 +143,7 @@ def replay(root: str | Path, version: int | None = None) -> Snapshot:
     needed = range(0 if cp is None else cp + 1, target + 1)
     missing = [v for v in needed if v not in commits]
     if missing:
-        raise OracleError(
-            "version", f"cannot reconstruct {target}: commits {missing} missing"
-        )
+        raise OracleError("version", f"cannot reconstruct {target}: commits {missing} missing")
 
     # Newest first: commits target..cp+1, then the checkpoint (oldest state).
     batches = [read_json_actions(log / f"{v:020}.json") for v in reversed(needed)]
@@ -173,12 +169,8 @@ def replay(root: str | Path, version: int | None = None) -> Snapshot:
             elif "txn" in a and a["txn"]["appId"] not in snap.txns:
                 snap.txns[a["txn"]["appId"]] = a["txn"]["version"]
             elif "domainMetadata" in a:
-                seen_domains.setdefault(
-                    a["domainMetadata"]["domain"], a["domainMetadata"]
-                )
-    snap.domains = {
-        d: m["configuration"] for d, m in seen_domains.items() if not m.get("removed")
-    }
+                seen_domains.setdefault(a["domainMetadata"]["domain"], a["domainMetadata"])
+    snap.domains = {d: m["configuration"] for d, m in seen_domains.items() if not m.get("removed")}
     return snap
 
 

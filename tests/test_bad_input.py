@@ -6,9 +6,10 @@ import json
 from collections.abc import Callable
 from pathlib import Path
 
+import pytest
+
 import deltalog as dl
 import oracle
-import pytest
 from conftest import LogWriter, add, commit_info, copy_corpus_table, metadata, protocol
 
 
@@ -25,15 +26,11 @@ def _open_all(path: Path | str, **kwargs: object) -> dl.DeltaTable:
 def assert_names(err: dl.CorruptLogError, version: int) -> None:
     assert str(err).strip()
     named_file = err.file is not None and Path(err.file).name == f"{version:020}.json"
-    assert named_file or err.version == version, (
-        f"file={err.file!r} version={err.version!r}: {err}"
-    )
+    assert named_file or err.version == version, f"file={err.file!r} version={err.version!r}: {err}"
 
 
 def _small_table(log: LogWriter, versions: int = 2) -> None:
-    log.commit(
-        0, [commit_info("CREATE TABLE"), protocol(), metadata(), add("a.parquet")]
-    )
+    log.commit(0, [commit_info("CREATE TABLE"), protocol(), metadata(), add("a.parquet")])
     for v in range(1, versions):
         log.commit(v, [commit_info(), add(f"f{v}.parquet")])
 
@@ -41,20 +38,22 @@ def _small_table(log: LogWriter, versions: int = 2) -> None:
 # --- malformed commit files -------------------------------------------------------------------
 
 BAD_COMMIT_1 = {
-    "truncated-line": '{"commitInfo":{"operation":"WRITE"}}\n{"add":{"path":"b.parquet","partitionValues":{},"si',
+    "truncated-line": (
+        '{"commitInfo":{"operation":"WRITE"}}\n{"add":{"path":"b.parquet","partitionValues":{},"si'
+    ),
     "non-json-line": '{"commitInfo":{"operation":"WRITE"}}\nthis is not json\n',
     "binary-garbage": b"\x00\xff\xfe\x89PNG\r\n\x1a\n\x00\x00",
     "json-array-line": "[1, 2, 3]\n",
     "action-not-an-object": '{"add": 5}\n',
-    "add-without-path": '{"add":{"partitionValues":{},"size":1,"modificationTime":1,"dataChange":true}}\n',
+    "add-without-path": (
+        '{"add":{"partitionValues":{},"size":1,"modificationTime":1,"dataChange":true}}\n'
+    ),
     "protocol-wrong-type": '{"protocol":{"minReaderVersion":"one","minWriterVersion":2}}\n',
 }
 
 
 @pytest.mark.parametrize("content", list(BAD_COMMIT_1.values()), ids=list(BAD_COMMIT_1))
-def test_malformed_commit(
-    make_log: Callable[..., LogWriter], content: str | bytes
-) -> None:
+def test_malformed_commit(make_log: Callable[..., LogWriter], content: str | bytes) -> None:
     log = make_log()
     _small_table(log, versions=1)
     log.raw(1, content)
@@ -129,12 +128,8 @@ LAST_CHECKPOINT = {
 }
 
 
-@pytest.mark.parametrize(
-    "content", list(LAST_CHECKPOINT.values()), ids=list(LAST_CHECKPOINT)
-)
-def test_bad_last_checkpoint_falls_back_to_listing(
-    tmp_path: Path, content: str
-) -> None:
+@pytest.mark.parametrize("content", list(LAST_CHECKPOINT.values()), ids=list(LAST_CHECKPOINT))
+def test_bad_last_checkpoint_falls_back_to_listing(tmp_path: Path, content: str) -> None:
     table = copy_corpus_table("checkpoint/delta", tmp_path)
     expected = oracle.replay(table)
     (table / "_delta_log" / "_last_checkpoint").write_text(content, encoding="utf-8")
@@ -193,9 +188,7 @@ def test_path_is_a_file(tmp_path: Path) -> None:
 
 
 @pytest.mark.parametrize("version", [2, 3, 1000], ids=["next", "later", "far"])
-def test_version_does_not_exist(
-    make_log: Callable[..., LogWriter], version: int
-) -> None:
+def test_version_does_not_exist(make_log: Callable[..., LogWriter], version: int) -> None:
     log = make_log()
     _small_table(log, versions=2)
     with pytest.raises(dl.VersionNotFoundError) as info:

@@ -6,9 +6,10 @@ from __future__ import annotations
 from collections.abc import Callable
 from pathlib import Path
 
+import pytest
+
 import deltalog as dl
 import oracle
-import pytest
 from conftest import (
     LogWriter,
     add,
@@ -110,9 +111,7 @@ def test_expectations_match_oracle(make_log: Callable[..., LogWriter]) -> None:
 
 
 @pytest.mark.parametrize("version", range(5))
-def test_txn_and_domain_metadata(
-    make_log: Callable[..., LogWriter], version: int
-) -> None:
+def test_txn_and_domain_metadata(make_log: Callable[..., LogWriter], version: int) -> None:
     root = build(make_log())
     assert_state(dl.DeltaTable(str(root), version=version), version)
 
@@ -163,16 +162,12 @@ def build_compacted(log: LogWriter) -> Path:
     log.commit(2, [commit_info(), add("f3"), add("f4"), txn("app", 4389)])
     log.commit(3, [commit_info(), remove("f3"), txn("app", 4390)])
     log.commit(4, [commit_info(), add("f5")])
-    log.compaction(
-        1, 3, [add("f2"), add("f4"), remove("f1"), remove("f3"), txn("app", 4390)]
-    )
+    log.compaction(1, 3, [add("f2"), add("f4"), remove("f1"), remove("f3"), txn("app", 4390)])
     return log.root
 
 
 @pytest.mark.parametrize("version", [1, 2, 3, 4])
-def test_log_compaction_present(
-    make_log: Callable[..., LogWriter], version: int
-) -> None:
+def test_log_compaction_present(make_log: Callable[..., LogWriter], version: int) -> None:
     """Versions inside the compacted range must not use it; 3 and 4 may."""
     root = build_compacted(make_log())
     snap = oracle.replay(root, version)

@@ -8,11 +8,12 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-import deltalog as dl
 import pytest
+
+import deltalog as dl
 from conftest import BASE_MS, LogWriter, add, commit_info, metadata, protocol
 
-UTC = dt.UTC
+UTC = dt.timezone.utc
 PLUS2 = dt.timezone(dt.timedelta(hours=2))
 EPOCH = dt.datetime(1970, 1, 1, tzinfo=UTC)
 
@@ -28,12 +29,8 @@ FORMS: dict[str, Callable[[int], Any]] = {
     "utc-datetime": _aware,
     "plus2-datetime": lambda ms: _aware(ms).astimezone(PLUS2),
     "iso-offset": lambda ms: _aware(ms).isoformat(timespec="milliseconds"),
-    "iso-z": lambda ms: (
-        _aware(ms).isoformat(timespec="milliseconds").replace("+00:00", "Z")
-    ),
-    "iso-plus2": lambda ms: (
-        _aware(ms).astimezone(PLUS2).isoformat(timespec="milliseconds")
-    ),
+    "iso-z": lambda ms: _aware(ms).isoformat(timespec="milliseconds").replace("+00:00", "Z"),
+    "iso-plus2": lambda ms: _aware(ms).astimezone(PLUS2).isoformat(timespec="milliseconds"),
 }
 
 
@@ -96,9 +93,7 @@ PLAIN_CASES = {  # timestamp (ms) -> expected version, or None for VersionNotFou
 def test_plain_mtimes_are_what_the_test_set(make_log: Callable[..., LogWriter]) -> None:
     root = build_plain(make_log())
     for v, ms in enumerate(RAW_MTIMES):
-        assert (
-            root / "_delta_log" / f"{v:020}.json"
-        ).stat().st_mtime_ns == ms * 1_000_000
+        assert (root / "_delta_log" / f"{v:020}.json").stat().st_mtime_ns == ms * 1_000_000
 
 
 @pytest.mark.parametrize("version", range(5))
@@ -116,9 +111,7 @@ def test_load_by_version(make_log: Callable[..., LogWriter], version: int) -> No
 
 @pytest.mark.parametrize("form", list(FORMS))
 @pytest.mark.parametrize("case", list(PLAIN_CASES))
-def test_load_by_timestamp(
-    make_log: Callable[..., LogWriter], case: str, form: str
-) -> None:
+def test_load_by_timestamp(make_log: Callable[..., LogWriter], case: str, form: str) -> None:
     root = build_plain(make_log())
     ms, expected = PLAIN_CASES[case]
     ts = FORMS[form](ms)
@@ -260,9 +253,7 @@ ICT_CASES = {
 
 @pytest.mark.parametrize("form", ["int-ms", "utc-datetime", "iso-z"])
 @pytest.mark.parametrize("case", list(ICT_CASES))
-def test_ict_load_by_timestamp(
-    make_log: Callable[..., LogWriter], case: str, form: str
-) -> None:
+def test_ict_load_by_timestamp(make_log: Callable[..., LogWriter], case: str, form: str) -> None:
     root = build_ict(make_log())
     ms, expected = ICT_CASES[case]
     ts = FORMS[form](ms)

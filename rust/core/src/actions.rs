@@ -246,19 +246,22 @@ pub fn decode_json_actions(
     let mut out = Vec::new();
     let mut rest = bytes;
     while !rest.is_empty() {
-        let read = decoder.decode(rest).map_err(|e| {
-            DeltaError::corrupt(file, version, format!("invalid action JSON: {e}"))
-        })?;
+        let read = decoder
+            .decode(rest)
+            .map_err(|e| DeltaError::corrupt(file, version, format!("invalid action JSON: {e}")))?;
         if read == 0 {
             // The decoder is full: drain it, then continue.
-            if let Some(batch) = decoder
-                .flush()
-                .map_err(|e| DeltaError::corrupt(file, version, format!("invalid action JSON: {e}")))?
-            {
+            if let Some(batch) = decoder.flush().map_err(|e| {
+                DeltaError::corrupt(file, version, format!("invalid action JSON: {e}"))
+            })? {
                 out.push(batch);
                 continue;
             }
-            return Err(DeltaError::corrupt(file, version, "JSON decoder made no progress"));
+            return Err(DeltaError::corrupt(
+                file,
+                version,
+                "JSON decoder made no progress",
+            ));
         }
         rest = &rest[read..];
     }
@@ -291,15 +294,21 @@ mod tests {
         assert_eq!(rows, 4);
         let add = batches[0].column_by_name("add").unwrap().as_struct();
         assert!(add.is_valid(3));
-        assert_eq!(add.column_by_name("path").unwrap().as_string::<i32>().value(3), "a.parquet");
+        assert_eq!(
+            add.column_by_name("path")
+                .unwrap()
+                .as_string::<i32>()
+                .value(3),
+            "a.parquet"
+        );
         assert!(add.is_null(0));
     }
 
     #[test]
     fn truncated_line_is_corrupt_log() {
         let text = br#"{"add":{"path":"a.parquet","size":1"#;
-        let err = decode_json_actions(text, &commit_schema(), "_delta_log/3.json", Some(3))
-            .unwrap_err();
+        let err =
+            decode_json_actions(text, &commit_schema(), "_delta_log/3.json", Some(3)).unwrap_err();
         let msg = err.to_string();
         assert!(msg.contains("3.json") && msg.contains("version 3"), "{msg}");
     }

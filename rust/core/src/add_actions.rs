@@ -72,13 +72,23 @@ fn min_max_fields(physical: &Fields, logical: &Fields) -> (Fields, Fields) {
                 }
             }
             (dt, _) if has_min_max(dt) => {
-                p_out.push(Field::new(p.name(), dt.clone(), true));
+                p_out.push(Field::new(p.name(), json_decodable(dt), true));
                 l_out.push(Field::new(l.name(), dt.clone(), true));
             }
             _ => {}
         }
     }
     (Fields::from(p_out), Fields::from(l_out))
+}
+
+/// The type statistics are decoded as: zoned timestamps with a fixed offset, since the JSON
+/// decoder resolves only offsets (`"UTC"` and `"+00:00"` are the same instant; the logical type
+/// is restored by [`rename`]).
+fn json_decodable(dt: &DataType) -> DataType {
+    match dt {
+        DataType::Timestamp(unit, Some(_)) => DataType::Timestamp(*unit, Some("+00:00".into())),
+        other => other.clone(),
+    }
 }
 
 fn null_count_fields(physical: &Fields, logical: &Fields) -> (Fields, Fields) {
@@ -117,7 +127,7 @@ fn stats_types(physical: &Schema, logical: &Schema) -> StatsTypes {
     }
 }
 
-/// Gives a struct array the field names of `target` (same shape, by position).
+/// Gives a struct array the field names and leaf types of `target` (same shape, by position).
 fn rename(array: &ArrayRef, target: &DataType) -> ArrayRef {
     match (array.as_struct_opt(), target) {
         (Some(s), DataType::Struct(fields)) => {
@@ -127,15 +137,29 @@ fn rename(array: &ArrayRef, target: &DataType) -> ArrayRef {
                 .zip(fields.iter())
                 .map(|(c, f)| rename(c, f.data_type()))
                 .collect();
-            Arc::new(StructArray::new(fields.clone(), children, s.nulls().cloned()))
+            match StructArray::try_new_with_length(
+                fields.clone(),
+                children,
+                s.nulls().cloned(),
+                s.len(),
+            ) {
+                Ok(renamed) => Arc::new(renamed),
+                // Same shape by construction; keep the physical names if it ever differs.
+                Err(_) => array.clone(),
+            }
         }
+        (None, t) if array.data_type() != t => cast(array, t).unwrap_or_else(|_| array.clone()),
         _ => array.clone(),
     }
 }
 
 /// Decodes the `stats` strings of one add batch; rows whose statistics are absent or do not
 /// parse are null.
-fn decode_stats(stats: Option<&ArrayRef>, len: usize, types: &StatsTypes) -> DeltaResult<RecordBatch> {
+fn decode_stats(
+    stats: Option<&ArrayRef>,
+    len: usize,
+    types: &StatsTypes,
+) -> DeltaResult<RecordBatch> {
     let strings = stats.and_then(|s| s.as_string_opt::<i32>());
     let text_of = |row: usize| -> &str {
         match strings {
@@ -143,14 +167,15 @@ fn decode_stats(stats: Option<&ArrayRef>, len: usize, types: &StatsTypes) -> Del
             _ => "{}",
         }
     };
-    let decode = |text: &[u8], rows: usize| -> Result<Option<RecordBatch>, arrow::error::ArrowError> {
-        let mut decoder = ReaderBuilder::new(types.json_schema.clone())
-            .with_batch_size(rows.max(1))
-            .build_decoder()?;
-        decoder.decode(text)?;
-        let batch = decoder.flush()?;
-        Ok(batch.filter(|b| b.num_rows() == rows))
-    };
+    let decode =
+        |text: &[u8], rows: usize| -> Result<Option<RecordBatch>, arrow::error::ArrowError> {
+            let mut decoder = ReaderBuilder::new(types.json_schema.clone())
+                .with_batch_size(rows.max(1))
+                .build_decoder()?;
+            decoder.decode(text)?;
+            let batch = decoder.flush()?;
+            Ok(batch.filter(|b| b.num_rows() == rows))
+        };
     let mut buf = Vec::with_capacity(len * 64);
     for row in 0..len {
         buf.extend_from_slice(text_of(row).as_bytes());
@@ -161,9 +186,8 @@ fn decode_stats(stats: Option<&ArrayRef>, len: usize, types: &StatsTypes) -> Del
     }
     // Slow path: something does not parse; decode row by row and null out the bad rows.
     let mut parts = Vec::with_capacity(len);
-    let empty = decode(b"{}\n", 1)?.ok_or_else(|| {
-        DeltaError::Internal("empty statistics did not decode".into())
-    })?;
+    let empty = decode(b"{}\n", 1)?
+        .ok_or_else(|| DeltaError::Internal("empty statistics did not decode".into()))?;
     for row in 0..len {
         let one = decode(text_of(row).as_bytes(), 1).ok().flatten();
         parts.push(one.unwrap_or_else(|| empty.clone()));
@@ -196,7 +220,11 @@ fn output_schema(types: &StatsTypes, add_fields: &Fields) -> SchemaRef {
             true,
         ),
         Field::new(columns::DATA_CHANGE, DataType::Boolean, true),
-        Field::new(columns::PARTITION_VALUES, field_type("partitionValues"), true),
+        Field::new(
+            columns::PARTITION_VALUES,
+            field_type("partitionValues"),
+            true,
+        ),
         Field::new(columns::NUM_RECORDS, DataType::Int64, true),
         Field::new(columns::NULL_COUNT, types.null_count_logical.clone(), true),
         Field::new(columns::MIN, types.min_max_logical.clone(), true),
@@ -241,7 +269,9 @@ pub fn add_actions_table(snapshot: &Snapshot) -> DeltaResult<(SchemaRef, Vec<Rec
     let add_fields = crate::actions::add_fields();
     let schema = output_schema(&types, &add_fields);
     let adds = snapshot.adds();
-    let threads = std::thread::available_parallelism().map_or(1, |n| n.get()).min(adds.len().max(1));
+    let threads = std::thread::available_parallelism()
+        .map_or(1, |n| n.get())
+        .min(adds.len().max(1));
     let chunk = adds.len().div_ceil(threads).max(1);
     let results: Vec<DeltaResult<Vec<RecordBatch>>> = std::thread::scope(|scope| {
         let handles: Vec<_> = adds
@@ -259,8 +289,9 @@ pub fn add_actions_table(snapshot: &Snapshot) -> DeltaResult<(SchemaRef, Vec<Rec
         handles
             .into_iter()
             .map(|h| {
-                h.join()
-                    .unwrap_or_else(|_| Err(DeltaError::Internal("statistics thread panicked".into())))
+                h.join().unwrap_or_else(|_| {
+                    Err(DeltaError::Internal("statistics thread panicked".into()))
+                })
             })
             .collect()
     });
@@ -271,7 +302,11 @@ pub fn add_actions_table(snapshot: &Snapshot) -> DeltaResult<(SchemaRef, Vec<Rec
     Ok((schema, batches))
 }
 
-fn flatten_adds(add: &StructArray, types: &StatsTypes, schema: &SchemaRef) -> DeltaResult<RecordBatch> {
+fn flatten_adds(
+    add: &StructArray,
+    types: &StatsTypes,
+    schema: &SchemaRef,
+) -> DeltaResult<RecordBatch> {
     let len = add.len();
     let col = |name: &str| add.column_by_name(name).cloned();
     let or_null = |c: Option<ArrayRef>, dt: &DataType| -> DeltaResult<ArrayRef> {
@@ -283,7 +318,10 @@ fn flatten_adds(add: &StructArray, types: &StatsTypes, schema: &SchemaRef) -> De
     };
     let stats = decode_stats(add.column_by_name("stats"), len, types)?;
     let stat = |name: &str| stats.column_by_name(name).cloned();
-    let dv_type = schema.field_with_name(columns::DELETION_VECTOR)?.data_type().clone();
+    let dv_type = schema
+        .field_with_name(columns::DELETION_VECTOR)?
+        .data_type()
+        .clone();
     let dv = match (col("deletionVector"), &dv_type) {
         (Some(dv), DataType::Struct(fields)) => rename(&dv, &DataType::Struct(fields.clone())),
         _ => new_null_array(&dv_type, len),
@@ -294,9 +332,15 @@ fn flatten_adds(add: &StructArray, types: &StatsTypes, schema: &SchemaRef) -> De
     let columns: Vec<ArrayRef> = vec![
         decoded_paths(add, "add.path")?,
         or_null(col("size"), &DataType::Int64)?,
-        or_null(col("modificationTime"), &field_type(columns::MODIFICATION_TIME)?)?,
+        or_null(
+            col("modificationTime"),
+            &field_type(columns::MODIFICATION_TIME)?,
+        )?,
         or_null(col("dataChange"), &DataType::Boolean)?,
-        or_null(col("partitionValues"), &field_type(columns::PARTITION_VALUES)?)?,
+        or_null(
+            col("partitionValues"),
+            &field_type(columns::PARTITION_VALUES)?,
+        )?,
         or_null(stat("numRecords"), &DataType::Int64)?,
         logical_stat(&stats, "nullCount", &types.null_count_logical, len),
         logical_stat(&stats, "minValues", &types.min_max_logical, len),

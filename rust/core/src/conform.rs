@@ -28,7 +28,9 @@ pub fn conform(array: &ArrayRef, target: &DataType) -> Result<ArrayRef, ArrowErr
         (DataType::Map(_, _), DataType::Map(entry_field, sorted)) => {
             let source = array.as_map();
             let DataType::Struct(entry_fields) = entry_field.data_type() else {
-                return Err(ArrowError::SchemaError("map entries must be a struct".into()));
+                return Err(ArrowError::SchemaError(
+                    "map entries must be a struct".into(),
+                ));
             };
             let entries = conform_struct(source.entries(), entry_fields)?;
             Ok(Arc::new(MapArray::try_new(
@@ -49,7 +51,8 @@ pub fn conform(array: &ArrayRef, target: &DataType) -> Result<ArrayRef, ArrowErr
                 source.nulls().cloned(),
             )?))
         }
-        (DataType::LargeList(_), DataType::List(_)) | (DataType::ListView(_), DataType::List(_)) => {
+        (DataType::LargeList(_), DataType::List(_))
+        | (DataType::ListView(_), DataType::List(_)) => {
             let as_list = cast(array, &DataType::List(list_item_of(array)?))?;
             conform(&as_list, target)
         }
@@ -76,7 +79,7 @@ pub fn conform_struct(source: &StructArray, fields: &Fields) -> Result<StructArr
         .collect::<Result<Vec<_>, _>>()?;
     // Children of a struct are nullable in the canonical schema, so nulls inherited from a
     // source that lacks a field are always legal.
-    StructArray::try_new(fields.clone(), columns, source.nulls().cloned())
+    StructArray::try_new_with_length(fields.clone(), columns, source.nulls().cloned(), len)
 }
 
 /// Converts a whole batch to `schema` (columns by name, missing columns null).

@@ -181,9 +181,7 @@ fn as_i64(v: Option<&Json>, key: &str) -> Result<Option<i64>, HintError> {
             .parse::<i64>()
             .map(Some)
             .map_err(|_| HintError(format!("field {key} is not an integer: {n}"))),
-        Some(other) => Err(HintError(format!(
-            "field {key} is not a number: {other:?}"
-        ))),
+        Some(other) => Err(HintError(format!("field {key} is not a number: {other:?}"))),
     }
 }
 

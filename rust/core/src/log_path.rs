@@ -104,15 +104,15 @@ pub fn classify(relative: &str) -> LogFileKind {
         [v, "crc"] => {
             version20(v).map_or(LogFileKind::Unknown, |version| LogFileKind::Crc { version })
         }
-        [v, "checkpoint", "parquet"] => version20(v).map_or(LogFileKind::Unknown, |version| {
-            LogFileKind::Checkpoint {
+        [v, "checkpoint", "parquet"] => {
+            version20(v).map_or(LogFileKind::Unknown, |version| LogFileKind::Checkpoint {
                 version,
                 naming: CheckpointNaming::Classic,
                 format: CheckpointFormat::Parquet,
-            }
-        }),
-        [v, "checkpoint", u, ext @ ("json" | "parquet")] if looks_like_uuid(u) => {
-            version20(v).map_or(LogFileKind::Unknown, |version| LogFileKind::Checkpoint {
+            })
+        }
+        [v, "checkpoint", u, ext @ ("json" | "parquet")] if looks_like_uuid(u) => version20(v)
+            .map_or(LogFileKind::Unknown, |version| LogFileKind::Checkpoint {
                 version,
                 naming: CheckpointNaming::Uuid {
                     uuid: (*u).to_string(),
@@ -122,8 +122,7 @@ pub fn classify(relative: &str) -> LogFileKind {
                 } else {
                     CheckpointFormat::Parquet
                 },
-            })
-        }
+            }),
         [v, "checkpoint", o, p, "parquet"] => {
             match (version20(v), fixed_digits(o, 10), fixed_digits(p, 10)) {
                 (Some(version), Some(part), Some(parts))
@@ -187,7 +186,10 @@ mod tests {
         // Not zero-padded to 20 digits: not a commit.
         assert_eq!(classify("123.json"), LogFileKind::Unknown);
         assert_eq!(classify("0000000000000000000a.json"), LogFileKind::Unknown);
-        assert_eq!(classify("00000000000000000001.json.tmp"), LogFileKind::Unknown);
+        assert_eq!(
+            classify("00000000000000000001.json.tmp"),
+            LogFileKind::Unknown
+        );
     }
 
     #[test]
@@ -278,7 +280,10 @@ mod tests {
             }
         );
         assert_eq!(classify("_sidecars/abc.parquet"), LogFileKind::Unknown);
-        assert_eq!(classify(".00000000000000000000.json.crc"), LogFileKind::Unknown);
+        assert_eq!(
+            classify(".00000000000000000000.json.crc"),
+            LogFileKind::Unknown
+        );
         assert_eq!(classify("_commits"), LogFileKind::Unknown);
     }
 

@@ -171,7 +171,10 @@ fn sidecar_paths(
                 continue;
             }
             let file = format!("_delta_log/{}", checkpoint.parts[0].name);
-            let Some(raw) = paths.as_ref().filter(|p| p.is_valid(row)).map(|p| p.value(row))
+            let Some(raw) = paths
+                .as_ref()
+                .filter(|p| p.is_valid(row))
+                .map(|p| p.value(row))
             else {
                 return Err(DeltaError::corrupt(
                     file,
@@ -179,9 +182,8 @@ fn sidecar_paths(
                     "a sidecar action has no path (spec: \"Sidecar File Information\")",
                 ));
             };
-            let decoded = crate::paths::decode_uri_path(raw).map_err(|e| {
-                DeltaError::corrupt(file.clone(), Some(checkpoint.version), e)
-            })?;
+            let decoded = crate::paths::decode_uri_path(raw)
+                .map_err(|e| DeltaError::corrupt(file.clone(), Some(checkpoint.version), e))?;
             let location = if decoded.contains("://") || decoded.starts_with('/') {
                 storage.resolve_absolute(&decoded).ok_or_else(|| {
                     DeltaError::corrupt(
@@ -241,7 +243,11 @@ pub async fn read_parquet_actions(
         None => match storage.head(location).await {
             Ok(meta) => meta.size,
             Err(object_store::Error::NotFound { .. }) => {
-                return Err(DeltaError::corrupt(name, version, "the file does not exist"))
+                return Err(DeltaError::corrupt(
+                    name,
+                    version,
+                    "the file does not exist",
+                ))
             }
             Err(e) => return Err(e.into()),
         },
@@ -275,11 +281,13 @@ pub async fn read_parquet_actions(
     let handles: Vec<_> = runs
         .into_iter()
         .map(|groups| {
-            let builder =
-                ParquetRecordBatchStreamBuilder::new_with_metadata(reader.clone(), metadata.clone())
-                    .with_projection(mask.clone())
-                    .with_row_groups(groups)
-                    .with_batch_size(PARQUET_BATCH_ROWS);
+            let builder = ParquetRecordBatchStreamBuilder::new_with_metadata(
+                reader.clone(),
+                metadata.clone(),
+            )
+            .with_projection(mask.clone())
+            .with_row_groups(groups)
+            .with_batch_size(PARQUET_BATCH_ROWS);
             let schema = schema.clone();
             let name = name.to_string();
             tokio::spawn(async move {
@@ -316,9 +324,9 @@ pub async fn read_parquet_actions(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use std::sync::Arc;
     use arrow::datatypes::{Field, Fields, Schema};
     use parquet::arrow::ArrowSchemaConverter;
+    use std::sync::Arc;
 
     #[test]
     fn projection_keeps_wanted_fields_only() {
@@ -327,13 +335,23 @@ mod tests {
                 "add",
                 DataType::Struct(Fields::from(vec![
                     Field::new("path", DataType::Utf8, true),
-                    Field::new("stats_parsed", DataType::Struct(Fields::from(vec![
-                        Field::new("numRecords", DataType::Int64, true),
-                    ])), true),
+                    Field::new(
+                        "stats_parsed",
+                        DataType::Struct(Fields::from(vec![Field::new(
+                            "numRecords",
+                            DataType::Int64,
+                            true,
+                        )])),
+                        true,
+                    ),
                 ])),
                 true,
             ),
-            Field::new("commitInfo", DataType::Struct(Fields::from(vec![Field::new("x", DataType::Int64, true)])), true),
+            Field::new(
+                "commitInfo",
+                DataType::Struct(Fields::from(vec![Field::new("x", DataType::Int64, true)])),
+                true,
+            ),
         ]);
         let descr = ArrowSchemaConverter::new().convert(&file_schema).unwrap();
         let wanted = Arc::new(Schema::new(vec![Field::new(

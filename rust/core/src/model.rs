@@ -85,7 +85,11 @@ pub fn bool_field(s: &StructArray, name: &str, row: usize) -> Option<bool> {
 }
 
 /// A `map<string,string>` field of a struct row (null values kept out).
-pub fn map_field(s: &StructArray, name: &str, row: usize) -> Option<BTreeMap<String, Option<String>>> {
+pub fn map_field(
+    s: &StructArray,
+    name: &str,
+    row: usize,
+) -> Option<BTreeMap<String, Option<String>>> {
     let col = s.column_by_name(name)?;
     if col.is_null(row) {
         return None;

@@ -37,7 +37,13 @@ fn external(e: object_store::Error) -> ParquetError {
 
 impl AsyncFileReader for StoreFileReader {
     fn get_bytes(&mut self, range: Range<u64>) -> BoxFuture<'_, Result<Bytes>> {
-        async move { self.store.get_range(&self.path, range).await.map_err(external) }.boxed()
+        async move {
+            self.store
+                .get_range(&self.path, range)
+                .await
+                .map_err(external)
+        }
+        .boxed()
     }
 
     fn get_byte_ranges(&mut self, ranges: Vec<Range<u64>>) -> BoxFuture<'_, Result<Vec<Bytes>>> {

@@ -14,9 +14,9 @@ pub fn decode_uri_path(raw: &str) -> Result<Cow<'_, str>, String> {
     if !raw.contains('%') {
         return Ok(Cow::Borrowed(raw));
     }
-    percent_decode_str(raw)
-        .decode_utf8()
-        .map_err(|_| format!("path {raw:?} does not decode to UTF-8 (spec: \"Add File and Remove File\")"))
+    percent_decode_str(raw).decode_utf8().map_err(|_| {
+        format!("path {raw:?} does not decode to UTF-8 (spec: \"Add File and Remove File\")")
+    })
 }
 
 /// The canonical form of a decoded path, used to compare file actions: `file:` URIs of the
@@ -60,8 +60,14 @@ mod tests {
     #[test]
     fn decoding() {
         assert_eq!(decode_uri_path("special%20p@%23h").unwrap(), "special p@#h");
-        assert_eq!(decode_uri_path("bar%2Dbar.snappy.parquet").unwrap(), "bar-bar.snappy.parquet");
-        assert!(matches!(decode_uri_path("plain.parquet").unwrap(), Cow::Borrowed(_)));
+        assert_eq!(
+            decode_uri_path("bar%2Dbar.snappy.parquet").unwrap(),
+            "bar-bar.snappy.parquet"
+        );
+        assert!(matches!(
+            decode_uri_path("plain.parquet").unwrap(),
+            Cow::Borrowed(_)
+        ));
         assert!(decode_uri_path("bad%FF%FE").is_err());
     }
 
@@ -85,7 +91,13 @@ mod tests {
         assert_eq!(id, "uab^-aqEH.-t@S}K{vb[*k^@4");
         let with_dv = file_key("a.parquet", Some(&id)).unwrap();
         assert_ne!(plain, with_dv);
-        assert_eq!(dv_unique_id("i", "wi5b=000010000siXQKl0rr91000f55c8Xg0@@D72lkbi5=-{L", None),
-                   "iwi5b=000010000siXQKl0rr91000f55c8Xg0@@D72lkbi5=-{L");
+        assert_eq!(
+            dv_unique_id(
+                "i",
+                "wi5b=000010000siXQKl0rr91000f55c8Xg0@@D72lkbi5=-{L",
+                None
+            ),
+            "iwi5b=000010000siXQKl0rr91000f55c8Xg0@@D72lkbi5=-{L"
+        );
     }
 }

@@ -159,7 +159,11 @@ impl Reconciler {
 
     /// Takes protocol, metadata, txn and domain metadata from `batch` where no newer one was
     /// seen. Used for commits (newest first) and for the checkpoint (last).
-    pub fn apply_non_file_actions(&mut self, batch: &RecordBatch, origin: &Origin) -> DeltaResult<()> {
+    pub fn apply_non_file_actions(
+        &mut self,
+        batch: &RecordBatch,
+        origin: &Origin,
+    ) -> DeltaResult<()> {
         if self.protocol.is_none() {
             if let Some(p) = struct_column(batch, names::PROTOCOL) {
                 if let Some(row) = (0..p.len()).find(|r| p.is_valid(*r)) {
@@ -210,7 +214,10 @@ impl Reconciler {
         origin: &Origin,
     ) -> DeltaResult<FileSelection> {
         let mut out = FileSelection::default();
-        for (name, slot) in [(names::ADD, &mut out.adds), (names::REMOVE, &mut out.removes)] {
+        for (name, slot) in [
+            (names::ADD, &mut out.adds),
+            (names::REMOVE, &mut out.removes),
+        ] {
             let Some(action) = struct_column(batch, name) else {
                 continue;
             };
@@ -218,7 +225,9 @@ impl Reconciler {
             for (row, keep) in mask.iter_mut().enumerate() {
                 if action.is_valid(row) {
                     *keep = self.seen.is_empty()
-                        || !self.seen.contains(key_of(action, name, row, origin)?.as_ref());
+                        || !self
+                            .seen
+                            .contains(key_of(action, name, row, origin)?.as_ref());
                 }
             }
             *slot = compact(action, mask)?;
@@ -250,7 +259,8 @@ mod tests {
         let mut r = Reconciler::default();
         for (v, text) in commits.iter().enumerate().rev() {
             let batches =
-                decode_json_actions(text.as_bytes(), &commit_schema(), "x", Some(v as u64)).unwrap();
+                decode_json_actions(text.as_bytes(), &commit_schema(), "x", Some(v as u64))
+                    .unwrap();
             r.apply_delta(&batches, &origin(v as u64)).unwrap();
         }
         r
@@ -261,7 +271,9 @@ mod tests {
             .iter()
             .flat_map(|a| {
                 let p = a.column_by_name("path").unwrap().as_string::<i32>();
-                (0..p.len()).map(|i| p.value(i).to_string()).collect::<Vec<_>>()
+                (0..p.len())
+                    .map(|i| p.value(i).to_string())
+                    .collect::<Vec<_>>()
             })
             .collect();
         out.sort();
@@ -304,7 +316,10 @@ mod tests {
         assert_eq!(paths(&r.adds), vec!["a"]);
         assert!(r.removes.is_empty());
         let size = r.adds[0].column_by_name("size").unwrap();
-        assert_eq!(size.as_primitive::<arrow::datatypes::Int64Type>().value(0), 99);
+        assert_eq!(
+            size.as_primitive::<arrow::datatypes::Int64Type>().value(0),
+            99
+        );
     }
 
     #[test]
@@ -314,7 +329,10 @@ mod tests {
         let r = replay(&[ADD_A, &format!("{REMOVE_A}\n{with_dv}")]);
         assert_eq!(paths(&r.adds), vec!["a"]);
         assert_eq!(paths(&r.removes), vec!["a"]);
-        assert!(r.adds[0].column_by_name("deletionVector").unwrap().is_valid(0));
+        assert!(r.adds[0]
+            .column_by_name("deletionVector")
+            .unwrap()
+            .is_valid(0));
     }
 
     #[test]
@@ -350,7 +368,8 @@ mod tests {
     #[test]
     fn checkpoint_rows_filtered_by_newer_commits() {
         let mut r = Reconciler::default();
-        let newer = decode_json_actions(REMOVE_A.as_bytes(), &commit_schema(), "x", Some(2)).unwrap();
+        let newer =
+            decode_json_actions(REMOVE_A.as_bytes(), &commit_schema(), "x", Some(2)).unwrap();
         r.apply_delta(&newer, &origin(2)).unwrap();
         let cp = decode_json_actions(
             format!("{ADD_A}\n{ADD_B}").as_bytes(),
@@ -365,14 +384,20 @@ mod tests {
 
     #[test]
     fn add_without_path_is_corrupt() {
-        let batches = decode_json_actions(
-            br#"{"add":{"size":1}}"#,
-            &commit_schema(),
-            "x",
-            Some(0),
-        )
-        .unwrap();
-        let err = Reconciler::default().apply_delta(&batches, &origin(0)).unwrap_err();
-        assert!(matches!(err, DeltaError::CorruptLog { version: Some(0), .. }), "{err}");
+        let batches =
+            decode_json_actions(br#"{"add":{"size":1}}"#, &commit_schema(), "x", Some(0)).unwrap();
+        let err = Reconciler::default()
+            .apply_delta(&batches, &origin(0))
+            .unwrap_err();
+        assert!(
+            matches!(
+                err,
+                DeltaError::CorruptLog {
+                    version: Some(0),
+                    ..
+                }
+            ),
+            "{err}"
+        );
     }
 }

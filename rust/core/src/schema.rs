@@ -68,7 +68,10 @@ pub fn delta_type_to_arrow(value: &Value) -> Result<Option<DataType>, SchemaErro
                 let element = obj
                     .get("elementType")
                     .ok_or_else(|| SchemaError("array type without elementType".into()))?;
-                let contains_null = obj.get("containsNull").and_then(Value::as_bool).unwrap_or(true);
+                let contains_null = obj
+                    .get("containsNull")
+                    .and_then(Value::as_bool)
+                    .unwrap_or(true);
                 let Some(element) = delta_type_to_arrow(element)? else {
                     return Ok(None);
                 };
@@ -89,7 +92,8 @@ pub fn delta_type_to_arrow(value: &Value) -> Result<Option<DataType>, SchemaErro
                     .get("valueContainsNull")
                     .and_then(Value::as_bool)
                     .unwrap_or(true);
-                let (Some(key), Some(value)) = (delta_type_to_arrow(key)?, delta_type_to_arrow(value)?)
+                let (Some(key), Some(value)) =
+                    (delta_type_to_arrow(key)?, delta_type_to_arrow(value)?)
                 else {
                     return Ok(None);
                 };
@@ -176,7 +180,8 @@ fn delta_field_to_arrow(value: &Value) -> Result<Option<Field>, SchemaError> {
         .get("type")
         .ok_or_else(|| SchemaError(format!("field {name:?} has no type")))?;
     let nullable = obj.get("nullable").and_then(Value::as_bool).unwrap_or(true);
-    let Some(data_type) = delta_type_to_arrow(ty).map_err(|e| SchemaError(format!("field {name:?}: {}", e.0)))?
+    let Some(data_type) =
+        delta_type_to_arrow(ty).map_err(|e| SchemaError(format!("field {name:?}: {}", e.0)))?
     else {
         return Ok(None);
     };
@@ -406,7 +411,9 @@ mod tests {
         assert_eq!(s.fields().len(), 5);
         assert_eq!(s.field(0).data_type(), &DataType::Int32);
         assert!(!s.field(0).is_nullable());
-        let DataType::List(item) = s.field(2).data_type() else { panic!() };
+        let DataType::List(item) = s.field(2).data_type() else {
+            panic!()
+        };
         assert!(!item.is_nullable());
         assert!(matches!(s.field(4).data_type(), DataType::Map(_, _)));
     }
@@ -424,14 +431,23 @@ mod tests {
             ("boolean", DataType::Boolean),
             ("binary", DataType::Binary),
             ("date", DataType::Date32),
-            ("timestamp", DataType::Timestamp(TimeUnit::Microsecond, Some("UTC".into()))),
-            ("timestamp_ntz", DataType::Timestamp(TimeUnit::Microsecond, None)),
+            (
+                "timestamp",
+                DataType::Timestamp(TimeUnit::Microsecond, Some("UTC".into())),
+            ),
+            (
+                "timestamp_ntz",
+                DataType::Timestamp(TimeUnit::Microsecond, None),
+            ),
             ("decimal(38,18)", DataType::Decimal128(38, 18)),
             ("decimal(5, 2)", DataType::Decimal128(5, 2)),
         ] {
             assert_eq!(primitive(name).unwrap(), Some(dt.clone()), "{name}");
             let back = arrow_type_to_delta(&dt).unwrap();
-            assert_eq!(back.as_str().unwrap().replace(' ', ""), name.replace(' ', ""));
+            assert_eq!(
+                back.as_str().unwrap().replace(' ', ""),
+                name.replace(' ', "")
+            );
         }
         assert!(primitive("decimal(39,1)").is_err());
         assert!(primitive("decimal(5,6)").is_err());
@@ -465,7 +481,9 @@ mod tests {
         let s = parse_schema_string(text).unwrap();
         let p = physical_schema(&s, ColumnMappingMode::Name).unwrap();
         assert_eq!(p.field(0).name(), "col-a");
-        let DataType::Struct(inner) = p.field(0).data_type() else { panic!() };
+        let DataType::Struct(inner) = p.field(0).data_type() else {
+            panic!()
+        };
         assert_eq!(inner[0].name(), "col-b");
         assert!(!p.field(0).metadata().contains_key(PARQUET_FIELD_ID_KEY));
         let p = physical_schema(&s, ColumnMappingMode::Id).unwrap();

@@ -286,7 +286,16 @@ pub fn build_segment(
                 });
                 v += 1;
             }
-            None => return Err(missing_version(listing, &commits, checkpoint.as_ref(), v, version, target)),
+            None => {
+                return Err(missing_version(
+                    listing,
+                    &commits,
+                    checkpoint.as_ref(),
+                    v,
+                    version,
+                    target,
+                ))
+            }
         }
     }
     let last_commit = commits.get(&version).map(|f| (*f).clone());
@@ -323,7 +332,10 @@ fn missing_version(
         )));
     }
     let file = format!("_delta_log/{missing:020}.json");
-    let rule = match (commits.range(..missing).next_back(), commits.range(missing + 1..).next()) {
+    let rule = match (
+        commits.range(..missing).next_back(),
+        commits.range(missing + 1..).next(),
+    ) {
         (Some((before, _)), Some((after, _))) => format!(
             "versions are not contiguous: commit {missing} is missing between {before} and {after} \
              (spec: \"Delta Log Entries\")"
@@ -337,13 +349,14 @@ fn missing_version(
 }
 
 /// Reads `_last_checkpoint` and returns the hinted version, or `None` when the file is absent
-/// or unusable (the reason is dropped: the hint is optional and a full listing follows).
-pub async fn last_checkpoint_hint(storage: &Storage) -> DeltaResult<Option<u64>> {
-    match storage.get(&storage.log_path("_last_checkpoint")).await {
-        Ok(bytes) => Ok(parse_last_checkpoint(&bytes).ok().map(|h| h.version)),
-        Err(object_store::Error::NotFound { .. }) => Ok(None),
-        Err(e) => Err(e.into()),
-    }
+/// or unusable. Any failure only loses the hint: the full listing that follows reports real
+/// storage problems itself.
+pub async fn last_checkpoint_hint(storage: &Storage) -> Option<u64> {
+    let bytes = storage
+        .get(&storage.log_path("_last_checkpoint"))
+        .await
+        .ok()?;
+    parse_last_checkpoint(&bytes).ok().map(|h| h.version)
 }
 
 /// Lists and selects the segment of `target`, using the `_last_checkpoint` hint when it helps.
@@ -351,7 +364,7 @@ pub async fn load_segment(
     storage: &Storage,
     target: Option<u64>,
 ) -> DeltaResult<(LogSegment, LogListing)> {
-    if let Some(hint) = last_checkpoint_hint(storage).await? {
+    if let Some(hint) = last_checkpoint_hint(storage).await {
         if target.is_none_or(|t| t >= hint) {
             let listing = LogListing::list(storage, Some(hint)).await?;
             match build_segment(&listing, target) {
@@ -532,7 +545,14 @@ mod tests {
         let l = listing(&n.iter().map(String::as_str).collect::<Vec<_>>());
         let seg = build_segment(&l, None).unwrap();
         assert_eq!(versions(&seg), vec![0, 1, 5, 6]);
-        assert!(matches!(seg.deltas[2], Delta::Compaction { start: 2, end: 5, .. }));
+        assert!(matches!(
+            seg.deltas[2],
+            Delta::Compaction {
+                start: 2,
+                end: 5,
+                ..
+            }
+        ));
         // A compaction reaching past the target is not usable.
         let seg = build_segment(&l, Some(4)).unwrap();
         assert_eq!(versions(&seg), vec![0, 1, 2, 3, 4]);
@@ -540,7 +560,10 @@ mod tests {
         let mut n: Vec<String> = vec![commit(0), commit(1), commit(6)];
         n.push("00000000000000000002.00000000000000000005.compacted.json".into());
         let l = listing(&n.iter().map(String::as_str).collect::<Vec<_>>());
-        assert_eq!(versions(&build_segment(&l, None).unwrap()), vec![0, 1, 5, 6]);
+        assert_eq!(
+            versions(&build_segment(&l, None).unwrap()),
+            vec![0, 1, 5, 6]
+        );
     }
 
     #[test]

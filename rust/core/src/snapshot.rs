@@ -237,8 +237,7 @@ impl Snapshot {
         let p = &self.protocol;
         let supported = p.min_reader_version == 2
             || (p.min_reader_version >= 3
-                && p
-                    .reader_features
+                && p.reader_features
                     .as_ref()
                     .is_some_and(|f| f.iter().any(|n| n == "columnMapping")));
         if !supported {

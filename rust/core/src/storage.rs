@@ -48,9 +48,8 @@ pub fn location_to_url(location: &str) -> DeltaResult<Url> {
     };
     // Resolve `..` and symlinks where the directory exists; keep it as given otherwise.
     let absolute = std::fs::canonicalize(&absolute).unwrap_or(absolute);
-    Url::from_directory_path(&absolute).map_err(|_| {
-        DeltaError::InvalidArgument(format!("cannot turn {location} into a file URL"))
-    })
+    Url::from_directory_path(&absolute)
+        .map_err(|_| DeltaError::InvalidArgument(format!("cannot turn {location} into a file URL")))
 }
 
 impl Storage {
@@ -62,11 +61,14 @@ impl Storage {
             url.set_path(&p);
         }
         let (store, root): (Arc<dyn ObjectStore>, Path) = if url.scheme() == "file" {
-            let fs_path = url.to_file_path().map_err(|_| {
-                DeltaError::InvalidArgument(format!("invalid file URL {url}"))
-            })?;
-            let root = Path::from_filesystem_path(&fs_path).map_err(|e| {
-                DeltaError::InvalidArgument(format!("invalid local path {}: {e}", fs_path.display()))
+            let fs_path = url
+                .to_file_path()
+                .map_err(|_| DeltaError::InvalidArgument(format!("invalid file URL {url}")))?;
+            let root = Path::from_absolute_path(&fs_path).map_err(|e| {
+                DeltaError::InvalidArgument(format!(
+                    "invalid local path {}: {e}",
+                    fs_path.display()
+                ))
             })?;
             (Arc::new(LocalFileSystem::new()), root)
         } else {
@@ -122,7 +124,7 @@ impl Storage {
             return None;
         }
         if url.scheme() == "file" {
-            Path::from_filesystem_path(url.to_file_path().ok()?).ok()
+            Path::from_absolute_path(url.to_file_path().ok()?).ok()
         } else {
             Path::from_url_path(url.path()).ok()
         }
@@ -141,6 +143,16 @@ impl Storage {
     /// Lists `_delta_log/` (and `_delta_log/_staged_commits/`) with names `>= start_after`
     /// in lexicographic order when `start_after` is given.
     pub async fn list_log(&self, offset: Option<&str>) -> DeltaResult<Vec<ObjectMeta>> {
+        if let Ok(local) = self.url.to_file_path() {
+            // Without the trailing separator, so that a file is seen as a file.
+            let local: std::path::PathBuf = local.components().collect();
+            if local.is_file() {
+                return Err(DeltaError::TableNotFound {
+                    path: self.url.to_string(),
+                    reason: "the location is a file, not a table directory".into(),
+                });
+            }
+        }
         let dir = self.log_dir();
         let mut entries: Vec<ObjectMeta> = match offset {
             Some(name) => {
@@ -159,9 +171,12 @@ impl Storage {
     /// The path of `location` relative to `_delta_log/`, if it is inside it.
     pub fn relative_to_log<'a>(&self, location: &'a Path) -> Option<String> {
         let dir = self.log_dir();
-        location
-            .prefix_match(&dir)
-            .map(|parts| parts.map(|p| p.as_ref().to_string()).collect::<Vec<_>>().join("/"))
+        location.prefix_match(&dir).map(|parts| {
+            parts
+                .map(|p| p.as_ref().to_string())
+                .collect::<Vec<_>>()
+                .join("/")
+        })
     }
 
     /// Whether the table root exists at all (used to tell "no such directory" apart from

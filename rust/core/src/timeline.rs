@@ -43,7 +43,9 @@ pub fn ict_settings(config: &BTreeMap<String, String>) -> Option<IctSettings> {
             .get(ICT_VERSION)
             .and_then(|v| v.trim().parse().ok())
             .unwrap_or(0),
-        enablement_timestamp: config.get(ICT_TIMESTAMP).and_then(|v| v.trim().parse().ok()),
+        enablement_timestamp: config
+            .get(ICT_TIMESTAMP)
+            .and_then(|v| v.trim().parse().ok()),
     })
 }
 
@@ -68,7 +70,11 @@ pub fn monotonic_file_times(listing: &LogListing) -> Vec<(u64, i64, LogFile)> {
 }
 
 /// The first line of a commit that holds `commitInfo`, parsed; `None` when it has none.
-pub async fn read_commit_info(storage: &Storage, file: &LogFile, version: u64) -> DeltaResult<Option<Value>> {
+pub async fn read_commit_info(
+    storage: &Storage,
+    file: &LogFile,
+    version: u64,
+) -> DeltaResult<Option<Value>> {
     let bytes = storage.get(&file.meta.location).await?;
     let name = format!("_delta_log/{}", file.name);
     for line in bytes.split(|b| *b == b'\n') {
@@ -171,7 +177,9 @@ fn before_first(timestamp_ms: i64, first: Option<u64>) -> DeltaError {
         .unwrap_or_else(|| timestamp_ms.to_string());
     DeltaError::version_not_found(format!(
         "no version of the table was committed at or before {ts}{}",
-        first.map_or(String::new(), |v| format!(" (the earliest available commit is version {v})"))
+        first.map_or(String::new(), |v| format!(
+            " (the earliest available commit is version {v})"
+        ))
     ))
 }
 
@@ -186,15 +194,15 @@ pub struct HistoryEntry {
     pub commit_info: Option<Value>,
 }
 
-/// The history of the table, newest first, at most `limit` entries.
-pub async fn history(storage: &Storage, limit: Option<usize>) -> DeltaResult<Vec<HistoryEntry>> {
+/// The history of `snapshot`'s table up to its version, newest first, at most `limit` entries.
+pub async fn history(snapshot: &Snapshot, limit: Option<usize>) -> DeltaResult<Vec<HistoryEntry>> {
+    let storage = snapshot.storage();
     let listing = LogListing::list(storage, None).await?;
-    if listing.files.is_empty() {
-        return Err(not_a_table(storage).await);
-    }
-    let latest = Snapshot::try_new(storage.clone(), None).await?;
-    let ict = ict_settings(&latest.configuration());
-    let commits = monotonic_file_times(&listing);
+    let ict = ict_settings(&snapshot.configuration());
+    let commits: Vec<(u64, i64, LogFile)> = monotonic_file_times(&listing)
+        .into_iter()
+        .filter(|(v, _, _)| *v <= snapshot.version())
+        .collect();
     let take = limit.unwrap_or(usize::MAX).min(commits.len());
     let chosen: Vec<(u64, i64, LogFile)> = commits.into_iter().rev().take(take).collect();
     stream::iter(chosen)

@@ -1,3 +1,271 @@
+//! `deltalog._native`: the thin PyO3 layer over `deltalog-core`.
+//!
+//! Everything here converts: Python arguments to core calls (run on a shared Tokio runtime with
+//! the GIL released), core results to Python objects (Arrow data through the C data interface,
+//! zero-copy), and core errors to the exception classes of `deltalog.exceptions`.
+
+use std::collections::HashMap;
+use std::sync::OnceLock;
+
+use arrow::array::RecordBatchIterator;
+use arrow::pyarrow::{IntoPyArrow, ToPyArrow};
+use arrow::record_batch::RecordBatchReader;
+use deltalog_core::add_actions::{add_actions_table, file_paths};
+use deltalog_core::error::DeltaError;
+use deltalog_core::timeline;
+use deltalog_core::{Snapshot, Storage};
+use pyo3::exceptions::PyRuntimeError;
 use pyo3::prelude::*;
+use pyo3::types::{PyDict, PyType};
+
+/// The runtime every blocking call runs on.
+fn runtime() -> PyResult<&'static tokio::runtime::Runtime> {
+    static RT: OnceLock<Result<tokio::runtime::Runtime, String>> = OnceLock::new();
+    RT.get_or_init(|| {
+        tokio::runtime::Builder::new_multi_thread()
+            .thread_name("deltalog")
+            .enable_all()
+            .build()
+            .map_err(|e| e.to_string())
+    })
+    .as_ref()
+    .map_err(|e| PyRuntimeError::new_err(format!("cannot start the deltalog runtime: {e}")))
+}
+
+/// Runs a future to completion without holding the GIL.
+fn block_on<F, T>(py: Python<'_>, fut: F) -> PyResult<T>
+where
+    F: std::future::Future<Output = Result<T, DeltaError>> + Send,
+    T: Send,
+{
+    let rt = runtime()?;
+    py.detach(|| rt.block_on(fut)).map_err(|e| to_py_err(py, e))
+}
+
+/// Maps a core error onto the matching `deltalog.exceptions` class.
+fn to_py_err(py: Python<'_>, err: DeltaError) -> PyErr {
+    let build = || -> PyResult<PyErr> {
+        let module = py.import("deltalog.exceptions")?;
+        let message = err.to_string();
+        let (class, kwargs) = match &err {
+            DeltaError::TableNotFound { .. } => ("TableNotFoundError", None),
+            DeltaError::CorruptLog {
+                file,
+                version,
+                rule,
+            } => {
+                let kw = PyDict::new(py);
+                kw.set_item("file", file)?;
+                kw.set_item("version", version)?;
+                kw.set_item("rule", rule)?;
+                ("CorruptLogError", Some(kw))
+            }
+            DeltaError::VersionNotFound { .. } => ("VersionNotFoundError", None),
+            DeltaError::Unsupported(_) => ("UnsupportedFeatureError", None),
+            DeltaError::InvalidArgument(_) => {
+                return Ok(pyo3::exceptions::PyValueError::new_err(message))
+            }
+            DeltaError::Storage(_) => ("StorageError", None),
+            DeltaError::Arrow(_) | DeltaError::Parquet(_) | DeltaError::Internal(_) => {
+                ("DeltaError", None)
+            }
+        };
+        let ty = module.getattr(class)?.cast_into::<PyType>()?;
+        let instance = ty.call((message,), kwargs.as_ref())?;
+        Ok(PyErr::from_value(instance))
+    };
+    build().unwrap_or_else(|e| e)
+}
+
+fn open_storage(
+    uri: &str,
+    storage_options: Option<HashMap<String, String>>,
+) -> Result<Storage, DeltaError> {
+    Storage::open(uri, &storage_options.unwrap_or_default())
+}
+
+fn to_version(version: Option<i64>) -> Result<Option<u64>, DeltaError> {
+    version
+        .map(|v| {
+            u64::try_from(v).map_err(|_| {
+                DeltaError::InvalidArgument(format!("a table version cannot be negative: {v}"))
+            })
+        })
+        .transpose()
+}
+
+/// A loaded snapshot of a table.
+#[pyclass(frozen, module = "deltalog._native")]
+struct RawSnapshot {
+    snapshot: Snapshot,
+}
+
+#[pymethods]
+impl RawSnapshot {
+    /// Opens `version` (latest when None) of the table at `uri`.
+    #[staticmethod]
+    #[pyo3(signature = (uri, version=None, storage_options=None))]
+    fn open(
+        py: Python<'_>,
+        uri: &str,
+        version: Option<i64>,
+        storage_options: Option<HashMap<String, String>>,
+    ) -> PyResult<Self> {
+        let storage = open_storage(uri, storage_options).map_err(|e| to_py_err(py, e))?;
+        let version = to_version(version).map_err(|e| to_py_err(py, e))?;
+        let snapshot = block_on(py, Snapshot::try_new(storage, version))?;
+        Ok(RawSnapshot { snapshot })
+    }
+
+    /// Opens another version of the same table, reusing its storage.
+    fn load_version(&self, py: Python<'_>, version: Option<i64>) -> PyResult<Self> {
+        let version = to_version(version).map_err(|e| to_py_err(py, e))?;
+        let storage = self.snapshot.storage().clone();
+        let snapshot = block_on(py, Snapshot::try_new(storage, version))?;
+        Ok(RawSnapshot { snapshot })
+    }
+
+    /// The latest version committed at or before `timestamp_ms`.
+    fn version_at_timestamp(&self, py: Python<'_>, timestamp_ms: i64) -> PyResult<u64> {
+        let storage = self.snapshot.storage().clone();
+        block_on(py, async move {
+            timeline::version_at_timestamp(&storage, timestamp_ms).await
+        })
+    }
+
+    /// `(version, timestamp_ms, commitInfo JSON or None)`, newest first.
+    #[pyo3(signature = (limit=None))]
+    fn history(
+        &self,
+        py: Python<'_>,
+        limit: Option<usize>,
+    ) -> PyResult<Vec<(u64, i64, Option<String>)>> {
+        let snapshot = self.snapshot.clone();
+        let entries = block_on(py, async move { timeline::history(&snapshot, limit).await })?;
+        Ok(entries
+            .into_iter()
+            .map(|e| (e.version, e.timestamp, e.commit_info.map(|c| c.to_string())))
+            .collect())
+    }
+
+    /// The table root URI.
+    fn table_uri(&self) -> String {
+        self.snapshot.storage().url().to_string()
+    }
+
+    fn version(&self) -> u64 {
+        self.snapshot.version()
+    }
+
+    /// `(min_reader_version, min_writer_version, reader_features, writer_features)`.
+    fn protocol(&self) -> (i32, i32, Option<Vec<String>>, Option<Vec<String>>) {
+        let p = self.snapshot.protocol();
+        (
+            p.min_reader_version,
+            p.min_writer_version,
+            p.reader_features.clone(),
+            p.writer_features.clone(),
+        )
+    }
+
+    /// The metadata as a dict of its fields.
+    fn metadata<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
+        let m = self.snapshot.metadata().map_err(|e| to_py_err(py, e))?;
+        let d = PyDict::new(py);
+        d.set_item("id", &m.id)?;
+        d.set_item("name", &m.name)?;
+        d.set_item("description", &m.description)?;
+        d.set_item("format_provider", &m.format_provider)?;
+        d.set_item("format_options", m.format_options.clone())?;
+        d.set_item("schema_string", &m.schema_string)?;
+        d.set_item("partition_columns", m.partition_columns.clone())?;
+        d.set_item("created_time", m.created_time)?;
+        d.set_item("configuration", m.configuration.clone())?;
+        Ok(d)
+    }
+
+    /// The logical schema as a `pyarrow.Schema`.
+    fn schema<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
+        let schema = self.snapshot.schema().map_err(|e| to_py_err(py, e))?;
+        schema.as_ref().to_pyarrow(py)
+    }
+
+    /// The schema of the data files (physical names, field ids in id mode).
+    fn physical_schema<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
+        let schema = self
+            .snapshot
+            .physical_schema()
+            .map_err(|e| to_py_err(py, e))?;
+        schema.to_pyarrow(py)
+    }
+
+    /// `none`, `name` or `id`.
+    fn column_mapping_mode(&self, py: Python<'_>) -> PyResult<&'static str> {
+        self.snapshot
+            .column_mapping_mode()
+            .map(|m| m.as_str())
+            .map_err(|e| to_py_err(py, e))
+    }
+
+    /// The active files as a `pyarrow.RecordBatchReader` (see `deltalog_core::add_actions`).
+    fn add_actions<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
+        let snapshot = self.snapshot.clone();
+        let (schema, batches) = py
+            .detach(|| add_actions_table(&snapshot))
+            .map_err(|e| to_py_err(py, e))?;
+        let reader: Box<dyn RecordBatchReader + Send> = Box::new(RecordBatchIterator::new(
+            batches.into_iter().map(Ok),
+            schema,
+        ));
+        reader.into_pyarrow(py)
+    }
+
+    /// The decoded paths of the active files.
+    fn files(&self, py: Python<'_>) -> PyResult<Vec<String>> {
+        let snapshot = self.snapshot.clone();
+        py.detach(|| file_paths(&snapshot))
+            .map_err(|e| to_py_err(py, e))
+    }
+
+    fn num_files(&self) -> usize {
+        self.snapshot.num_files()
+    }
+
+    /// `{appId: (version, lastUpdated)}`.
+    fn transactions(&self) -> HashMap<String, (i64, Option<i64>)> {
+        self.snapshot
+            .transactions()
+            .values()
+            .map(|t| (t.app_id.clone(), (t.version, t.last_updated)))
+            .collect()
+    }
+
+    /// `[(domain, configuration)]`, sorted by domain.
+    fn domain_metadata(&self) -> Vec<(String, String)> {
+        self.snapshot
+            .domain_metadata()
+            .iter()
+            .map(|d| (d.domain.clone(), d.configuration.clone()))
+            .collect()
+    }
+
+    /// The commit timestamp of this version in ms, when known.
+    fn timestamp(&self) -> Option<i64> {
+        self.snapshot.timestamp()
+    }
+}
+
+/// The JSON checksum of a `_last_checkpoint` document (spec: "JSON checksum").
+#[pyfunction]
+fn json_checksum(text: &str) -> PyResult<String> {
+    deltalog_core::last_checkpoint::json_checksum(text)
+        .map_err(|e| pyo3::exceptions::PyValueError::new_err(e.0))
+}
+
 #[pymodule]
-fn _native(_m: &Bound<'_, PyModule>) -> PyResult<()> { Ok(()) }
+fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    m.add_class::<RawSnapshot>()?;
+    m.add_function(wrap_pyfunction!(json_checksum, m)?)?;
+    m.add("__version__", env!("CARGO_PKG_VERSION"))?;
+    Ok(())
+}

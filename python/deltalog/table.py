@@ -1,0 +1,248 @@
+"""`DeltaTable`: one version of a Delta table, read through the native core.
+
+The heavy lifting (listing, parsing and replaying the log, building Arrow data) happens in
+Rust; this module converts arguments, applies the table-feature gate of
+:mod:`deltalog.features`, and shapes results for Python users.
+"""
+
+from __future__ import annotations
+
+import datetime as _dt
+import json
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+import pyarrow as pa
+
+from deltalog import _native, features
+from deltalog.exceptions import DeltaError
+
+TimestampLike = _dt.datetime | _dt.date | str | int
+_EPOCH = _dt.datetime(1970, 1, 1, tzinfo=_dt.timezone.utc)
+
+
+@dataclass(frozen=True)
+class Protocol:
+    """The table's `protocol` action (spec: "Protocol Evolution")."""
+
+    min_reader_version: int
+    min_writer_version: int
+    reader_features: list[str] | None = None
+    writer_features: list[str] | None = None
+
+
+@dataclass(frozen=True)
+class Metadata:
+    """The table's `metaData` action (spec: "Change Metadata")."""
+
+    id: str | None
+    name: str | None
+    description: str | None
+    partition_columns: list[str]
+    configuration: dict[str, str]
+    created_time: int | None
+    schema_string: str | None
+    format_provider: str | None = "parquet"
+    format_options: dict[str, str] = field(default_factory=dict)
+
+
+def _timestamp_ms(value: TimestampLike) -> int:
+    """Milliseconds since the epoch of a datetime (naive means UTC), date, ISO string or int."""
+    if isinstance(value, bool):
+        raise TypeError("a timestamp cannot be a bool")
+    if isinstance(value, int):
+        return value
+    if isinstance(value, str):
+        text = value.strip()
+        if text.endswith(("Z", "z")):
+            text = text[:-1] + "+00:00"
+        try:
+            value = _dt.datetime.fromisoformat(text)
+        except ValueError as e:
+            raise ValueError(f"not an ISO-8601 timestamp: {value!r}") from e
+    if isinstance(value, _dt.datetime):
+        if value.tzinfo is None:
+            value = value.replace(tzinfo=_dt.timezone.utc)
+        return (value - _EPOCH) // _dt.timedelta(milliseconds=1)
+    if isinstance(value, _dt.date):
+        return _timestamp_ms(_dt.datetime(value.year, value.month, value.day))
+    raise TypeError(f"unsupported timestamp type {type(value).__name__}")
+
+
+def _flatten(table: pa.Table) -> pa.Table:
+    """Flattens struct columns recursively into `parent.child` columns."""
+    while any(pa.types.is_struct(f.type) for f in table.schema):
+        table = table.flatten()
+    return table
+
+
+class DeltaTable:
+    """A Delta table at one version.
+
+    Args:
+        table_uri: a local path, a ``file://`` URI, or an ``s3://``, ``gs://``, ``az://`` /
+            ``abfss://`` URI.
+        version: the version to load (latest when ``None``).
+        timestamp: load the latest version committed at or before this time instead: a
+            ``datetime`` (naive means UTC), an ISO-8601 string, or milliseconds since the epoch.
+        storage_options: credentials and settings passed to the object store unchanged.
+
+    Raises:
+        TableNotFoundError: no Delta table at ``table_uri``.
+        VersionNotFoundError: the version or timestamp cannot be served.
+        CorruptLogError: the log breaks a protocol rule (the error names file, version, rule).
+        UnsupportedFeatureError: the table needs reader features deltalog does not support.
+    """
+
+    def __init__(
+        self,
+        table_uri: str | Any,
+        version: int | None = None,
+        timestamp: TimestampLike | None = None,
+        storage_options: Mapping[str, str] | None = None,
+    ) -> None:
+        if version is not None and timestamp is not None:
+            raise ValueError("pass either version or timestamp, not both")
+        if version is not None and (isinstance(version, bool) or not isinstance(version, int)):
+            raise TypeError(f"version must be an int, not {type(version).__name__}")
+        self._uri = str(table_uri)
+        self._storage_options = dict(storage_options) if storage_options else None
+        raw = _native.RawSnapshot.open(
+            self._uri, None if timestamp is not None else version, self._storage_options
+        )
+        if timestamp is not None:
+            raw = raw.load_version(raw.version_at_timestamp(_timestamp_ms(timestamp)))
+        self._set(raw)
+
+    def _set(self, raw: _native.RawSnapshot) -> None:
+        protocol = Protocol(*raw.protocol())
+        features.check_readable(protocol)
+        self._raw = raw
+        self._protocol = protocol
+
+    # -- loading -------------------------------------------------------------------------
+
+    @staticmethod
+    def is_deltatable(table_uri: str, storage_options: Mapping[str, str] | None = None) -> bool:
+        """Whether ``table_uri`` holds a Delta table (a readable ``_delta_log``)."""
+        try:
+            _native.RawSnapshot.open(str(table_uri), None, dict(storage_options or {}) or None)
+        except DeltaError:
+            return False
+        return True
+
+    def load_as_version(self, version: int | TimestampLike) -> None:
+        """Reloads this object at another version: an int is a version, anything else a time."""
+        if isinstance(version, int) and not isinstance(version, bool):
+            raw = self._raw.load_version(version)
+        else:
+            raw = self._raw.load_version(self._raw.version_at_timestamp(_timestamp_ms(version)))
+        self._set(raw)
+
+    def update(self) -> None:
+        """Reloads the latest version."""
+        self._set(self._raw.load_version(None))
+
+    # -- state ---------------------------------------------------------------------------
+
+    @property
+    def table_uri(self) -> str:
+        """The table root as a URI."""
+        return self._raw.table_uri()
+
+    def version(self) -> int:
+        """The loaded version."""
+        return self._raw.version()
+
+    def protocol(self) -> Protocol:
+        """The protocol in force."""
+        return self._protocol
+
+    def metadata(self) -> Metadata:
+        """The metadata in force."""
+        d = self._raw.metadata()
+        return Metadata(
+            id=d["id"],
+            name=d["name"],
+            description=d["description"],
+            partition_columns=list(d["partition_columns"]),
+            configuration=dict(d["configuration"]),
+            created_time=d["created_time"],
+            schema_string=d["schema_string"],
+            format_provider=d["format_provider"],
+            format_options=dict(d["format_options"]),
+        )
+
+    def schema(self) -> pa.Schema:
+        """The logical schema (column metadata, e.g. column-mapping ids, kept)."""
+        return self._raw.schema()
+
+    def physical_schema(self) -> pa.Schema:
+        """The schema of the data files: physical names, and field ids in id mode."""
+        return self._raw.physical_schema()
+
+    def column_mapping_mode(self) -> str:
+        """``"none"``, ``"name"`` or ``"id"`` (spec: "Column Mapping")."""
+        return self._raw.column_mapping_mode()
+
+    def timestamp(self) -> int | None:
+        """When the loaded version was committed, in milliseconds since the epoch."""
+        return self._raw.timestamp()
+
+    def get_add_actions(self, flatten: bool = False) -> pa.Table:
+        """One row per active logical file.
+
+        Columns: ``path`` (URI-decoded), ``size``, ``modification_time``, ``data_change``,
+        ``partition_values``, ``num_records``, ``null_count``, ``min``, ``max``,
+        ``tight_bounds`` (statistics by logical column name, null where absent),
+        ``deletion_vector``, ``base_row_id``, ``default_row_commit_version``, ``tags`` and
+        ``clustering_provider``. With ``flatten=True`` struct columns become
+        ``parent.child`` columns.
+        """
+        table = self._raw.add_actions().read_all()
+        return _flatten(table) if flatten else table
+
+    def files(self) -> list[str]:
+        """The URI-decoded paths of the active files, relative to the table root unless absolute."""
+        return self._raw.files()
+
+    def file_uris(self) -> list[str]:
+        """Absolute URIs of the active files."""
+        root = self.table_uri.rstrip("/")
+        out = []
+        for p in self.files():
+            out.append(p if "://" in p else (f"file://{p}" if p.startswith("/") else f"{root}/{p}"))
+        return out
+
+    def transactions(self) -> dict[str, int]:
+        """The latest transaction version per application id (spec: "Transaction Identifiers")."""
+        return {app: v for app, (v, _updated) in self._raw.transactions().items()}
+
+    def domain_metadata(self) -> dict[str, str]:
+        """The configuration of each live metadata domain (spec: "Domain Metadata")."""
+        return dict(self._raw.domain_metadata())
+
+    def history(self, limit: int | None = None) -> list[dict[str, Any]]:
+        """The commitInfo of each version, newest first, with ``version`` and ``timestamp``.
+
+        ``timestamp`` is the commit timestamp time travel uses (the in-commit timestamp where
+        enabled, the commit file's modification time otherwise), as Delta Spark's
+        ``DESCRIBE HISTORY`` shows it; the writer's own clock stays in the commitInfo fields
+        only when it differs under the name ``commitInfoTimestamp``.
+        """
+        if limit is not None and limit < 0:
+            raise ValueError("limit must not be negative")
+        out = []
+        for version, ts, info in self._raw.history(limit):
+            entry: dict[str, Any] = json.loads(info) if info else {}
+            own = entry.pop("timestamp", None)
+            if own is not None and own != ts:
+                entry["commitInfoTimestamp"] = own
+            entry["version"] = version
+            entry["timestamp"] = ts
+            out.append(entry)
+        return out
+
+    def __repr__(self) -> str:
+        return f"DeltaTable({self.table_uri!r}, version={self.version()})"
