@@ -15,6 +15,9 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
 from deltalog import features
 from deltalog.exceptions import CorruptLogError, UnsupportedFeatureError
 from deltalog.features import (
@@ -27,8 +30,6 @@ from deltalog.features import (
     validate_protocol,
     writer_features_of,
 )
-from hypothesis import given, settings
-from hypothesis import strategies as st
 
 # The spec lives in `shared/spec` beside the repository (DELTALOG_SHARED overrides, as in conftest).
 SHARED = Path(os.environ.get("DELTALOG_SHARED", Path(__file__).resolve().parents[2] / "shared"))

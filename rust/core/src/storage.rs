@@ -169,7 +169,7 @@ impl Storage {
     }
 
     /// The path of `location` relative to `_delta_log/`, if it is inside it.
-    pub fn relative_to_log<'a>(&self, location: &'a Path) -> Option<String> {
+    pub fn relative_to_log(&self, location: &Path) -> Option<String> {
         let dir = self.log_dir();
         location.prefix_match(&dir).map(|parts| {
             parts

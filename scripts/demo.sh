@@ -1,0 +1,9 @@
+#!/usr/bin/env bash
+# Builds and installs deltalog, then runs the end-to-end demo (examples/demo.py) on the golden
+# tables in ../shared/corpus.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+export CARGO_TARGET_DIR="${CARGO_TARGET_DIR:-$HOME/.cache/deltalog-target}"
+python -m pip install -q --disable-pip-version-check "maturin>=1.5,<2"
+python -m pip install -q --disable-pip-version-check -e . --no-build-isolation
+python examples/demo.py "$@"
