@@ -216,6 +216,22 @@ pub fn checkpoint_schema() -> SchemaRef {
     .clone()
 }
 
+/// The non-file actions of a checkpoint (read in a first, cheap pass).
+pub fn checkpoint_header_schema() -> SchemaRef {
+    static S: OnceLock<SchemaRef> = OnceLock::new();
+    S.get_or_init(|| {
+        Arc::new(Schema::new(vec![
+            action(names::METADATA, metadata_fields()),
+            action(names::PROTOCOL, protocol_fields()),
+            action(names::TXN, txn_fields()),
+            action(names::DOMAIN_METADATA, domain_metadata_fields()),
+            action(names::SIDECAR, sidecar_fields()),
+            action(names::CHECKPOINT_METADATA, checkpoint_metadata_fields()),
+        ]))
+    })
+    .clone()
+}
+
 /// The file actions of a checkpoint or sidecar.
 pub fn file_actions_schema() -> SchemaRef {
     static S: OnceLock<SchemaRef> = OnceLock::new();

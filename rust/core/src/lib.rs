@@ -15,6 +15,7 @@ pub mod actions;
 pub mod add_actions;
 pub mod conform;
 pub mod error;
+pub mod files;
 pub mod last_checkpoint;
 pub mod log_path;
 pub mod log_reader;
@@ -25,6 +26,7 @@ pub mod replay;
 pub mod schema;
 pub mod segment;
 pub mod snapshot;
+pub mod stats;
 pub mod storage;
 pub mod timeline;
 

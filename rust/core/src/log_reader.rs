@@ -76,23 +76,35 @@ fn log_file_error(e: object_store::Error, file: &LogFile, version: Option<u64>) 
     }
 }
 
-/// The actions of a checkpoint: every part, plus the sidecars a V2 checkpoint references.
+/// A checkpoint whose non-file actions have been read; its file actions are read on demand
+/// (they are the bulk of it) with [`OpenCheckpoint::read_files`].
 #[derive(Debug)]
-pub struct CheckpointBatches {
-    /// Batches of [`actions::checkpoint_schema`] (non-file actions and, without sidecars, file
-    /// actions too).
-    pub batches: Vec<RecordBatch>,
-    /// Batches of [`actions::file_actions_schema`] read from sidecar files.
-    pub sidecar_batches: Vec<RecordBatch>,
+pub struct OpenCheckpoint {
+    /// Batches holding the non-file actions (protocol, metaData, txn, domainMetadata, sidecar,
+    /// checkpointMetadata) of every part.
+    pub header: Vec<RecordBatch>,
+    parts: Vec<Part>,
+    sidecars: Vec<(Path, Option<u64>, String)>,
+    version: u64,
 }
 
-/// Reads a complete checkpoint and its sidecars.
-pub async fn read_checkpoint(
+#[derive(Debug)]
+enum Part {
+    /// A JSON part, decoded whole (header and file actions alike).
+    Json(Vec<RecordBatch>),
+    /// A parquet part, footer loaded.
+    Parquet(ParquetLogFile),
+}
+
+/// Opens a complete checkpoint: every part's footer (parquet) or content (JSON), the non-file
+/// actions, and the list of sidecars ("V2 Spec": all file actions are either in the checkpoint
+/// or all in sidecars).
+pub async fn open_checkpoint(
     storage: &Storage,
     checkpoint: &CheckpointFiles,
-) -> DeltaResult<CheckpointBatches> {
-    let schema = actions::checkpoint_schema();
-    let mut batches = Vec::new();
+) -> DeltaResult<OpenCheckpoint> {
+    let mut header = Vec::new();
+    let mut parts = Vec::new();
     for part in &checkpoint.parts {
         let name = format!("_delta_log/{}", part.name);
         match checkpoint.format {
@@ -102,49 +114,80 @@ pub async fn read_checkpoint(
                     .await
                     .map_err(|e| log_file_error(e, part, Some(checkpoint.version)))?;
                 let v = checkpoint.version;
-                let schema = schema.clone();
+                let schema = actions::checkpoint_schema();
                 let decoded = tokio::task::spawn_blocking(move || {
                     decode_json_actions(&bytes, &schema, &name, Some(v))
                 })
                 .await
                 .map_err(|e| DeltaError::Internal(format!("decoder task failed: {e}")))??;
-                batches.extend(decoded);
+                header.extend(decoded.iter().cloned());
+                parts.push(Part::Json(decoded));
             }
             CheckpointFormat::Parquet => {
-                batches.extend(
-                    read_parquet_actions(
-                        storage,
-                        &part.meta.location,
-                        Some(part.meta.size),
-                        &schema,
-                        &name,
-                        Some(checkpoint.version),
-                    )
-                    .await?,
-                );
+                let file = ParquetLogFile::open(
+                    storage,
+                    &part.meta.location,
+                    Some(part.meta.size),
+                    &name,
+                    Some(checkpoint.version),
+                )
+                .await?;
+                header.extend(file.read_with(&actions::checkpoint_header_schema(), Ok).await?);
+                parts.push(Part::Parquet(file));
             }
         }
     }
-
-    let sidecars = sidecar_paths(storage, &batches, checkpoint)?;
-    let file_schema = actions::file_actions_schema();
-    let sidecar_batches: Vec<Vec<RecordBatch>> = stream::iter(sidecars)
-        .map(|(path, size, name)| {
-            let storage = storage.clone();
-            let file_schema = file_schema.clone();
-            let version = checkpoint.version;
-            async move {
-                read_parquet_actions(&storage, &path, size, &file_schema, &name, Some(version))
-                    .await
-            }
-        })
-        .buffered(CONCURRENCY)
-        .try_collect()
-        .await?;
-    Ok(CheckpointBatches {
-        batches,
-        sidecar_batches: sidecar_batches.into_iter().flatten().collect(),
+    let sidecars = sidecar_paths(storage, &header, checkpoint)?;
+    Ok(OpenCheckpoint {
+        header,
+        parts,
+        sidecars,
+        version: checkpoint.version,
     })
+}
+
+impl OpenCheckpoint {
+    /// Reads the file actions (from the sidecars when there are any, from the parts otherwise)
+    /// and applies `f` to each batch of [`actions::file_actions_schema`] columns as it is
+    /// decoded, concurrently; results come back in file order.
+    pub async fn read_files<T, F>(&self, storage: &Storage, f: F) -> DeltaResult<Vec<T>>
+    where
+        T: Send + 'static,
+        F: Fn(RecordBatch) -> DeltaResult<T> + Clone + Send + Sync + 'static,
+    {
+        let schema = actions::file_actions_schema();
+        let mut out = Vec::new();
+        if !self.sidecars.is_empty() {
+            let results: Vec<Vec<T>> = stream::iter(self.sidecars.clone())
+                .map(|(path, size, name)| {
+                    let storage = storage.clone();
+                    let schema = schema.clone();
+                    let f = f.clone();
+                    let version = self.version;
+                    async move {
+                        let file =
+                            ParquetLogFile::open(&storage, &path, size, &name, Some(version)).await?;
+                        file.read_with(&schema, f).await
+                    }
+                })
+                .buffered(CONCURRENCY)
+                .try_collect()
+                .await?;
+            out.extend(results.into_iter().flatten());
+            return Ok(out);
+        }
+        for part in &self.parts {
+            match part {
+                Part::Json(batches) => {
+                    for b in batches {
+                        out.push(f(conform_batch(b, &schema)?)?);
+                    }
+                }
+                Part::Parquet(file) => out.extend(file.read_with(&schema, f.clone()).await?),
+            }
+        }
+        Ok(out)
+    }
 }
 
 /// The sidecar files referenced by `sidecar` actions ("Sidecar File Information"): their
@@ -225,100 +268,120 @@ fn projection(parquet: &SchemaDescriptor, wanted: &SchemaRef) -> ProjectionMask 
     ProjectionMask::leaves(parquet, leaves.collect::<Vec<_>>())
 }
 
-/// Reads the action columns of one parquet log file (checkpoint part or sidecar), decoding row
-/// groups in parallel, and conforms every batch to `schema`.
-pub async fn read_parquet_actions(
-    storage: &Storage,
-    location: &Path,
-    size: Option<u64>,
-    schema: &SchemaRef,
-    name: &str,
+/// A parquet log file (checkpoint part or sidecar) with its footer loaded.
+#[derive(Debug, Clone)]
+pub struct ParquetLogFile {
+    reader: StoreFileReader,
+    metadata: ArrowReaderMetadata,
+    name: String,
     version: Option<u64>,
-) -> DeltaResult<Vec<RecordBatch>> {
-    let corrupt = |e: &dyn std::fmt::Display| {
-        DeltaError::corrupt(name, version, format!("unreadable parquet: {e}"))
-    };
-    let size = match size {
-        Some(s) => s,
-        None => match storage.head(location).await {
-            Ok(meta) => meta.size,
-            Err(object_store::Error::NotFound { .. }) => {
-                return Err(DeltaError::corrupt(
-                    name,
-                    version,
-                    "the file does not exist",
-                ))
-            }
-            Err(e) => return Err(e.into()),
-        },
-    };
-    let mut reader = StoreFileReader::new(storage.store().clone(), location.clone(), size);
-    let metadata = ArrowReaderMetadata::load_async(&mut reader, ArrowReaderOptions::new())
-        .await
-        .map_err(|e| match e {
-            parquet::errors::ParquetError::External(inner) => {
-                match inner.downcast::<object_store::Error>() {
-                    Ok(os) if matches!(*os, object_store::Error::NotFound { .. }) => {
-                        DeltaError::corrupt(name, version, "the file does not exist")
-                    }
-                    Ok(os) => DeltaError::Storage(*os),
-                    Err(other) => corrupt(&other),
+}
+
+impl ParquetLogFile {
+    /// Loads the footer of `location` (`size` bytes; looked up when unknown).
+    pub async fn open(
+        storage: &Storage,
+        location: &Path,
+        size: Option<u64>,
+        name: &str,
+        version: Option<u64>,
+    ) -> DeltaResult<Self> {
+        let corrupt =
+            |e: &dyn std::fmt::Display| DeltaError::corrupt(name, version, format!("unreadable parquet: {e}"));
+        let size = match size {
+            Some(s) => s,
+            None => match storage.head(location).await {
+                Ok(meta) => meta.size,
+                Err(object_store::Error::NotFound { .. }) => {
+                    return Err(DeltaError::corrupt(name, version, "the file does not exist"))
                 }
-            }
-            other => corrupt(&other),
-        })?;
-    let mask = projection(metadata.metadata().file_metadata().schema_descr(), schema);
-    let row_groups = metadata.metadata().num_row_groups();
-    // Split the row groups into a few contiguous runs decoded concurrently.
-    let tasks = row_groups.clamp(1, 4);
-    let per_task = row_groups.div_ceil(tasks).max(1);
-    let runs: Vec<Vec<usize>> = (0..row_groups)
-        .collect::<Vec<_>>()
-        .chunks(per_task)
-        .map(<[usize]>::to_vec)
-        .collect();
-    let runs = if runs.is_empty() { vec![vec![]] } else { runs };
-    let handles: Vec<_> = runs
-        .into_iter()
-        .map(|groups| {
-            let builder = ParquetRecordBatchStreamBuilder::new_with_metadata(
-                reader.clone(),
-                metadata.clone(),
-            )
-            .with_projection(mask.clone())
-            .with_row_groups(groups)
-            .with_batch_size(PARQUET_BATCH_ROWS);
-            let schema = schema.clone();
-            let name = name.to_string();
-            tokio::spawn(async move {
-                let stream = builder.build().map_err(|e| {
-                    DeltaError::corrupt(&name, version, format!("unreadable parquet: {e}"))
-                })?;
-                let raw: Vec<RecordBatch> = stream.try_collect().await.map_err(|e| {
-                    DeltaError::corrupt(&name, version, format!("unreadable parquet: {e}"))
-                })?;
-                raw.iter()
-                    .map(|b| {
-                        conform_batch(b, &schema).map_err(|e| {
+                Err(e) => return Err(e.into()),
+            },
+        };
+        let mut reader = StoreFileReader::new(storage.store().clone(), location.clone(), size);
+        let metadata = ArrowReaderMetadata::load_async(&mut reader, ArrowReaderOptions::new())
+            .await
+            .map_err(|e| match e {
+                parquet::errors::ParquetError::External(inner) => {
+                    match inner.downcast::<object_store::Error>() {
+                        Ok(os) if matches!(*os, object_store::Error::NotFound { .. }) => {
+                            DeltaError::corrupt(name, version, "the file does not exist")
+                        }
+                        Ok(os) => DeltaError::Storage(*os),
+                        Err(other) => corrupt(&other),
+                    }
+                }
+                other => corrupt(&other),
+            })?;
+        Ok(ParquetLogFile {
+            reader,
+            metadata,
+            name: name.to_string(),
+            version,
+        })
+    }
+
+    /// Reads the columns of `schema` (missing ones null), decoding row groups concurrently, and
+    /// applies `f` to every batch inside the decoding task.
+    pub async fn read_with<T, F>(&self, schema: &SchemaRef, f: F) -> DeltaResult<Vec<T>>
+    where
+        T: Send + 'static,
+        F: Fn(RecordBatch) -> DeltaResult<T> + Clone + Send + Sync + 'static,
+    {
+        let mask = projection(self.metadata.metadata().file_metadata().schema_descr(), schema);
+        let row_groups = self.metadata.metadata().num_row_groups();
+        // Split the row groups into a few contiguous runs decoded concurrently.
+        let tasks = row_groups.clamp(1, 8);
+        let per_task = row_groups.div_ceil(tasks).max(1);
+        let runs: Vec<Vec<usize>> = (0..row_groups)
+            .collect::<Vec<_>>()
+            .chunks(per_task)
+            .map(<[usize]>::to_vec)
+            .collect();
+        let handles: Vec<_> = runs
+            .into_iter()
+            .map(|groups| {
+                let builder = ParquetRecordBatchStreamBuilder::new_with_metadata(
+                    self.reader.clone(),
+                    self.metadata.clone(),
+                )
+                .with_projection(mask.clone())
+                .with_row_groups(groups)
+                .with_batch_size(PARQUET_BATCH_ROWS);
+                let schema = schema.clone();
+                let name = self.name.clone();
+                let version = self.version;
+                let f = f.clone();
+                tokio::spawn(async move {
+                    let unreadable =
+                        |e: &dyn std::fmt::Display| DeltaError::corrupt(&name, version, format!("unreadable parquet: {e}"));
+                    let mut stream = builder.build().map_err(|e| unreadable(&e))?;
+                    let mut out = Vec::new();
+                    while let Some(raw) = stream.try_next().await.map_err(|e| unreadable(&e))? {
+                        let batch = conform_batch(&raw, &schema).map_err(|e| {
                             DeltaError::corrupt(
                                 &name,
                                 version,
                                 format!("action columns have unexpected types: {e}"),
                             )
-                        })
-                    })
-                    .collect::<DeltaResult<Vec<_>>>()
+                        })?;
+                        drop(raw);
+                        out.push(f(batch)?);
+                    }
+                    Ok::<_, DeltaError>(out)
+                })
             })
-        })
-        .collect();
-    let mut out = Vec::new();
-    for handle in handles {
-        let batches = handle
-            .await
-            .map_err(|e| DeltaError::Internal(format!("parquet task failed: {e}")))??;
-        out.extend(batches);
+            .collect();
+        let mut out = Vec::new();
+        for handle in handles {
+            out.extend(
+                handle
+                    .await
+                    .map_err(|e| DeltaError::Internal(format!("parquet task failed: {e}")))??,
+            );
+        }
+        Ok(out)
     }
-    Ok(out)
 }
 
 #[cfg(test)]

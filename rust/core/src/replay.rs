@@ -28,11 +28,14 @@ pub struct Origin {
     pub version: u64,
 }
 
+/// Keys of logical files (`paths::file_key`).
+pub type FileKeys = HashSet<Box<str>>;
+
 /// The reconciled state being built.
 #[derive(Debug, Default)]
 pub struct Reconciler {
     /// Keys of every logical file referenced by the commits replayed so far.
-    seen: HashSet<Box<str>>,
+    seen: FileKeys,
     /// The newest `protocol` and where it came from.
     pub protocol: Option<(Protocol, Origin)>,
     /// The newest `metaData`.
@@ -87,12 +90,7 @@ fn key_of<'a>(
         )
     })?;
     let dv = dv_id(action, row);
-    file_key(path, dv.as_deref())
-        .map(|k| match k {
-            Cow::Borrowed(s) => Cow::Borrowed(s),
-            Cow::Owned(s) => Cow::Owned(s),
-        })
-        .map_err(|rule| DeltaError::corrupt(&origin.file, Some(origin.version), rule))
+    file_key(path, dv.as_deref()).map_err(|rule| DeltaError::corrupt(&origin.file, Some(origin.version), rule))
 }
 
 fn struct_column<'a>(batch: &'a RecordBatch, name: &str) -> Option<&'a StructArray> {
@@ -206,33 +204,10 @@ impl Reconciler {
         Ok(())
     }
 
-    /// Selects the active adds and tombstones of a checkpoint (or sidecar) batch: rows whose
-    /// key no newer commit referenced. Read-only, so batches can be selected in parallel.
-    pub fn select_checkpoint_files(
-        &self,
-        batch: &RecordBatch,
-        origin: &Origin,
-    ) -> DeltaResult<FileSelection> {
-        let mut out = FileSelection::default();
-        for (name, slot) in [
-            (names::ADD, &mut out.adds),
-            (names::REMOVE, &mut out.removes),
-        ] {
-            let Some(action) = struct_column(batch, name) else {
-                continue;
-            };
-            let mut mask = vec![false; action.len()];
-            for (row, keep) in mask.iter_mut().enumerate() {
-                if action.is_valid(row) {
-                    *keep = self.seen.is_empty()
-                        || !self
-                            .seen
-                            .contains(key_of(action, name, row, origin)?.as_ref());
-                }
-            }
-            *slot = compact(action, mask)?;
-        }
-        Ok(out)
+    /// The keys the replayed commits referenced; the checkpoint is filtered against them
+    /// ([`select_checkpoint_files`]). Leaves the reconciler without them.
+    pub fn take_seen(&mut self) -> FileKeys {
+        std::mem::take(&mut self.seen)
     }
 
     /// The live domain metadata, sorted by domain.
@@ -241,6 +216,29 @@ impl Reconciler {
         out.sort_by(|a, b| a.domain.cmp(&b.domain));
         out
     }
+}
+
+/// Selects the active adds and tombstones of a checkpoint (or sidecar) batch: rows whose key no
+/// newer commit referenced (`seen`). Read-only, so batches can be selected in parallel.
+pub fn select_checkpoint_files(
+    seen: &FileKeys,
+    batch: &RecordBatch,
+    origin: &Origin,
+) -> DeltaResult<FileSelection> {
+    let mut out = FileSelection::default();
+    for (name, slot) in [(names::ADD, &mut out.adds), (names::REMOVE, &mut out.removes)] {
+        let Some(action) = struct_column(batch, name) else {
+            continue;
+        };
+        let mut mask = vec![false; action.len()];
+        for (row, keep) in mask.iter_mut().enumerate() {
+            if action.is_valid(row) {
+                *keep = seen.is_empty() || !seen.contains(key_of(action, name, row, origin)?.as_ref());
+            }
+        }
+        *slot = compact(action, mask)?;
+    }
+    Ok(out)
 }
 
 #[cfg(test)]
@@ -378,7 +376,8 @@ mod tests {
             Some(1),
         )
         .unwrap();
-        let sel = r.select_checkpoint_files(&cp[0], &origin(1)).unwrap();
+        let seen = r.take_seen();
+        let sel = select_checkpoint_files(&seen, &cp[0], &origin(1)).unwrap();
         assert_eq!(paths(&[sel.adds.unwrap()]), vec!["b"]);
     }
 

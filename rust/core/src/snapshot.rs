@@ -17,16 +17,19 @@
 use std::collections::BTreeMap;
 use std::sync::Arc;
 
-use arrow::array::{Array, AsArray, StructArray};
+use arrow::array::{Array, AsArray, RecordBatch, StructArray};
 use arrow::datatypes::{Int64Type, Schema, SchemaRef};
 
 use crate::actions::names;
 use crate::error::{DeltaError, DeltaResult};
-use crate::log_reader::{read_checkpoint, read_deltas};
+use crate::files::FileBatch;
+use crate::log_path::CheckpointNaming;
+use crate::log_reader::{open_checkpoint, read_deltas};
 use crate::model::{DomainMetadata, Metadata, Protocol, Txn};
-use crate::replay::{Origin, Reconciler};
+use crate::replay::{select_checkpoint_files, Origin, Reconciler};
 use crate::schema::{parse_schema_string, physical_schema, ColumnMappingMode};
-use crate::segment::{load_segment, LogSegment};
+use crate::segment::{load_segment, Delta, LogSegment};
+use crate::stats::StatsSchema;
 use crate::storage::Storage;
 
 /// One reconstructed version of a Delta table.
@@ -38,8 +41,9 @@ pub struct Snapshot {
     metadata: Option<Metadata>,
     txns: BTreeMap<String, Txn>,
     domains: Vec<DomainMetadata>,
-    adds: Arc<Vec<StructArray>>,
+    files: Arc<Vec<FileBatch>>,
     removes: Arc<Vec<StructArray>>,
+    stats_schema: Arc<StatsSchema>,
     in_commit_timestamp: Option<i64>,
 }
 
@@ -52,10 +56,10 @@ impl Snapshot {
 
     /// Replays a segment.
     pub async fn from_segment(storage: Storage, segment: LogSegment) -> DeltaResult<Self> {
-        // Read the checkpoint while the deltas are fetched and decoded.
+        // The commits and the checkpoint's non-file actions are read concurrently.
         let checkpoint = async {
             match &segment.checkpoint {
-                Some(cp) => read_checkpoint(&storage, cp).await.map(Some),
+                Some(cp) => open_checkpoint(&storage, cp).await.map(Some),
                 None => Ok(None),
             }
         };
@@ -69,60 +73,23 @@ impl Snapshot {
                 file: format!("_delta_log/{}", delta.file().name),
                 version: delta.end_version(),
             };
-            if delta.end_version() == segment.version
-                && matches!(delta, crate::segment::Delta::Commit { .. })
-            {
+            if delta.end_version() == segment.version && matches!(delta, Delta::Commit { .. }) {
                 in_commit_timestamp = commit_info_ict(&batches.batches);
             }
             reconciler.apply_delta(&batches.batches, &origin)?;
         }
         drop(deltas);
 
-        if let (Some(cp), Some(data)) = (&segment.checkpoint, checkpoint) {
-            let origin = Origin {
-                file: format!("_delta_log/{}", cp.parts[0].name),
-                version: cp.version,
-            };
-            // "Checkpoints": protocol and metadata must be in the checkpoint itself.
-            let has = |name: &str| {
-                data.batches.iter().any(|b| {
-                    b.column_by_name(name)
-                        .is_some_and(|c| c.null_count() < c.len())
-                })
-            };
-            for (action, what) in [(names::PROTOCOL, "protocol"), (names::METADATA, "metaData")] {
-                if !has(action) {
-                    return Err(DeltaError::corrupt(
-                        &origin.file,
-                        Some(cp.version),
-                        format!(
-                            "the checkpoint has no {what} action (spec: \"Checkpoints\": a \
-                             checkpoint must contain the protocol and the metadata)"
-                        ),
-                    ));
-                }
-            }
-            if matches!(cp.naming, crate::log_path::CheckpointNaming::Uuid { .. })
-                && !has(names::CHECKPOINT_METADATA)
-            {
-                return Err(DeltaError::corrupt(
-                    &origin.file,
-                    Some(cp.version),
-                    "a UUID-named checkpoint has no checkpointMetadata action (spec: \"V2 Spec\")",
-                ));
-            }
-            for batch in &data.batches {
-                reconciler.apply_non_file_actions(batch, &origin)?;
-            }
-            let selections = data
-                .batches
-                .iter()
-                .chain(data.sidecar_batches.iter())
-                .map(|b| reconciler.select_checkpoint_files(b, &origin))
-                .collect::<DeltaResult<Vec<_>>>()?;
-            for s in selections {
-                reconciler.adds.extend(s.adds);
-                reconciler.removes.extend(s.removes);
+        let checkpoint_origin = segment.checkpoint.as_ref().map(|cp| Origin {
+            file: format!("_delta_log/{}", cp.parts[0].name),
+            version: cp.version,
+        });
+        if let (Some(cp), Some(open), Some(origin)) =
+            (&segment.checkpoint, &checkpoint, &checkpoint_origin)
+        {
+            check_checkpoint_header(cp, &open.header, origin)?;
+            for batch in &open.header {
+                reconciler.apply_non_file_actions(batch, origin)?;
             }
         }
 
@@ -144,29 +111,56 @@ impl Snapshot {
         let metadata = reconciler.metadata.take().map(|(m, _)| m);
         if metadata.is_none() && protocol.min_reader_version >= 2 {
             let (file, v) = last_file.unwrap_or_else(|| ("_delta_log".into(), segment.version));
-            return Err(DeltaError::corrupt(
-                file,
-                Some(v),
-                format!(
-                    "no metaData action in versions 0..={} (spec: \"Change Metadata\": the first \
-                     version of a table must contain a metaData action)",
-                    segment.version
-                ),
-            ));
+            return Err(DeltaError::corrupt(file, Some(v), missing_metadata_rule(segment.version)));
         }
-        let domains = reconciler.domain_metadata();
-        let txns = reconciler.txns.drain().collect();
-        Ok(Snapshot {
+
+        let mut snapshot = Snapshot {
             storage,
             segment: Arc::new(segment),
             protocol,
             metadata,
-            txns,
-            domains,
-            adds: Arc::new(std::mem::take(&mut reconciler.adds)),
-            removes: Arc::new(std::mem::take(&mut reconciler.removes)),
+            txns: reconciler.txns.drain().collect(),
+            domains: reconciler.domain_metadata(),
+            files: Arc::new(Vec::new()),
+            removes: Arc::new(Vec::new()),
+            stats_schema: Arc::new(StatsSchema::empty()),
             in_commit_timestamp,
-        })
+        };
+        // Statistics are typed by the schema; a snapshot without a usable one keeps counts only.
+        let stats_schema = Arc::new(match (snapshot.physical_schema(), snapshot.schema()) {
+            (Ok(physical), Ok(logical)) => StatsSchema::new(&physical, &logical),
+            _ => StatsSchema::empty(),
+        });
+
+        // Commit adds: parse their statistics, batches in parallel.
+        let commit_adds = std::mem::take(&mut reconciler.adds);
+        let mut files = parse_in_parallel(commit_adds, &stats_schema).await?;
+        let mut removes = std::mem::take(&mut reconciler.removes);
+
+        // Checkpoint adds: selected against the commits' keys, parsed and compacted batch by
+        // batch while they are decoded.
+        if let (Some(open), Some(origin)) = (checkpoint, checkpoint_origin) {
+            let seen = Arc::new(reconciler.take_seen());
+            let stats = stats_schema.clone();
+            let selected = open
+                .read_files(&snapshot.storage, move |batch| {
+                    let selection = select_checkpoint_files(&seen, &batch, &origin)?;
+                    let files = selection
+                        .adds
+                        .map(|adds| FileBatch::new(adds, &stats))
+                        .transpose()?;
+                    Ok((files, selection.removes))
+                })
+                .await?;
+            for (f, r) in selected {
+                files.extend(f);
+                removes.extend(r);
+            }
+        }
+        snapshot.files = Arc::new(files);
+        snapshot.removes = Arc::new(removes);
+        snapshot.stats_schema = stats_schema;
+        Ok(snapshot)
     }
 
     /// The table's storage.
@@ -192,15 +186,7 @@ impl Snapshot {
     /// The `metaData` in force; an error for legacy logs that have none.
     pub fn metadata(&self) -> DeltaResult<&Metadata> {
         self.metadata.as_ref().ok_or_else(|| {
-            DeltaError::corrupt(
-                "_delta_log",
-                Some(self.version()),
-                format!(
-                    "no metaData action in versions 0..={} (spec: \"Change Metadata\": the first \
-                     version of a table must contain a metaData action)",
-                    self.version()
-                ),
-            )
+            DeltaError::corrupt("_delta_log", Some(self.version()), missing_metadata_rule(self.version()))
         })
     }
 
@@ -269,9 +255,15 @@ impl Snapshot {
         &self.domains
     }
 
-    /// The active `add` actions, as struct arrays of [`crate::actions::add_fields`].
-    pub fn adds(&self) -> &[StructArray] {
-        &self.adds
+    /// The active files: `add` structs of [`crate::actions::add_fields`] (without `stats`)
+    /// with their parsed statistics.
+    pub fn files(&self) -> &[FileBatch] {
+        &self.files
+    }
+
+    /// The types of the parsed statistics.
+    pub fn stats_schema(&self) -> &StatsSchema {
+        &self.stats_schema
     }
 
     /// The `remove` tombstones, as struct arrays of [`crate::actions::remove_fields`].
@@ -281,7 +273,7 @@ impl Snapshot {
 
     /// Number of active logical files.
     pub fn num_files(&self) -> usize {
-        self.adds.iter().map(Array::len).sum()
+        self.files.iter().map(FileBatch::len).sum()
     }
 
     /// The `inCommitTimestamp` of this version's commit, when it has one.
@@ -305,6 +297,77 @@ impl Snapshot {
             .as_ref()
             .map(|f| f.meta.last_modified.timestamp_millis())
     }
+}
+
+fn missing_metadata_rule(version: u64) -> String {
+    format!(
+        "no metaData action in versions 0..={version} (spec: \"Change Metadata\": the first \
+         version of a table must contain a metaData action)"
+    )
+}
+
+/// "Checkpoints": protocol and metadata must be in the checkpoint itself; "V2 Spec": a
+/// UUID-named checkpoint has a checkpointMetadata action.
+fn check_checkpoint_header(
+    cp: &crate::segment::CheckpointFiles,
+    header: &[RecordBatch],
+    origin: &Origin,
+) -> DeltaResult<()> {
+    let has = |name: &str| {
+        header
+            .iter()
+            .any(|b| b.column_by_name(name).is_some_and(|c| c.null_count() < c.len()))
+    };
+    for (action, what) in [(names::PROTOCOL, "protocol"), (names::METADATA, "metaData")] {
+        if !has(action) {
+            return Err(DeltaError::corrupt(
+                &origin.file,
+                Some(cp.version),
+                format!(
+                    "the checkpoint has no {what} action (spec: \"Checkpoints\": a checkpoint \
+                     must contain the protocol and the metadata)"
+                ),
+            ));
+        }
+    }
+    if matches!(cp.naming, CheckpointNaming::Uuid { .. }) && !has(names::CHECKPOINT_METADATA) {
+        return Err(DeltaError::corrupt(
+            &origin.file,
+            Some(cp.version),
+            "a UUID-named checkpoint has no checkpointMetadata action (spec: \"V2 Spec\")",
+        ));
+    }
+    Ok(())
+}
+
+/// Parses the statistics of commit adds, spreading batches over blocking threads.
+async fn parse_in_parallel(
+    adds: Vec<StructArray>,
+    stats: &Arc<StatsSchema>,
+) -> DeltaResult<Vec<FileBatch>> {
+    let threads = std::thread::available_parallelism().map_or(2, |n| n.get());
+    let chunk = adds.len().div_ceil(threads).max(1);
+    let mut chunks: Vec<Vec<StructArray>> = Vec::new();
+    let mut iter = adds.into_iter().peekable();
+    while iter.peek().is_some() {
+        chunks.push(iter.by_ref().take(chunk).collect());
+    }
+    let handles: Vec<_> = chunks
+        .into_iter()
+        .map(|part| {
+            let stats = stats.clone();
+            tokio::task::spawn_blocking(move || {
+                part.into_iter()
+                    .map(|a| FileBatch::new(a, &stats))
+                    .collect::<DeltaResult<Vec<_>>>()
+            })
+        })
+        .collect();
+    let mut out = Vec::new();
+    for h in handles {
+        out.extend(h.await.map_err(|e| DeltaError::Internal(format!("statistics task failed: {e}")))??);
+    }
+    Ok(out)
 }
 
 /// The `inCommitTimestamp` of a commit's `commitInfo`, if any.
