@@ -4,10 +4,12 @@
 //! structs whose rows are all active logical files, without the `stats` JSON text, and the
 //! statistics parsed from it row for row ([`crate::stats`]).
 
-use arrow::array::{Array, StructArray};
+use arrow::array::{Array, AsArray, StructArray};
+use arrow::compute::filter;
 use arrow::datatypes::Fields;
 
 use crate::error::DeltaResult;
+use crate::replay::Selected;
 use crate::stats::StatsSchema;
 
 /// Active files: `add` structs (every row valid) and their parsed statistics.
@@ -20,11 +22,17 @@ pub struct FileBatch {
 }
 
 impl FileBatch {
-    /// Parses the statistics of `adds` (all rows active) and drops their JSON text.
-    pub fn new(adds: StructArray, stats: &StatsSchema) -> DeltaResult<Self> {
-        let parsed = stats.parse(adds.column_by_name("stats"), adds.len())?;
+    /// Keeps the selected rows of `adds` (compacted, without the `stats` field) and their
+    /// parsed statistics. The JSON text is read in place and never copied.
+    pub fn new(adds: Selected, stats: &StatsSchema) -> DeltaResult<Self> {
+        let parsed = stats.parse(adds.array.column_by_name("stats"), adds.mask.as_ref())?;
+        let rest = without_field(&adds.array, "stats");
+        let rest = match &adds.mask {
+            Some(mask) => filter(&rest, mask)?.as_struct().clone(),
+            None => rest,
+        };
         Ok(FileBatch {
-            adds: without_field(&adds, "stats"),
+            adds: rest,
             stats: parsed,
         })
     }

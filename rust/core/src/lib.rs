@@ -15,6 +15,7 @@ pub mod actions;
 pub mod add_actions;
 pub mod conform;
 pub mod error;
+pub mod file_keys;
 pub mod files;
 pub mod last_checkpoint;
 pub mod log_path;

@@ -35,11 +35,16 @@ pub struct DeltaBatches {
     pub batches: Vec<RecordBatch>,
 }
 
-/// Reads and decodes `deltas` (in parallel), returning them in the same order.
-pub async fn read_deltas(storage: &Storage, deltas: &[Delta]) -> DeltaResult<Vec<DeltaBatches>> {
+/// Reads and decodes `deltas` concurrently, yielding them in the order given (replay passes
+/// them newest first and consumes each as it arrives, so at most a window of decoded files is
+/// held at once).
+pub fn delta_stream(
+    storage: &Storage,
+    deltas: Vec<Delta>,
+) -> impl futures::Stream<Item = DeltaResult<(Delta, DeltaBatches)>> + Send + '_ {
     let schema = actions::commit_schema();
-    stream::iter(deltas.iter().cloned())
-        .map(|delta| {
+    stream::iter(deltas)
+        .map(move |delta| {
             let storage = storage.clone();
             let schema = schema.clone();
             async move {
@@ -55,12 +60,10 @@ pub async fn read_deltas(storage: &Storage, deltas: &[Delta]) -> DeltaResult<Vec
                 })
                 .await
                 .map_err(|e| DeltaError::Internal(format!("decoder task failed: {e}")))??;
-                Ok::<_, DeltaError>(DeltaBatches { version, batches })
+                Ok::<_, DeltaError>((delta, DeltaBatches { version, batches }))
             }
         })
         .buffered(CONCURRENCY)
-        .try_collect()
-        .await
 }
 
 /// Maps a storage error while reading a listed log file: a file that vanished between listing

@@ -8,7 +8,7 @@
 //! checked against the keys the newer commits touched and never added to that set.
 
 use std::borrow::Cow;
-use std::collections::{HashMap, HashSet};
+use std::collections::HashMap;
 
 use arrow::array::{Array, AsArray, BooleanArray, RecordBatch, StructArray};
 use arrow::compute::filter;
@@ -28,8 +28,7 @@ pub struct Origin {
     pub version: u64,
 }
 
-/// Keys of logical files (`paths::file_key`).
-pub type FileKeys = HashSet<Box<str>>;
+pub use crate::file_keys::FileKeys;
 
 /// The reconciled state being built.
 #[derive(Debug, Default)]
@@ -44,17 +43,51 @@ pub struct Reconciler {
     pub txns: HashMap<String, Txn>,
     /// Newest `domainMetadata` per domain (`None` once a tombstone has been seen).
     domains: HashMap<String, Option<DomainMetadata>>,
-    /// Active `add` structs (rows all valid).
-    pub adds: Vec<StructArray>,
+    /// Active `add` structs with the rows selected.
+    pub adds: Vec<Selected>,
     /// Tombstone `remove` structs (rows all valid).
     pub removes: Vec<StructArray>,
+}
+
+/// Rows of a struct array chosen by replay. The array is kept as decoded (sharing its buffers)
+/// so that nothing is copied until the rows are used.
+#[derive(Debug, Clone)]
+pub struct Selected {
+    /// The actions (some rows may be null or not selected).
+    pub array: StructArray,
+    /// The rows to keep; `None` means every row (all of them valid).
+    pub mask: Option<BooleanArray>,
+}
+
+impl Selected {
+    fn from_mask(array: &StructArray, mask: Vec<bool>) -> Option<Self> {
+        let selected = mask.iter().filter(|b| **b).count();
+        if selected == 0 {
+            return None;
+        }
+        let mask = (selected != array.len()).then(|| BooleanArray::from(mask));
+        Some(Selected {
+            array: array.clone(),
+            mask,
+        })
+    }
+
+    /// Number of selected rows.
+    pub fn len(&self) -> usize {
+        self.mask.as_ref().map_or(self.array.len(), BooleanArray::true_count)
+    }
+
+    /// Whether no row is selected.
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
 }
 
 /// The result of selecting rows of one batch of file actions.
 #[derive(Debug, Default)]
 pub struct FileSelection {
-    /// The active adds of the batch, compacted.
-    pub adds: Option<StructArray>,
+    /// The active adds of the batch.
+    pub adds: Option<Selected>,
     /// The tombstones of the batch, compacted.
     pub removes: Option<StructArray>,
 }
@@ -125,26 +158,16 @@ impl Reconciler {
                 let mut mask = vec![false; add.len()];
                 for (row, keep) in mask.iter_mut().enumerate() {
                     if add.is_valid(row) {
-                        let key = key_of(add, "add", row, origin)?;
-                        if !self.seen.contains(key.as_ref()) {
-                            self.seen.insert(key.into_owned().into_boxed_str());
-                            *keep = true;
-                        }
+                        *keep = self.seen.insert(&key_of(add, "add", row, origin)?);
                     }
                 }
-                if let Some(a) = compact(add, mask)? {
-                    self.adds.push(a);
-                }
+                self.adds.extend(Selected::from_mask(add, mask));
             }
             if let Some(remove) = struct_column(batch, names::REMOVE) {
                 let mut mask = vec![false; remove.len()];
                 for (row, keep) in mask.iter_mut().enumerate() {
                     if remove.is_valid(row) {
-                        let key = key_of(remove, "remove", row, origin)?;
-                        if !self.seen.contains(key.as_ref()) {
-                            self.seen.insert(key.into_owned().into_boxed_str());
-                            *keep = true;
-                        }
+                        *keep = self.seen.insert(&key_of(remove, "remove", row, origin)?);
                     }
                 }
                 if let Some(r) = compact(remove, mask)? {
@@ -225,18 +248,21 @@ pub fn select_checkpoint_files(
     batch: &RecordBatch,
     origin: &Origin,
 ) -> DeltaResult<FileSelection> {
-    let mut out = FileSelection::default();
-    for (name, slot) in [(names::ADD, &mut out.adds), (names::REMOVE, &mut out.removes)] {
-        let Some(action) = struct_column(batch, name) else {
-            continue;
-        };
+    let select = |action: &StructArray, name: &str| -> DeltaResult<Vec<bool>> {
         let mut mask = vec![false; action.len()];
         for (row, keep) in mask.iter_mut().enumerate() {
             if action.is_valid(row) {
-                *keep = seen.is_empty() || !seen.contains(key_of(action, name, row, origin)?.as_ref());
+                *keep = seen.is_empty() || !seen.contains(&key_of(action, name, row, origin)?);
             }
         }
-        *slot = compact(action, mask)?;
+        Ok(mask)
+    };
+    let mut out = FileSelection::default();
+    if let Some(add) = struct_column(batch, names::ADD) {
+        out.adds = Selected::from_mask(add, select(add, names::ADD)?);
+    }
+    if let Some(remove) = struct_column(batch, names::REMOVE) {
+        out.removes = compact(remove, select(remove, names::REMOVE)?)?;
     }
     Ok(out)
 }
@@ -278,6 +304,15 @@ mod tests {
         out
     }
 
+    fn selected(s: &[Selected]) -> Vec<StructArray> {
+        s.iter()
+            .map(|s| match &s.mask {
+                Some(m) => filter(&s.array, m).unwrap().as_struct().clone(),
+                None => s.array.clone(),
+            })
+            .collect()
+    }
+
     const ADD_A: &str = r#"{"add":{"path":"a","partitionValues":{},"size":1,"modificationTime":1,"dataChange":true}}"#;
     const ADD_B: &str = r#"{"add":{"path":"b","partitionValues":{},"size":1,"modificationTime":1,"dataChange":true}}"#;
     const REMOVE_A: &str = r#"{"remove":{"path":"a","deletionTimestamp":5,"dataChange":true}}"#;
@@ -303,7 +338,7 @@ mod tests {
     #[test]
     fn remove_after_add_makes_tombstone() {
         let r = replay(&[&format!("{ADD_A}\n{ADD_B}"), REMOVE_A]);
-        assert_eq!(paths(&r.adds), vec!["b"]);
+        assert_eq!(paths(&selected(&r.adds)), vec!["b"]);
         assert_eq!(paths(&r.removes), vec!["a"]);
     }
 
@@ -311,9 +346,9 @@ mod tests {
     fn re_add_after_remove_is_active_with_newest_fields() {
         let re_add = r#"{"add":{"path":"a","partitionValues":{},"size":99,"modificationTime":7,"dataChange":true}}"#;
         let r = replay(&[ADD_A, REMOVE_A, re_add]);
-        assert_eq!(paths(&r.adds), vec!["a"]);
+        assert_eq!(paths(&selected(&r.adds)), vec!["a"]);
         assert!(r.removes.is_empty());
-        let size = r.adds[0].column_by_name("size").unwrap();
+        let size = selected(&r.adds)[0].column_by_name("size").unwrap().clone();
         assert_eq!(
             size.as_primitive::<arrow::datatypes::Int64Type>().value(0),
             99
@@ -325,12 +360,9 @@ mod tests {
         let with_dv = r#"{"add":{"path":"a","partitionValues":{},"size":1,"modificationTime":1,"dataChange":true,"deletionVector":{"storageType":"i","pathOrInlineDv":"wi5b=000010000siXQKl0rr91000f55c8Xg0@@D72lkbi5=-{L","sizeInBytes":40,"cardinality":6}}}"#;
         // Commit 1 replaces the DV-less file by the same file with a DV.
         let r = replay(&[ADD_A, &format!("{REMOVE_A}\n{with_dv}")]);
-        assert_eq!(paths(&r.adds), vec!["a"]);
+        assert_eq!(paths(&selected(&r.adds)), vec!["a"]);
         assert_eq!(paths(&r.removes), vec!["a"]);
-        assert!(r.adds[0]
-            .column_by_name("deletionVector")
-            .unwrap()
-            .is_valid(0));
+        assert!(selected(&r.adds)[0].column_by_name("deletionVector").unwrap().is_valid(0));
     }
 
     #[test]
@@ -378,7 +410,7 @@ mod tests {
         .unwrap();
         let seen = r.take_seen();
         let sel = select_checkpoint_files(&seen, &cp[0], &origin(1)).unwrap();
-        assert_eq!(paths(&[sel.adds.unwrap()]), vec!["b"]);
+        assert_eq!(paths(&selected(&[sel.adds.unwrap()])), vec!["b"]);
     }
 
     #[test]

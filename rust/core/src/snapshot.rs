@@ -19,14 +19,15 @@ use std::sync::Arc;
 
 use arrow::array::{Array, AsArray, RecordBatch, StructArray};
 use arrow::datatypes::{Int64Type, Schema, SchemaRef};
+use futures::TryStreamExt;
 
 use crate::actions::names;
 use crate::error::{DeltaError, DeltaResult};
 use crate::files::FileBatch;
 use crate::log_path::CheckpointNaming;
-use crate::log_reader::{open_checkpoint, read_deltas};
+use crate::log_reader::{delta_stream, open_checkpoint};
 use crate::model::{DomainMetadata, Metadata, Protocol, Txn};
-use crate::replay::{select_checkpoint_files, Origin, Reconciler};
+use crate::replay::{select_checkpoint_files, Origin, Reconciler, Selected};
 use crate::schema::{parse_schema_string, physical_schema, ColumnMappingMode};
 use crate::segment::{load_segment, Delta, LogSegment};
 use crate::stats::StatsSchema;
@@ -56,29 +57,34 @@ impl Snapshot {
 
     /// Replays a segment.
     pub async fn from_segment(storage: Storage, segment: LogSegment) -> DeltaResult<Self> {
-        // The commits and the checkpoint's non-file actions are read concurrently.
+        // The commits (newest first, replayed as they arrive) and the checkpoint's non-file
+        // actions are read concurrently.
+        let replay_deltas = async {
+            let mut reconciler = Reconciler::default();
+            let mut in_commit_timestamp = None;
+            let newest_first: Vec<Delta> = segment.deltas.iter().rev().cloned().collect();
+            let mut deltas = std::pin::pin!(delta_stream(&storage, newest_first));
+            while let Some((delta, batches)) = deltas.try_next().await? {
+                let origin = Origin {
+                    file: format!("_delta_log/{}", delta.file().name),
+                    version: delta.end_version(),
+                };
+                if delta.end_version() == segment.version && matches!(delta, Delta::Commit { .. })
+                {
+                    in_commit_timestamp = commit_info_ict(&batches.batches);
+                }
+                reconciler.apply_delta(&batches.batches, &origin)?;
+            }
+            Ok::<_, DeltaError>((reconciler, in_commit_timestamp))
+        };
         let checkpoint = async {
             match &segment.checkpoint {
                 Some(cp) => open_checkpoint(&storage, cp).await.map(Some),
                 None => Ok(None),
             }
         };
-        let (deltas, checkpoint) =
-            futures::try_join!(read_deltas(&storage, &segment.deltas), checkpoint)?;
-
-        let mut reconciler = Reconciler::default();
-        let mut in_commit_timestamp = None;
-        for (delta, batches) in segment.deltas.iter().zip(deltas.iter()).rev() {
-            let origin = Origin {
-                file: format!("_delta_log/{}", delta.file().name),
-                version: delta.end_version(),
-            };
-            if delta.end_version() == segment.version && matches!(delta, Delta::Commit { .. }) {
-                in_commit_timestamp = commit_info_ict(&batches.batches);
-            }
-            reconciler.apply_delta(&batches.batches, &origin)?;
-        }
-        drop(deltas);
+        let ((mut reconciler, in_commit_timestamp), checkpoint) =
+            futures::try_join!(replay_deltas, checkpoint)?;
 
         let checkpoint_origin = segment.checkpoint.as_ref().map(|cp| Origin {
             file: format!("_delta_log/{}", cp.parts[0].name),
@@ -342,12 +348,12 @@ fn check_checkpoint_header(
 
 /// Parses the statistics of commit adds, spreading batches over blocking threads.
 async fn parse_in_parallel(
-    adds: Vec<StructArray>,
+    adds: Vec<Selected>,
     stats: &Arc<StatsSchema>,
 ) -> DeltaResult<Vec<FileBatch>> {
     let threads = std::thread::available_parallelism().map_or(2, |n| n.get());
     let chunk = adds.len().div_ceil(threads).max(1);
-    let mut chunks: Vec<Vec<StructArray>> = Vec::new();
+    let mut chunks: Vec<Vec<Selected>> = Vec::new();
     let mut iter = adds.into_iter().peekable();
     while iter.peek().is_some() {
         chunks.push(iter.by_ref().take(chunk).collect());

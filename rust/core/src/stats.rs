@@ -10,7 +10,9 @@
 
 use std::sync::Arc;
 
-use arrow::array::{new_null_array, Array, ArrayRef, AsArray, RecordBatch, StructArray};
+use arrow::array::{
+    new_null_array, Array, ArrayRef, AsArray, BooleanArray, RecordBatch, StructArray,
+};
 use arrow::compute::cast;
 use arrow::datatypes::{DataType, Field, Fields, Schema, SchemaRef};
 use arrow::json::ReaderBuilder;
@@ -117,44 +119,52 @@ impl StatsSchema {
         DataType::Struct(self.logical.clone())
     }
 
-    fn decode(&self, text: &[u8], rows: usize) -> Option<RecordBatch> {
-        let mut decoder = ReaderBuilder::new(self.physical.clone())
+    fn decoder(&self, rows: usize) -> Option<arrow::json::reader::Decoder> {
+        ReaderBuilder::new(self.physical.clone())
             .with_batch_size(rows.max(1))
             .build_decoder()
-            .ok()?;
-        let read = decoder.decode(text).ok()?;
-        if read != text.len() {
-            return None;
+            .ok()
+    }
+
+    /// Decodes one JSON document per text, `None` if any of them does not parse.
+    fn decode<'a>(&self, texts: impl Iterator<Item = &'a str>, rows: usize) -> Option<RecordBatch> {
+        let mut decoder = self.decoder(rows)?;
+        for text in texts {
+            let bytes = text.as_bytes();
+            if decoder.decode(bytes).ok()? != bytes.len() || decoder.decode(b"\n").ok()? != 1 {
+                return None;
+            }
         }
         decoder.flush().ok()?.filter(|b| b.num_rows() == rows)
     }
 
     /// Parses a column of `stats` JSON strings (null or empty means no statistics) into a
-    /// struct array with physical names, one row per input row.
-    pub fn parse(&self, stats: Option<&ArrayRef>, len: usize) -> DeltaResult<StructArray> {
+    /// struct array with physical names: one row per input row, or per selected row when a
+    /// `mask` is given. The strings are decoded in place.
+    pub fn parse(&self, stats: Option<&ArrayRef>, mask: Option<&BooleanArray>) -> DeltaResult<StructArray> {
         let strings = stats.and_then(|s| s.as_string_opt::<i32>());
+        let len = stats.map_or(0, |s| s.len());
+        let rows: Vec<usize> = match mask {
+            Some(m) => (0..m.len()).filter(|r| m.is_valid(*r) && m.value(*r)).collect(),
+            None => (0..len).collect(),
+        };
         let text_of = |row: usize| -> &str {
             match strings {
                 Some(s) if s.is_valid(row) && !s.value(row).trim().is_empty() => s.value(row),
                 _ => "{}",
             }
         };
-        let bytes: usize = strings.map_or(0, |s| s.values().len());
-        let mut buf = Vec::with_capacity(bytes + len * 3);
-        for row in 0..len {
-            buf.extend_from_slice(text_of(row).as_bytes());
-            buf.push(b'\n');
-        }
-        let batch = match self.decode(&buf, len) {
+        let batch = match self.decode(rows.iter().map(|r| text_of(*r)), rows.len()) {
             Some(batch) => batch,
             None => {
                 // Slow path: something does not parse; decode row by row, nulls for the bad ones.
-                let empty = self.decode(b"{}", 1).ok_or_else(|| {
+                let empty = self.decode(std::iter::once("{}"), 1).ok_or_else(|| {
                     DeltaError::Internal("empty statistics did not decode".into())
                 })?;
-                let parts: Vec<RecordBatch> = (0..len)
+                let parts: Vec<RecordBatch> = rows
+                    .iter()
                     .map(|row| {
-                        self.decode(text_of(row).as_bytes(), 1)
+                        self.decode(std::iter::once(text_of(*row)), 1)
                             .unwrap_or_else(|| empty.clone())
                     })
                     .collect();
@@ -241,7 +251,7 @@ mod tests {
             None,
             Some("not json"),
         ]));
-        let parsed = s.parse(Some(&col), 3).unwrap();
+        let parsed = s.parse(Some(&col), None).unwrap();
         let n = parsed.column_by_name("numRecords").unwrap().as_primitive::<Int64Type>();
         assert_eq!(n.value(0), 3);
         assert!(n.is_null(1));
@@ -265,7 +275,9 @@ mod tests {
     fn unknown_schema_keeps_counts() {
         let s = StatsSchema::empty();
         let col: ArrayRef = Arc::new(StringArray::from(vec![Some(r#"{"numRecords":7,"minValues":{"a":1}}"#)]));
-        let parsed = s.parse(Some(&col), 1).unwrap();
+        let parsed = s.parse(Some(&col), None).unwrap();
+        let masked = s.parse(Some(&col), Some(&BooleanArray::from(vec![false]))).unwrap();
+        assert_eq!(masked.len(), 0);
         let n = parsed.column_by_name("numRecords").unwrap().as_primitive::<Int64Type>();
         assert_eq!(n.value(0), 7);
     }
