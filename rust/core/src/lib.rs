@@ -17,6 +17,7 @@ pub mod conform;
 pub mod error;
 pub mod file_keys;
 pub mod files;
+pub mod json_scan;
 pub mod last_checkpoint;
 pub mod log_path;
 pub mod log_reader;

@@ -4,20 +4,29 @@
 //! `tightBounds`), keyed by physical column names under column mapping ("Reader Requirements for
 //! Column Mapping"). Statistics are parsed once, while the snapshot is built, and the JSON text
 //! is then dropped: the typed columns are what data skipping and `get_add_actions` use, and
-//! they are several times smaller. Statistics that do not parse against the schema are null for
-//! that file rather than an error: they are optional ("stats ... optional") and an unreadable
-//! one must not hide the table.
+//! they are several times smaller. Statistics that do not parse against the schema are null (a
+//! malformed document: the whole file's statistics; a value of the wrong type: that value)
+//! rather than an error: they are optional ("stats ... optional") and an unreadable one must
+//! not hide the table.
+//!
+//! The parser is specialised: one pass of [`crate::json_scan`] per document straight into Arrow
+//! builders laid out like the statistics schema.
 
 use std::sync::Arc;
 
 use arrow::array::{
-    new_null_array, Array, ArrayRef, AsArray, BooleanArray, RecordBatch, StructArray,
+    new_null_array, Array, ArrayBuilder, ArrayRef, AsArray, BooleanArray, BooleanBufferBuilder,
+    BooleanBuilder,
+    Date32Builder, Decimal128Builder, Float32Builder, Float64Builder, Int16Builder, Int32Builder,
+    Int64Builder, Int8Builder, NullBuilder, StringBuilder, StructArray,
+    TimestampMicrosecondBuilder,
 };
+use arrow::buffer::NullBuffer;
 use arrow::compute::cast;
-use arrow::datatypes::{DataType, Field, Fields, Schema, SchemaRef};
-use arrow::json::ReaderBuilder;
+use arrow::datatypes::{DataType, Decimal128Type, Field, Fields, Schema, SchemaRef};
 
 use crate::error::{DeltaError, DeltaResult};
+use crate::json_scan::{ScanResult, Scalar, Scanner};
 
 /// The statistics types derived from a table schema.
 #[derive(Debug, Clone)]
@@ -38,16 +47,6 @@ fn has_min_max(dt: &DataType) -> bool {
     )
 }
 
-/// The type statistics are decoded as: zoned timestamps with a fixed offset, since the JSON
-/// decoder resolves only offsets (`"UTC"` and `"+00:00"` are the same instant; the logical type
-/// is restored by [`to_logical`]).
-fn json_decodable(dt: &DataType) -> DataType {
-    match dt {
-        DataType::Timestamp(unit, Some(_)) => DataType::Timestamp(*unit, Some("+00:00".into())),
-        other => other.clone(),
-    }
-}
-
 fn min_max_fields(physical: &Fields, logical: &Fields) -> (Fields, Fields) {
     let mut p_out = Vec::new();
     let mut l_out = Vec::new();
@@ -61,7 +60,7 @@ fn min_max_fields(physical: &Fields, logical: &Fields) -> (Fields, Fields) {
                 }
             }
             (dt, _) if has_min_max(dt) => {
-                p_out.push(Field::new(p.name(), json_decodable(dt), true));
+                p_out.push(Field::new(p.name(), dt.clone(), true));
                 l_out.push(Field::new(l.name(), dt.clone(), true));
             }
             _ => {}
@@ -119,59 +118,29 @@ impl StatsSchema {
         DataType::Struct(self.logical.clone())
     }
 
-    fn decoder(&self, rows: usize) -> Option<arrow::json::reader::Decoder> {
-        ReaderBuilder::new(self.physical.clone())
-            .with_batch_size(rows.max(1))
-            .build_decoder()
-            .ok()
-    }
-
-    /// Decodes one JSON document per text, `None` if any of them does not parse.
-    fn decode<'a>(&self, texts: impl Iterator<Item = &'a str>, rows: usize) -> Option<RecordBatch> {
-        let mut decoder = self.decoder(rows)?;
-        for text in texts {
-            let bytes = text.as_bytes();
-            if decoder.decode(bytes).ok()? != bytes.len() || decoder.decode(b"\n").ok()? != 1 {
-                return None;
-            }
-        }
-        decoder.flush().ok()?.filter(|b| b.num_rows() == rows)
-    }
-
     /// Parses a column of `stats` JSON strings (null or empty means no statistics) into a
     /// struct array with physical names: one row per input row, or per selected row when a
-    /// `mask` is given. The strings are decoded in place.
-    pub fn parse(&self, stats: Option<&ArrayRef>, mask: Option<&BooleanArray>) -> DeltaResult<StructArray> {
+    /// `mask` is given. The strings are read in place.
+    pub fn parse(
+        &self,
+        stats: Option<&ArrayRef>,
+        mask: Option<&BooleanArray>,
+    ) -> DeltaResult<StructArray> {
         let strings = stats.and_then(|s| s.as_string_opt::<i32>());
         let len = stats.map_or(0, |s| s.len());
-        let rows: Vec<usize> = match mask {
-            Some(m) => (0..m.len()).filter(|r| m.is_valid(*r) && m.value(*r)).collect(),
-            None => (0..len).collect(),
+        let rows = mask.map_or(len, BooleanArray::true_count);
+        let mut parser = StatsParser::new(self.physical.fields(), rows);
+        let mut parse_row = |row: usize| match strings {
+            Some(s) if s.is_valid(row) => parser.push(s.value(row)),
+            _ => parser.push(""),
         };
-        let text_of = |row: usize| -> &str {
-            match strings {
-                Some(s) if s.is_valid(row) && !s.value(row).trim().is_empty() => s.value(row),
-                _ => "{}",
-            }
-        };
-        let batch = match self.decode(rows.iter().map(|r| text_of(*r)), rows.len()) {
-            Some(batch) => batch,
-            None => {
-                // Slow path: something does not parse; decode row by row, nulls for the bad ones.
-                let empty = self.decode(std::iter::once("{}"), 1).ok_or_else(|| {
-                    DeltaError::Internal("empty statistics did not decode".into())
-                })?;
-                let parts: Vec<RecordBatch> = rows
-                    .iter()
-                    .map(|row| {
-                        self.decode(std::iter::once(text_of(*row)), 1)
-                            .unwrap_or_else(|| empty.clone())
-                    })
-                    .collect();
-                arrow::compute::concat_batches(&self.physical, &parts)?
-            }
-        };
-        Ok(StructArray::from(batch))
+        match mask {
+            Some(m) => (0..m.len())
+                .filter(|r| m.is_valid(*r) && m.value(*r))
+                .for_each(&mut parse_row),
+            None => (0..len).for_each(&mut parse_row),
+        }
+        parser.finish()
     }
 
     /// Renames parsed statistics (physical names) to logical names and types.
@@ -211,6 +180,354 @@ fn to_logical(array: &ArrayRef, target: &DataType) -> ArrayRef {
         }
         (None, t) if array.data_type() != t => cast(array, t).unwrap_or_else(|_| array.clone()),
         _ => array.clone(),
+    }
+}
+
+/// A child of a struct in the parser's layout.
+#[derive(Debug, Clone, Copy)]
+enum Child {
+    Leaf(usize),
+    Struct(usize),
+}
+
+/// A struct of the statistics layout: its fields and their validity so far.
+#[derive(Debug)]
+struct StructNode {
+    fields: Fields,
+    children: Vec<Child>,
+    validity: BooleanBufferBuilder,
+}
+
+impl StructNode {
+    fn child(&self, name: &str) -> Option<Child> {
+        self.fields
+            .iter()
+            .position(|f| f.name() == name)
+            .map(|i| self.children[i])
+    }
+}
+
+/// A typed leaf builder.
+#[derive(Debug)]
+enum Leaf {
+    I64(Int64Builder),
+    I32(Int32Builder),
+    I16(Int16Builder),
+    I8(Int8Builder),
+    F64(Float64Builder),
+    F32(Float32Builder),
+    Str(StringBuilder),
+    Date(Date32Builder),
+    Ts(TimestampMicrosecondBuilder, DataType),
+    Dec(Decimal128Builder, DataType),
+    Bool(BooleanBuilder),
+    /// A type statistics are not kept for: always null.
+    Null(NullBuilder),
+}
+
+fn integer(v: &Scalar<'_>) -> Option<i64> {
+    let text = match v {
+        Scalar::Number(t) => *t,
+        Scalar::String(s) => s.as_ref(),
+        _ => return None,
+    };
+    text.parse::<i64>().ok().or_else(|| {
+        let f: f64 = text.parse().ok()?;
+        (f.fract() == 0.0 && f >= i64::MIN as f64 && f <= i64::MAX as f64).then_some(f as i64)
+    })
+}
+
+fn float(v: &Scalar<'_>) -> Option<f64> {
+    match v {
+        Scalar::Number(t) => t.parse().ok(),
+        Scalar::String(s) => match s.as_ref() {
+            "NaN" => Some(f64::NAN),
+            "Infinity" | "+Infinity" => Some(f64::INFINITY),
+            "-Infinity" => Some(f64::NEG_INFINITY),
+            other => other.parse().ok(),
+        },
+        _ => None,
+    }
+}
+
+/// Days since the epoch of `YYYY-MM-DD`.
+fn date_days(text: &str) -> Option<i32> {
+    let d = chrono::NaiveDate::parse_from_str(text.get(..10)?, "%Y-%m-%d").ok()?;
+    let epoch = chrono::NaiveDate::from_ymd_opt(1970, 1, 1)?;
+    i32::try_from(d.signed_duration_since(epoch).num_days()).ok()
+}
+
+/// Microseconds since the epoch of an ISO-8601 timestamp; without an offset the wall-clock
+/// time is read as UTC (as stored for `timestamp_ntz`, and as written by writers that omit the
+/// `Z`).
+fn timestamp_micros(text: &str) -> Option<i64> {
+    let text = text.trim();
+    if let Ok(dt) = chrono::DateTime::parse_from_rfc3339(text) {
+        return Some(dt.timestamp_micros());
+    }
+    for fmt in ["%Y-%m-%dT%H:%M:%S%.f", "%Y-%m-%d %H:%M:%S%.f"] {
+        if let Ok(dt) = chrono::NaiveDateTime::parse_from_str(text, fmt) {
+            return Some(dt.and_utc().timestamp_micros());
+        }
+    }
+    if let Ok(dt) = chrono::DateTime::parse_from_str(text, "%Y-%m-%d %H:%M:%S%.f%:z") {
+        return Some(dt.timestamp_micros());
+    }
+    None
+}
+
+impl Leaf {
+    fn new(dt: &DataType, capacity: usize) -> Self {
+        match dt {
+            DataType::Int64 => Leaf::I64(Int64Builder::with_capacity(capacity)),
+            DataType::Int32 => Leaf::I32(Int32Builder::with_capacity(capacity)),
+            DataType::Int16 => Leaf::I16(Int16Builder::with_capacity(capacity)),
+            DataType::Int8 => Leaf::I8(Int8Builder::with_capacity(capacity)),
+            DataType::Float64 => Leaf::F64(Float64Builder::with_capacity(capacity)),
+            DataType::Float32 => Leaf::F32(Float32Builder::with_capacity(capacity)),
+            DataType::Utf8 => Leaf::Str(StringBuilder::with_capacity(capacity, capacity * 8)),
+            DataType::Date32 => Leaf::Date(Date32Builder::with_capacity(capacity)),
+            DataType::Timestamp(_, _) => Leaf::Ts(
+                TimestampMicrosecondBuilder::with_capacity(capacity),
+                dt.clone(),
+            ),
+            DataType::Decimal128(_, _) => {
+                Leaf::Dec(Decimal128Builder::with_capacity(capacity), dt.clone())
+            }
+            DataType::Boolean => Leaf::Bool(BooleanBuilder::with_capacity(capacity)),
+            _ => Leaf::Null(NullBuilder::new()),
+        }
+    }
+
+    fn len(&self) -> usize {
+        match self {
+            Leaf::I64(b) => b.len(),
+            Leaf::I32(b) => b.len(),
+            Leaf::I16(b) => b.len(),
+            Leaf::I8(b) => b.len(),
+            Leaf::F64(b) => b.len(),
+            Leaf::F32(b) => b.len(),
+            Leaf::Str(b) => b.len(),
+            Leaf::Date(b) => b.len(),
+            Leaf::Ts(b, _) => b.len(),
+            Leaf::Dec(b, _) => b.len(),
+            Leaf::Bool(b) => b.len(),
+            Leaf::Null(b) => b.len(),
+        }
+    }
+
+    fn append_null(&mut self) {
+        match self {
+            Leaf::I64(b) => b.append_null(),
+            Leaf::I32(b) => b.append_null(),
+            Leaf::I16(b) => b.append_null(),
+            Leaf::I8(b) => b.append_null(),
+            Leaf::F64(b) => b.append_null(),
+            Leaf::F32(b) => b.append_null(),
+            Leaf::Str(b) => b.append_null(),
+            Leaf::Date(b) => b.append_null(),
+            Leaf::Ts(b, _) => b.append_null(),
+            Leaf::Dec(b, _) => b.append_null(),
+            Leaf::Bool(b) => b.append_null(),
+            Leaf::Null(b) => b.append_null(),
+        }
+    }
+
+    /// Appends `v` converted to the leaf's type, or null when it does not convert.
+    fn append(&mut self, v: &Scalar<'_>) {
+        match self {
+            Leaf::I64(b) => b.append_option(integer(v)),
+            Leaf::I32(b) => b.append_option(integer(v).and_then(|i| i32::try_from(i).ok())),
+            Leaf::I16(b) => b.append_option(integer(v).and_then(|i| i16::try_from(i).ok())),
+            Leaf::I8(b) => b.append_option(integer(v).and_then(|i| i8::try_from(i).ok())),
+            Leaf::F64(b) => b.append_option(float(v)),
+            Leaf::F32(b) => b.append_option(float(v).map(|f| f as f32)),
+            Leaf::Str(b) => match v {
+                Scalar::String(s) => b.append_value(s),
+                _ => b.append_null(),
+            },
+            Leaf::Date(b) => match v {
+                Scalar::String(s) => b.append_option(date_days(s)),
+                _ => b.append_null(),
+            },
+            Leaf::Ts(b, _) => match v {
+                Scalar::String(s) => b.append_option(timestamp_micros(s)),
+                _ => b.append_null(),
+            },
+            Leaf::Dec(b, DataType::Decimal128(p, s)) => {
+                let text = match v {
+                    Scalar::Number(t) => Some(*t),
+                    Scalar::String(t) => Some(t.as_ref()),
+                    _ => None,
+                };
+                b.append_option(
+                    text.and_then(|t| {
+                        arrow::compute::kernels::cast_utils::parse_decimal::<Decimal128Type>(t, *p, *s).ok()
+                    }),
+                )
+            }
+            Leaf::Dec(b, _) => b.append_null(),
+            Leaf::Bool(b) => match v {
+                Scalar::Bool(x) => b.append_value(*x),
+                _ => b.append_null(),
+            },
+            Leaf::Null(b) => b.append_null(),
+        }
+    }
+
+    fn finish(self) -> DeltaResult<ArrayRef> {
+        Ok(match self {
+            Leaf::I64(mut b) => Arc::new(b.finish()),
+            Leaf::I32(mut b) => Arc::new(b.finish()),
+            Leaf::I16(mut b) => Arc::new(b.finish()),
+            Leaf::I8(mut b) => Arc::new(b.finish()),
+            Leaf::F64(mut b) => Arc::new(b.finish()),
+            Leaf::F32(mut b) => Arc::new(b.finish()),
+            Leaf::Str(mut b) => Arc::new(b.finish()),
+            Leaf::Date(mut b) => Arc::new(b.finish()),
+            Leaf::Ts(mut b, dt) => Arc::new(b.finish().with_data_type(dt)),
+            Leaf::Dec(mut b, dt) => Arc::new(b.finish().with_data_type(dt)),
+            Leaf::Bool(mut b) => Arc::new(b.finish()),
+            Leaf::Null(mut b) => Arc::new(b.finish()),
+        })
+    }
+}
+
+/// Parses statistics documents row by row into builders. A row is scanned completely before
+/// anything is appended, so a malformed document leaves no partial row behind.
+struct StatsParser<'a> {
+    structs: Vec<StructNode>,
+    leaves: Vec<Leaf>,
+    rows: usize,
+    /// Values and struct presences of the row being parsed.
+    pending: Vec<(usize, Scalar<'a>)>,
+    present: Vec<usize>,
+}
+
+impl<'a> StatsParser<'a> {
+    fn new(fields: &Fields, capacity: usize) -> Self {
+        let mut parser = StatsParser {
+            structs: Vec::new(),
+            leaves: Vec::new(),
+            rows: 0,
+            pending: Vec::new(),
+            present: Vec::new(),
+        };
+        parser.add_struct(fields, capacity);
+        parser
+    }
+
+    fn add_struct(&mut self, fields: &Fields, capacity: usize) -> usize {
+        let id = self.structs.len();
+        self.structs.push(StructNode {
+            fields: fields.clone(),
+            children: Vec::new(),
+            validity: BooleanBufferBuilder::new(capacity),
+        });
+        let children = fields
+            .iter()
+            .map(|f| match f.data_type() {
+                DataType::Struct(inner) => Child::Struct(self.add_struct(inner, capacity)),
+                dt => {
+                    self.leaves.push(Leaf::new(dt, capacity));
+                    Child::Leaf(self.leaves.len() - 1)
+                }
+            })
+            .collect();
+        self.structs[id].children = children;
+        id
+    }
+
+    fn scan_struct(&mut self, scanner: &mut Scanner<'a>, id: usize) -> ScanResult<()> {
+        if !scanner.begin_object()? {
+            return Ok(());
+        }
+        self.present.push(id);
+        let mut first = true;
+        while let Some(key) = scanner.next_key(first)? {
+            first = false;
+            match self.structs[id].child(&key) {
+                Some(Child::Leaf(leaf)) => {
+                    if let Some(v) = scanner.scalar()? {
+                        self.pending.push((leaf, v));
+                    }
+                }
+                Some(Child::Struct(child)) => self.scan_struct(scanner, child)?,
+                None => scanner.skip_value()?,
+            }
+        }
+        Ok(())
+    }
+
+    /// Parses one document (empty text: no statistics).
+    fn push(&mut self, text: &'a str) {
+        self.pending.clear();
+        self.present.clear();
+        if !text.trim().is_empty() {
+            let mut scanner = Scanner::new(text);
+            let ok = self.scan_struct(&mut scanner, 0).is_ok() && scanner.at_end();
+            if !ok {
+                self.pending.clear();
+                self.present.clear();
+            }
+        }
+        let row = self.rows;
+        for (leaf, v) in self.pending.drain(..) {
+            let builder = &mut self.leaves[leaf];
+            // The first of duplicate keys wins.
+            if builder.len() == row {
+                builder.append(&v);
+            }
+        }
+        for id in self.present.drain(..) {
+            let validity = &mut self.structs[id].validity;
+            if validity.len() == row {
+                validity.append(true);
+            }
+        }
+        self.rows += 1;
+        for leaf in &mut self.leaves {
+            if leaf.len() < self.rows {
+                leaf.append_null();
+            }
+        }
+        for node in &mut self.structs {
+            if node.validity.len() < self.rows {
+                node.validity.append(false);
+            }
+        }
+    }
+
+    fn build_struct(&mut self, id: usize, leaves: &mut Vec<Option<ArrayRef>>) -> DeltaResult<StructArray> {
+        let children = self.structs[id].children.clone();
+        let columns = children
+            .into_iter()
+            .map(|c| match c {
+                Child::Leaf(i) => leaves[i]
+                    .take()
+                    .ok_or_else(|| DeltaError::Internal("statistics leaf built twice".into())),
+                Child::Struct(j) => self.build_struct(j, leaves).map(|s| Arc::new(s) as ArrayRef),
+            })
+            .collect::<DeltaResult<Vec<_>>>()?;
+        let node = &mut self.structs[id];
+        let validity = NullBuffer::new(node.validity.finish());
+        Ok(StructArray::try_new_with_length(
+            node.fields.clone(),
+            columns,
+            Some(validity),
+            self.rows,
+        )?)
+    }
+
+    fn finish(mut self) -> DeltaResult<StructArray> {
+        let mut leaves = std::mem::take(&mut self.leaves)
+            .into_iter()
+            .map(|l| l.finish().map(Some))
+            .collect::<DeltaResult<Vec<_>>>()?;
+        let top = self.build_struct(0, &mut leaves)?;
+        // The top level is always valid: a file without statistics has null members.
+        let (fields, columns, _) = top.into_parts();
+        Ok(StructArray::try_new_with_length(fields, columns, None, self.rows)?)
     }
 }
 

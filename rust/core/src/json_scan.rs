@@ -1,0 +1,319 @@
+//! A minimal, allocation-free JSON scanner for small documents parsed in hot loops.
+//!
+//! It reads one value at a time from a byte slice: objects key by key, strings (unescaped only
+//! when they contain escapes), numbers as their text, literals, and skips values it is not asked
+//! to interpret. Used for per-file statistics ("Per-file Statistics"), where a general JSON
+//! reader spends most of its time building an intermediate tape.
+
+use std::borrow::Cow;
+
+/// Why a document did not scan.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ScanError(pub &'static str);
+
+/// Result of the scanner.
+pub type ScanResult<T> = Result<T, ScanError>;
+
+/// A scalar JSON value.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Scalar<'a> {
+    Null,
+    Bool(bool),
+    /// The number's text, as written.
+    Number(&'a str),
+    String(Cow<'a, str>),
+}
+
+/// A cursor over a JSON document.
+#[derive(Debug, Clone)]
+pub struct Scanner<'a> {
+    text: &'a [u8],
+    pos: usize,
+}
+
+impl<'a> Scanner<'a> {
+    /// A scanner at the start of `text`.
+    pub fn new(text: &'a str) -> Self {
+        Scanner {
+            text: text.as_bytes(),
+            pos: 0,
+        }
+    }
+
+    fn skip_ws(&mut self) {
+        while let Some(b) = self.text.get(self.pos) {
+            if matches!(b, b' ' | b'\n' | b'\r' | b'\t') {
+                self.pos += 1;
+            } else {
+                break;
+            }
+        }
+    }
+
+    fn peek(&mut self) -> Option<u8> {
+        self.skip_ws();
+        self.text.get(self.pos).copied()
+    }
+
+    fn expect(&mut self, byte: u8) -> ScanResult<()> {
+        if self.peek() == Some(byte) {
+            self.pos += 1;
+            Ok(())
+        } else {
+            Err(ScanError("unexpected character"))
+        }
+    }
+
+    /// Whether only whitespace remains.
+    pub fn at_end(&mut self) -> bool {
+        self.peek().is_none()
+    }
+
+    /// Enters an object; `Ok(false)` when the value is `null` instead.
+    pub fn begin_object(&mut self) -> ScanResult<bool> {
+        match self.peek() {
+            Some(b'{') => {
+                self.pos += 1;
+                Ok(true)
+            }
+            Some(b'n') => {
+                self.literal(b"null")?;
+                Ok(false)
+            }
+            _ => Err(ScanError("expected an object")),
+        }
+    }
+
+    /// The next key of the object entered last (`None` at its end). `first` tells whether this is
+    /// the first call for the object.
+    pub fn next_key(&mut self, first: bool) -> ScanResult<Option<Cow<'a, str>>> {
+        match self.peek() {
+            Some(b'}') => {
+                self.pos += 1;
+                return Ok(None);
+            }
+            Some(b',') if !first => self.pos += 1,
+            Some(b'"') if first => {}
+            _ => return Err(ScanError("expected a key")),
+        }
+        let key = self.string()?;
+        self.expect(b':')?;
+        Ok(Some(key))
+    }
+
+    fn literal(&mut self, word: &[u8]) -> ScanResult<()> {
+        if self.text[self.pos..].starts_with(word) {
+            self.pos += word.len();
+            Ok(())
+        } else {
+            Err(ScanError("invalid literal"))
+        }
+    }
+
+    fn string(&mut self) -> ScanResult<Cow<'a, str>> {
+        self.expect(b'"')?;
+        let start = self.pos;
+        let mut escaped = false;
+        loop {
+            match self.text.get(self.pos) {
+                None => return Err(ScanError("unterminated string")),
+                Some(b'"') => break,
+                Some(b'\\') => {
+                    escaped = true;
+                    self.pos += 2;
+                }
+                Some(_) => self.pos += 1,
+            }
+        }
+        let raw = self
+            .text
+            .get(start..self.pos)
+            .ok_or(ScanError("unterminated string"))?;
+        self.pos += 1;
+        let raw = std::str::from_utf8(raw).map_err(|_| ScanError("invalid UTF-8"))?;
+        if escaped {
+            unescape(raw).map(Cow::Owned)
+        } else {
+            Ok(Cow::Borrowed(raw))
+        }
+    }
+
+    fn number(&mut self) -> ScanResult<&'a str> {
+        let start = self.pos;
+        while let Some(b) = self.text.get(self.pos) {
+            if matches!(b, b'-' | b'+' | b'.' | b'e' | b'E' | b'0'..=b'9') {
+                self.pos += 1;
+            } else {
+                break;
+            }
+        }
+        if start == self.pos {
+            return Err(ScanError("expected a number"));
+        }
+        std::str::from_utf8(&self.text[start..self.pos]).map_err(|_| ScanError("invalid number"))
+    }
+
+    /// Reads a scalar; `Ok(None)` (and the value skipped) when it is an object or array.
+    pub fn scalar(&mut self) -> ScanResult<Option<Scalar<'a>>> {
+        match self.peek() {
+            Some(b'"') => Ok(Some(Scalar::String(self.string()?))),
+            Some(b't') => self.literal(b"true").map(|_| Some(Scalar::Bool(true))),
+            Some(b'f') => self.literal(b"false").map(|_| Some(Scalar::Bool(false))),
+            Some(b'n') => self.literal(b"null").map(|_| Some(Scalar::Null)),
+            Some(b'{' | b'[') => self.skip_value().map(|_| None),
+            Some(_) => Ok(Some(Scalar::Number(self.number()?))),
+            None => Err(ScanError("unexpected end")),
+        }
+    }
+
+    /// Skips one value of any kind.
+    pub fn skip_value(&mut self) -> ScanResult<()> {
+        match self.peek() {
+            Some(b'{' | b'[') => {
+                let mut depth = 0usize;
+                loop {
+                    match self.text.get(self.pos) {
+                        None => return Err(ScanError("unterminated value")),
+                        Some(b'{' | b'[') => {
+                            depth += 1;
+                            self.pos += 1;
+                        }
+                        Some(b'}' | b']') => {
+                            depth -= 1;
+                            self.pos += 1;
+                            if depth == 0 {
+                                return Ok(());
+                            }
+                        }
+                        Some(b'"') => {
+                            self.string()?;
+                        }
+                        Some(_) => self.pos += 1,
+                    }
+                }
+            }
+            _ => self.scalar().map(|_| ()),
+        }
+    }
+}
+
+fn hex4(chars: &mut std::str::Chars<'_>) -> ScanResult<u32> {
+    let mut v = 0u32;
+    for _ in 0..4 {
+        let d = chars
+            .next()
+            .and_then(|c| c.to_digit(16))
+            .ok_or(ScanError("invalid \\u escape"))?;
+        v = v * 16 + d;
+    }
+    Ok(v)
+}
+
+fn unescape(raw: &str) -> ScanResult<String> {
+    let mut out = String::with_capacity(raw.len());
+    let mut chars = raw.chars();
+    while let Some(c) = chars.next() {
+        if c != '\\' {
+            out.push(c);
+            continue;
+        }
+        match chars.next() {
+            Some('"') => out.push('"'),
+            Some('\\') => out.push('\\'),
+            Some('/') => out.push('/'),
+            Some('b') => out.push('\u{8}'),
+            Some('f') => out.push('\u{c}'),
+            Some('n') => out.push('\n'),
+            Some('r') => out.push('\r'),
+            Some('t') => out.push('\t'),
+            Some('u') => {
+                let hi = hex4(&mut chars)?;
+                let code = if (0xD800..0xDC00).contains(&hi) {
+                    if chars.next() != Some('\\') || chars.next() != Some('u') {
+                        return Err(ScanError("unpaired surrogate"));
+                    }
+                    let lo = hex4(&mut chars)?;
+                    if !(0xDC00..0xE000).contains(&lo) {
+                        return Err(ScanError("unpaired surrogate"));
+                    }
+                    0x10000 + ((hi - 0xD800) << 10) + (lo - 0xDC00)
+                } else {
+                    hi
+                };
+                out.push(char::from_u32(code).ok_or(ScanError("invalid code point"))?);
+            }
+            _ => return Err(ScanError("invalid escape")),
+        }
+    }
+    Ok(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+
+    #[test]
+    fn objects_scalars_and_skips() {
+        let mut s = Scanner::new(r#" {"a": 1.5e3, "b" : "x\"y\u00e9\ud83d\ude00", "c": [1, {"d": "}"}], "e": null, "f": true} "#);
+        assert!(s.begin_object().unwrap());
+        assert_eq!(s.next_key(true).unwrap().as_deref(), Some("a"));
+        assert_eq!(s.scalar().unwrap(), Some(Scalar::Number("1.5e3")));
+        assert_eq!(s.next_key(false).unwrap().as_deref(), Some("b"));
+        assert_eq!(
+            s.scalar().unwrap(),
+            Some(Scalar::String(Cow::Owned("x\"yé😀".to_string())))
+        );
+        assert_eq!(s.next_key(false).unwrap().as_deref(), Some("c"));
+        assert_eq!(s.scalar().unwrap(), None);
+        assert_eq!(s.next_key(false).unwrap().as_deref(), Some("e"));
+        assert_eq!(s.scalar().unwrap(), Some(Scalar::Null));
+        assert_eq!(s.next_key(false).unwrap().as_deref(), Some("f"));
+        assert_eq!(s.scalar().unwrap(), Some(Scalar::Bool(true)));
+        assert_eq!(s.next_key(false).unwrap(), None);
+        assert!(s.at_end());
+    }
+
+    #[test]
+    fn malformed_input_is_an_error() {
+        for bad in [r#"{"a" 1}"#, r#"{"a": "x"#, r#"{"a": tru}"#, r#"{"a": 1,}"#, r#"{"a": "\q"}"#] {
+            let mut s = Scanner::new(bad);
+            let mut result = s.begin_object().map(|_| ());
+            let mut first = true;
+            while result.is_ok() {
+                match s.next_key(first) {
+                    Ok(Some(_)) => result = s.skip_value(),
+                    Ok(None) => break,
+                    Err(e) => result = Err(e),
+                }
+                first = false;
+            }
+            assert!(result.is_err(), "{bad}");
+        }
+    }
+
+    proptest! {
+        #[test]
+        fn strings_round_trip_through_serde(text in ".{0,40}") {
+            let json = serde_json::to_string(&text).unwrap();
+            match Scanner::new(&json).scalar().unwrap() {
+                Some(Scalar::String(c)) => prop_assert_eq!(c.as_ref(), text.as_str()),
+                other => prop_assert!(false, "{:?}", other),
+            }
+        }
+
+        #[test]
+        fn fully_escaped_strings_decode(text in ".{0,20}") {
+            // Every character as \uXXXX, non-BMP ones as surrogate pairs.
+            let mut json = String::from("\"");
+            for unit in text.encode_utf16() {
+                json.push_str(&format!("\\u{unit:04x}"));
+            }
+            json.push('"');
+            match Scanner::new(&json).scalar().unwrap() {
+                Some(Scalar::String(c)) => prop_assert_eq!(c.as_ref(), text.as_str()),
+                other => prop_assert!(false, "{:?}", other),
+            }
+        }
+    }
+}
