@@ -153,14 +153,35 @@ fn flatten(files: &FileBatch, snapshot: &Snapshot, schema: &SchemaRef) -> DeltaR
     let columns: Vec<ArrayRef> = vec![
         decoded_paths(add, "add.path")?,
         or_null(col("size"), &DataType::Int64)?,
-        or_null(col("modificationTime"), &field_type(columns::MODIFICATION_TIME)?)?,
+        or_null(
+            col("modificationTime"),
+            &field_type(columns::MODIFICATION_TIME)?,
+        )?,
         or_null(col("dataChange"), &DataType::Boolean)?,
-        or_null(col("partitionValues"), &field_type(columns::PARTITION_VALUES)?)?,
-        or_null(stats.column_by_name("numRecords").cloned(), &DataType::Int64)?,
-        or_null(stats.column_by_name("nullCount").cloned(), &field_type(columns::NULL_COUNT)?)?,
-        or_null(stats.column_by_name("minValues").cloned(), &field_type(columns::MIN)?)?,
-        or_null(stats.column_by_name("maxValues").cloned(), &field_type(columns::MAX)?)?,
-        or_null(stats.column_by_name("tightBounds").cloned(), &DataType::Boolean)?,
+        or_null(
+            col("partitionValues"),
+            &field_type(columns::PARTITION_VALUES)?,
+        )?,
+        or_null(
+            stats.column_by_name("numRecords").cloned(),
+            &DataType::Int64,
+        )?,
+        or_null(
+            stats.column_by_name("nullCount").cloned(),
+            &field_type(columns::NULL_COUNT)?,
+        )?,
+        or_null(
+            stats.column_by_name("minValues").cloned(),
+            &field_type(columns::MIN)?,
+        )?,
+        or_null(
+            stats.column_by_name("maxValues").cloned(),
+            &field_type(columns::MAX)?,
+        )?,
+        or_null(
+            stats.column_by_name("tightBounds").cloned(),
+            &DataType::Boolean,
+        )?,
         dv,
         or_null(col("baseRowId"), &DataType::Int64)?,
         or_null(col("defaultRowCommitVersion"), &DataType::Int64)?,

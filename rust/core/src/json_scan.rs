@@ -27,6 +27,7 @@ pub enum Scalar<'a> {
 /// A cursor over a JSON document.
 #[derive(Debug, Clone)]
 pub struct Scanner<'a> {
+    src: &'a str,
     text: &'a [u8],
     pos: usize,
 }
@@ -35,6 +36,7 @@ impl<'a> Scanner<'a> {
     /// A scanner at the start of `text`.
     pub fn new(text: &'a str) -> Self {
         Scanner {
+            src: text,
             text: text.as_bytes(),
             pos: 0,
         }
@@ -125,12 +127,12 @@ impl<'a> Scanner<'a> {
                 Some(_) => self.pos += 1,
             }
         }
+        // Quotes are ASCII, so both ends are character boundaries of the (valid UTF-8) text.
         let raw = self
-            .text
+            .src
             .get(start..self.pos)
             .ok_or(ScanError("unterminated string"))?;
         self.pos += 1;
-        let raw = std::str::from_utf8(raw).map_err(|_| ScanError("invalid UTF-8"))?;
         if escaped {
             unescape(raw).map(Cow::Owned)
         } else {
@@ -150,7 +152,9 @@ impl<'a> Scanner<'a> {
         if start == self.pos {
             return Err(ScanError("expected a number"));
         }
-        std::str::from_utf8(&self.text[start..self.pos]).map_err(|_| ScanError("invalid number"))
+        self.src
+            .get(start..self.pos)
+            .ok_or(ScanError("invalid number"))
     }
 
     /// Reads a scalar; `Ok(None)` (and the value skipped) when it is an object or array.
@@ -255,7 +259,9 @@ mod tests {
 
     #[test]
     fn objects_scalars_and_skips() {
-        let mut s = Scanner::new(r#" {"a": 1.5e3, "b" : "x\"y\u00e9\ud83d\ude00", "c": [1, {"d": "}"}], "e": null, "f": true} "#);
+        let mut s = Scanner::new(
+            r#" {"a": 1.5e3, "b" : "x\"y\u00e9\ud83d\ude00", "c": [1, {"d": "}"}], "e": null, "f": true} "#,
+        );
         assert!(s.begin_object().unwrap());
         assert_eq!(s.next_key(true).unwrap().as_deref(), Some("a"));
         assert_eq!(s.scalar().unwrap(), Some(Scalar::Number("1.5e3")));
@@ -276,7 +282,13 @@ mod tests {
 
     #[test]
     fn malformed_input_is_an_error() {
-        for bad in [r#"{"a" 1}"#, r#"{"a": "x"#, r#"{"a": tru}"#, r#"{"a": 1,}"#, r#"{"a": "\q"}"#] {
+        for bad in [
+            r#"{"a" 1}"#,
+            r#"{"a": "x"#,
+            r#"{"a": tru}"#,
+            r#"{"a": 1,}"#,
+            r#"{"a": "\q"}"#,
+        ] {
             let mut s = Scanner::new(bad);
             let mut result = s.begin_object().map(|_| ());
             let mut first = true;

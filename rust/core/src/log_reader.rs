@@ -135,7 +135,10 @@ pub async fn open_checkpoint(
                     Some(checkpoint.version),
                 )
                 .await?;
-                header.extend(file.read_with(&actions::checkpoint_header_schema(), Ok).await?);
+                header.extend(
+                    file.read_with(&actions::checkpoint_header_schema(), Ok)
+                        .await?,
+                );
                 parts.push(Part::Parquet(file));
             }
         }
@@ -169,7 +172,8 @@ impl OpenCheckpoint {
                     let version = self.version;
                     async move {
                         let file =
-                            ParquetLogFile::open(&storage, &path, size, &name, Some(version)).await?;
+                            ParquetLogFile::open(&storage, &path, size, &name, Some(version))
+                                .await?;
                         file.read_with(&schema, f).await
                     }
                 })
@@ -289,14 +293,19 @@ impl ParquetLogFile {
         name: &str,
         version: Option<u64>,
     ) -> DeltaResult<Self> {
-        let corrupt =
-            |e: &dyn std::fmt::Display| DeltaError::corrupt(name, version, format!("unreadable parquet: {e}"));
+        let corrupt = |e: &dyn std::fmt::Display| {
+            DeltaError::corrupt(name, version, format!("unreadable parquet: {e}"))
+        };
         let size = match size {
             Some(s) => s,
             None => match storage.head(location).await {
                 Ok(meta) => meta.size,
                 Err(object_store::Error::NotFound { .. }) => {
-                    return Err(DeltaError::corrupt(name, version, "the file does not exist"))
+                    return Err(DeltaError::corrupt(
+                        name,
+                        version,
+                        "the file does not exist",
+                    ))
                 }
                 Err(e) => return Err(e.into()),
             },
@@ -331,7 +340,10 @@ impl ParquetLogFile {
         T: Send + 'static,
         F: Fn(RecordBatch) -> DeltaResult<T> + Clone + Send + Sync + 'static,
     {
-        let mask = projection(self.metadata.metadata().file_metadata().schema_descr(), schema);
+        let mask = projection(
+            self.metadata.metadata().file_metadata().schema_descr(),
+            schema,
+        );
         let row_groups = self.metadata.metadata().num_row_groups();
         // Split the row groups into a few contiguous runs decoded concurrently.
         let tasks = row_groups.clamp(1, 8);
@@ -356,8 +368,9 @@ impl ParquetLogFile {
                 let version = self.version;
                 let f = f.clone();
                 tokio::spawn(async move {
-                    let unreadable =
-                        |e: &dyn std::fmt::Display| DeltaError::corrupt(&name, version, format!("unreadable parquet: {e}"));
+                    let unreadable = |e: &dyn std::fmt::Display| {
+                        DeltaError::corrupt(&name, version, format!("unreadable parquet: {e}"))
+                    };
                     let mut stream = builder.build().map_err(|e| unreadable(&e))?;
                     let mut out = Vec::new();
                     while let Some(raw) = stream.try_next().await.map_err(|e| unreadable(&e))? {

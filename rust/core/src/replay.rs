@@ -10,13 +10,15 @@
 use std::borrow::Cow;
 use std::collections::HashMap;
 
-use arrow::array::{Array, AsArray, BooleanArray, RecordBatch, StructArray};
+use arrow::array::{
+    Array, AsArray, BooleanArray, Int32Array, RecordBatch, StringArray, StructArray,
+};
 use arrow::compute::filter;
 use arrow::datatypes::Int32Type;
 
 use crate::actions::names;
 use crate::error::{DeltaError, DeltaResult};
-use crate::model::{str_field, DomainMetadata, Metadata, Protocol, Txn};
+use crate::model::{DomainMetadata, Metadata, Protocol, Txn};
 use crate::paths::{dv_unique_id, file_key};
 
 /// Where an action was found, for error messages.
@@ -74,7 +76,9 @@ impl Selected {
 
     /// Number of selected rows.
     pub fn len(&self) -> usize {
-        self.mask.as_ref().map_or(self.array.len(), BooleanArray::true_count)
+        self.mask
+            .as_ref()
+            .map_or(self.array.len(), BooleanArray::true_count)
     }
 
     /// Whether no row is selected.
@@ -92,38 +96,70 @@ pub struct FileSelection {
     pub removes: Option<StructArray>,
 }
 
-/// The unique id of the deletion vector in row `row` of an `add`/`remove` struct.
-fn dv_id(action: &StructArray, row: usize) -> Option<String> {
-    let dv = action.column_by_name("deletionVector")?;
-    if dv.is_null(row) {
-        return None;
-    }
-    let dv = dv.as_struct();
-    let storage = str_field(dv, "storageType", row)?;
-    let path = str_field(dv, "pathOrInlineDv", row)?;
-    let offset = dv
-        .column_by_name("offset")
-        .filter(|c| c.is_valid(row))
-        .and_then(|c| c.as_primitive_opt::<Int32Type>().map(|a| a.value(row)));
-    Some(dv_unique_id(storage, path, offset))
+/// The columns of an `add`/`remove` struct that make up the logical-file key, resolved once
+/// per batch.
+struct KeyColumns<'a> {
+    path: Option<&'a StringArray>,
+    dv: Option<(
+        &'a StructArray,
+        &'a StringArray,
+        &'a StringArray,
+        Option<&'a Int32Array>,
+    )>,
 }
 
-/// The logical-file key of row `row`, or a corrupt-log error when the row has no path.
-fn key_of<'a>(
-    action: &'a StructArray,
-    kind: &str,
-    row: usize,
-    origin: &Origin,
-) -> DeltaResult<Cow<'a, str>> {
-    let path = str_field(action, "path", row).ok_or_else(|| {
-        DeltaError::corrupt(
-            &origin.file,
-            Some(origin.version),
-            format!("an {kind} action has no path (spec: \"Add File and Remove File\")"),
-        )
-    })?;
-    let dv = dv_id(action, row);
-    file_key(path, dv.as_deref()).map_err(|rule| DeltaError::corrupt(&origin.file, Some(origin.version), rule))
+impl<'a> KeyColumns<'a> {
+    fn new(action: &'a StructArray) -> Self {
+        let string = |s: &'a StructArray, name: &str| {
+            s.column_by_name(name)
+                .and_then(|c| c.as_string_opt::<i32>())
+        };
+        let dv = action
+            .column_by_name("deletionVector")
+            .and_then(|c| c.as_struct_opt())
+            .filter(|dv| dv.null_count() < dv.len())
+            .and_then(|dv| {
+                Some((
+                    dv,
+                    string(dv, "storageType")?,
+                    string(dv, "pathOrInlineDv")?,
+                    dv.column_by_name("offset")
+                        .and_then(|c| c.as_primitive_opt::<Int32Type>()),
+                ))
+            });
+        KeyColumns {
+            path: string(action, "path"),
+            dv,
+        }
+    }
+
+    /// The unique id of the deletion vector of row `row`, if it has one.
+    fn dv_id(&self, row: usize) -> Option<String> {
+        let (dv, storage, path, offset) = self.dv?;
+        if dv.is_null(row) || storage.is_null(row) || path.is_null(row) {
+            return None;
+        }
+        let offset = offset.filter(|o| o.is_valid(row)).map(|o| o.value(row));
+        Some(dv_unique_id(storage.value(row), path.value(row), offset))
+    }
+
+    /// The logical-file key of row `row`, or a corrupt-log error when the row has no path.
+    fn key(&self, kind: &str, row: usize, origin: &Origin) -> DeltaResult<Cow<'a, str>> {
+        let path = self
+            .path
+            .filter(|p| p.is_valid(row))
+            .map(|p| p.value(row))
+            .ok_or_else(|| {
+                DeltaError::corrupt(
+                    &origin.file,
+                    Some(origin.version),
+                    format!("an {kind} action has no path (spec: \"Add File and Remove File\")"),
+                )
+            })?;
+        let dv = self.dv_id(row);
+        file_key(path, dv.as_deref())
+            .map_err(|rule| DeltaError::corrupt(&origin.file, Some(origin.version), rule))
+    }
 }
 
 fn struct_column<'a>(batch: &'a RecordBatch, name: &str) -> Option<&'a StructArray> {
@@ -155,19 +191,21 @@ impl Reconciler {
         // File actions: a key first seen here decides the file's fate.
         for batch in batches {
             if let Some(add) = struct_column(batch, names::ADD) {
+                let keys = KeyColumns::new(add);
                 let mut mask = vec![false; add.len()];
                 for (row, keep) in mask.iter_mut().enumerate() {
                     if add.is_valid(row) {
-                        *keep = self.seen.insert(&key_of(add, "add", row, origin)?);
+                        *keep = self.seen.insert(&keys.key("add", row, origin)?);
                     }
                 }
                 self.adds.extend(Selected::from_mask(add, mask));
             }
             if let Some(remove) = struct_column(batch, names::REMOVE) {
+                let keys = KeyColumns::new(remove);
                 let mut mask = vec![false; remove.len()];
                 for (row, keep) in mask.iter_mut().enumerate() {
                     if remove.is_valid(row) {
-                        *keep = self.seen.insert(&key_of(remove, "remove", row, origin)?);
+                        *keep = self.seen.insert(&keys.key("remove", row, origin)?);
                     }
                 }
                 if let Some(r) = compact(remove, mask)? {
@@ -249,10 +287,11 @@ pub fn select_checkpoint_files(
     origin: &Origin,
 ) -> DeltaResult<FileSelection> {
     let select = |action: &StructArray, name: &str| -> DeltaResult<Vec<bool>> {
+        let keys = KeyColumns::new(action);
         let mut mask = vec![false; action.len()];
         for (row, keep) in mask.iter_mut().enumerate() {
             if action.is_valid(row) {
-                *keep = seen.is_empty() || !seen.contains(&key_of(action, name, row, origin)?);
+                *keep = seen.is_empty() || !seen.contains(&keys.key(name, row, origin)?);
             }
         }
         Ok(mask)
@@ -362,7 +401,10 @@ mod tests {
         let r = replay(&[ADD_A, &format!("{REMOVE_A}\n{with_dv}")]);
         assert_eq!(paths(&selected(&r.adds)), vec!["a"]);
         assert_eq!(paths(&r.removes), vec!["a"]);
-        assert!(selected(&r.adds)[0].column_by_name("deletionVector").unwrap().is_valid(0));
+        assert!(selected(&r.adds)[0]
+            .column_by_name("deletionVector")
+            .unwrap()
+            .is_valid(0));
     }
 
     #[test]

@@ -367,6 +367,8 @@ fn physical_field(field: &FieldRef, mode: ColumnMappingMode) -> Result<Field, Sc
     Ok(Field::new(physical, data_type, field.is_nullable()).with_metadata(new_meta))
 }
 
+/// The physical form of a type: struct fields renamed; list elements and map keys/values are
+/// not Delta fields (they have no physical names), only their types are mapped.
 fn physical_type(dt: &DataType, mode: ColumnMappingMode) -> Result<DataType, SchemaError> {
     Ok(match dt {
         DataType::Struct(fields) => DataType::Struct(Fields::from(
@@ -380,15 +382,28 @@ fn physical_type(dt: &DataType, mode: ColumnMappingMode) -> Result<DataType, Sch
                 .clone()
                 .with_data_type(physical_type(item.data_type(), mode)?),
         )),
-        DataType::Map(entries, sorted) => DataType::Map(
-            Arc::new(
-                entries
-                    .as_ref()
-                    .clone()
-                    .with_data_type(physical_type(entries.data_type(), mode)?),
-            ),
-            *sorted,
-        ),
+        DataType::Map(entries, sorted) => {
+            let DataType::Struct(kv) = entries.data_type() else {
+                return err("map entries must be a struct");
+            };
+            let kv = kv
+                .iter()
+                .map(|f| {
+                    Ok(f.as_ref()
+                        .clone()
+                        .with_data_type(physical_type(f.data_type(), mode)?))
+                })
+                .collect::<Result<Vec<_>, SchemaError>>()?;
+            DataType::Map(
+                Arc::new(
+                    entries
+                        .as_ref()
+                        .clone()
+                        .with_data_type(DataType::Struct(Fields::from(kv))),
+                ),
+                *sorted,
+            )
+        }
         other => other.clone(),
     })
 }
@@ -489,6 +504,27 @@ mod tests {
         let p = physical_schema(&s, ColumnMappingMode::Id).unwrap();
         assert_eq!(p.field(0).metadata()[PARQUET_FIELD_ID_KEY], "1");
         assert_eq!(physical_schema(&s, ColumnMappingMode::None).unwrap(), s);
+        // Map keys/values and list elements carry no physical names; nested structs inside do.
+        let nested = parse_schema_string(
+            r#"{"type":"struct","fields":[{"name":"m","type":{"type":"map","keyType":"string","valueType":{"type":"array","elementType":{"type":"struct","fields":[{"name":"x","type":"long","nullable":true,"metadata":{"delta.columnMapping.id":3,"delta.columnMapping.physicalName":"col-x"}}]},"containsNull":true},"valueContainsNull":true},"nullable":true,"metadata":{"delta.columnMapping.id":1,"delta.columnMapping.physicalName":"col-m"}}]}"#,
+        )
+        .unwrap();
+        let p = physical_schema(&nested, ColumnMappingMode::Name).unwrap();
+        assert_eq!(p.field(0).name(), "col-m");
+        let DataType::Map(entries, _) = p.field(0).data_type() else {
+            panic!()
+        };
+        let DataType::Struct(kv) = entries.data_type() else {
+            panic!()
+        };
+        assert_eq!(kv[0].name(), "key");
+        let DataType::List(item) = kv[1].data_type() else {
+            panic!()
+        };
+        let DataType::Struct(inner) = item.data_type() else {
+            panic!()
+        };
+        assert_eq!(inner[0].name(), "col-x");
         let unmapped = parse_schema_string(
             r#"{"type":"struct","fields":[{"name":"a","type":"long","nullable":true,"metadata":{}}]}"#,
         )

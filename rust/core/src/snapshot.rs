@@ -69,8 +69,7 @@ impl Snapshot {
                     file: format!("_delta_log/{}", delta.file().name),
                     version: delta.end_version(),
                 };
-                if delta.end_version() == segment.version && matches!(delta, Delta::Commit { .. })
-                {
+                if delta.end_version() == segment.version && matches!(delta, Delta::Commit { .. }) {
                     in_commit_timestamp = commit_info_ict(&batches.batches);
                 }
                 reconciler.apply_delta(&batches.batches, &origin)?;
@@ -117,7 +116,11 @@ impl Snapshot {
         let metadata = reconciler.metadata.take().map(|(m, _)| m);
         if metadata.is_none() && protocol.min_reader_version >= 2 {
             let (file, v) = last_file.unwrap_or_else(|| ("_delta_log".into(), segment.version));
-            return Err(DeltaError::corrupt(file, Some(v), missing_metadata_rule(segment.version)));
+            return Err(DeltaError::corrupt(
+                file,
+                Some(v),
+                missing_metadata_rule(segment.version),
+            ));
         }
 
         let mut snapshot = Snapshot {
@@ -192,7 +195,11 @@ impl Snapshot {
     /// The `metaData` in force; an error for legacy logs that have none.
     pub fn metadata(&self) -> DeltaResult<&Metadata> {
         self.metadata.as_ref().ok_or_else(|| {
-            DeltaError::corrupt("_delta_log", Some(self.version()), missing_metadata_rule(self.version()))
+            DeltaError::corrupt(
+                "_delta_log",
+                Some(self.version()),
+                missing_metadata_rule(self.version()),
+            )
         })
     }
 
@@ -320,9 +327,10 @@ fn check_checkpoint_header(
     origin: &Origin,
 ) -> DeltaResult<()> {
     let has = |name: &str| {
-        header
-            .iter()
-            .any(|b| b.column_by_name(name).is_some_and(|c| c.null_count() < c.len()))
+        header.iter().any(|b| {
+            b.column_by_name(name)
+                .is_some_and(|c| c.null_count() < c.len())
+        })
     };
     for (action, what) in [(names::PROTOCOL, "protocol"), (names::METADATA, "metaData")] {
         if !has(action) {
@@ -371,7 +379,10 @@ async fn parse_in_parallel(
         .collect();
     let mut out = Vec::new();
     for h in handles {
-        out.extend(h.await.map_err(|e| DeltaError::Internal(format!("statistics task failed: {e}")))??);
+        out.extend(
+            h.await
+                .map_err(|e| DeltaError::Internal(format!("statistics task failed: {e}")))??,
+        );
     }
     Ok(out)
 }

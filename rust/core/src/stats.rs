@@ -16,9 +16,8 @@ use std::sync::Arc;
 
 use arrow::array::{
     new_null_array, Array, ArrayBuilder, ArrayRef, AsArray, BooleanArray, BooleanBufferBuilder,
-    BooleanBuilder,
-    Date32Builder, Decimal128Builder, Float32Builder, Float64Builder, Int16Builder, Int32Builder,
-    Int64Builder, Int8Builder, NullBuilder, StringBuilder, StructArray,
+    BooleanBuilder, Date32Builder, Decimal128Builder, Float32Builder, Float64Builder, Int16Builder,
+    Int32Builder, Int64Builder, Int8Builder, NullBuilder, StringBuilder, StructArray,
     TimestampMicrosecondBuilder,
 };
 use arrow::buffer::NullBuffer;
@@ -26,7 +25,7 @@ use arrow::compute::cast;
 use arrow::datatypes::{DataType, Decimal128Type, Field, Fields, Schema, SchemaRef};
 
 use crate::error::{DeltaError, DeltaResult};
-use crate::json_scan::{ScanResult, Scalar, Scanner};
+use crate::json_scan::{Scalar, ScanResult, Scanner};
 
 /// The statistics types derived from a table schema.
 #[derive(Debug, Clone)]
@@ -360,11 +359,10 @@ impl Leaf {
                     Scalar::String(t) => Some(t.as_ref()),
                     _ => None,
                 };
-                b.append_option(
-                    text.and_then(|t| {
-                        arrow::compute::kernels::cast_utils::parse_decimal::<Decimal128Type>(t, *p, *s).ok()
-                    }),
-                )
+                b.append_option(text.and_then(|t| {
+                    arrow::compute::kernels::cast_utils::parse_decimal::<Decimal128Type>(t, *p, *s)
+                        .ok()
+                }))
             }
             Leaf::Dec(b, _) => b.append_null(),
             Leaf::Bool(b) => match v {
@@ -498,7 +496,11 @@ impl<'a> StatsParser<'a> {
         }
     }
 
-    fn build_struct(&mut self, id: usize, leaves: &mut Vec<Option<ArrayRef>>) -> DeltaResult<StructArray> {
+    fn build_struct(
+        &mut self,
+        id: usize,
+        leaves: &mut Vec<Option<ArrayRef>>,
+    ) -> DeltaResult<StructArray> {
         let children = self.structs[id].children.clone();
         let columns = children
             .into_iter()
@@ -506,7 +508,9 @@ impl<'a> StatsParser<'a> {
                 Child::Leaf(i) => leaves[i]
                     .take()
                     .ok_or_else(|| DeltaError::Internal("statistics leaf built twice".into())),
-                Child::Struct(j) => self.build_struct(j, leaves).map(|s| Arc::new(s) as ArrayRef),
+                Child::Struct(j) => self
+                    .build_struct(j, leaves)
+                    .map(|s| Arc::new(s) as ArrayRef),
             })
             .collect::<DeltaResult<Vec<_>>>()?;
         let node = &mut self.structs[id];
@@ -527,7 +531,9 @@ impl<'a> StatsParser<'a> {
         let top = self.build_struct(0, &mut leaves)?;
         // The top level is always valid: a file without statistics has null members.
         let (fields, columns, _) = top.into_parts();
-        Ok(StructArray::try_new_with_length(fields, columns, None, self.rows)?)
+        Ok(StructArray::try_new_with_length(
+            fields, columns, None, self.rows,
+        )?)
     }
 }
 
@@ -564,19 +570,30 @@ mod tests {
         let (p, l) = schemas();
         let s = StatsSchema::new(&p, &l);
         let col: ArrayRef = Arc::new(StringArray::from(vec![
-            Some(r#"{"numRecords":3,"minValues":{"col-1":1,"col-2":"2021-01-01T00:00:00.000Z"},"maxValues":{"col-1":9},"nullCount":{"col-1":0,"col-3":1}}"#),
+            Some(
+                r#"{"numRecords":3,"minValues":{"col-1":1,"col-2":"2021-01-01T00:00:00.000Z"},"maxValues":{"col-1":9},"nullCount":{"col-1":0,"col-3":1}}"#,
+            ),
             None,
             Some("not json"),
         ]));
         let parsed = s.parse(Some(&col), None).unwrap();
-        let n = parsed.column_by_name("numRecords").unwrap().as_primitive::<Int64Type>();
+        let n = parsed
+            .column_by_name("numRecords")
+            .unwrap()
+            .as_primitive::<Int64Type>();
         assert_eq!(n.value(0), 3);
         assert!(n.is_null(1));
         assert!(n.is_null(2), "unparsable statistics are null");
         let logical = s.to_logical(&parsed);
         let logical = logical.as_struct();
         let min = logical.column_by_name("minValues").unwrap().as_struct();
-        assert_eq!(min.column_by_name("id").unwrap().as_primitive::<Int64Type>().value(0), 1);
+        assert_eq!(
+            min.column_by_name("id")
+                .unwrap()
+                .as_primitive::<Int64Type>()
+                .value(0),
+            1
+        );
         let ts = min.column_by_name("ts").unwrap();
         assert_eq!(
             ts.data_type(),
@@ -585,17 +602,30 @@ mod tests {
         // Booleans carry no min/max; their null counts are kept.
         assert!(min.column_by_name("flag").is_none());
         let nc = logical.column_by_name("nullCount").unwrap().as_struct();
-        assert_eq!(nc.column_by_name("flag").unwrap().as_primitive::<Int64Type>().value(0), 1);
+        assert_eq!(
+            nc.column_by_name("flag")
+                .unwrap()
+                .as_primitive::<Int64Type>()
+                .value(0),
+            1
+        );
     }
 
     #[test]
     fn unknown_schema_keeps_counts() {
         let s = StatsSchema::empty();
-        let col: ArrayRef = Arc::new(StringArray::from(vec![Some(r#"{"numRecords":7,"minValues":{"a":1}}"#)]));
+        let col: ArrayRef = Arc::new(StringArray::from(vec![Some(
+            r#"{"numRecords":7,"minValues":{"a":1}}"#,
+        )]));
         let parsed = s.parse(Some(&col), None).unwrap();
-        let masked = s.parse(Some(&col), Some(&BooleanArray::from(vec![false]))).unwrap();
+        let masked = s
+            .parse(Some(&col), Some(&BooleanArray::from(vec![false])))
+            .unwrap();
         assert_eq!(masked.len(), 0);
-        let n = parsed.column_by_name("numRecords").unwrap().as_primitive::<Int64Type>();
+        let n = parsed
+            .column_by_name("numRecords")
+            .unwrap()
+            .as_primitive::<Int64Type>();
         assert_eq!(n.value(0), 7);
     }
 }
