@@ -25,12 +25,18 @@ impl FileBatch {
     /// Keeps the selected rows of `adds` (compacted, without the `stats` field) and their
     /// parsed statistics. The JSON text is read in place and never copied.
     pub fn new(adds: Selected, stats: &StatsSchema) -> DeltaResult<Self> {
-        let parsed = stats.parse(adds.array.column_by_name("stats"), adds.mask.as_ref())?;
-        let rest = without_field(&adds.array, "stats");
-        let rest = match &adds.mask {
-            Some(mask) => filter(&rest, mask)?.as_struct().clone(),
-            None => rest,
+        let keep = |s: &StructArray| -> DeltaResult<StructArray> {
+            Ok(match &adds.mask {
+                Some(mask) => filter(s, mask)?.as_struct().clone(),
+                None => s.clone(),
+            })
         };
+        let parsed = match &adds.stats {
+            // Parsed while the commit was decoded, aligned with its rows.
+            Some(parsed) => keep(parsed)?,
+            None => stats.parse(adds.array.column_by_name("stats"), adds.mask.as_ref())?,
+        };
+        let rest = keep(&without_field(&adds.array, "stats"))?;
         Ok(FileBatch {
             adds: rest,
             stats: parsed,
@@ -49,7 +55,7 @@ impl FileBatch {
 }
 
 /// `s` without its child `name` (zero-copy for the other children).
-fn without_field(s: &StructArray, name: &str) -> StructArray {
+pub fn without_field(s: &StructArray, name: &str) -> StructArray {
     let (fields, columns): (Vec<_>, Vec<_>) = s
         .fields()
         .iter()

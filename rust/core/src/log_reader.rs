@@ -5,7 +5,9 @@
 //! null), "V2 Spec" and "Sidecar Files" (file actions of a V2 checkpoint may live in
 //! `_delta_log/_sidecars/`). Only the columns replay needs are read from parquet.
 
-use arrow::array::{Array, AsArray, RecordBatch};
+use std::sync::Arc;
+
+use arrow::array::{Array, AsArray, RecordBatch, StructArray};
 use arrow::datatypes::{DataType, SchemaRef};
 use futures::stream::{self, StreamExt, TryStreamExt};
 use object_store::path::Path;
@@ -16,9 +18,11 @@ use parquet::schema::types::SchemaDescriptor;
 use crate::actions::{self, decode_json_actions, names};
 use crate::conform::conform_batch;
 use crate::error::{DeltaError, DeltaResult};
+use crate::files::without_field;
 use crate::log_path::CheckpointFormat;
 use crate::parquet_io::StoreFileReader;
 use crate::segment::{CheckpointFiles, Delta, LogFile};
+use crate::stats::StatsSchema;
 use crate::storage::Storage;
 
 /// How many log files are fetched and decoded at once.
@@ -31,22 +35,57 @@ const PARQUET_BATCH_ROWS: usize = 64 * 1024;
 pub struct DeltaBatches {
     /// The newest version the file covers.
     pub version: u64,
-    /// Batches of [`actions::commit_schema`].
+    /// Batches of [`actions::commit_schema`]; when statistics were parsed, the `add` column
+    /// lacks its `stats` field.
     pub batches: Vec<RecordBatch>,
+    /// Per batch, the statistics parsed from its `add` rows (row-aligned), when a statistics
+    /// schema was given.
+    pub stats: Vec<Option<StructArray>>,
+}
+
+/// Parses the statistics of the `add` column of `batch` and drops their JSON text.
+fn split_stats(
+    batch: RecordBatch,
+    stats: &StatsSchema,
+) -> DeltaResult<(RecordBatch, Option<StructArray>)> {
+    let Some(index) = batch.schema().index_of(names::ADD).ok() else {
+        return Ok((batch, None));
+    };
+    let add = batch.column(index).as_struct();
+    if add.null_count() == add.len() {
+        return Ok((batch, None));
+    }
+    let parsed = stats.parse(add.column_by_name("stats"), None)?;
+    let rest = without_field(add, "stats");
+    let mut columns = batch.columns().to_vec();
+    let mut fields: Vec<_> = batch.schema().fields().iter().cloned().collect();
+    fields[index] = std::sync::Arc::new(arrow::datatypes::Field::new(
+        names::ADD,
+        rest.data_type().clone(),
+        true,
+    ));
+    columns[index] = std::sync::Arc::new(rest);
+    let schema = std::sync::Arc::new(arrow::datatypes::Schema::new(fields));
+    Ok((RecordBatch::try_new(schema, columns)?, Some(parsed)))
 }
 
 /// Reads and decodes `deltas` concurrently, yielding them in the order given (replay passes
 /// them newest first and consumes each as it arrives, so at most a window of decoded files is
 /// held at once).
+///
+/// With a statistics schema, each file's `add` statistics are parsed in the decoding task and
+/// their JSON text dropped at once.
 pub fn delta_stream(
     storage: &Storage,
     deltas: Vec<Delta>,
+    stats: Option<Arc<StatsSchema>>,
 ) -> impl futures::Stream<Item = DeltaResult<(Delta, DeltaBatches)>> + Send + '_ {
     let schema = actions::commit_schema();
     stream::iter(deltas)
         .map(move |delta| {
             let storage = storage.clone();
             let schema = schema.clone();
+            let stats = stats.clone();
             async move {
                 let file = delta.file();
                 let bytes = storage
@@ -55,15 +94,101 @@ pub fn delta_stream(
                     .map_err(|e| log_file_error(e, file, Some(delta.end_version())))?;
                 let name = format!("_delta_log/{}", file.name);
                 let version = delta.end_version();
-                let batches = tokio::task::spawn_blocking(move || {
-                    decode_json_actions(&bytes, &schema, &name, Some(version))
+                let decoded = tokio::task::spawn_blocking(move || {
+                    let batches = decode_json_actions(&bytes, &schema, &name, Some(version))?;
+                    drop(bytes);
+                    let Some(stats) = stats else {
+                        let none = vec![None; batches.len()];
+                        return Ok(DeltaBatches {
+                            version,
+                            batches,
+                            stats: none,
+                        });
+                    };
+                    let (batches, stats): (Vec<_>, Vec<_>) = batches
+                        .into_iter()
+                        .map(|b| split_stats(b, &stats))
+                        .collect::<DeltaResult<Vec<_>>>()?
+                        .into_iter()
+                        .unzip();
+                    Ok::<_, DeltaError>(DeltaBatches {
+                        version,
+                        batches,
+                        stats,
+                    })
                 })
                 .await
                 .map_err(|e| DeltaError::Internal(format!("decoder task failed: {e}")))??;
-                Ok::<_, DeltaError>((delta, DeltaBatches { version, batches }))
+                Ok::<_, DeltaError>((delta, decoded))
             }
         })
         .buffered(CONCURRENCY)
+}
+
+/// The `protocol` and `metaData` actions of `deltas` (newest first): only the lines that
+/// mention them are decoded, and reading stops at the newest of each. This first, cheap pass
+/// gives replay the schema its statistics are parsed with.
+pub async fn protocol_and_metadata(
+    storage: &Storage,
+    deltas: Vec<Delta>,
+) -> DeltaResult<crate::replay::Reconciler> {
+    use crate::replay::{Origin, Reconciler};
+    let mut found = Reconciler::default();
+    let mut files = std::pin::pin!(stream::iter(deltas)
+        .map(|delta| {
+            let storage = storage.clone();
+            async move {
+                let bytes = storage
+                    .get(&delta.file().meta.location)
+                    .await
+                    .map_err(|e| log_file_error(e, delta.file(), Some(delta.end_version())))?;
+                Ok::<_, DeltaError>((delta, bytes))
+            }
+        })
+        .buffered(CONCURRENCY));
+    while let Some((delta, bytes)) = files.try_next().await? {
+        let lines = lines_mentioning(&bytes, &[b"\"protocol\"", b"\"metaData\""]);
+        if lines.is_empty() {
+            continue;
+        }
+        let origin = Origin {
+            file: format!("_delta_log/{}", delta.file().name),
+            version: delta.end_version(),
+        };
+        let batches = decode_json_actions(
+            &lines,
+            &actions::commit_schema(),
+            &origin.file,
+            Some(origin.version),
+        )?;
+        for b in &batches {
+            found.apply_non_file_actions(b, &origin)?;
+        }
+        if found.protocol.is_some() && found.metadata.is_some() {
+            break;
+        }
+    }
+    Ok(found)
+}
+
+/// The lines of `text` that contain any of `needles`, joined by newlines.
+fn lines_mentioning(text: &[u8], needles: &[&[u8]]) -> Vec<u8> {
+    let mut ranges: Vec<(usize, usize)> = Vec::new();
+    for needle in needles {
+        for pos in memchr::memmem::find_iter(text, needle) {
+            let start = memchr::memrchr(b'\n', &text[..pos]).map_or(0, |p| p + 1);
+            let end = memchr::memchr(b'\n', &text[pos..]).map_or(text.len(), |p| pos + p);
+            ranges.push((start, end));
+        }
+    }
+    ranges.sort_unstable();
+    ranges.dedup();
+    let mut out = Vec::new();
+    for (start, end) in ranges {
+        out.extend_from_slice(&text[start..end]);
+        out.push(b'\n');
+    }
+    out
 }
 
 /// Maps a storage error while reading a listed log file: a file that vanished between listing
@@ -345,8 +470,10 @@ impl ParquetLogFile {
             schema,
         );
         let row_groups = self.metadata.metadata().num_row_groups();
-        // Split the row groups into a few contiguous runs decoded concurrently.
-        let tasks = row_groups.clamp(1, 8);
+        // Split the row groups into contiguous runs, one per core: more concurrent runs only
+        // hold more decoded row groups in memory at once.
+        let cores = std::thread::available_parallelism().map_or(2, |n| n.get());
+        let tasks = row_groups.clamp(1, cores.max(1));
         let per_task = row_groups.div_ceil(tasks).max(1);
         let runs: Vec<Vec<usize>> = (0..row_groups)
             .collect::<Vec<_>>()

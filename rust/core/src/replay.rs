@@ -59,10 +59,16 @@ pub struct Selected {
     pub array: StructArray,
     /// The rows to keep; `None` means every row (all of them valid).
     pub mask: Option<BooleanArray>,
+    /// Statistics already parsed for every row of `array` (whose `stats` field is then gone).
+    pub stats: Option<StructArray>,
 }
 
 impl Selected {
-    fn from_mask(array: &StructArray, mask: Vec<bool>) -> Option<Self> {
+    fn from_mask(
+        array: &StructArray,
+        mask: Vec<bool>,
+        stats: Option<&StructArray>,
+    ) -> Option<Self> {
         let selected = mask.iter().filter(|b| **b).count();
         if selected == 0 {
             return None;
@@ -71,6 +77,7 @@ impl Selected {
         Some(Selected {
             array: array.clone(),
             mask,
+            stats: stats.cloned(),
         })
     }
 
@@ -183,13 +190,19 @@ fn compact(action: &StructArray, mask: Vec<bool>) -> DeltaResult<Option<StructAr
 }
 
 impl Reconciler {
-    /// Replays one commit or compaction. Must be called newest first.
-    pub fn apply_delta(&mut self, batches: &[RecordBatch], origin: &Origin) -> DeltaResult<()> {
+    /// Replays one commit or compaction. Must be called newest first. `stats`, when given,
+    /// holds per batch the statistics already parsed for its `add` rows.
+    pub fn apply_delta(
+        &mut self,
+        batches: &[RecordBatch],
+        stats: &[Option<StructArray>],
+        origin: &Origin,
+    ) -> DeltaResult<()> {
         for batch in batches {
             self.apply_non_file_actions(batch, origin)?;
         }
         // File actions: a key first seen here decides the file's fate.
-        for batch in batches {
+        for (i, batch) in batches.iter().enumerate() {
             if let Some(add) = struct_column(batch, names::ADD) {
                 let keys = KeyColumns::new(add);
                 let mut mask = vec![false; add.len()];
@@ -198,7 +211,8 @@ impl Reconciler {
                         *keep = self.seen.insert(&keys.key("add", row, origin)?);
                     }
                 }
-                self.adds.extend(Selected::from_mask(add, mask));
+                let parsed = stats.get(i).and_then(Option::as_ref);
+                self.adds.extend(Selected::from_mask(add, mask, parsed));
             }
             if let Some(remove) = struct_column(batch, names::REMOVE) {
                 let keys = KeyColumns::new(remove);
@@ -298,7 +312,7 @@ pub fn select_checkpoint_files(
     };
     let mut out = FileSelection::default();
     if let Some(add) = struct_column(batch, names::ADD) {
-        out.adds = Selected::from_mask(add, select(add, names::ADD)?);
+        out.adds = Selected::from_mask(add, select(add, names::ADD)?, None);
     }
     if let Some(remove) = struct_column(batch, names::REMOVE) {
         out.removes = compact(remove, select(remove, names::REMOVE)?)?;
@@ -324,7 +338,7 @@ mod tests {
             let batches =
                 decode_json_actions(text.as_bytes(), &commit_schema(), "x", Some(v as u64))
                     .unwrap();
-            r.apply_delta(&batches, &origin(v as u64)).unwrap();
+            r.apply_delta(&batches, &[], &origin(v as u64)).unwrap();
         }
         r
     }
@@ -442,7 +456,7 @@ mod tests {
         let mut r = Reconciler::default();
         let newer =
             decode_json_actions(REMOVE_A.as_bytes(), &commit_schema(), "x", Some(2)).unwrap();
-        r.apply_delta(&newer, &origin(2)).unwrap();
+        r.apply_delta(&newer, &[], &origin(2)).unwrap();
         let cp = decode_json_actions(
             format!("{ADD_A}\n{ADD_B}").as_bytes(),
             &commit_schema(),
@@ -460,7 +474,7 @@ mod tests {
         let batches =
             decode_json_actions(br#"{"add":{"size":1}}"#, &commit_schema(), "x", Some(0)).unwrap();
         let err = Reconciler::default()
-            .apply_delta(&batches, &origin(0))
+            .apply_delta(&batches, &[], &origin(0))
             .unwrap_err();
         assert!(
             matches!(

@@ -25,7 +25,7 @@ use crate::actions::names;
 use crate::error::{DeltaError, DeltaResult};
 use crate::files::FileBatch;
 use crate::log_path::CheckpointNaming;
-use crate::log_reader::{delta_stream, open_checkpoint};
+use crate::log_reader::{delta_stream, open_checkpoint, protocol_and_metadata};
 use crate::model::{DomainMetadata, Metadata, Protocol, Txn};
 use crate::replay::{select_checkpoint_files, Origin, Reconciler, Selected};
 use crate::schema::{parse_schema_string, physical_schema, ColumnMappingMode};
@@ -57,119 +57,173 @@ impl Snapshot {
 
     /// Replays a segment.
     pub async fn from_segment(storage: Storage, segment: LogSegment) -> DeltaResult<Self> {
-        // The commits (newest first, replayed as they arrive) and the checkpoint's non-file
-        // actions are read concurrently.
-        let replay_deltas = async {
+        Self::replay(storage, segment, true).await
+    }
+
+    /// Replays a segment in two passes: the protocol and metadata first (the lines of the
+    /// newest commits that mention them, and the checkpoint's non-file actions), so that the
+    /// second pass, over every action, parses statistics while it decodes. With
+    /// `early_stats = false` statistics are parsed after replay instead (used when the first
+    /// pass cannot be trusted, see below).
+    fn replay(
+        storage: Storage,
+        segment: LogSegment,
+        early_stats: bool,
+    ) -> futures::future::BoxFuture<'static, DeltaResult<Self>> {
+        Box::pin(async move {
+            let newest_first: Vec<Delta> = segment.deltas.iter().rev().cloned().collect();
+            let checkpoint = async {
+                match &segment.checkpoint {
+                    Some(cp) => open_checkpoint(&storage, cp).await.map(Some),
+                    None => Ok(None),
+                }
+            };
+            let first_pass = async {
+                if early_stats {
+                    protocol_and_metadata(&storage, newest_first.clone())
+                        .await
+                        .map(Some)
+                } else {
+                    Ok(None)
+                }
+            };
+            let (first_pass, checkpoint) = futures::try_join!(first_pass, checkpoint)?;
+            let early = first_pass.map(|mut found| {
+                if let Some(open) = &checkpoint {
+                    for batch in &open.header {
+                        // Only fills what the commits did not have; errors surface in the second pass.
+                        let _ = found.apply_non_file_actions(
+                            batch,
+                            &Origin {
+                                file: String::new(),
+                                version: 0,
+                            },
+                        );
+                    }
+                }
+                Arc::new(stats_schema_of(
+                    found.protocol.as_ref().map(|(p, _)| p),
+                    found.metadata.as_ref().map(|(m, _)| m),
+                ))
+            });
+
+            // The commits, newest first, replayed as they arrive.
             let mut reconciler = Reconciler::default();
             let mut in_commit_timestamp = None;
-            let newest_first: Vec<Delta> = segment.deltas.iter().rev().cloned().collect();
-            let mut deltas = std::pin::pin!(delta_stream(&storage, newest_first));
-            while let Some((delta, batches)) = deltas.try_next().await? {
-                let origin = Origin {
-                    file: format!("_delta_log/{}", delta.file().name),
-                    version: delta.end_version(),
-                };
-                if delta.end_version() == segment.version && matches!(delta, Delta::Commit { .. }) {
-                    in_commit_timestamp = commit_info_ict(&batches.batches);
+            {
+                let mut deltas =
+                    std::pin::pin!(delta_stream(&storage, newest_first, early.clone()));
+                while let Some((delta, batches)) = deltas.try_next().await? {
+                    let origin = Origin {
+                        file: format!("_delta_log/{}", delta.file().name),
+                        version: delta.end_version(),
+                    };
+                    if delta.end_version() == segment.version
+                        && matches!(delta, Delta::Commit { .. })
+                    {
+                        in_commit_timestamp = commit_info_ict(&batches.batches);
+                    }
+                    reconciler.apply_delta(&batches.batches, &batches.stats, &origin)?;
                 }
-                reconciler.apply_delta(&batches.batches, &origin)?;
             }
-            Ok::<_, DeltaError>((reconciler, in_commit_timestamp))
-        };
-        let checkpoint = async {
-            match &segment.checkpoint {
-                Some(cp) => open_checkpoint(&storage, cp).await.map(Some),
-                None => Ok(None),
-            }
-        };
-        let ((mut reconciler, in_commit_timestamp), checkpoint) =
-            futures::try_join!(replay_deltas, checkpoint)?;
 
-        let checkpoint_origin = segment.checkpoint.as_ref().map(|cp| Origin {
-            file: format!("_delta_log/{}", cp.parts[0].name),
-            version: cp.version,
-        });
-        if let (Some(cp), Some(open), Some(origin)) =
-            (&segment.checkpoint, &checkpoint, &checkpoint_origin)
-        {
-            check_checkpoint_header(cp, &open.header, origin)?;
-            for batch in &open.header {
-                reconciler.apply_non_file_actions(batch, origin)?;
+            let checkpoint_origin = segment.checkpoint.as_ref().map(|cp| Origin {
+                file: format!("_delta_log/{}", cp.parts[0].name),
+                version: cp.version,
+            });
+            if let (Some(cp), Some(open), Some(origin)) =
+                (&segment.checkpoint, &checkpoint, &checkpoint_origin)
+            {
+                check_checkpoint_header(cp, &open.header, origin)?;
+                for batch in &open.header {
+                    reconciler.apply_non_file_actions(batch, origin)?;
+                }
             }
-        }
 
-        let last_file = segment
-            .deltas
-            .last()
-            .map(|d| (format!("_delta_log/{}", d.file().name), d.end_version()));
-        let Some((protocol, _)) = reconciler.protocol.take() else {
-            let (file, v) = last_file.unwrap_or_else(|| ("_delta_log".into(), segment.version));
-            return Err(DeltaError::corrupt(
-                file,
-                Some(v),
-                format!(
-                    "no protocol action in versions 0..={} (spec: \"Protocol Evolution\")",
-                    segment.version
-                ),
+            let last_file = segment
+                .deltas
+                .last()
+                .map(|d| (format!("_delta_log/{}", d.file().name), d.end_version()));
+            let Some((protocol, _)) = reconciler.protocol.take() else {
+                let (file, v) = last_file.unwrap_or_else(|| ("_delta_log".into(), segment.version));
+                return Err(DeltaError::corrupt(
+                    file,
+                    Some(v),
+                    format!(
+                        "no protocol action in versions 0..={} (spec: \"Protocol Evolution\")",
+                        segment.version
+                    ),
+                ));
+            };
+            let metadata = reconciler.metadata.take().map(|(m, _)| m);
+            if metadata.is_none() && protocol.min_reader_version >= 2 {
+                let (file, v) = last_file.unwrap_or_else(|| ("_delta_log".into(), segment.version));
+                return Err(DeltaError::corrupt(
+                    file,
+                    Some(v),
+                    missing_metadata_rule(segment.version),
+                ));
+            }
+
+            let mut snapshot = Snapshot {
+                storage,
+                segment: Arc::new(segment),
+                protocol,
+                metadata,
+                txns: reconciler.txns.drain().collect(),
+                domains: reconciler.domain_metadata(),
+                files: Arc::new(Vec::new()),
+                removes: Arc::new(Vec::new()),
+                stats_schema: Arc::new(StatsSchema::empty()),
+                in_commit_timestamp,
+            };
+            // Statistics are typed by the schema; a snapshot without a usable one keeps counts only.
+            let stats_schema = Arc::new(stats_schema_of(
+                Some(&snapshot.protocol),
+                snapshot.metadata.as_ref(),
             ));
-        };
-        let metadata = reconciler.metadata.take().map(|(m, _)| m);
-        if metadata.is_none() && protocol.min_reader_version >= 2 {
-            let (file, v) = last_file.unwrap_or_else(|| ("_delta_log".into(), segment.version));
-            return Err(DeltaError::corrupt(
-                file,
-                Some(v),
-                missing_metadata_rule(segment.version),
-            ));
-        }
-
-        let mut snapshot = Snapshot {
-            storage,
-            segment: Arc::new(segment),
-            protocol,
-            metadata,
-            txns: reconciler.txns.drain().collect(),
-            domains: reconciler.domain_metadata(),
-            files: Arc::new(Vec::new()),
-            removes: Arc::new(Vec::new()),
-            stats_schema: Arc::new(StatsSchema::empty()),
-            in_commit_timestamp,
-        };
-        // Statistics are typed by the schema; a snapshot without a usable one keeps counts only.
-        let stats_schema = Arc::new(match (snapshot.physical_schema(), snapshot.schema()) {
-            (Ok(physical), Ok(logical)) => StatsSchema::new(&physical, &logical),
-            _ => StatsSchema::empty(),
-        });
-
-        // Commit adds: parse their statistics, batches in parallel.
-        let commit_adds = std::mem::take(&mut reconciler.adds);
-        let mut files = parse_in_parallel(commit_adds, &stats_schema).await?;
-        let mut removes = std::mem::take(&mut reconciler.removes);
-
-        // Checkpoint adds: selected against the commits' keys, parsed and compacted batch by
-        // batch while they are decoded.
-        if let (Some(open), Some(origin)) = (checkpoint, checkpoint_origin) {
-            let seen = Arc::new(reconciler.take_seen());
-            let stats = stats_schema.clone();
-            let selected = open
-                .read_files(&snapshot.storage, move |batch| {
-                    let selection = select_checkpoint_files(&seen, &batch, &origin)?;
-                    let files = selection
-                        .adds
-                        .map(|adds| FileBatch::new(adds, &stats))
-                        .transpose()?;
-                    Ok((files, selection.removes))
-                })
-                .await?;
-            for (f, r) in selected {
-                files.extend(f);
-                removes.extend(r);
+            if early.as_ref().is_some_and(|e| **e != *stats_schema) {
+                // The first pass saw other metadata than replay did (only possible for logs that
+                // spell action names with JSON escapes): the statistics parsed early are typed by
+                // the wrong schema, so replay again parsing them late.
+                return Self::replay(
+                    snapshot.storage,
+                    Arc::unwrap_or_clone(snapshot.segment),
+                    false,
+                )
+                .await;
             }
-        }
-        snapshot.files = Arc::new(files);
-        snapshot.removes = Arc::new(removes);
-        snapshot.stats_schema = stats_schema;
-        Ok(snapshot)
+
+            // Commit adds: parse their statistics, batches in parallel.
+            let commit_adds = std::mem::take(&mut reconciler.adds);
+            let mut files = parse_in_parallel(commit_adds, &stats_schema).await?;
+            let mut removes = std::mem::take(&mut reconciler.removes);
+
+            // Checkpoint adds: selected against the commits' keys, parsed and compacted batch by
+            // batch while they are decoded.
+            if let (Some(open), Some(origin)) = (checkpoint, checkpoint_origin) {
+                let seen = Arc::new(reconciler.take_seen());
+                let stats = stats_schema.clone();
+                let selected = open
+                    .read_files(&snapshot.storage, move |batch| {
+                        let selection = select_checkpoint_files(&seen, &batch, &origin)?;
+                        let files = selection
+                            .adds
+                            .map(|adds| FileBatch::new(adds, &stats))
+                            .transpose()?;
+                        Ok((files, selection.removes))
+                    })
+                    .await?;
+                for (f, r) in selected {
+                    files.extend(f);
+                    removes.extend(r);
+                }
+            }
+            snapshot.files = Arc::new(files);
+            snapshot.removes = Arc::new(removes);
+            snapshot.stats_schema = stats_schema;
+            Ok(snapshot)
+        })
     }
 
     /// The table's storage.
@@ -310,6 +364,38 @@ impl Snapshot {
             .as_ref()
             .map(|f| f.meta.last_modified.timestamp_millis())
     }
+}
+
+/// The column mapping mode of a protocol and table properties ("Column Mapping": honoured only
+/// on reader version 2, or 3 with `columnMapping` among the reader features).
+fn column_mapping_mode_of(
+    p: &Protocol,
+    config: &BTreeMap<String, String>,
+) -> Result<ColumnMappingMode, crate::schema::SchemaError> {
+    let supported = p.min_reader_version == 2
+        || (p.min_reader_version >= 3
+            && p.reader_features
+                .as_ref()
+                .is_some_and(|f| f.iter().any(|n| n == "columnMapping")));
+    if !supported {
+        return Ok(ColumnMappingMode::None);
+    }
+    ColumnMappingMode::from_property(
+        config
+            .get(crate::schema::COLUMN_MAPPING_MODE_KEY)
+            .map(String::as_str),
+    )
+}
+
+/// The statistics types of a table; counts only when the schema is missing or unusable.
+fn stats_schema_of(protocol: Option<&Protocol>, metadata: Option<&Metadata>) -> StatsSchema {
+    let typed = || {
+        let logical = parse_schema_string(metadata?.schema_string.as_deref()?).ok()?;
+        let mode = column_mapping_mode_of(protocol?, &metadata?.configuration).ok()?;
+        let physical = physical_schema(&logical, mode).ok()?;
+        Some(StatsSchema::new(&physical, &logical))
+    };
+    typed().unwrap_or_else(StatsSchema::empty)
 }
 
 fn missing_metadata_rule(version: u64) -> String {

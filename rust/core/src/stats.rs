@@ -28,7 +28,7 @@ use crate::error::{DeltaError, DeltaResult};
 use crate::json_scan::{Scalar, ScanResult, Scanner};
 
 /// The statistics types derived from a table schema.
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub struct StatsSchema {
     /// `{numRecords, minValues, maxValues, nullCount, tightBounds}` with physical names, as
     /// decoded from JSON.

@@ -18,6 +18,14 @@ use pyo3::exceptions::PyRuntimeError;
 use pyo3::prelude::*;
 use pyo3::types::{PyDict, PyType};
 
+/// Log replay allocates and frees large buffers from several threads at once; the system
+/// allocator fragments under that pattern (measured: ~200 MB more peak memory opening a
+/// 1M-file log). Every buffer handed to Python is released through the Arrow C data
+/// interface's release callback, i.e. by this same allocator.
+#[cfg(not(any(windows, target_env = "musl")))]
+#[global_allocator]
+static GLOBAL: tikv_jemallocator::Jemalloc = tikv_jemallocator::Jemalloc;
+
 /// The runtime every blocking call runs on.
 fn runtime() -> PyResult<&'static tokio::runtime::Runtime> {
     static RT: OnceLock<Result<tokio::runtime::Runtime, String>> = OnceLock::new();
