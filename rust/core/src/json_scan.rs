@@ -117,14 +117,17 @@ impl<'a> Scanner<'a> {
         let start = self.pos;
         let mut escaped = false;
         loop {
-            match self.text.get(self.pos) {
+            let rest = self.text.get(self.pos..).unwrap_or_default();
+            match memchr::memchr2(b'"', b'\\', rest) {
                 None => return Err(ScanError("unterminated string")),
-                Some(b'"') => break,
-                Some(b'\\') => {
-                    escaped = true;
-                    self.pos += 2;
+                Some(i) if rest[i] == b'"' => {
+                    self.pos += i;
+                    break;
                 }
-                Some(_) => self.pos += 1,
+                Some(i) => {
+                    escaped = true;
+                    self.pos += i + 2;
+                }
             }
         }
         // Quotes are ASCII, so both ends are character boundaries of the (valid UTF-8) text.
