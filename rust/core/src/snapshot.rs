@@ -88,24 +88,25 @@ impl Snapshot {
                 }
             };
             let (first_pass, checkpoint) = futures::try_join!(first_pass, checkpoint)?;
-            let early = first_pass.map(|mut found| {
-                if let Some(open) = &checkpoint {
-                    for batch in &open.header {
-                        // Only fills what the commits did not have; errors surface in the second pass.
-                        let _ = found.apply_non_file_actions(
-                            batch,
-                            &Origin {
-                                file: String::new(),
-                                version: 0,
-                            },
-                        );
-                    }
-                }
-                Arc::new(stats_schema_of(
-                    found.protocol.as_ref().map(|(p, _)| p),
-                    found.metadata.as_ref().map(|(m, _)| m),
-                ))
+            let checkpoint_origin = segment.checkpoint.as_ref().map(|cp| Origin {
+                file: format!("_delta_log/{}", cp.parts[0].name),
+                version: cp.version,
             });
+            let early = match first_pass {
+                Some(mut found) => {
+                    if let (Some(open), Some(origin)) = (&checkpoint, &checkpoint_origin) {
+                        // Fills only what the commits did not have.
+                        for batch in &open.header {
+                            found.apply_non_file_actions(batch, origin)?;
+                        }
+                    }
+                    Some(Arc::new(stats_schema_of(
+                        found.protocol.as_ref().map(|(p, _)| p),
+                        found.metadata.as_ref().map(|(m, _)| m),
+                    )))
+                }
+                None => None,
+            };
 
             // The commits, newest first, replayed as they arrive.
             let mut reconciler = Reconciler::default();
@@ -127,10 +128,6 @@ impl Snapshot {
                 }
             }
 
-            let checkpoint_origin = segment.checkpoint.as_ref().map(|cp| Origin {
-                file: format!("_delta_log/{}", cp.parts[0].name),
-                version: cp.version,
-            });
             if let (Some(cp), Some(open), Some(origin)) =
                 (&segment.checkpoint, &checkpoint, &checkpoint_origin)
             {
