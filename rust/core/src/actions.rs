@@ -175,25 +175,46 @@ pub mod names {
     pub const CHECKPOINT_METADATA: &str = "checkpointMetadata";
 }
 
-fn action(name: &str, fields: Fields) -> Field {
+/// The struct column of action `name`.
+fn action_field(name: &str) -> Field {
+    let fields = match name {
+        names::ADD => add_fields(),
+        names::REMOVE => remove_fields(),
+        names::METADATA => metadata_fields(),
+        names::PROTOCOL => protocol_fields(),
+        names::TXN => txn_fields(),
+        names::DOMAIN_METADATA => domain_metadata_fields(),
+        names::COMMIT_INFO => commit_info_fields(),
+        names::SIDECAR => sidecar_fields(),
+        names::CHECKPOINT_METADATA => checkpoint_metadata_fields(),
+        // Only the names above are passed (private helper); an unknown one reads as empty.
+        _ => Fields::empty(),
+    };
     Field::new(name, DataType::Struct(fields), true)
+}
+
+fn schema_of(actions: &[&str]) -> SchemaRef {
+    Arc::new(Schema::new(
+        actions.iter().map(|a| action_field(a)).collect::<Vec<_>>(),
+    ))
 }
 
 /// Every action replay reads from a commit file.
 pub fn commit_schema() -> SchemaRef {
     static S: OnceLock<SchemaRef> = OnceLock::new();
     S.get_or_init(|| {
-        Arc::new(Schema::new(vec![
-            action(names::ADD, add_fields()),
-            action(names::REMOVE, remove_fields()),
-            action(names::METADATA, metadata_fields()),
-            action(names::PROTOCOL, protocol_fields()),
-            action(names::TXN, txn_fields()),
-            action(names::DOMAIN_METADATA, domain_metadata_fields()),
-            action(names::COMMIT_INFO, commit_info_fields()),
-            action(names::SIDECAR, sidecar_fields()),
-            action(names::CHECKPOINT_METADATA, checkpoint_metadata_fields()),
-        ]))
+        use names::*;
+        schema_of(&[
+            ADD,
+            REMOVE,
+            METADATA,
+            PROTOCOL,
+            TXN,
+            DOMAIN_METADATA,
+            COMMIT_INFO,
+            SIDECAR,
+            CHECKPOINT_METADATA,
+        ])
     })
     .clone()
 }
@@ -202,16 +223,17 @@ pub fn commit_schema() -> SchemaRef {
 pub fn checkpoint_schema() -> SchemaRef {
     static S: OnceLock<SchemaRef> = OnceLock::new();
     S.get_or_init(|| {
-        Arc::new(Schema::new(vec![
-            action(names::ADD, add_fields()),
-            action(names::REMOVE, remove_fields()),
-            action(names::METADATA, metadata_fields()),
-            action(names::PROTOCOL, protocol_fields()),
-            action(names::TXN, txn_fields()),
-            action(names::DOMAIN_METADATA, domain_metadata_fields()),
-            action(names::SIDECAR, sidecar_fields()),
-            action(names::CHECKPOINT_METADATA, checkpoint_metadata_fields()),
-        ]))
+        use names::*;
+        schema_of(&[
+            ADD,
+            REMOVE,
+            METADATA,
+            PROTOCOL,
+            TXN,
+            DOMAIN_METADATA,
+            SIDECAR,
+            CHECKPOINT_METADATA,
+        ])
     })
     .clone()
 }
@@ -220,14 +242,15 @@ pub fn checkpoint_schema() -> SchemaRef {
 pub fn checkpoint_header_schema() -> SchemaRef {
     static S: OnceLock<SchemaRef> = OnceLock::new();
     S.get_or_init(|| {
-        Arc::new(Schema::new(vec![
-            action(names::METADATA, metadata_fields()),
-            action(names::PROTOCOL, protocol_fields()),
-            action(names::TXN, txn_fields()),
-            action(names::DOMAIN_METADATA, domain_metadata_fields()),
-            action(names::SIDECAR, sidecar_fields()),
-            action(names::CHECKPOINT_METADATA, checkpoint_metadata_fields()),
-        ]))
+        use names::*;
+        schema_of(&[
+            METADATA,
+            PROTOCOL,
+            TXN,
+            DOMAIN_METADATA,
+            SIDECAR,
+            CHECKPOINT_METADATA,
+        ])
     })
     .clone()
 }
@@ -235,13 +258,8 @@ pub fn checkpoint_header_schema() -> SchemaRef {
 /// The file actions of a checkpoint or sidecar.
 pub fn file_actions_schema() -> SchemaRef {
     static S: OnceLock<SchemaRef> = OnceLock::new();
-    S.get_or_init(|| {
-        Arc::new(Schema::new(vec![
-            action(names::ADD, add_fields()),
-            action(names::REMOVE, remove_fields()),
-        ]))
-    })
-    .clone()
+    S.get_or_init(|| schema_of(&[names::ADD, names::REMOVE]))
+        .clone()
 }
 
 /// Rows decoded per batch from newline-delimited JSON.

@@ -284,22 +284,8 @@ impl Snapshot {
     /// The column mapping mode in force ("Column Mapping": the property is honoured only when
     /// the protocol supports the `columnMapping` feature).
     pub fn column_mapping_mode(&self) -> DeltaResult<ColumnMappingMode> {
-        let p = &self.protocol;
-        let supported = p.min_reader_version == 2
-            || (p.min_reader_version >= 3
-                && p.reader_features
-                    .as_ref()
-                    .is_some_and(|f| f.iter().any(|n| n == "columnMapping")));
-        if !supported {
-            return Ok(ColumnMappingMode::None);
-        }
-        let config = self.configuration();
-        ColumnMappingMode::from_property(
-            config
-                .get(crate::schema::COLUMN_MAPPING_MODE_KEY)
-                .map(String::as_str),
-        )
-        .map_err(|e| DeltaError::corrupt("_delta_log", Some(self.version()), e.0))
+        column_mapping_mode_of(&self.protocol, &self.configuration())
+            .map_err(|e| DeltaError::corrupt("_delta_log", Some(self.version()), e.0))
     }
 
     /// The schema of the data files (physical names; field ids in id mode).
