@@ -108,12 +108,11 @@ class DeltaTable:
             raise TypeError(f"version must be an int, not {type(version).__name__}")
         self._uri = str(table_uri)
         self._storage_options = dict(storage_options) if storage_options else None
-        raw = _native.RawSnapshot.open(
-            self._uri, None if timestamp is not None else version, self._storage_options
-        )
         if timestamp is not None:
-            raw = raw.load_version(raw.version_at_timestamp(_timestamp_ms(timestamp)))
-        self._set(raw)
+            version = _native.RawSnapshot.resolve_timestamp(
+                self._uri, _timestamp_ms(timestamp), self._storage_options
+            )
+        self._set(_native.RawSnapshot.open(self._uri, version, self._storage_options))
 
     def _set(self, raw: _native.RawSnapshot) -> None:
         protocol = Protocol(*raw.protocol())

@@ -13,7 +13,9 @@ use futures::stream::{self, StreamExt, TryStreamExt};
 use serde_json::Value;
 
 use crate::error::{DeltaError, DeltaResult};
-use crate::segment::{not_a_table, LogFile, LogListing};
+use crate::log_reader::{open_checkpoint, protocol_and_metadata};
+use crate::replay::Origin;
+use crate::segment::{load_segment, not_a_table, LogFile, LogListing};
 use crate::snapshot::Snapshot;
 use crate::storage::Storage;
 
@@ -115,8 +117,7 @@ pub async fn version_at_timestamp(storage: &Storage, timestamp_ms: i64) -> Delta
     if listing.files.is_empty() {
         return Err(not_a_table(storage).await);
     }
-    let latest = Snapshot::try_new(storage.clone(), None).await?;
-    let config = latest.configuration();
+    let (latest_version, config) = latest_configuration(storage).await?;
     let commits = monotonic_file_times(&listing);
 
     if let Some(ict) = ict_settings(&config) {
@@ -166,9 +167,34 @@ pub async fn version_at_timestamp(storage: &Storage, timestamp_ms: i64) -> Delta
         .map(|(v, _, _)| *v);
     match found {
         Some(v) => Ok(v),
-        None if commits.is_empty() => Ok(latest.version()),
+        None if commits.is_empty() => Ok(latest_version),
         None => Err(before_first(timestamp_ms, commits.first().map(|c| c.0))),
     }
+}
+
+/// The latest version and its table properties, from the protocol/metadata pass only (the
+/// newest commits' lines that mention them, then the checkpoint's non-file actions): time
+/// travel needs the in-commit-timestamp settings, not the files.
+async fn latest_configuration(storage: &Storage) -> DeltaResult<(u64, BTreeMap<String, String>)> {
+    let (segment, _) = load_segment(storage, None).await?;
+    let newest_first = segment.deltas.iter().rev().cloned().collect();
+    let mut found = protocol_and_metadata(storage, newest_first).await?;
+    if found.metadata.is_none() {
+        if let Some(cp) = &segment.checkpoint {
+            let origin = Origin {
+                file: format!("_delta_log/{}", cp.parts[0].name),
+                version: cp.version,
+            };
+            for batch in &open_checkpoint(storage, cp).await?.header {
+                found.apply_non_file_actions(batch, &origin)?;
+            }
+        }
+    }
+    let config = found
+        .metadata
+        .map(|(m, _)| m.configuration)
+        .unwrap_or_default();
+    Ok((segment.version, config))
 }
 
 fn before_first(timestamp_ms: i64, first: Option<u64>) -> DeltaError {

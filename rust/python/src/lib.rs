@@ -125,6 +125,21 @@ impl RawSnapshot {
         Ok(RawSnapshot { snapshot })
     }
 
+    /// The latest version of the table at `uri` committed at or before `timestamp_ms`.
+    #[staticmethod]
+    #[pyo3(signature = (uri, timestamp_ms, storage_options=None))]
+    fn resolve_timestamp(
+        py: Python<'_>,
+        uri: &str,
+        timestamp_ms: i64,
+        storage_options: Option<HashMap<String, String>>,
+    ) -> PyResult<u64> {
+        let storage = open_storage(uri, storage_options).map_err(|e| to_py_err(py, e))?;
+        block_on(py, async move {
+            timeline::version_at_timestamp(&storage, timestamp_ms).await
+        })
+    }
+
     /// Opens another version of the same table, reusing its storage.
     fn load_version(&self, py: Python<'_>, version: Option<i64>) -> PyResult<Self> {
         let version = to_version(version).map_err(|e| to_py_err(py, e))?;
