@@ -17,6 +17,7 @@ from __future__ import annotations
 import datetime as dt
 import json
 from decimal import Decimal
+from pathlib import Path
 from typing import Any
 from urllib.parse import unquote
 
@@ -142,3 +143,63 @@ def test_statistics_match_deltalake(root: str) -> None:
             if value is None:
                 continue  # deltalake drops values it cannot parse; see the JSON test
             assert ours[path].get(ours_key) == value, (path, key)
+
+
+def _write_commit(log: Path, version: int, lines: list[str]) -> None:
+    (log / f"{version:020}.json").write_text("\n".join(lines) + "\n")
+
+
+def test_statistics_follow_a_schema_change_spelled_with_escapes(tmp_path: Path) -> None:
+    """Statistics are typed by the newest schema even when its metaData key is JSON-escaped.
+
+    The protocol/metadata pass finds actions by their plain names; a log that spells
+    ``metaData`` as ``meta\\u0044ata`` (legal JSON) must still be typed by the newest schema.
+    """
+    log = tmp_path / "_delta_log"
+    log.mkdir()
+
+    def metadata(kind: str) -> dict[str, Any]:
+        field = {"name": "a", "type": kind, "nullable": True, "metadata": {}}
+        schema = {"type": "struct", "fields": [field]}
+        return {
+            "id": "t",
+            "format": {"provider": "parquet", "options": {}},
+            "schemaString": json.dumps(schema),
+            "partitionColumns": [],
+            "configuration": {},
+        }
+
+    def add(path: str, stats: dict[str, Any]) -> str:
+        return json.dumps(
+            {
+                "add": {
+                    "path": path,
+                    "partitionValues": {},
+                    "size": 1,
+                    "modificationTime": 1,
+                    "dataChange": True,
+                    "stats": json.dumps(stats),
+                }
+            }
+        )
+
+    _write_commit(
+        log,
+        0,
+        [
+            json.dumps({"protocol": {"minReaderVersion": 1, "minWriterVersion": 2}}),
+            json.dumps({"metaData": metadata("long")}),
+            add("f0", {"numRecords": 1, "minValues": {"a": 5}}),
+        ],
+    )
+    escaped = '{"meta\\u0044ata":' + json.dumps(metadata("string")) + "}"
+    _write_commit(log, 1, [escaped, add("f1", {"numRecords": 2, "minValues": {"a": "zz"}})])
+
+    t = dl.DeltaTable(tmp_path)
+    assert t.schema().field("a").type == pa.string()
+    rows = {r["path"]: r for r in t.get_add_actions().to_pylist()}
+    assert rows["f1"]["min"] == {"a": "zz"}
+    assert rows["f1"]["num_records"] == 2
+    # f0's minimum was written for the old long column: it does not parse as the new type.
+    assert rows["f0"]["min"] == {"a": None}
+    assert rows["f0"]["num_records"] == 1
