@@ -191,6 +191,10 @@ impl Snapshot {
                 .await;
             }
 
+            // The commits' keys are only needed to filter a checkpoint; free them otherwise.
+            let seen = checkpoint.is_some().then(|| reconciler.take_seen());
+            drop(reconciler.take_seen());
+
             // Commit adds: parse their statistics, batches in parallel.
             let commit_adds = std::mem::take(&mut reconciler.adds);
             let mut files = parse_in_parallel(commit_adds, &stats_schema).await?;
@@ -198,8 +202,8 @@ impl Snapshot {
 
             // Checkpoint adds: selected against the commits' keys, parsed and compacted batch by
             // batch while they are decoded.
-            if let (Some(open), Some(origin)) = (checkpoint, checkpoint_origin) {
-                let seen = Arc::new(reconciler.take_seen());
+            if let (Some(open), Some(origin), Some(seen)) = (checkpoint, checkpoint_origin, seen) {
+                let seen = Arc::new(seen);
                 let stats = stats_schema.clone();
                 let selected = open
                     .read_files(&snapshot.storage, move |batch| {
