@@ -88,10 +88,7 @@ pub fn delta_stream(
             let stats = stats.clone();
             async move {
                 let file = delta.file();
-                let bytes = storage
-                    .get(&file.meta.location)
-                    .await
-                    .map_err(|e| log_file_error(e, file, Some(delta.end_version())))?;
+                let bytes = fetch(&storage, file, delta.end_version()).await?;
                 let name = format!("_delta_log/{}", file.name);
                 let version = delta.end_version();
                 let decoded = tokio::task::spawn_blocking(move || {
@@ -138,10 +135,7 @@ pub async fn protocol_and_metadata(
         .map(|delta| {
             let storage = storage.clone();
             async move {
-                let bytes = storage
-                    .get(&delta.file().meta.location)
-                    .await
-                    .map_err(|e| log_file_error(e, delta.file(), Some(delta.end_version())))?;
+                let bytes = fetch(&storage, delta.file(), delta.end_version()).await?;
                 Ok::<_, DeltaError>((delta, bytes))
             }
         })
@@ -191,6 +185,14 @@ fn lines_mentioning(text: &[u8], needles: &[&[u8]]) -> Vec<u8> {
     out
 }
 
+/// Reads a whole listed log file of `version`.
+async fn fetch(storage: &Storage, file: &LogFile, version: u64) -> DeltaResult<bytes::Bytes> {
+    storage
+        .get(&file.meta.location)
+        .await
+        .map_err(|e| log_file_error(e, file, Some(version)))
+}
+
 /// Maps a storage error while reading a listed log file: a file that vanished between listing
 /// and reading is reported as a log error naming it.
 fn log_file_error(e: object_store::Error, file: &LogFile, version: Option<u64>) -> DeltaError {
@@ -237,10 +239,7 @@ pub async fn open_checkpoint(
         let name = format!("_delta_log/{}", part.name);
         match checkpoint.format {
             CheckpointFormat::Json => {
-                let bytes = storage
-                    .get(&part.meta.location)
-                    .await
-                    .map_err(|e| log_file_error(e, part, Some(checkpoint.version)))?;
+                let bytes = fetch(storage, part, checkpoint.version).await?;
                 let v = checkpoint.version;
                 let schema = actions::checkpoint_schema();
                 let decoded = tokio::task::spawn_blocking(move || {
@@ -533,6 +532,17 @@ mod tests {
     use arrow::datatypes::{Field, Fields, Schema};
     use parquet::arrow::ArrowSchemaConverter;
     use std::sync::Arc;
+
+    #[test]
+    fn lines_mentioning_keeps_whole_matching_lines_once() {
+        let text = b"{\"commitInfo\":{}}\n{\"protocol\":{\"metaData\":1}}\n{\"add\":{}}\n{\"metaData\":{}}";
+        let out = lines_mentioning(text, &[b"\"protocol\"", b"\"metaData\""]);
+        assert_eq!(
+            out,
+            b"{\"protocol\":{\"metaData\":1}}\n{\"metaData\":{}}\n".to_vec()
+        );
+        assert!(lines_mentioning(b"{\"add\":{}}", &[b"\"protocol\""]).is_empty());
+    }
 
     #[test]
     fn projection_keeps_wanted_fields_only() {

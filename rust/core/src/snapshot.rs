@@ -192,8 +192,8 @@ impl Snapshot {
             }
 
             // The commits' keys are only needed to filter a checkpoint; free them otherwise.
-            let seen = checkpoint.is_some().then(|| reconciler.take_seen());
-            drop(reconciler.take_seen());
+            let seen = reconciler.take_seen();
+            let seen = checkpoint.is_some().then_some(seen);
 
             // Commit adds: parse their statistics, batches in parallel.
             let commit_adds = std::mem::take(&mut reconciler.adds);

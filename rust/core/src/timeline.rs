@@ -15,7 +15,7 @@ use serde_json::Value;
 use crate::error::{DeltaError, DeltaResult};
 use crate::log_reader::{open_checkpoint, protocol_and_metadata};
 use crate::replay::Origin;
-use crate::segment::{load_segment, not_a_table, LogFile, LogListing};
+use crate::segment::{build_segment, not_a_table, LogFile, LogListing, SegmentError};
 use crate::snapshot::Snapshot;
 use crate::storage::Storage;
 
@@ -117,7 +117,7 @@ pub async fn version_at_timestamp(storage: &Storage, timestamp_ms: i64) -> Delta
     if listing.files.is_empty() {
         return Err(not_a_table(storage).await);
     }
-    let (latest_version, config) = latest_configuration(storage).await?;
+    let (latest_version, config) = latest_configuration(storage, &listing).await?;
     let commits = monotonic_file_times(&listing);
 
     if let Some(ict) = ict_settings(&config) {
@@ -175,8 +175,17 @@ pub async fn version_at_timestamp(storage: &Storage, timestamp_ms: i64) -> Delta
 /// The latest version and its table properties, from the protocol/metadata pass only (the
 /// newest commits' lines that mention them, then the checkpoint's non-file actions): time
 /// travel needs the in-commit-timestamp settings, not the files.
-async fn latest_configuration(storage: &Storage) -> DeltaResult<(u64, BTreeMap<String, String>)> {
-    let (segment, _) = load_segment(storage, None).await?;
+async fn latest_configuration(
+    storage: &Storage,
+    listing: &LogListing,
+) -> DeltaResult<(u64, BTreeMap<String, String>)> {
+    let segment = match build_segment(listing, None) {
+        Ok(segment) => segment,
+        Err(SegmentError::Fatal(e)) => return Err(e),
+        Err(SegmentError::NeedFullListing(reason)) => {
+            return Err(DeltaError::corrupt("_delta_log", None, reason))
+        }
+    };
     let newest_first = segment.deltas.iter().rev().cloned().collect();
     let mut found = protocol_and_metadata(storage, newest_first).await?;
     if found.metadata.is_none() {
