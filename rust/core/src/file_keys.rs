@@ -5,16 +5,70 @@
 //! allocation per key, and a fast non-cryptographic hash with a random seed.
 
 use std::hash::BuildHasher;
+use std::sync::OnceLock;
 
 use foldhash::fast::RandomState;
 use hashbrown::HashTable;
 
+/// The hasher of every key set of this process (seeded randomly once), so that keys can be
+/// hashed ahead of time, in parallel, with [`HashedKeys`].
+fn process_hasher() -> RandomState {
+    static STATE: OnceLock<RandomState> = OnceLock::new();
+    STATE.get_or_init(RandomState::default).clone()
+}
+
 /// A set of keys.
-#[derive(Debug, Default, Clone)]
+#[derive(Debug, Clone)]
 pub struct FileKeys {
     arena: Vec<u8>,
     table: HashTable<(usize, usize)>,
     hasher: RandomState,
+}
+
+impl Default for FileKeys {
+    fn default() -> Self {
+        FileKeys {
+            arena: Vec::new(),
+            table: HashTable::new(),
+            hasher: process_hasher(),
+        }
+    }
+}
+
+/// Keys hashed ahead of time (by decoding tasks), to be inserted into a [`FileKeys`] later.
+#[derive(Debug, Default, Clone)]
+pub struct HashedKeys {
+    arena: Vec<u8>,
+    ends: Vec<usize>,
+    hashes: Vec<u64>,
+    hasher: Option<RandomState>,
+}
+
+impl HashedKeys {
+    /// Appends `key`.
+    pub fn push(&mut self, key: &str) {
+        let hasher = self.hasher.get_or_insert_with(process_hasher);
+        self.hashes.push(hasher.hash_one(key.as_bytes()));
+        self.arena.extend_from_slice(key.as_bytes());
+        self.ends.push(self.arena.len());
+    }
+
+    /// Number of keys.
+    pub fn len(&self) -> usize {
+        self.ends.len()
+    }
+
+    /// Whether there are none.
+    pub fn is_empty(&self) -> bool {
+        self.ends.is_empty()
+    }
+
+    /// Key `i` and its hash.
+    pub fn get(&self, i: usize) -> Option<(u64, &[u8])> {
+        let end = *self.ends.get(i)?;
+        let start = if i == 0 { 0 } else { self.ends[i - 1] };
+        Some((self.hashes[i], &self.arena[start..end]))
+    }
 }
 
 impl FileKeys {
@@ -28,8 +82,12 @@ impl FileKeys {
 
     /// Adds `key`; returns whether it was new.
     pub fn insert(&mut self, key: &str) -> bool {
-        let bytes = key.as_bytes();
-        let hash = self.hasher.hash_one(bytes);
+        let hash = self.hasher.hash_one(key.as_bytes());
+        self.insert_hashed(hash, key.as_bytes())
+    }
+
+    /// Adds a key hashed by [`HashedKeys`]; returns whether it was new.
+    pub fn insert_hashed(&mut self, hash: u64, bytes: &[u8]) -> bool {
         if self
             .table
             .find(hash, |&(o, l)| &self.arena[o..o + l] == bytes)
@@ -74,6 +132,26 @@ mod tests {
         assert!(k.insert(""));
         assert!(k.contains(""));
         assert_eq!(k.len(), 3);
+    }
+
+    #[test]
+    fn keys_hashed_ahead_insert_like_keys() {
+        let mut ahead = HashedKeys::default();
+        for k in ["a", "b", "a\u{0}uDV@1"] {
+            ahead.push(k);
+        }
+        assert_eq!(ahead.len(), 3);
+        let mut set = FileKeys::default();
+        assert!(set.insert("b"));
+        let inserted: Vec<bool> = (0..ahead.len())
+            .map(|i| {
+                let (hash, key) = ahead.get(i).unwrap();
+                set.insert_hashed(hash, key)
+            })
+            .collect();
+        assert_eq!(inserted, [true, false, true]);
+        assert!(set.contains("a\u{0}uDV@1"));
+        assert!(ahead.get(3).is_none());
     }
 
     proptest! {

@@ -116,6 +116,15 @@ impl<'a> Scanner<'a> {
         self.expect(b'"')?;
         let start = self.pos;
         let mut escaped = false;
+        // Keys and most values are short: a plain loop beats setting up a vector search.
+        let short_end = self.text.len().min(self.pos + 24);
+        while self.pos < short_end {
+            match self.text[self.pos] {
+                b'"' => return self.finish_string(start, false),
+                b'\\' => break,
+                _ => self.pos += 1,
+            }
+        }
         loop {
             let rest = self.text.get(self.pos..).unwrap_or_default();
             match memchr::memchr2(b'"', b'\\', rest) {
@@ -130,6 +139,11 @@ impl<'a> Scanner<'a> {
                 }
             }
         }
+        self.finish_string(start, escaped)
+    }
+
+    /// The string from `start` to the closing quote at the cursor, which it steps over.
+    fn finish_string(&mut self, start: usize, escaped: bool) -> ScanResult<Cow<'a, str>> {
         // Quotes are ASCII, so both ends are character boundaries of the (valid UTF-8) text.
         let raw = self
             .src
@@ -140,6 +154,68 @@ impl<'a> Scanner<'a> {
             unescape(raw).map(Cow::Owned)
         } else {
             Ok(Cow::Borrowed(raw))
+        }
+    }
+
+    /// Reads a string value and appends its decoded text to `out` (no allocation of its own).
+    pub fn string_into(&mut self, out: &mut String) -> ScanResult<()> {
+        self.expect(b'"')?;
+        loop {
+            let rest = self.text.get(self.pos..).unwrap_or_default();
+            let i = memchr::memchr2(b'"', b'\\', rest).ok_or(ScanError("unterminated string"))?;
+            // Up to a quote or backslash (ASCII), so a character boundary of the valid UTF-8.
+            out.push_str(
+                self.src
+                    .get(self.pos..self.pos + i)
+                    .ok_or(ScanError("unterminated string"))?,
+            );
+            self.pos += i;
+            if rest[i] == b'"' {
+                self.pos += 1;
+                return Ok(());
+            }
+            // An escape.
+            let simple = match self.text.get(self.pos + 1) {
+                Some(b'"') => Some('"'),
+                Some(b'\\') => Some('\\'),
+                Some(b'/') => Some('/'),
+                Some(b'b') => Some('\u{8}'),
+                Some(b'f') => Some('\u{c}'),
+                Some(b'n') => Some('\n'),
+                Some(b'r') => Some('\r'),
+                Some(b't') => Some('\t'),
+                Some(b'u') => None,
+                _ => return Err(ScanError("invalid escape")),
+            };
+            if let Some(c) = simple {
+                out.push(c);
+                self.pos += 2;
+                continue;
+            }
+            // `\uXXXX`, possibly a surrogate pair: decoded by the general routine.
+            let start = self.pos;
+            let high_surrogate = self.text.get(self.pos + 2..self.pos + 4).is_some_and(|h| {
+                h.eq_ignore_ascii_case(b"d8")
+                    || h.eq_ignore_ascii_case(b"d9")
+                    || h.eq_ignore_ascii_case(b"da")
+                    || h.eq_ignore_ascii_case(b"db")
+            });
+            self.pos += if high_surrogate { 12 } else { 6 };
+            let run = self
+                .src
+                .get(start..self.pos.min(self.text.len()))
+                .ok_or(ScanError("invalid escape"))?;
+            out.push_str(&unescape(run)?);
+        }
+    }
+
+    /// Whether the next value is `null` (which is then consumed).
+    pub fn null(&mut self) -> ScanResult<bool> {
+        if self.peek() == Some(b'n') {
+            self.literal(b"null")?;
+            Ok(true)
+        } else {
+            Ok(false)
         }
     }
 
@@ -315,6 +391,23 @@ mod tests {
                 Some(Scalar::String(c)) => prop_assert_eq!(c.as_ref(), text.as_str()),
                 other => prop_assert!(false, "{:?}", other),
             }
+        }
+
+        #[test]
+        fn string_into_decodes_like_string(text in ".{0,40}", escape_all in any::<bool>()) {
+            let json = if escape_all {
+                let mut j = String::from("\"");
+                for unit in text.encode_utf16() {
+                    j.push_str(&format!("\\u{unit:04x}"));
+                }
+                j.push('"');
+                j
+            } else {
+                serde_json::to_string(&text).unwrap()
+            };
+            let mut out = String::from("prefix");
+            Scanner::new(&json).string_into(&mut out).unwrap();
+            prop_assert_eq!(&out["prefix".len()..], text.as_str());
         }
 
         #[test]

@@ -5,7 +5,8 @@
 //! - [`log_path`]: what each file name in `_delta_log` is;
 //! - [`last_checkpoint`]: the `_last_checkpoint` hint and its JSON checksum;
 //! - [`segment`]: which files reconstruct a version;
-//! - [`actions`], [`log_reader`], [`conform`]: log files decoded into Arrow;
+//! - [`actions`], [`log_reader`], [`conform`]: log files decoded into Arrow ([`add_lines`]: the
+//!   fast path for commits' `add` lines);
 //! - [`paths`], [`model`], [`replay`]: action reconciliation;
 //! - [`schema`]: Delta schemas to and from Arrow;
 //! - [`snapshot`]: one version of a table; [`add_actions`] its files as a flat Arrow table;
@@ -13,6 +14,7 @@
 
 pub mod actions;
 pub mod add_actions;
+pub mod add_lines;
 pub mod conform;
 pub mod error;
 pub mod file_keys;

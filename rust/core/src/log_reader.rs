@@ -7,8 +7,8 @@
 
 use std::sync::Arc;
 
-use arrow::array::{Array, AsArray, RecordBatch, StructArray};
-use arrow::datatypes::{DataType, SchemaRef};
+use arrow::array::{Array, ArrayRef, AsArray, RecordBatch, StructArray};
+use arrow::datatypes::{DataType, Schema, SchemaRef};
 use futures::stream::{self, StreamExt, TryStreamExt};
 use object_store::path::Path;
 use parquet::arrow::arrow_reader::{ArrowReaderMetadata, ArrowReaderOptions};
@@ -16,8 +16,10 @@ use parquet::arrow::{ParquetRecordBatchStreamBuilder, ProjectionMask};
 use parquet::schema::types::SchemaDescriptor;
 
 use crate::actions::{self, decode_json_actions, names};
+use crate::add_lines::{add_field, split_commit};
 use crate::conform::conform_batch;
 use crate::error::{DeltaError, DeltaResult};
+use crate::file_keys::HashedKeys;
 use crate::files::without_field;
 use crate::log_path::CheckpointFormat;
 use crate::parquet_io::StoreFileReader;
@@ -28,7 +30,7 @@ use crate::storage::Storage;
 /// How many log files are fetched and decoded at once.
 const CONCURRENCY: usize = 16;
 /// Rows per batch when decoding checkpoint parquet.
-const PARQUET_BATCH_ROWS: usize = 64 * 1024;
+const PARQUET_BATCH_ROWS: usize = 16 * 1024;
 
 /// The decoded actions of one commit or compaction.
 #[derive(Debug)]
@@ -41,6 +43,49 @@ pub struct DeltaBatches {
     /// Per batch, the statistics parsed from its `add` rows (row-aligned), when a statistics
     /// schema was given.
     pub stats: Vec<Option<StructArray>>,
+    /// Per batch, the hashed logical-file keys of its `add` rows (row-aligned), when the
+    /// decoder computed them ([`crate::add_lines`]).
+    pub add_keys: Vec<Option<HashedKeys>>,
+}
+
+/// Decodes one commit or compaction file: `add` lines through the fast path, the other lines
+/// through the general JSON decoder (statistics split off when a schema is given).
+fn decode_delta(
+    bytes: &[u8],
+    stats: Option<&StatsSchema>,
+    name: &str,
+    version: u64,
+) -> DeltaResult<DeltaBatches> {
+    let split = split_commit(bytes, stats)?;
+    let mut out = DeltaBatches {
+        version,
+        batches: Vec::new(),
+        stats: Vec::new(),
+        add_keys: Vec::new(),
+    };
+    if let Some(adds) = split.adds {
+        let schema = Arc::new(Schema::new(vec![add_field(&adds)]));
+        out.batches.push(RecordBatch::try_new(
+            schema,
+            vec![Arc::new(adds) as ArrayRef],
+        )?);
+        out.stats.push(split.stats);
+        out.add_keys.push(Some(split.keys));
+    }
+    if split.rest.is_empty() {
+        return Ok(out);
+    }
+    let batches = decode_json_actions(&split.rest, &actions::commit_schema(), name, Some(version))?;
+    for batch in batches {
+        let (batch, parsed) = match stats {
+            Some(stats) => split_stats(batch, stats)?,
+            None => (batch, None),
+        };
+        out.batches.push(batch);
+        out.stats.push(parsed);
+        out.add_keys.push(None);
+    }
+    Ok(out)
 }
 
 /// Parses the statistics of the `add` column of `batch` and drops their JSON text.
@@ -80,11 +125,9 @@ pub fn delta_stream(
     deltas: Vec<Delta>,
     stats: Option<Arc<StatsSchema>>,
 ) -> impl futures::Stream<Item = DeltaResult<(Delta, DeltaBatches)>> + Send + '_ {
-    let schema = actions::commit_schema();
     stream::iter(deltas)
         .map(move |delta| {
             let storage = storage.clone();
-            let schema = schema.clone();
             let stats = stats.clone();
             async move {
                 let file = delta.file();
@@ -92,27 +135,7 @@ pub fn delta_stream(
                 let name = format!("_delta_log/{}", file.name);
                 let version = delta.end_version();
                 let decoded = tokio::task::spawn_blocking(move || {
-                    let batches = decode_json_actions(&bytes, &schema, &name, Some(version))?;
-                    drop(bytes);
-                    let Some(stats) = stats else {
-                        let none = vec![None; batches.len()];
-                        return Ok(DeltaBatches {
-                            version,
-                            batches,
-                            stats: none,
-                        });
-                    };
-                    let (batches, stats): (Vec<_>, Vec<_>) = batches
-                        .into_iter()
-                        .map(|b| split_stats(b, &stats))
-                        .collect::<DeltaResult<Vec<_>>>()?
-                        .into_iter()
-                        .unzip();
-                    Ok::<_, DeltaError>(DeltaBatches {
-                        version,
-                        batches,
-                        stats,
-                    })
+                    decode_delta(&bytes, stats.as_deref(), &name, version)
                 })
                 .await
                 .map_err(|e| DeltaError::Internal(format!("decoder task failed: {e}")))??;
@@ -136,12 +159,17 @@ pub async fn protocol_and_metadata(
             let storage = storage.clone();
             async move {
                 let bytes = fetch(&storage, delta.file(), delta.end_version()).await?;
-                Ok::<_, DeltaError>((delta, bytes))
+                // Searched where it was read, so that files are scanned in parallel.
+                let lines = tokio::task::spawn_blocking(move || {
+                    lines_mentioning(&bytes, &[b"\"protocol\"", b"\"metaData\""])
+                })
+                .await
+                .map_err(|e| DeltaError::Internal(format!("scan task failed: {e}")))?;
+                Ok::<_, DeltaError>((delta, lines))
             }
         })
         .buffered(CONCURRENCY));
-    while let Some((delta, bytes)) = files.try_next().await? {
-        let lines = lines_mentioning(&bytes, &[b"\"protocol\"", b"\"metaData\""]);
+    while let Some((delta, lines)) = files.try_next().await? {
         if lines.is_empty() {
             continue;
         }

@@ -30,7 +30,7 @@ pub struct Origin {
     pub version: u64,
 }
 
-pub use crate::file_keys::FileKeys;
+pub use crate::file_keys::{FileKeys, HashedKeys};
 
 /// The reconciled state being built.
 #[derive(Debug, Default)]
@@ -191,11 +191,13 @@ fn compact(action: &StructArray, mask: Vec<bool>) -> DeltaResult<Option<StructAr
 
 impl Reconciler {
     /// Replays one commit or compaction. Must be called newest first. `stats`, when given,
-    /// holds per batch the statistics already parsed for its `add` rows.
+    /// holds per batch the statistics already parsed for its `add` rows, and `add_keys` the
+    /// hashed keys of those rows when the decoder computed them.
     pub fn apply_delta(
         &mut self,
         batches: &[RecordBatch],
         stats: &[Option<StructArray>],
+        add_keys: &[Option<HashedKeys>],
         origin: &Origin,
     ) -> DeltaResult<()> {
         for batch in batches {
@@ -204,11 +206,23 @@ impl Reconciler {
         // File actions: a key first seen here decides the file's fate.
         for (i, batch) in batches.iter().enumerate() {
             if let Some(add) = struct_column(batch, names::ADD) {
-                let keys = KeyColumns::new(add);
                 let mut mask = vec![false; add.len()];
-                for (row, keep) in mask.iter_mut().enumerate() {
-                    if add.is_valid(row) {
-                        *keep = self.seen.insert(&keys.key("add", row, origin)?);
+                match add_keys.get(i).and_then(Option::as_ref) {
+                    // Every row of such a batch is a valid add with its key hashed.
+                    Some(hashed) if hashed.len() == add.len() && add.null_count() == 0 => {
+                        for (row, keep) in mask.iter_mut().enumerate() {
+                            if let Some((hash, key)) = hashed.get(row) {
+                                *keep = self.seen.insert_hashed(hash, key);
+                            }
+                        }
+                    }
+                    _ => {
+                        let keys = KeyColumns::new(add);
+                        for (row, keep) in mask.iter_mut().enumerate() {
+                            if add.is_valid(row) {
+                                *keep = self.seen.insert(&keys.key("add", row, origin)?);
+                            }
+                        }
                     }
                 }
                 let parsed = stats.get(i).and_then(Option::as_ref);
@@ -338,7 +352,8 @@ mod tests {
             let batches =
                 decode_json_actions(text.as_bytes(), &commit_schema(), "x", Some(v as u64))
                     .unwrap();
-            r.apply_delta(&batches, &[], &origin(v as u64)).unwrap();
+            r.apply_delta(&batches, &[], &[], &origin(v as u64))
+                .unwrap();
         }
         r
     }
@@ -456,7 +471,7 @@ mod tests {
         let mut r = Reconciler::default();
         let newer =
             decode_json_actions(REMOVE_A.as_bytes(), &commit_schema(), "x", Some(2)).unwrap();
-        r.apply_delta(&newer, &[], &origin(2)).unwrap();
+        r.apply_delta(&newer, &[], &[], &origin(2)).unwrap();
         let cp = decode_json_actions(
             format!("{ADD_A}\n{ADD_B}").as_bytes(),
             &commit_schema(),
@@ -474,7 +489,7 @@ mod tests {
         let batches =
             decode_json_actions(br#"{"add":{"size":1}}"#, &commit_schema(), "x", Some(0)).unwrap();
         let err = Reconciler::default()
-            .apply_delta(&batches, &[], &origin(0))
+            .apply_delta(&batches, &[], &[], &origin(0))
             .unwrap_err();
         assert!(
             matches!(

@@ -124,7 +124,12 @@ impl Snapshot {
                     {
                         in_commit_timestamp = commit_info_ict(&batches.batches);
                     }
-                    reconciler.apply_delta(&batches.batches, &batches.stats, &origin)?;
+                    reconciler.apply_delta(
+                        &batches.batches,
+                        &batches.stats,
+                        &batches.add_keys,
+                        &origin,
+                    )?;
                 }
             }
 

@@ -142,6 +142,18 @@ impl StatsSchema {
         parser.finish()
     }
 
+    /// Parses `rows` statistics documents (empty text: no statistics) into a struct array with
+    /// physical names.
+    pub fn parse_texts<'t>(
+        &self,
+        rows: usize,
+        texts: impl Iterator<Item = &'t str>,
+    ) -> DeltaResult<StructArray> {
+        let mut parser = StatsParser::new(self.physical.fields(), rows);
+        texts.for_each(|t| parser.push(t));
+        parser.finish()
+    }
+
     /// Renames parsed statistics (physical names) to logical names and types.
     pub fn to_logical(&self, parsed: &StructArray) -> ArrayRef {
         let array: ArrayRef = Arc::new(parsed.clone());
@@ -195,14 +207,19 @@ struct StructNode {
     fields: Fields,
     children: Vec<Child>,
     validity: BooleanBufferBuilder,
+    /// The field after the one found last: documents list their keys in one order, so this
+    /// is almost always the next key.
+    next: usize,
 }
 
 impl StructNode {
-    fn child(&self, name: &str) -> Option<Child> {
-        self.fields
-            .iter()
-            .position(|f| f.name() == name)
-            .map(|i| self.children[i])
+    fn child(&mut self, name: &str) -> Option<Child> {
+        let index = match self.fields.get(self.next) {
+            Some(f) if f.name() == name => self.next,
+            _ => self.fields.iter().position(|f| f.name() == name)?,
+        };
+        self.next = index + 1;
+        Some(self.children[index])
     }
 }
 
@@ -260,6 +277,9 @@ fn date_days(text: &str) -> Option<i32> {
 /// time is read as UTC (as stored for `timestamp_ntz`, and as written by writers that omit the
 /// `Z`).
 fn timestamp_micros(text: &str) -> Option<i64> {
+    if let Some(micros) = iso_timestamp_fast(text.as_bytes()) {
+        return Some(micros);
+    }
     let text = text.trim();
     if let Ok(dt) = chrono::DateTime::parse_from_rfc3339(text) {
         return Some(dt.timestamp_micros());
@@ -273,6 +293,68 @@ fn timestamp_micros(text: &str) -> Option<i64> {
         return Some(dt.timestamp_micros());
     }
     None
+}
+
+/// The common shape `YYYY-MM-DDTHH:MM:SS[.fraction](Z|±HH:MM)` (what Delta writers emit),
+/// parsed without a general date parser; `None` for anything else (the caller then tries the
+/// general formats). Agrees with [`chrono::DateTime::parse_from_rfc3339`] on what it accepts.
+fn iso_timestamp_fast(b: &[u8]) -> Option<i64> {
+    use chrono::Datelike;
+    fn digits(b: &[u8]) -> Option<i64> {
+        b.iter().try_fold(0i64, |acc, &c| {
+            c.is_ascii_digit().then(|| acc * 10 + i64::from(c - b'0'))
+        })
+    }
+    if b.len() < 20 || b[4] != b'-' || b[7] != b'-' || b[10] != b'T' || b[13] != b':' {
+        return None;
+    }
+    if b[16] != b':' {
+        return None;
+    }
+    let (year, month, day) = (digits(&b[0..4])?, digits(&b[5..7])?, digits(&b[8..10])?);
+    let (hour, minute, second) = (
+        digits(&b[11..13])?,
+        digits(&b[14..16])?,
+        digits(&b[17..19])?,
+    );
+    // Leap seconds and out-of-range fields go to the general parser.
+    if !(1..=12).contains(&month) || day < 1 || hour > 23 || minute > 59 || second > 59 {
+        return None;
+    }
+    let mut pos = 19;
+    let mut micros = 0i64;
+    if b[pos] == b'.' {
+        let start = pos + 1;
+        let end = start + b[start..].iter().take_while(|c| c.is_ascii_digit()).count();
+        if end == start || end - start > 9 {
+            return None;
+        }
+        let frac = digits(&b[start..end])?;
+        // Scale to nanoseconds, then truncate to microseconds.
+        micros = frac * 10i64.pow(9 - (end - start) as u32) / 1000;
+        pos = end;
+    }
+    let offset_seconds = match &b[pos..] {
+        [b'Z'] => 0,
+        [sign @ (b'+' | b'-'), h1, h2, b':', m1, m2] => {
+            let h = digits(&[*h1, *h2])?;
+            let m = digits(&[*m1, *m2])?;
+            if h > 23 || m > 59 {
+                return None;
+            }
+            let s = h * 3600 + m * 60;
+            if *sign == b'-' {
+                -s
+            } else {
+                s
+            }
+        }
+        _ => return None,
+    };
+    let date = chrono::NaiveDate::from_ymd_opt(year as i32, month as u32, day as u32)?;
+    let days = i64::from(date.num_days_from_ce()) - 719_163; // 1970-01-01 is day 719163
+    let seconds = days * 86_400 + hour * 3600 + minute * 60 + second - offset_seconds;
+    Some(seconds * 1_000_000 + micros)
 }
 
 impl Leaf {
@@ -421,6 +503,7 @@ impl<'a> StatsParser<'a> {
             fields: fields.clone(),
             children: Vec::new(),
             validity: BooleanBufferBuilder::new(capacity),
+            next: 0,
         });
         let children = fields
             .iter()
@@ -542,6 +625,63 @@ mod tests {
     use super::*;
     use arrow::array::StringArray;
     use arrow::datatypes::{Int64Type, TimeUnit};
+    use proptest::prelude::*;
+
+    fn chrono_micros(text: &str) -> Option<i64> {
+        chrono::DateTime::parse_from_rfc3339(text)
+            .ok()
+            .map(|d| d.timestamp_micros())
+    }
+
+    #[test]
+    fn fast_timestamps_agree_with_chrono() {
+        for text in [
+            "2024-02-02T12:30:53.779Z",
+            "1970-01-01T00:00:00Z",
+            "1969-12-31T23:59:59.999999Z",
+            "1900-03-01T01:02:03.1+05:30",
+            "2000-02-29T00:00:00.123456789-08:00",
+            "9999-12-31T23:59:59.999999Z",
+            "0001-01-01T00:00:00Z",
+        ] {
+            assert_eq!(
+                iso_timestamp_fast(text.as_bytes()),
+                chrono_micros(text),
+                "{text}"
+            );
+        }
+        // Not the fast shape: left to the general parser.
+        for text in [
+            "2024-02-30T00:00:00Z",
+            "2024-02-02 12:30:53Z",
+            "2024-02-02T12:30:53",
+            "2024-02-02T12:30:60Z",
+            "2024-02-02T12:30:53.Z",
+            "2024-02-02T12:30:53.1234567891Z",
+            "2024-02-02T12:30:53+0100",
+        ] {
+            assert_eq!(iso_timestamp_fast(text.as_bytes()), None, "{text}");
+        }
+        assert_eq!(
+            timestamp_micros("2024-02-02 12:30:53"),
+            Some(1_706_877_053_000_000)
+        );
+    }
+
+    proptest! {
+        #[test]
+        fn fast_timestamps_never_disagree(
+            y in 0i32..10000, mo in 0u32..14, d in 0u32..33, h in 0u32..25, mi in 0u32..61,
+            sec in 0u32..61, frac in proptest::option::of("[0-9]{1,10}"),
+            zone in prop_oneof![Just("Z".to_string()), "[+-][0-2][0-9]:[0-6][0-9]"],
+        ) {
+            let frac = frac.map(|f| format!(".{f}")).unwrap_or_default();
+            let text = format!("{y:04}-{mo:02}-{d:02}T{h:02}:{mi:02}:{sec:02}{frac}{zone}");
+            if let Some(fast) = iso_timestamp_fast(text.as_bytes()) {
+                prop_assert_eq!(Some(fast), chrono_micros(&text), "{}", text);
+            }
+        }
+    }
 
     fn schemas() -> (Schema, Schema) {
         let logical = Schema::new(vec![
