@@ -7,14 +7,13 @@
 
 use std::sync::Arc;
 
-use arrow::array::{
-    new_null_array, Array, ArrayRef, AsArray, RecordBatch, StringArray, StructArray,
-};
+use arrow::array::{Array, ArrayRef, AsArray, RecordBatch, StringArray, StructArray};
 use arrow::compute::cast;
 use arrow::datatypes::{DataType, Field, Fields, Schema, SchemaRef, TimeUnit};
 
 use crate::error::{DeltaError, DeltaResult};
 use crate::files::FileBatch;
+use crate::nulls::shared_null_array;
 use crate::paths::decode_uri_path;
 use crate::snapshot::Snapshot;
 
@@ -132,7 +131,7 @@ fn flatten(files: &FileBatch, snapshot: &Snapshot, schema: &SchemaRef) -> DeltaR
         Ok(match c {
             Some(c) if c.data_type() == dt => c,
             Some(c) => cast(&c, dt)?,
-            None => new_null_array(dt, len),
+            None => shared_null_array(dt, len),
         })
     };
     let stats = snapshot.stats_schema().to_logical(&files.stats);
@@ -148,7 +147,7 @@ fn flatten(files: &FileBatch, snapshot: &Snapshot, schema: &SchemaRef) -> DeltaR
                 len,
             )?) as ArrayRef
         }
-        _ => new_null_array(&dv_type, len),
+        _ => shared_null_array(&dv_type, len),
     };
     let columns: Vec<ArrayRef> = vec![
         decoded_paths(add, "add.path")?,

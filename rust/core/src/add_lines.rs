@@ -27,6 +27,7 @@ use crate::actions::{add_fields, deletion_vector_fields, string_map};
 use crate::error::DeltaResult;
 use crate::file_keys::HashedKeys;
 use crate::json_scan::{Scalar, ScanError, ScanResult, Scanner};
+use crate::nulls::compact_struct_children;
 use crate::paths::{dv_unique_id, file_key};
 use crate::stats::StatsSchema;
 
@@ -458,7 +459,8 @@ pub fn split_commit(bytes: &[u8], stats: Option<&StatsSchema>) -> DeltaResult<Sp
     };
     let lines = memchr::memchr_iter(b'\n', bytes).count() + 1;
     let mut columns = AddColumns::with_capacity(lines);
-    let mut stats_text = String::new();
+    // The unescaped statistics are shorter than the file: one allocation, never regrown.
+    let mut stats_text = String::with_capacity(bytes.len());
     let mut rest = Vec::new();
     let mut start = 0;
     while start < text.len() {
@@ -512,9 +514,10 @@ pub fn split_commit(bytes: &[u8], stats: Option<&StatsSchema>) -> DeltaResult<Sp
         }
         None => (columns.finish(Some(&stats_text))?, None),
     };
+    // Columns null in every row give their buffers back at once (see `crate::nulls`).
     Ok(SplitCommit {
-        adds: Some(adds),
-        stats: parsed,
+        adds: Some(compact_struct_children(&adds)),
+        stats: parsed.as_ref().map(compact_struct_children),
         keys,
         rest,
     })

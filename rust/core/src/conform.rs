@@ -7,12 +7,12 @@
 
 use std::sync::Arc;
 
-use arrow::array::{
-    new_null_array, Array, ArrayRef, AsArray, ListArray, MapArray, RecordBatch, StructArray,
-};
+use arrow::array::{Array, ArrayRef, AsArray, ListArray, MapArray, RecordBatch, StructArray};
 use arrow::compute::cast;
 use arrow::datatypes::{DataType, FieldRef, Fields, SchemaRef};
 use arrow::error::ArrowError;
+
+use crate::nulls::shared_null_array;
 
 /// Converts `array` to `target`: struct children matched by name (missing ones null, extra ones
 /// dropped), lists and maps converted element-wise, everything else through Arrow's `cast`.
@@ -74,7 +74,7 @@ pub fn conform_struct(source: &StructArray, fields: &Fields) -> Result<StructArr
         .iter()
         .map(|f| match source.column_by_name(f.name()) {
             Some(col) => conform(col, f.data_type()),
-            None => Ok(new_null_array(f.data_type(), len)),
+            None => Ok(shared_null_array(f.data_type(), len)),
         })
         .collect::<Result<Vec<_>, _>>()?;
     // Children of a struct are nullable in the canonical schema, so nulls inherited from a
@@ -89,7 +89,7 @@ pub fn conform_batch(batch: &RecordBatch, schema: &SchemaRef) -> Result<RecordBa
         .iter()
         .map(|f| match batch.column_by_name(f.name()) {
             Some(col) => conform(col, f.data_type()),
-            None => Ok(new_null_array(f.data_type(), batch.num_rows())),
+            None => Ok(shared_null_array(f.data_type(), batch.num_rows())),
         })
         .collect::<Result<Vec<_>, _>>()?;
     RecordBatch::try_new_with_options(

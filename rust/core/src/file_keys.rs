@@ -21,7 +21,9 @@ fn process_hasher() -> RandomState {
 #[derive(Debug, Clone)]
 pub struct FileKeys {
     arena: Vec<u8>,
-    table: HashTable<(usize, usize)>,
+    /// `(hash, offset, length)` of each key: with the hash kept, growing the table never
+    /// rereads the arena.
+    table: HashTable<(u64, usize, usize)>,
     hasher: RandomState,
 }
 
@@ -76,7 +78,9 @@ impl FileKeys {
     pub fn contains(&self, key: &str) -> bool {
         let hash = self.hasher.hash_one(key.as_bytes());
         self.table
-            .find(hash, |&(o, l)| &self.arena[o..o + l] == key.as_bytes())
+            .find(hash, |&(h, o, l)| {
+                h == hash && &self.arena[o..o + l] == key.as_bytes()
+            })
             .is_some()
     }
 
@@ -88,20 +92,20 @@ impl FileKeys {
 
     /// Adds a key hashed by [`HashedKeys`]; returns whether it was new.
     pub fn insert_hashed(&mut self, hash: u64, bytes: &[u8]) -> bool {
-        if self
-            .table
-            .find(hash, |&(o, l)| &self.arena[o..o + l] == bytes)
-            .is_some()
-        {
-            return false;
+        let arena = &self.arena;
+        let entry = self.table.entry(
+            hash,
+            |&(h, o, l)| h == hash && &arena[o..o + l] == bytes,
+            |&(h, _, _)| h,
+        );
+        match entry {
+            hashbrown::hash_table::Entry::Occupied(_) => false,
+            hashbrown::hash_table::Entry::Vacant(slot) => {
+                slot.insert((hash, arena.len(), bytes.len()));
+                self.arena.extend_from_slice(bytes);
+                true
+            }
         }
-        let offset = self.arena.len();
-        self.arena.extend_from_slice(bytes);
-        let (arena, hasher, table) = (&self.arena, &self.hasher, &mut self.table);
-        table.insert_unique(hash, (offset, bytes.len()), |&(o, l)| {
-            hasher.hash_one(&arena[o..o + l])
-        });
-        true
     }
 
     /// Number of keys.

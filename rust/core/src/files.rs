@@ -9,6 +9,7 @@ use arrow::compute::filter;
 use arrow::datatypes::Fields;
 
 use crate::error::DeltaResult;
+use crate::nulls::compact_struct_children;
 use crate::replay::Selected;
 use crate::stats::StatsSchema;
 
@@ -37,9 +38,11 @@ impl FileBatch {
             None => stats.parse(adds.array.column_by_name("stats"), adds.mask.as_ref())?,
         };
         let rest = keep(&without_field(&adds.array, "stats"))?;
+        // Columns null in every row (deletion vectors, row tracking, statistics of partition
+        // columns, ...) give their buffers back.
         Ok(FileBatch {
-            adds: rest,
-            stats: parsed,
+            adds: compact_struct_children(&rest),
+            stats: compact_struct_children(&parsed),
         })
     }
 

@@ -116,18 +116,9 @@ impl<'a> Scanner<'a> {
         self.expect(b'"')?;
         let start = self.pos;
         let mut escaped = false;
-        // Keys and most values are short: a plain loop beats setting up a vector search.
-        let short_end = self.text.len().min(self.pos + 24);
-        while self.pos < short_end {
-            match self.text[self.pos] {
-                b'"' => return self.finish_string(start, false),
-                b'\\' => break,
-                _ => self.pos += 1,
-            }
-        }
         loop {
             let rest = self.text.get(self.pos..).unwrap_or_default();
-            match memchr::memchr2(b'"', b'\\', rest) {
+            match find_quote_or_backslash(rest) {
                 None => return Err(ScanError("unterminated string")),
                 Some(i) if rest[i] == b'"' => {
                     self.pos += i;
@@ -162,7 +153,7 @@ impl<'a> Scanner<'a> {
         self.expect(b'"')?;
         loop {
             let rest = self.text.get(self.pos..).unwrap_or_default();
-            let i = memchr::memchr2(b'"', b'\\', rest).ok_or(ScanError("unterminated string"))?;
+            let i = find_quote_or_backslash(rest).ok_or(ScanError("unterminated string"))?;
             // Up to a quote or backslash (ASCII), so a character boundary of the valid UTF-8.
             out.push_str(
                 self.src
@@ -280,6 +271,38 @@ impl<'a> Scanner<'a> {
     }
 }
 
+/// The index of the first `"` or `\\` in `b`. Strings in the log are mostly short (keys,
+/// numbers in statistics, runs between escapes), where eight bytes at a time in a register beat
+/// setting up a vector search; long ones go to `memchr`.
+#[inline]
+fn find_quote_or_backslash(b: &[u8]) -> Option<usize> {
+    const ONES: u64 = 0x0101_0101_0101_0101;
+    const HIGH: u64 = 0x8080_8080_8080_8080;
+    const QUOTES: u64 = ONES * b'"' as u64;
+    const BACKSLASHES: u64 = ONES * b'\\' as u64;
+    // The lowest byte flagged by `(x - ONES) & !x & HIGH` is exactly the first zero byte of x.
+    let zero_bytes = |x: u64| x.wrapping_sub(ONES) & !x & HIGH;
+    let head = b.len().min(64);
+    let mut chunks = b[..head].chunks_exact(8);
+    let mut offset = 0;
+    for c in chunks.by_ref() {
+        let w = u64::from_le_bytes([c[0], c[1], c[2], c[3], c[4], c[5], c[6], c[7]]);
+        let found = zero_bytes(w ^ QUOTES) | zero_bytes(w ^ BACKSLASHES);
+        if found != 0 {
+            return Some(offset + (found.trailing_zeros() / 8) as usize);
+        }
+        offset += 8;
+    }
+    if let Some(i) = chunks
+        .remainder()
+        .iter()
+        .position(|&c| c == b'"' || c == b'\\')
+    {
+        return Some(offset + i);
+    }
+    memchr::memchr2(b'"', b'\\', &b[head..]).map(|i| head + i)
+}
+
 fn hex4(chars: &mut std::str::Chars<'_>) -> ScanResult<u32> {
     let mut v = 0u32;
     for _ in 0..4 {
@@ -384,6 +407,16 @@ mod tests {
     }
 
     proptest! {
+        #[test]
+        fn quote_search_agrees_with_memchr(
+            text in proptest::collection::vec(prop_oneof![Just(b'"'), Just(b'\\'), Just(b'a'), any::<u8>()], 0..100),
+        ) {
+            prop_assert_eq!(
+                find_quote_or_backslash(&text),
+                memchr::memchr2(b'"', b'\\', &text)
+            );
+        }
+
         #[test]
         fn strings_round_trip_through_serde(text in ".{0,40}") {
             let json = serde_json::to_string(&text).unwrap();

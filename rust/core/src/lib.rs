@@ -24,6 +24,7 @@ pub mod last_checkpoint;
 pub mod log_path;
 pub mod log_reader;
 pub mod model;
+pub mod nulls;
 pub mod parquet_io;
 pub mod paths;
 pub mod replay;

@@ -15,9 +15,9 @@
 use std::sync::Arc;
 
 use arrow::array::{
-    new_null_array, Array, ArrayBuilder, ArrayRef, AsArray, BooleanArray, BooleanBufferBuilder,
-    BooleanBuilder, Date32Builder, Decimal128Builder, Float32Builder, Float64Builder, Int16Builder,
-    Int32Builder, Int64Builder, Int8Builder, NullBuilder, StringBuilder, StructArray,
+    Array, ArrayBuilder, ArrayRef, AsArray, BooleanArray, BooleanBufferBuilder, BooleanBuilder,
+    Date32Builder, Decimal128Builder, Float32Builder, Float64Builder, Int16Builder, Int32Builder,
+    Int64Builder, Int8Builder, NullBuilder, StringBuilder, StructArray,
     TimestampMicrosecondBuilder,
 };
 use arrow::buffer::NullBuffer;
@@ -26,6 +26,7 @@ use arrow::datatypes::{DataType, Decimal128Type, Field, Fields, Schema, SchemaRe
 
 use crate::error::{DeltaError, DeltaResult};
 use crate::json_scan::{Scalar, ScanResult, Scanner};
+use crate::nulls::shared_null_array;
 
 /// The statistics types derived from a table schema.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -162,7 +163,7 @@ impl StatsSchema {
 
     /// All-null statistics of `len` rows, physical names.
     pub fn nulls(&self, len: usize) -> StructArray {
-        new_null_array(&DataType::Struct(self.physical.fields().clone()), len)
+        shared_null_array(&DataType::Struct(self.physical.fields().clone()), len)
             .as_struct()
             .clone()
     }
