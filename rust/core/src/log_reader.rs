@@ -7,11 +7,13 @@
 
 use std::sync::Arc;
 
-use arrow::array::{Array, ArrayRef, AsArray, RecordBatch, StructArray};
+use arrow::array::{Array, ArrayRef, AsArray, BooleanArray, RecordBatch, StructArray};
 use arrow::datatypes::{DataType, Schema, SchemaRef};
 use futures::stream::{self, StreamExt, TryStreamExt};
 use object_store::path::Path;
-use parquet::arrow::arrow_reader::{ArrowReaderMetadata, ArrowReaderOptions};
+use parquet::arrow::arrow_reader::{
+    ArrowReaderMetadata, ArrowReaderOptions, ParquetRecordBatchReaderBuilder,
+};
 use parquet::arrow::{ParquetRecordBatchStreamBuilder, ProjectionMask};
 use parquet::schema::types::SchemaDescriptor;
 
@@ -22,6 +24,8 @@ use crate::error::{DeltaError, DeltaResult};
 use crate::file_keys::HashedKeys;
 use crate::files::without_field;
 use crate::log_path::CheckpointFormat;
+#[cfg(unix)]
+use crate::parquet_io::LocalChunkReader;
 use crate::parquet_io::StoreFileReader;
 use crate::segment::{CheckpointFiles, Delta, LogFile};
 use crate::stats::StatsSchema;
@@ -287,10 +291,12 @@ pub async fn open_checkpoint(
                     Some(checkpoint.version),
                 )
                 .await?;
-                header.extend(
-                    file.read_with(&actions::checkpoint_header_schema(), Ok)
-                        .await?,
-                );
+                // Only the few rows that hold one of these actions are kept: the columns are
+                // null in every file-action row.
+                let batches = file
+                    .read_with(&actions::checkpoint_header_schema(), rows_with_actions)
+                    .await?;
+                header.extend(batches.into_iter().flatten());
                 parts.push(Part::Parquet(file));
             }
         }
@@ -346,6 +352,26 @@ impl OpenCheckpoint {
             }
         }
         Ok(out)
+    }
+}
+
+/// The rows of `batch` in which some action column is non-null (`None` when there are none).
+fn rows_with_actions(batch: RecordBatch) -> DeltaResult<Option<RecordBatch>> {
+    let mut any: Option<BooleanArray> = None;
+    for column in batch.columns() {
+        if column.null_count() == column.len() {
+            continue;
+        }
+        let valid = arrow::compute::is_not_null(column)?;
+        any = Some(match any {
+            Some(a) => arrow::compute::or(&a, &valid)?,
+            None => valid,
+        });
+    }
+    match any {
+        None => Ok(None),
+        Some(mask) if mask.true_count() == batch.num_rows() => Ok(Some(batch)),
+        Some(mask) => Ok(Some(arrow::compute::filter_record_batch(&batch, &mask)?)),
     }
 }
 
@@ -431,6 +457,9 @@ fn projection(parquet: &SchemaDescriptor, wanted: &SchemaRef) -> ProjectionMask 
 #[derive(Debug, Clone)]
 pub struct ParquetLogFile {
     reader: StoreFileReader,
+    /// The file itself when it is local: decoded page by page ([`LocalChunkReader`]).
+    #[cfg(unix)]
+    local: Option<LocalChunkReader>,
     metadata: ArrowReaderMetadata,
     name: String,
     version: Option<u64>,
@@ -477,8 +506,15 @@ impl ParquetLogFile {
                 }
                 other => corrupt(&other),
             })?;
+        #[cfg(unix)]
+        let local = match storage.local_path(location) {
+            Some(path) => Some(LocalChunkReader::open(&path).map_err(|e| corrupt(&e))?),
+            None => None,
+        };
         Ok(ParquetLogFile {
             reader,
+            #[cfg(unix)]
+            local,
             metadata,
             name: name.to_string(),
             version,
@@ -507,6 +543,10 @@ impl ParquetLogFile {
             .chunks(per_task)
             .map(<[usize]>::to_vec)
             .collect();
+        #[cfg(unix)]
+        if let Some(local) = &self.local {
+            return self.read_local(local, schema, &mask, runs, f).await;
+        }
         let handles: Vec<_> = runs
             .into_iter()
             .map(|groups| {
@@ -554,6 +594,69 @@ impl ParquetLogFile {
     }
 }
 
+#[cfg(unix)]
+impl ParquetLogFile {
+    /// [`ParquetLogFile::read_with`] for a local file: each run of row groups is decoded by the
+    /// synchronous reader on a blocking thread, reading pages as it needs them.
+    async fn read_local<T, F>(
+        &self,
+        local: &LocalChunkReader,
+        schema: &SchemaRef,
+        mask: &ProjectionMask,
+        runs: Vec<Vec<usize>>,
+        f: F,
+    ) -> DeltaResult<Vec<T>>
+    where
+        T: Send + 'static,
+        F: Fn(RecordBatch) -> DeltaResult<T> + Clone + Send + Sync + 'static,
+    {
+        let handles: Vec<_> = runs
+            .into_iter()
+            .map(|groups| {
+                let reader = ParquetRecordBatchReaderBuilder::new_with_metadata(
+                    local.clone(),
+                    self.metadata.clone(),
+                )
+                .with_projection(mask.clone())
+                .with_row_groups(groups)
+                .with_batch_size(PARQUET_BATCH_ROWS);
+                let schema = schema.clone();
+                let name = self.name.clone();
+                let version = self.version;
+                let f = f.clone();
+                tokio::task::spawn_blocking(move || {
+                    let unreadable = |e: &dyn std::fmt::Display| {
+                        DeltaError::corrupt(&name, version, format!("unreadable parquet: {e}"))
+                    };
+                    let mut out = Vec::new();
+                    for raw in reader.build().map_err(|e| unreadable(&e))? {
+                        let raw = raw.map_err(|e| unreadable(&e))?;
+                        let batch = conform_batch(&raw, &schema).map_err(|e| {
+                            DeltaError::corrupt(
+                                &name,
+                                version,
+                                format!("action columns have unexpected types: {e}"),
+                            )
+                        })?;
+                        drop(raw);
+                        out.push(f(batch)?);
+                    }
+                    Ok::<_, DeltaError>(out)
+                })
+            })
+            .collect();
+        let mut out = Vec::new();
+        for handle in handles {
+            out.extend(
+                handle
+                    .await
+                    .map_err(|e| DeltaError::Internal(format!("parquet task failed: {e}")))??,
+            );
+        }
+        Ok(out)
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -570,6 +673,25 @@ mod tests {
             b"{\"protocol\":{\"metaData\":1}}\n{\"metaData\":{}}\n".to_vec()
         );
         assert!(lines_mentioning(b"{\"add\":{}}", &[b"\"protocol\""]).is_empty());
+    }
+
+    #[test]
+    fn header_rows_are_the_rows_with_an_action() {
+        let schema = actions::checkpoint_header_schema();
+        let text = br#"{"protocol":{"minReaderVersion":1,"minWriterVersion":2}}
+{}
+{"txn":{"appId":"a","version":3}}
+{}
+"#;
+        let batch = actions::decode_json_actions(text, &schema, "x", Some(0))
+            .unwrap()
+            .remove(0);
+        let kept = rows_with_actions(batch).unwrap().unwrap();
+        assert_eq!(kept.num_rows(), 2);
+        let empty = actions::decode_json_actions(b"{}\n{}\n", &schema, "x", Some(0))
+            .unwrap()
+            .remove(0);
+        assert!(rows_with_actions(empty).unwrap().is_none());
     }
 
     #[test]

@@ -71,3 +71,85 @@ impl AsyncFileReader for StoreFileReader {
         .boxed()
     }
 }
+
+/// A local parquet file read with positioned reads (`pread`), page by page.
+///
+/// The async reader fetches each projected column chunk of a row group whole before decoding
+/// it: tens of megabytes per row group of a large checkpoint, in fresh buffers. Decoding a local
+/// file through this reader instead reads each page as it is needed, into buffers that are
+/// reused, so only the decoded columns occupy memory. Positioned reads share no file cursor,
+/// so any number of readers can use one handle.
+#[cfg(unix)]
+#[derive(Debug, Clone)]
+pub struct LocalChunkReader {
+    file: Arc<std::fs::File>,
+    len: u64,
+}
+
+#[cfg(unix)]
+impl LocalChunkReader {
+    /// Opens `path`.
+    pub fn open(path: &std::path::Path) -> std::io::Result<Self> {
+        let file = std::fs::File::open(path)?;
+        let len = file.metadata()?.len();
+        Ok(LocalChunkReader {
+            file: Arc::new(file),
+            len,
+        })
+    }
+}
+
+/// A [`std::io::Read`] at a position of a [`LocalChunkReader`]'s file.
+#[cfg(unix)]
+#[derive(Debug)]
+pub struct PositionedRead {
+    file: Arc<std::fs::File>,
+    pos: u64,
+}
+
+#[cfg(unix)]
+impl std::io::Read for PositionedRead {
+    fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+        use std::os::unix::fs::FileExt;
+        let n = self.file.read_at(buf, self.pos)?;
+        self.pos += n as u64;
+        Ok(n)
+    }
+}
+
+#[cfg(unix)]
+impl parquet::file::reader::Length for LocalChunkReader {
+    fn len(&self) -> u64 {
+        self.len
+    }
+}
+
+#[cfg(unix)]
+impl parquet::file::reader::ChunkReader for LocalChunkReader {
+    type T = std::io::BufReader<PositionedRead>;
+
+    fn get_read(&self, start: u64) -> Result<Self::T> {
+        Ok(std::io::BufReader::new(PositionedRead {
+            file: self.file.clone(),
+            pos: start,
+        }))
+    }
+
+    fn get_bytes(&self, start: u64, length: usize) -> Result<Bytes> {
+        use std::io::Read;
+        let mut buffer = Vec::with_capacity(length);
+        let read = PositionedRead {
+            file: self.file.clone(),
+            pos: start,
+        }
+        .take(length as u64)
+        .read_to_end(&mut buffer)
+        .map_err(|e| ParquetError::External(Box::new(e)))?;
+        if read != length {
+            return Err(ParquetError::EOF(format!(
+                "expected {length} bytes at offset {start}, the file has {read}"
+            )));
+        }
+        Ok(buffer.into())
+    }
+}

@@ -20,6 +20,8 @@ use crate::error::{DeltaError, DeltaResult};
 #[derive(Debug, Clone)]
 pub struct Storage {
     store: Arc<dyn ObjectStore>,
+    /// The same store when it is the local file system.
+    local: Option<Arc<LocalFileSystem>>,
     root: Path,
     url: Url,
 }
@@ -60,6 +62,7 @@ impl Storage {
             let p = format!("{}/", url.path());
             url.set_path(&p);
         }
+        let mut local = None;
         let (store, root): (Arc<dyn ObjectStore>, Path) = if url.scheme() == "file" {
             let fs_path = url
                 .to_file_path()
@@ -70,12 +73,19 @@ impl Storage {
                     fs_path.display()
                 ))
             })?;
-            (Arc::new(LocalFileSystem::new()), root)
+            let fs = Arc::new(LocalFileSystem::new());
+            local = Some(fs.clone());
+            (fs, root)
         } else {
             let (store, root) = object_store::parse_url_opts(&url, options.iter())?;
             (Arc::from(store), root)
         };
-        Ok(Storage { store, root, url })
+        Ok(Storage {
+            store,
+            local,
+            root,
+            url,
+        })
     }
 
     /// The table root as a URL ending in `/`.
@@ -133,6 +143,11 @@ impl Storage {
     /// Reads a whole object.
     pub async fn get(&self, path: &Path) -> Result<Bytes, object_store::Error> {
         self.store.get(path).await?.bytes().await
+    }
+
+    /// The file-system path of `location` when the store is the local file system.
+    pub fn local_path(&self, location: &Path) -> Option<std::path::PathBuf> {
+        self.local.as_ref()?.path_to_filesystem(location).ok()
     }
 
     /// Metadata of one object.
