@@ -15,17 +15,18 @@
 use std::sync::Arc;
 
 use arrow::array::{
-    Array, ArrayBuilder, ArrayRef, AsArray, BooleanArray, BooleanBufferBuilder, BooleanBuilder,
-    Date32Builder, Decimal128Builder, Float32Builder, Float64Builder, Int16Builder, Int32Builder,
-    Int64Builder, Int8Builder, NullBuilder, StringBuilder, StructArray,
-    TimestampMicrosecondBuilder,
+    Array, ArrayRef, ArrowPrimitiveType, AsArray, BooleanArray, PrimitiveArray, StringArray,
+    StructArray,
 };
-use arrow::buffer::NullBuffer;
+use arrow::buffer::{BooleanBuffer, Buffer, NullBuffer, OffsetBuffer, ScalarBuffer};
 use arrow::compute::cast;
-use arrow::datatypes::{DataType, Decimal128Type, Field, Fields, Schema, SchemaRef};
+use arrow::datatypes::{
+    ArrowNativeType, DataType, Date32Type, Decimal128Type, Field, Fields, Float32Type, Float64Type,
+    Int16Type, Int32Type, Int64Type, Int8Type, Schema, SchemaRef, TimestampMicrosecondType,
+};
 
 use crate::error::{DeltaError, DeltaResult};
-use crate::json_scan::{Scalar, ScanResult, Scanner};
+use crate::json_scan::{Scalar, ScanError, ScanResult, Scanner};
 use crate::nulls::shared_null_array;
 
 /// The statistics types derived from a table schema.
@@ -207,7 +208,7 @@ enum Child {
 struct StructNode {
     fields: Fields,
     children: Vec<Child>,
-    validity: BooleanBufferBuilder,
+    validity: Vec<bool>,
     /// The field after the one found last: documents list their keys in one order, so this
     /// is almost always the next key.
     next: usize,
@@ -224,22 +225,72 @@ impl StructNode {
     }
 }
 
-/// A typed leaf builder.
+/// A column of values with validity, built row by row. Unlike Arrow's builders it can be
+/// truncated, so a document that turns out malformed half-way is rolled back.
+#[derive(Debug, Default)]
+struct Column<T> {
+    values: Vec<T>,
+    valid: Vec<bool>,
+}
+
+impl<T: Default> Column<T> {
+    fn with_capacity(capacity: usize) -> Self {
+        Column {
+            values: Vec::with_capacity(capacity),
+            valid: Vec::with_capacity(capacity),
+        }
+    }
+
+    fn push(&mut self, v: Option<T>) {
+        self.valid.push(v.is_some());
+        self.values.push(v.unwrap_or_default());
+    }
+
+    fn truncate(&mut self, len: usize) {
+        self.values.truncate(len);
+        self.valid.truncate(len);
+    }
+
+    fn nulls(valid: Vec<bool>) -> Option<NullBuffer> {
+        let nulls = NullBuffer::from(valid);
+        (nulls.null_count() > 0).then_some(nulls)
+    }
+}
+
+impl<T: ArrowNativeType> Column<T> {
+    fn finish<P: ArrowPrimitiveType<Native = T>>(self, dt: &DataType) -> ArrayRef {
+        let nulls = Self::nulls(self.valid);
+        Arc::new(
+            PrimitiveArray::<P>::new(ScalarBuffer::from(self.values), nulls)
+                .with_data_type(dt.clone()),
+        )
+    }
+}
+
+/// A string column: offsets into one byte buffer.
+#[derive(Debug)]
+struct StrColumn {
+    offsets: Vec<i32>,
+    data: Vec<u8>,
+    valid: Vec<bool>,
+}
+
+/// A typed leaf column.
 #[derive(Debug)]
 enum Leaf {
-    I64(Int64Builder),
-    I32(Int32Builder),
-    I16(Int16Builder),
-    I8(Int8Builder),
-    F64(Float64Builder),
-    F32(Float32Builder),
-    Str(StringBuilder),
-    Date(Date32Builder),
-    Ts(TimestampMicrosecondBuilder, DataType),
-    Dec(Decimal128Builder, DataType),
-    Bool(BooleanBuilder),
+    I64(Column<i64>),
+    I32(Column<i32>),
+    I16(Column<i16>),
+    I8(Column<i8>),
+    F64(Column<f64>),
+    F32(Column<f32>),
+    Str(StrColumn),
+    Date(Column<i32>),
+    Ts(Column<i64>),
+    Dec(Column<i128>, u8, i8),
+    Bool(Column<bool>),
     /// A type statistics are not kept for: always null.
-    Null(NullBuilder),
+    Null(usize),
 }
 
 fn integer(v: &Scalar<'_>) -> Option<i64> {
@@ -361,138 +412,177 @@ fn iso_timestamp_fast(b: &[u8]) -> Option<i64> {
 impl Leaf {
     fn new(dt: &DataType, capacity: usize) -> Self {
         match dt {
-            DataType::Int64 => Leaf::I64(Int64Builder::with_capacity(capacity)),
-            DataType::Int32 => Leaf::I32(Int32Builder::with_capacity(capacity)),
-            DataType::Int16 => Leaf::I16(Int16Builder::with_capacity(capacity)),
-            DataType::Int8 => Leaf::I8(Int8Builder::with_capacity(capacity)),
-            DataType::Float64 => Leaf::F64(Float64Builder::with_capacity(capacity)),
-            DataType::Float32 => Leaf::F32(Float32Builder::with_capacity(capacity)),
-            DataType::Utf8 => Leaf::Str(StringBuilder::with_capacity(capacity, capacity * 8)),
-            DataType::Date32 => Leaf::Date(Date32Builder::with_capacity(capacity)),
-            DataType::Timestamp(_, _) => Leaf::Ts(
-                TimestampMicrosecondBuilder::with_capacity(capacity),
-                dt.clone(),
-            ),
-            DataType::Decimal128(_, _) => {
-                Leaf::Dec(Decimal128Builder::with_capacity(capacity), dt.clone())
+            DataType::Int64 => Leaf::I64(Column::with_capacity(capacity)),
+            DataType::Int32 => Leaf::I32(Column::with_capacity(capacity)),
+            DataType::Int16 => Leaf::I16(Column::with_capacity(capacity)),
+            DataType::Int8 => Leaf::I8(Column::with_capacity(capacity)),
+            DataType::Float64 => Leaf::F64(Column::with_capacity(capacity)),
+            DataType::Float32 => Leaf::F32(Column::with_capacity(capacity)),
+            DataType::Utf8 => {
+                let mut offsets = Vec::with_capacity(capacity + 1);
+                offsets.push(0);
+                Leaf::Str(StrColumn {
+                    offsets,
+                    data: Vec::with_capacity(capacity * 8),
+                    valid: Vec::with_capacity(capacity),
+                })
             }
-            DataType::Boolean => Leaf::Bool(BooleanBuilder::with_capacity(capacity)),
-            _ => Leaf::Null(NullBuilder::new()),
+            DataType::Date32 => Leaf::Date(Column::with_capacity(capacity)),
+            DataType::Timestamp(_, _) => Leaf::Ts(Column::with_capacity(capacity)),
+            DataType::Decimal128(p, s) => Leaf::Dec(Column::with_capacity(capacity), *p, *s),
+            DataType::Boolean => Leaf::Bool(Column::with_capacity(capacity)),
+            _ => Leaf::Null(0),
         }
     }
 
     fn len(&self) -> usize {
         match self {
-            Leaf::I64(b) => b.len(),
-            Leaf::I32(b) => b.len(),
-            Leaf::I16(b) => b.len(),
-            Leaf::I8(b) => b.len(),
-            Leaf::F64(b) => b.len(),
-            Leaf::F32(b) => b.len(),
-            Leaf::Str(b) => b.len(),
-            Leaf::Date(b) => b.len(),
-            Leaf::Ts(b, _) => b.len(),
-            Leaf::Dec(b, _) => b.len(),
-            Leaf::Bool(b) => b.len(),
-            Leaf::Null(b) => b.len(),
+            Leaf::I64(c) | Leaf::Ts(c) => c.valid.len(),
+            Leaf::I32(c) | Leaf::Date(c) => c.valid.len(),
+            Leaf::I16(c) => c.valid.len(),
+            Leaf::I8(c) => c.valid.len(),
+            Leaf::F64(c) => c.valid.len(),
+            Leaf::F32(c) => c.valid.len(),
+            Leaf::Str(c) => c.valid.len(),
+            Leaf::Dec(c, _, _) => c.valid.len(),
+            Leaf::Bool(c) => c.valid.len(),
+            Leaf::Null(n) => *n,
         }
     }
 
-    fn append_null(&mut self) {
+    fn truncate(&mut self, len: usize) {
         match self {
-            Leaf::I64(b) => b.append_null(),
-            Leaf::I32(b) => b.append_null(),
-            Leaf::I16(b) => b.append_null(),
-            Leaf::I8(b) => b.append_null(),
-            Leaf::F64(b) => b.append_null(),
-            Leaf::F32(b) => b.append_null(),
-            Leaf::Str(b) => b.append_null(),
-            Leaf::Date(b) => b.append_null(),
-            Leaf::Ts(b, _) => b.append_null(),
-            Leaf::Dec(b, _) => b.append_null(),
-            Leaf::Bool(b) => b.append_null(),
-            Leaf::Null(b) => b.append_null(),
+            Leaf::I64(c) | Leaf::Ts(c) => c.truncate(len),
+            Leaf::I32(c) | Leaf::Date(c) => c.truncate(len),
+            Leaf::I16(c) => c.truncate(len),
+            Leaf::I8(c) => c.truncate(len),
+            Leaf::F64(c) => c.truncate(len),
+            Leaf::F32(c) => c.truncate(len),
+            Leaf::Str(c) => {
+                c.valid.truncate(len);
+                c.offsets.truncate(len + 1);
+                let end = c.offsets.last().map_or(0, |&o| o as usize);
+                c.data.truncate(end);
+            }
+            Leaf::Dec(c, _, _) => c.truncate(len),
+            Leaf::Bool(c) => c.truncate(len),
+            Leaf::Null(n) => *n = (*n).min(len),
         }
     }
 
-    /// Appends `v` converted to the leaf's type, or null when it does not convert.
-    fn append(&mut self, v: &Scalar<'_>) {
+    /// Appends `v` converted to the leaf's type, or null when it does not convert. Fails only
+    /// when a string column would outgrow its 32-bit offsets.
+    fn append(&mut self, v: Option<&Scalar<'_>>) -> ScanResult<()> {
+        let Some(v) = v else {
+            self.append_null();
+            return Ok(());
+        };
         match self {
-            Leaf::I64(b) => b.append_option(integer(v)),
-            Leaf::I32(b) => b.append_option(integer(v).and_then(|i| i32::try_from(i).ok())),
-            Leaf::I16(b) => b.append_option(integer(v).and_then(|i| i16::try_from(i).ok())),
-            Leaf::I8(b) => b.append_option(integer(v).and_then(|i| i8::try_from(i).ok())),
-            Leaf::F64(b) => b.append_option(float(v)),
-            Leaf::F32(b) => b.append_option(float(v).map(|f| f as f32)),
-            Leaf::Str(b) => match v {
-                Scalar::String(s) => b.append_value(s),
-                _ => b.append_null(),
-            },
-            Leaf::Date(b) => match v {
-                Scalar::String(s) => b.append_option(date_days(s)),
-                _ => b.append_null(),
-            },
-            Leaf::Ts(b, _) => match v {
-                Scalar::String(s) => b.append_option(timestamp_micros(s)),
-                _ => b.append_null(),
-            },
-            Leaf::Dec(b, DataType::Decimal128(p, s)) => {
+            Leaf::I64(c) => c.push(integer(v)),
+            Leaf::I32(c) => c.push(integer(v).and_then(|i| i32::try_from(i).ok())),
+            Leaf::I16(c) => c.push(integer(v).and_then(|i| i16::try_from(i).ok())),
+            Leaf::I8(c) => c.push(integer(v).and_then(|i| i8::try_from(i).ok())),
+            Leaf::F64(c) => c.push(float(v)),
+            Leaf::F32(c) => c.push(float(v).map(|f| f as f32)),
+            Leaf::Str(c) => {
+                if let Scalar::String(s) = v {
+                    c.data.extend_from_slice(s.as_bytes());
+                }
+                let end = i32::try_from(c.data.len()).map_err(|_| ScanError("too much text"))?;
+                c.offsets.push(end);
+                c.valid.push(matches!(v, Scalar::String(_)));
+            }
+            Leaf::Date(c) => c.push(match v {
+                Scalar::String(s) => date_days(s),
+                _ => None,
+            }),
+            Leaf::Ts(c) => c.push(match v {
+                Scalar::String(s) => timestamp_micros(s),
+                _ => None,
+            }),
+            Leaf::Dec(c, p, s) => {
                 let text = match v {
                     Scalar::Number(t) => Some(*t),
                     Scalar::String(t) => Some(t.as_ref()),
                     _ => None,
                 };
-                b.append_option(text.and_then(|t| {
+                c.push(text.and_then(|t| {
                     arrow::compute::kernels::cast_utils::parse_decimal::<Decimal128Type>(t, *p, *s)
                         .ok()
                 }))
             }
-            Leaf::Dec(b, _) => b.append_null(),
-            Leaf::Bool(b) => match v {
-                Scalar::Bool(x) => b.append_value(*x),
-                _ => b.append_null(),
-            },
-            Leaf::Null(b) => b.append_null(),
+            Leaf::Bool(c) => c.push(match v {
+                Scalar::Bool(x) => Some(*x),
+                _ => None,
+            }),
+            Leaf::Null(n) => *n += 1,
+        }
+        Ok(())
+    }
+
+    fn append_null(&mut self) {
+        match self {
+            Leaf::I64(c) | Leaf::Ts(c) => c.push(None),
+            Leaf::I32(c) | Leaf::Date(c) => c.push(None),
+            Leaf::I16(c) => c.push(None),
+            Leaf::I8(c) => c.push(None),
+            Leaf::F64(c) => c.push(None),
+            Leaf::F32(c) => c.push(None),
+            Leaf::Str(c) => {
+                c.offsets.push(c.offsets.last().copied().unwrap_or(0));
+                c.valid.push(false);
+            }
+            Leaf::Dec(c, _, _) => c.push(None),
+            Leaf::Bool(c) => c.push(None),
+            Leaf::Null(n) => *n += 1,
         }
     }
 
-    fn finish(self) -> DeltaResult<ArrayRef> {
+    fn finish(self, dt: &DataType) -> DeltaResult<ArrayRef> {
         Ok(match self {
-            Leaf::I64(mut b) => Arc::new(b.finish()),
-            Leaf::I32(mut b) => Arc::new(b.finish()),
-            Leaf::I16(mut b) => Arc::new(b.finish()),
-            Leaf::I8(mut b) => Arc::new(b.finish()),
-            Leaf::F64(mut b) => Arc::new(b.finish()),
-            Leaf::F32(mut b) => Arc::new(b.finish()),
-            Leaf::Str(mut b) => Arc::new(b.finish()),
-            Leaf::Date(mut b) => Arc::new(b.finish()),
-            Leaf::Ts(mut b, dt) => Arc::new(b.finish().with_data_type(dt)),
-            Leaf::Dec(mut b, dt) => Arc::new(b.finish().with_data_type(dt)),
-            Leaf::Bool(mut b) => Arc::new(b.finish()),
-            Leaf::Null(mut b) => Arc::new(b.finish()),
+            Leaf::I64(c) => c.finish::<Int64Type>(dt),
+            Leaf::I32(c) => c.finish::<Int32Type>(dt),
+            Leaf::I16(c) => c.finish::<Int16Type>(dt),
+            Leaf::I8(c) => c.finish::<Int8Type>(dt),
+            Leaf::F64(c) => c.finish::<Float64Type>(dt),
+            Leaf::F32(c) => c.finish::<Float32Type>(dt),
+            Leaf::Date(c) => c.finish::<Date32Type>(dt),
+            Leaf::Ts(c) => c.finish::<TimestampMicrosecondType>(dt),
+            Leaf::Dec(c, _, _) => c.finish::<Decimal128Type>(dt),
+            Leaf::Str(c) => {
+                let nulls = Column::<u8>::nulls(c.valid);
+                Arc::new(StringArray::try_new(
+                    OffsetBuffer::new(ScalarBuffer::from(c.offsets)),
+                    Buffer::from_vec(c.data),
+                    nulls,
+                )?)
+            }
+            Leaf::Bool(c) => {
+                let nulls = Column::<bool>::nulls(c.valid);
+                Arc::new(BooleanArray::new(BooleanBuffer::from(c.values), nulls))
+            }
+            Leaf::Null(n) => shared_null_array(dt, n),
         })
     }
 }
 
-/// Parses statistics documents row by row into builders. A row is scanned completely before
-/// anything is appended, so a malformed document leaves no partial row behind.
-struct StatsParser<'a> {
+/// Parses statistics documents row by row straight into columns. A document that turns out
+/// malformed is rolled back, so it leaves no partial row behind (its statistics are null).
+struct StatsParser {
     structs: Vec<StructNode>,
     leaves: Vec<Leaf>,
+    /// The type of each leaf, for building the arrays.
+    leaf_types: Vec<DataType>,
     rows: usize,
-    /// Values and struct presences of the row being parsed.
-    pending: Vec<(usize, Scalar<'a>)>,
-    present: Vec<usize>,
 }
 
-impl<'a> StatsParser<'a> {
+impl StatsParser {
     fn new(fields: &Fields, capacity: usize) -> Self {
         let mut parser = StatsParser {
             structs: Vec::new(),
             leaves: Vec::new(),
+            leaf_types: Vec::new(),
             rows: 0,
-            pending: Vec::new(),
-            present: Vec::new(),
         };
         parser.add_struct(fields, capacity);
         parser
@@ -503,7 +593,7 @@ impl<'a> StatsParser<'a> {
         self.structs.push(StructNode {
             fields: fields.clone(),
             children: Vec::new(),
-            validity: BooleanBufferBuilder::new(capacity),
+            validity: Vec::with_capacity(capacity),
             next: 0,
         });
         let children = fields
@@ -512,6 +602,7 @@ impl<'a> StatsParser<'a> {
                 DataType::Struct(inner) => Child::Struct(self.add_struct(inner, capacity)),
                 dt => {
                     self.leaves.push(Leaf::new(dt, capacity));
+                    self.leaf_types.push(dt.clone());
                     Child::Leaf(self.leaves.len() - 1)
                 }
             })
@@ -520,18 +611,24 @@ impl<'a> StatsParser<'a> {
         id
     }
 
-    fn scan_struct(&mut self, scanner: &mut Scanner<'a>, id: usize) -> ScanResult<()> {
+    fn scan_struct(&mut self, scanner: &mut Scanner<'_>, id: usize) -> ScanResult<()> {
         if !scanner.begin_object()? {
             return Ok(());
         }
-        self.present.push(id);
+        let row = self.rows;
+        if self.structs[id].validity.len() == row {
+            self.structs[id].validity.push(true);
+        }
         let mut first = true;
         while let Some(key) = scanner.next_key(first)? {
             first = false;
             match self.structs[id].child(&key) {
                 Some(Child::Leaf(leaf)) => {
-                    if let Some(v) = scanner.scalar()? {
-                        self.pending.push((leaf, v));
+                    let value = scanner.scalar()?;
+                    let column = &mut self.leaves[leaf];
+                    // The first of duplicate keys wins; objects and arrays read as null.
+                    if column.len() == row {
+                        column.append(value.as_ref())?;
                     }
                 }
                 Some(Child::Struct(child)) => self.scan_struct(scanner, child)?,
@@ -542,29 +639,18 @@ impl<'a> StatsParser<'a> {
     }
 
     /// Parses one document (empty text: no statistics).
-    fn push(&mut self, text: &'a str) {
-        self.pending.clear();
-        self.present.clear();
+    fn push(&mut self, text: &str) {
+        let row = self.rows;
         if !text.trim().is_empty() {
             let mut scanner = Scanner::new(text);
             let ok = self.scan_struct(&mut scanner, 0).is_ok() && scanner.at_end();
             if !ok {
-                self.pending.clear();
-                self.present.clear();
-            }
-        }
-        let row = self.rows;
-        for (leaf, v) in self.pending.drain(..) {
-            let builder = &mut self.leaves[leaf];
-            // The first of duplicate keys wins.
-            if builder.len() == row {
-                builder.append(&v);
-            }
-        }
-        for id in self.present.drain(..) {
-            let validity = &mut self.structs[id].validity;
-            if validity.len() == row {
-                validity.append(true);
+                for leaf in &mut self.leaves {
+                    leaf.truncate(row);
+                }
+                for node in &mut self.structs {
+                    node.validity.truncate(row);
+                }
             }
         }
         self.rows += 1;
@@ -575,7 +661,7 @@ impl<'a> StatsParser<'a> {
         }
         for node in &mut self.structs {
             if node.validity.len() < self.rows {
-                node.validity.append(false);
+                node.validity.push(false);
             }
         }
     }
@@ -598,7 +684,7 @@ impl<'a> StatsParser<'a> {
             })
             .collect::<DeltaResult<Vec<_>>>()?;
         let node = &mut self.structs[id];
-        let validity = NullBuffer::new(node.validity.finish());
+        let validity = NullBuffer::from(std::mem::take(&mut node.validity));
         Ok(StructArray::try_new_with_length(
             node.fields.clone(),
             columns,
@@ -608,9 +694,11 @@ impl<'a> StatsParser<'a> {
     }
 
     fn finish(mut self) -> DeltaResult<StructArray> {
+        let types = std::mem::take(&mut self.leaf_types);
         let mut leaves = std::mem::take(&mut self.leaves)
             .into_iter()
-            .map(|l| l.finish().map(Some))
+            .zip(types.iter())
+            .map(|(l, dt)| l.finish(dt).map(Some))
             .collect::<DeltaResult<Vec<_>>>()?;
         let top = self.build_struct(0, &mut leaves)?;
         // The top level is always valid: a file without statistics has null members.
@@ -667,6 +755,44 @@ mod tests {
             timestamp_micros("2024-02-02 12:30:53"),
             Some(1_706_877_053_000_000)
         );
+    }
+
+    #[test]
+    fn malformed_documents_roll_back_and_first_duplicate_wins() {
+        let schema = Schema::new(vec![
+            Field::new("a", DataType::Int64, true),
+            Field::new("s", DataType::Utf8, true),
+        ]);
+        let stats = StatsSchema::new(&schema, &schema);
+        let docs = [
+            r#"{"numRecords":1,"minValues":{"a":5,"s":"x"}}"#,
+            // Valid values before the error must not survive it.
+            r#"{"numRecords":2,"minValues":{"a":6,"s":"yy"},"nullCount":{"a":tru}}"#,
+            r#"{"numRecords":3,"minValues":{"a":7,"a":8,"s":"zzz","s":"w"}}"#,
+            "",
+        ];
+        let parsed = stats.parse_texts(docs.len(), docs.into_iter()).unwrap();
+        let n = parsed.column_by_name("numRecords").unwrap();
+        let n = n.as_primitive::<Int64Type>();
+        assert_eq!(n.iter().collect::<Vec<_>>(), [Some(1), None, Some(3), None]);
+        let min = parsed.column_by_name("minValues").unwrap().as_struct();
+        assert_eq!(
+            min.column(0)
+                .as_primitive::<Int64Type>()
+                .iter()
+                .collect::<Vec<_>>(),
+            [Some(5), None, Some(7), None]
+        );
+        let s = min.column(1).as_string::<i32>();
+        assert_eq!(
+            s.iter().collect::<Vec<_>>(),
+            [Some("x"), None, Some("zzz"), None]
+        );
+        assert_eq!(
+            (0..4).map(|i| min.is_valid(i)).collect::<Vec<_>>(),
+            [true, false, true, false]
+        );
+        parsed.to_data().validate_full().unwrap();
     }
 
     proptest! {
