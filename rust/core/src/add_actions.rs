@@ -93,7 +93,10 @@ fn decoded_paths(add: &StructArray, origin: &str) -> DeltaResult<ArrayRef> {
         .column_by_name("path")
         .ok_or_else(|| DeltaError::Internal("add without path column".into()))?;
     let paths = col.as_string::<i32>();
-    if !paths.iter().flatten().any(|p| p.contains('%')) {
+    // One search over the column's bytes rather than one per path.
+    let offsets = paths.value_offsets();
+    let (first, last) = (offsets[0] as usize, offsets[offsets.len() - 1] as usize);
+    if memchr::memchr(b'%', &paths.value_data()[first..last]).is_none() {
         return Ok(col.clone());
     }
     let decoded = paths

@@ -294,7 +294,7 @@ pub async fn open_checkpoint(
                 // Only the few rows that hold one of these actions are kept: the columns are
                 // null in every file-action row.
                 let batches = file
-                    .read_with(&actions::checkpoint_header_schema(), rows_with_actions)
+                    .read_non_null_with(&actions::checkpoint_header_schema(), rows_with_actions)
                     .await?;
                 header.extend(batches.into_iter().flatten());
                 parts.push(Part::Parquet(file));
@@ -528,21 +528,43 @@ impl ParquetLogFile {
         T: Send + 'static,
         F: Fn(RecordBatch) -> DeltaResult<T> + Clone + Send + Sync + 'static,
     {
+        self.read_row_groups(schema, false, f).await
+    }
+
+    /// [`ParquetLogFile::read_with`], skipping the row groups whose statistics prove every
+    /// wanted column null (the header actions of a checkpoint usually sit in one row group).
+    pub async fn read_non_null_with<T, F>(&self, schema: &SchemaRef, f: F) -> DeltaResult<Vec<T>>
+    where
+        T: Send + 'static,
+        F: Fn(RecordBatch) -> DeltaResult<T> + Clone + Send + Sync + 'static,
+    {
+        self.read_row_groups(schema, true, f).await
+    }
+
+    async fn read_row_groups<T, F>(
+        &self,
+        schema: &SchemaRef,
+        skip_all_null: bool,
+        f: F,
+    ) -> DeltaResult<Vec<T>>
+    where
+        T: Send + 'static,
+        F: Fn(RecordBatch) -> DeltaResult<T> + Clone + Send + Sync + 'static,
+    {
         let mask = projection(
             self.metadata.metadata().file_metadata().schema_descr(),
             schema,
         );
-        let row_groups = self.metadata.metadata().num_row_groups();
+        let kept: Vec<usize> = (0..self.metadata.metadata().num_row_groups())
+            .filter(|&rg| !(skip_all_null && self.all_null(rg, &mask)))
+            .collect();
+        let row_groups = kept.len();
         // Split the row groups into contiguous runs, one per core: more concurrent runs only
         // hold more decoded row groups in memory at once.
         let cores = std::thread::available_parallelism().map_or(2, |n| n.get());
         let tasks = row_groups.clamp(1, cores.max(1));
         let per_task = row_groups.div_ceil(tasks).max(1);
-        let runs: Vec<Vec<usize>> = (0..row_groups)
-            .collect::<Vec<_>>()
-            .chunks(per_task)
-            .map(<[usize]>::to_vec)
-            .collect();
+        let runs: Vec<Vec<usize>> = kept.chunks(per_task).map(<[usize]>::to_vec).collect();
         #[cfg(unix)]
         if let Some(local) = &self.local {
             return self.read_local(local, schema, &mask, runs, f).await;
@@ -591,6 +613,25 @@ impl ParquetLogFile {
             );
         }
         Ok(out)
+    }
+}
+
+impl ParquetLogFile {
+    /// Whether the statistics of row group `rg` show every leaf of `mask` null in every row
+    /// (exact: a chunk counts only when its value count equals the row count and its null count
+    /// is recorded and equal to it too).
+    fn all_null(&self, rg: usize, mask: &ProjectionMask) -> bool {
+        let group = self.metadata.metadata().row_group(rg);
+        let rows = group.num_rows();
+        (0..group.num_columns())
+            .filter(|&i| mask.leaf_included(i))
+            .all(|i| {
+                let chunk = group.column(i);
+                chunk.num_values() == rows
+                    && u64::try_from(rows).ok().is_some_and(|rows| {
+                        chunk.statistics().and_then(|s| s.null_count_opt()) == Some(rows)
+                    })
+            })
     }
 }
 
@@ -692,6 +733,49 @@ mod tests {
             .unwrap()
             .remove(0);
         assert!(rows_with_actions(empty).unwrap().is_none());
+    }
+
+    #[tokio::test]
+    async fn header_pass_skips_row_groups_proven_null() {
+        use parquet::arrow::ArrowWriter;
+        use parquet::file::properties::WriterProperties;
+        let dir = tempfile::tempdir().unwrap();
+        let schema = actions::checkpoint_header_schema();
+        let decode = |t: &[u8]| {
+            actions::decode_json_actions(t, &schema, "x", Some(0))
+                .unwrap()
+                .remove(0)
+        };
+        let with_protocol =
+            decode(b"{\"protocol\":{\"minReaderVersion\":1,\"minWriterVersion\":2}}\n{}\n");
+        let empty = decode(b"{}\n{}\n{}\n");
+        let path = dir.path().join("cp.parquet");
+        let props = WriterProperties::builder()
+            .set_max_row_group_row_count(Some(2))
+            .build();
+        let mut writer = ArrowWriter::try_new(
+            std::fs::File::create(&path).unwrap(),
+            schema.clone(),
+            Some(props),
+        )
+        .unwrap();
+        writer.write(&with_protocol).unwrap();
+        writer.write(&empty).unwrap();
+        writer.close().unwrap();
+
+        let storage = Storage::open(dir.path().to_str().unwrap(), &Default::default()).unwrap();
+        let location = storage.table_path("cp.parquet");
+        let file = ParquetLogFile::open(&storage, &location, None, "cp.parquet", Some(1))
+            .await
+            .unwrap();
+        let rows = |v: Vec<usize>| v.into_iter().sum::<usize>();
+        let all = file.read_with(&schema, |b| Ok(b.num_rows())).await.unwrap();
+        assert_eq!(rows(all), 5);
+        let non_null = file
+            .read_non_null_with(&schema, |b| Ok(b.num_rows()))
+            .await
+            .unwrap();
+        assert_eq!(rows(non_null), 2);
     }
 
     #[test]
