@@ -135,14 +135,15 @@ pub fn delta_stream(
             let stats = stats.clone();
             async move {
                 let file = delta.file();
-                let bytes = fetch(&storage, file, delta.end_version()).await?;
                 let name = format!("_delta_log/{}", file.name);
                 let version = delta.end_version();
-                let decoded = tokio::task::spawn_blocking(move || {
-                    decode_delta(&bytes, stats.as_deref(), &name, version)
-                })
-                .await
-                .map_err(|e| DeltaError::Internal(format!("decoder task failed: {e}")))??;
+                // Decoded where it is read (mapped when local): nothing keeps the file's bytes.
+                let decoded = storage
+                    .scan(&file.meta.location, move |bytes| {
+                        decode_delta(bytes, stats.as_deref(), &name, version)
+                    })
+                    .await
+                    .map_err(|e| log_file_error(e, file, Some(version)))??;
                 Ok::<_, DeltaError>((delta, decoded))
             }
         })
@@ -162,13 +163,13 @@ pub async fn protocol_and_metadata(
         .map(|delta| {
             let storage = storage.clone();
             async move {
-                let bytes = fetch(&storage, delta.file(), delta.end_version()).await?;
-                // Searched where it was read, so that files are scanned in parallel.
-                let lines = tokio::task::spawn_blocking(move || {
-                    lines_mentioning(&bytes, &[b"\"protocol\"", b"\"metaData\""])
-                })
-                .await
-                .map_err(|e| DeltaError::Internal(format!("scan task failed: {e}")))?;
+                // Searched where it is read (mapped when local), files in parallel.
+                let lines = storage
+                    .scan(&delta.file().meta.location, |bytes| {
+                        lines_mentioning(bytes, &[b"\"protocol\"", b"\"metaData\""])
+                    })
+                    .await
+                    .map_err(|e| log_file_error(e, delta.file(), Some(delta.end_version())))?;
                 Ok::<_, DeltaError>((delta, lines))
             }
         })

@@ -145,6 +145,51 @@ impl Storage {
         self.store.get(path).await?.bytes().await
     }
 
+    /// Searches a whole object: `f` gets its bytes. Local files are memory-mapped for this
+    /// (nothing is copied; a log file is written once and never modified in place, so the
+    /// mapping stays valid); other stores read the object.
+    pub async fn scan<T, F>(&self, location: &Path, f: F) -> Result<T, object_store::Error>
+    where
+        T: Send + 'static,
+        F: FnOnce(&[u8]) -> T + Send + 'static,
+    {
+        let Some(file_path) = self.local_path(location) else {
+            let bytes = self.get(location).await?;
+            return tokio::task::spawn_blocking(move || f(&bytes))
+                .await
+                .map_err(|e| object_store::Error::Generic {
+                    store: "LocalFileSystem",
+                    source: Box::new(e),
+                });
+        };
+        let location = location.clone();
+        tokio::task::spawn_blocking(move || {
+            let io_error = |e: std::io::Error| match e.kind() {
+                std::io::ErrorKind::NotFound => object_store::Error::NotFound {
+                    path: location.to_string(),
+                    source: Box::new(e),
+                },
+                _ => object_store::Error::Generic {
+                    store: "LocalFileSystem",
+                    source: format!("reading {}: {e}", file_path.display()).into(),
+                },
+            };
+            let file = std::fs::File::open(&file_path).map_err(io_error)?;
+            if file.metadata().map_err(io_error)?.len() == 0 {
+                return Ok(f(&[]));
+            }
+            // SAFETY: read-only mapping of a file that is not modified while mapped (see above);
+            // the mapping is dropped before this closure returns.
+            let map = unsafe { memmap2::Mmap::map(&file) }.map_err(io_error)?;
+            Ok(f(&map))
+        })
+        .await
+        .map_err(|e| object_store::Error::Generic {
+            store: "LocalFileSystem",
+            source: Box::new(e),
+        })?
+    }
+
     /// The file-system path of `location` when the store is the local file system.
     pub fn local_path(&self, location: &Path) -> Option<std::path::PathBuf> {
         self.local.as_ref()?.path_to_filesystem(location).ok()
@@ -199,5 +244,29 @@ impl Storage {
     pub async fn root_has_entries(&self) -> DeltaResult<bool> {
         let mut stream = self.store.list(Some(&self.root));
         Ok(stream.try_next().await?.is_some())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[tokio::test]
+    async fn scan_maps_local_files_and_reports_missing_ones() {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::write(dir.path().join("a.json"), b"{\"x\":1}\n").unwrap();
+        std::fs::write(dir.path().join("empty.json"), b"").unwrap();
+        let storage = Storage::open(dir.path().to_str().unwrap(), &HashMap::new()).unwrap();
+        let len = |name: &str| {
+            let location = storage.table_path(name);
+            let storage = storage.clone();
+            async move { storage.scan(&location, |b| b.to_vec()).await }
+        };
+        assert_eq!(len("a.json").await.unwrap(), b"{\"x\":1}\n");
+        assert!(len("empty.json").await.unwrap().is_empty());
+        assert!(matches!(
+            len("missing.json").await,
+            Err(object_store::Error::NotFound { .. })
+        ));
     }
 }
