@@ -568,7 +568,15 @@ impl ParquetLogFile {
         let runs: Vec<Vec<usize>> = kept.chunks(per_task).map(<[usize]>::to_vec).collect();
         #[cfg(unix)]
         if let Some(local) = &self.local {
-            return self.read_local(local, schema, &mask, runs, f).await;
+            let runs = runs
+                .into_iter()
+                .map(|run| {
+                    run.into_iter()
+                        .map(|rg| (rg, self.without_null_leaves(rg, &mask)))
+                        .collect()
+                })
+                .collect();
+            return self.read_local(local, schema, runs, f).await;
         }
         let handles: Vec<_> = runs
             .into_iter()
@@ -622,17 +630,31 @@ impl ParquetLogFile {
     /// (exact: a chunk counts only when its value count equals the row count and its null count
     /// is recorded and equal to it too).
     fn all_null(&self, rg: usize, mask: &ProjectionMask) -> bool {
+        let columns = self.metadata.metadata().row_group(rg).num_columns();
+        (0..columns)
+            .filter(|&i| mask.leaf_included(i))
+            .all(|i| self.leaf_all_null(rg, i))
+    }
+
+    /// Whether the statistics of leaf `leaf` in row group `rg` prove it null in every row.
+    fn leaf_all_null(&self, rg: usize, leaf: usize) -> bool {
         let group = self.metadata.metadata().row_group(rg);
         let rows = group.num_rows();
-        (0..group.num_columns())
-            .filter(|&i| mask.leaf_included(i))
-            .all(|i| {
-                let chunk = group.column(i);
-                chunk.num_values() == rows
-                    && u64::try_from(rows).ok().is_some_and(|rows| {
-                        chunk.statistics().and_then(|s| s.null_count_opt()) == Some(rows)
-                    })
+        let chunk = group.column(leaf);
+        chunk.num_values() == rows
+            && u64::try_from(rows).ok().is_some_and(|rows| {
+                chunk.statistics().and_then(|s| s.null_count_opt()) == Some(rows)
             })
+    }
+
+    /// `mask` without the leaves that row group `rg` proves null: they are not decoded, and
+    /// [`conform_batch`] supplies them as nulls that cost no memory.
+    fn without_null_leaves(&self, rg: usize, mask: &ProjectionMask) -> ProjectionMask {
+        let descr = self.metadata.metadata().file_metadata().schema_descr();
+        let leaves = (0..descr.num_columns())
+            .filter(|&i| mask.leaf_included(i) && !self.leaf_all_null(rg, i))
+            .collect::<Vec<_>>();
+        ProjectionMask::leaves(descr, leaves)
     }
 }
 
@@ -644,8 +666,7 @@ impl ParquetLogFile {
         &self,
         local: &LocalChunkReader,
         schema: &SchemaRef,
-        mask: &ProjectionMask,
-        runs: Vec<Vec<usize>>,
+        runs: Vec<Vec<(usize, ProjectionMask)>>,
         f: F,
     ) -> DeltaResult<Vec<T>>
     where
@@ -655,13 +676,19 @@ impl ParquetLogFile {
         let handles: Vec<_> = runs
             .into_iter()
             .map(|groups| {
-                let reader = ParquetRecordBatchReaderBuilder::new_with_metadata(
-                    local.clone(),
-                    self.metadata.clone(),
-                )
-                .with_projection(mask.clone())
-                .with_row_groups(groups)
-                .with_batch_size(PARQUET_BATCH_ROWS);
+                // One reader per row group, each with its own projection.
+                let readers: Vec<_> = groups
+                    .into_iter()
+                    .map(|(rg, mask)| {
+                        ParquetRecordBatchReaderBuilder::new_with_metadata(
+                            local.clone(),
+                            self.metadata.clone(),
+                        )
+                        .with_projection(mask)
+                        .with_row_groups(vec![rg])
+                        .with_batch_size(PARQUET_BATCH_ROWS)
+                    })
+                    .collect();
                 let schema = schema.clone();
                 let name = self.name.clone();
                 let version = self.version;
@@ -671,7 +698,11 @@ impl ParquetLogFile {
                         DeltaError::corrupt(&name, version, format!("unreadable parquet: {e}"))
                     };
                     let mut out = Vec::new();
-                    for raw in reader.build().map_err(|e| unreadable(&e))? {
+                    let batches = readers
+                        .into_iter()
+                        .map(|r| r.build().map_err(|e| unreadable(&e)))
+                        .collect::<DeltaResult<Vec<_>>>()?;
+                    for raw in batches.into_iter().flatten() {
                         let raw = raw.map_err(|e| unreadable(&e))?;
                         let batch = conform_batch(&raw, &schema).map_err(|e| {
                             DeltaError::corrupt(
@@ -777,6 +808,52 @@ mod tests {
             .await
             .unwrap();
         assert_eq!(rows(non_null), 2);
+    }
+
+    #[tokio::test]
+    async fn leaves_null_in_a_row_group_are_supplied_as_nulls() {
+        use parquet::arrow::ArrowWriter;
+        use parquet::file::properties::WriterProperties;
+        let dir = tempfile::tempdir().unwrap();
+        let schema = actions::file_actions_schema();
+        let decode = |t: &str| {
+            actions::decode_json_actions(t.as_bytes(), &schema, "x", Some(0))
+                .unwrap()
+                .remove(0)
+        };
+        // Row group 0 has a deletion vector and tags; row group 1 has neither.
+        let first = decode(concat!(
+            r#"{"add":{"path":"a","size":1,"tags":{"k":"v"},"deletionVector":{"storageType":"u","pathOrInlineDv":"x","offset":1,"sizeInBytes":2,"cardinality":3}}}"#,
+            "\n",
+            r#"{"add":{"path":"b","size":2}}"#,
+            "\n"
+        ));
+        let second =
+            decode("{\"add\":{\"path\":\"c\",\"size\":3}}\n{\"remove\":{\"path\":\"d\"}}\n");
+        let path = dir.path().join("cp.parquet");
+        let props = WriterProperties::builder()
+            .set_max_row_group_row_count(Some(2))
+            .build();
+        let mut writer = ArrowWriter::try_new(
+            std::fs::File::create(&path).unwrap(),
+            schema.clone(),
+            Some(props),
+        )
+        .unwrap();
+        writer.write(&first).unwrap();
+        writer.write(&second).unwrap();
+        writer.close().unwrap();
+
+        let storage = Storage::open(dir.path().to_str().unwrap(), &Default::default()).unwrap();
+        let location = storage.table_path("cp.parquet");
+        let file = ParquetLogFile::open(&storage, &location, None, "cp.parquet", Some(1))
+            .await
+            .unwrap();
+        let batches = file.read_with(&schema, Ok).await.unwrap();
+        let refs: Vec<&RecordBatch> = batches.iter().collect();
+        let all = arrow::compute::concat_batches(&schema, refs).unwrap();
+        let expected = arrow::compute::concat_batches(&schema, [&first, &second]).unwrap();
+        assert_eq!(all, expected);
     }
 
     #[test]
