@@ -214,7 +214,7 @@ fn dv_or_null<'a>(sc: &mut Scanner<'a>) -> ScanResult<Option<Dv<'a>>> {
 }
 
 /// Scans one line; statistics text is appended to `stats_text`.
-fn scan_line<'a>(line: &'a str, stats_text: &mut String) -> ScanResult<Row<'a>> {
+fn scan_line<'a>(line: &'a str, stats_text: &mut Vec<u8>) -> ScanResult<Row<'a>> {
     let mut sc = Scanner::new(line);
     if !sc.begin_object()? || sc.next_key(true)?.as_deref() != Some("add") {
         return Err(ScanError("not an add line"));
@@ -251,7 +251,7 @@ fn scan_line<'a>(line: &'a str, stats_text: &mut String) -> ScanResult<Row<'a>> 
             "stats" => {
                 if !sc.null()? {
                     let start = stats_text.len();
-                    sc.string_into(stats_text)?;
+                    sc.string_into_bytes(stats_text)?;
                     row.stats = Some((start, stats_text.len()));
                 }
                 32
@@ -460,7 +460,7 @@ pub fn split_commit(bytes: &[u8], stats: Option<&StatsSchema>) -> DeltaResult<Sp
     let lines = memchr::memchr_iter(b'\n', bytes).count() + 1;
     let mut columns = AddColumns::with_capacity(lines);
     // The unescaped statistics are shorter than the file: one allocation, never regrown.
-    let mut stats_text = String::with_capacity(bytes.len());
+    let mut stats_text = Vec::with_capacity(bytes.len());
     let mut rest = Vec::new();
     let mut start = 0;
     while start < text.len() {
@@ -501,6 +501,10 @@ pub fn split_commit(bytes: &[u8], stats: Option<&StatsSchema>) -> DeltaResult<Sp
             rest,
         });
     }
+    // Decoded from valid UTF-8 (escapes decode to characters): validated once, not per row.
+    let stats_text = std::str::from_utf8(&stats_text).map_err(|e| {
+        crate::error::DeltaError::Internal(format!("statistics text is not UTF-8: {e}"))
+    })?;
     let (adds, parsed) = match stats {
         Some(schema) => {
             let ranges = std::mem::take(&mut columns.stats);
@@ -512,7 +516,7 @@ pub fn split_commit(bytes: &[u8], stats: Option<&StatsSchema>) -> DeltaResult<Sp
             )?;
             (columns.finish(None)?, Some(parsed))
         }
-        None => (columns.finish(Some(&stats_text))?, None),
+        None => (columns.finish(Some(stats_text))?, None),
     };
     // Columns null in every row give their buffers back at once (see `crate::nulls`).
     Ok(SplitCommit {
