@@ -103,6 +103,39 @@ impl<'a> Scanner<'a> {
         Ok(Some(key))
     }
 
+    /// Consumes the next key of the object entered last (and its colon) when it is exactly
+    /// `name` as written (no escapes); otherwise leaves the cursor where it was and returns
+    /// false. `first` as for [`Scanner::next_key`].
+    pub fn try_key(&mut self, first: bool, name: &[u8]) -> bool {
+        let start = self.pos;
+        let matched = (|| {
+            if !first {
+                if self.peek() != Some(b',') {
+                    return false;
+                }
+                self.pos += 1;
+            }
+            if self.peek() != Some(b'"') {
+                return false;
+            }
+            let open = self.pos + 1;
+            let close = open + name.len();
+            if self.text.get(open..close) != Some(name) || self.text.get(close) != Some(&b'"') {
+                return false;
+            }
+            self.pos = close + 1;
+            if self.peek() != Some(b':') {
+                return false;
+            }
+            self.pos += 1;
+            true
+        })();
+        if !matched {
+            self.pos = start;
+        }
+        matched
+    }
+
     fn literal(&mut self, word: &[u8]) -> ScanResult<()> {
         if self.text[self.pos..].starts_with(word) {
             self.pos += word.len();
@@ -396,6 +429,29 @@ mod tests {
         assert_eq!(s.scalar().unwrap(), Some(Scalar::Null));
         assert_eq!(s.next_key(false).unwrap().as_deref(), Some("f"));
         assert_eq!(s.scalar().unwrap(), Some(Scalar::Bool(true)));
+        assert_eq!(s.next_key(false).unwrap(), None);
+        assert!(s.at_end());
+    }
+
+    #[test]
+    fn expected_keys_are_taken_in_place() {
+        let mut s = Scanner::new(r#"{"ab" : 1, "c\u0064": 2, "e": 3}"#);
+        assert!(s.begin_object().unwrap());
+        assert!(!s.try_key(true, b"a"));
+        assert!(!s.try_key(true, b"abc"));
+        assert!(s.try_key(true, b"ab"));
+        assert_eq!(s.scalar().unwrap(), Some(Scalar::Number("1")));
+        // An escaped key is not matched in place; the general path decodes it.
+        assert!(!s.try_key(false, b"cd"));
+        assert_eq!(s.next_key(false).unwrap().as_deref(), Some("cd"));
+        assert_eq!(s.scalar().unwrap(), Some(Scalar::Number("2")));
+        assert!(
+            !s.try_key(true, b"e"),
+            "a comma is required after the first key"
+        );
+        assert!(s.try_key(false, b"e"));
+        assert_eq!(s.scalar().unwrap(), Some(Scalar::Number("3")));
+        assert!(!s.try_key(false, b"f"));
         assert_eq!(s.next_key(false).unwrap(), None);
         assert!(s.at_end());
     }

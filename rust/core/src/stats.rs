@@ -620,9 +620,22 @@ impl StatsParser {
             self.structs[id].validity.push(true);
         }
         let mut first = true;
-        while let Some(key) = scanner.next_key(first)? {
+        loop {
+            // Keys almost always come in schema order: try the expected one in place first.
+            let node = &mut self.structs[id];
+            let expected = node.next;
+            let child = match node.fields.get(expected) {
+                Some(f) if scanner.try_key(first, f.name().as_bytes()) => {
+                    node.next = expected + 1;
+                    Some(node.children[expected])
+                }
+                _ => match scanner.next_key(first)? {
+                    Some(key) => node.child(&key),
+                    None => break,
+                },
+            };
             first = false;
-            match self.structs[id].child(&key) {
+            match child {
                 Some(Child::Leaf(leaf)) => {
                     let value = scanner.scalar()?;
                     let column = &mut self.leaves[leaf];
