@@ -214,9 +214,24 @@ fn dv_or_null<'a>(sc: &mut Scanner<'a>) -> ScanResult<Option<Dv<'a>>> {
 }
 
 /// Scans one line; statistics text is appended to `stats_text`.
+/// The fields of `add` the fast path reads, in the order writers usually emit them.
+const ADD_KEYS: [&str; 11] = [
+    "path",
+    "partitionValues",
+    "size",
+    "modificationTime",
+    "dataChange",
+    "stats",
+    "tags",
+    "deletionVector",
+    "baseRowId",
+    "defaultRowCommitVersion",
+    "clusteringProvider",
+];
+
 fn scan_line<'a>(line: &'a str, stats_text: &mut Vec<u8>) -> ScanResult<Row<'a>> {
     let mut sc = Scanner::new(line);
-    if !sc.begin_object()? || sc.next_key(true)?.as_deref() != Some("add") {
+    if !sc.begin_object()? || !sc.try_key(true, b"add") {
         return Err(ScanError("not an add line"));
     }
     if !sc.begin_object()? {
@@ -225,62 +240,42 @@ fn scan_line<'a>(line: &'a str, stats_text: &mut Vec<u8>) -> ScanResult<Row<'a>>
     let mut row = Row::default();
     let mut seen = 0u16;
     let mut first = true;
-    while let Some(key) = sc.next_key(first)? {
+    let mut expected = 0;
+    loop {
+        // The expected next key is taken in place; any other goes the general way.
+        let index = match ADD_KEYS.get(expected) {
+            Some(k) if sc.try_key(first, k.as_bytes()) => Some(expected),
+            _ => match sc.next_key(first)? {
+                Some(key) => ADD_KEYS.iter().position(|k| *k == key),
+                None => break,
+            },
+        };
         first = false;
-        let bit: u16 = match key.as_ref() {
-            "path" => {
-                row.path = string_or_null(&mut sc)?;
-                1
-            }
-            "partitionValues" => {
-                row.partition_values = string_map_or_null(&mut sc)?;
-                2
-            }
-            "size" => {
-                row.size = int_or_null(&mut sc)?;
-                4
-            }
-            "modificationTime" => {
-                row.modification_time = int_or_null(&mut sc)?;
-                8
-            }
-            "dataChange" => {
-                row.data_change = bool_or_null(&mut sc)?;
-                16
-            }
-            "stats" => {
+        let Some(index) = index else {
+            sc.skip_value()?;
+            continue;
+        };
+        expected = index + 1;
+        match index {
+            0 => row.path = string_or_null(&mut sc)?,
+            1 => row.partition_values = string_map_or_null(&mut sc)?,
+            2 => row.size = int_or_null(&mut sc)?,
+            3 => row.modification_time = int_or_null(&mut sc)?,
+            4 => row.data_change = bool_or_null(&mut sc)?,
+            5 => {
                 if !sc.null()? {
                     let start = stats_text.len();
                     sc.string_into_bytes(stats_text)?;
                     row.stats = Some((start, stats_text.len()));
                 }
-                32
             }
-            "tags" => {
-                row.tags = string_map_or_null(&mut sc)?;
-                64
-            }
-            "deletionVector" => {
-                row.dv = dv_or_null(&mut sc)?;
-                128
-            }
-            "baseRowId" => {
-                row.base_row_id = int_or_null(&mut sc)?;
-                256
-            }
-            "defaultRowCommitVersion" => {
-                row.default_row_commit_version = int_or_null(&mut sc)?;
-                512
-            }
-            "clusteringProvider" => {
-                row.clustering_provider = string_or_null(&mut sc)?;
-                1024
-            }
-            _ => {
-                sc.skip_value()?;
-                0
-            }
-        };
+            6 => row.tags = string_map_or_null(&mut sc)?,
+            7 => row.dv = dv_or_null(&mut sc)?,
+            8 => row.base_row_id = int_or_null(&mut sc)?,
+            9 => row.default_row_commit_version = int_or_null(&mut sc)?,
+            _ => row.clustering_provider = string_or_null(&mut sc)?,
+        }
+        let bit = 1u16 << index;
         if seen & bit != 0 {
             return Err(ScanError("duplicate key"));
         }
