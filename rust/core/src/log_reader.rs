@@ -566,63 +566,103 @@ impl ParquetLogFile {
         let tasks = row_groups.clamp(1, cores.max(1));
         let per_task = row_groups.div_ceil(tasks).max(1);
         let runs: Vec<Vec<usize>> = kept.chunks(per_task).map(<[usize]>::to_vec).collect();
+        // Each row group skips the leaves its statistics prove null; `conform_batch` supplies
+        // them as nulls that cost no memory.
+        let runs: Vec<Vec<(usize, ProjectionMask)>> = runs
+            .into_iter()
+            .map(|run| {
+                run.into_iter()
+                    .map(|rg| (rg, self.without_null_leaves(rg, &mask)))
+                    .collect()
+            })
+            .collect();
+        let sink = BatchSink {
+            schema: schema.clone(),
+            name: self.name.clone(),
+            version: self.version,
+            f,
+        };
         #[cfg(unix)]
         if let Some(local) = &self.local {
-            let runs = runs
-                .into_iter()
-                .map(|run| {
-                    run.into_iter()
-                        .map(|rg| (rg, self.without_null_leaves(rg, &mask)))
-                        .collect()
-                })
-                .collect();
-            return self.read_local(local, schema, runs, f).await;
+            return self.read_local(local, runs, sink).await;
         }
-        let handles: Vec<_> = runs
+        let handles = runs
             .into_iter()
             .map(|groups| {
-                let builder = ParquetRecordBatchStreamBuilder::new_with_metadata(
-                    self.reader.clone(),
-                    self.metadata.clone(),
-                )
-                .with_projection(mask.clone())
-                .with_row_groups(groups)
-                .with_batch_size(PARQUET_BATCH_ROWS);
-                let schema = schema.clone();
-                let name = self.name.clone();
-                let version = self.version;
-                let f = f.clone();
+                let builders: Vec<_> = groups
+                    .into_iter()
+                    .map(|(rg, mask)| {
+                        ParquetRecordBatchStreamBuilder::new_with_metadata(
+                            self.reader.clone(),
+                            self.metadata.clone(),
+                        )
+                        .with_projection(mask)
+                        .with_row_groups(vec![rg])
+                        .with_batch_size(PARQUET_BATCH_ROWS)
+                    })
+                    .collect();
+                let sink = sink.clone();
                 tokio::spawn(async move {
-                    let unreadable = |e: &dyn std::fmt::Display| {
-                        DeltaError::corrupt(&name, version, format!("unreadable parquet: {e}"))
-                    };
-                    let mut stream = builder.build().map_err(|e| unreadable(&e))?;
                     let mut out = Vec::new();
-                    while let Some(raw) = stream.try_next().await.map_err(|e| unreadable(&e))? {
-                        let batch = conform_batch(&raw, &schema).map_err(|e| {
-                            DeltaError::corrupt(
-                                &name,
-                                version,
-                                format!("action columns have unexpected types: {e}"),
-                            )
-                        })?;
-                        drop(raw);
-                        out.push(f(batch)?);
+                    for builder in builders {
+                        let mut stream = builder.build().map_err(|e| sink.unreadable(&e))?;
+                        while let Some(raw) =
+                            stream.try_next().await.map_err(|e| sink.unreadable(&e))?
+                        {
+                            out.push(sink.apply(raw)?);
+                        }
                     }
-                    Ok::<_, DeltaError>(out)
+                    Ok(out)
                 })
             })
             .collect();
-        let mut out = Vec::new();
-        for handle in handles {
-            out.extend(
-                handle
-                    .await
-                    .map_err(|e| DeltaError::Internal(format!("parquet task failed: {e}")))??,
-            );
-        }
-        Ok(out)
+        join_runs(handles).await
     }
+}
+
+/// What happens to each decoded parquet batch: conformed to the action schema, then `f`.
+#[derive(Clone)]
+struct BatchSink<F> {
+    schema: SchemaRef,
+    name: String,
+    version: Option<u64>,
+    f: F,
+}
+
+impl<F> BatchSink<F> {
+    fn unreadable(&self, e: &dyn std::fmt::Display) -> DeltaError {
+        DeltaError::corrupt(&self.name, self.version, format!("unreadable parquet: {e}"))
+    }
+
+    fn apply<T>(&self, raw: RecordBatch) -> DeltaResult<T>
+    where
+        F: Fn(RecordBatch) -> DeltaResult<T>,
+    {
+        let batch = conform_batch(&raw, &self.schema).map_err(|e| {
+            DeltaError::corrupt(
+                &self.name,
+                self.version,
+                format!("action columns have unexpected types: {e}"),
+            )
+        })?;
+        drop(raw);
+        (self.f)(batch)
+    }
+}
+
+/// The results of the decoding tasks, in task order.
+async fn join_runs<T>(
+    handles: Vec<tokio::task::JoinHandle<DeltaResult<Vec<T>>>>,
+) -> DeltaResult<Vec<T>> {
+    let mut out = Vec::new();
+    for handle in handles {
+        out.extend(
+            handle
+                .await
+                .map_err(|e| DeltaError::Internal(format!("parquet task failed: {e}")))??,
+        );
+    }
+    Ok(out)
 }
 
 impl ParquetLogFile {
@@ -665,19 +705,17 @@ impl ParquetLogFile {
     async fn read_local<T, F>(
         &self,
         local: &LocalChunkReader,
-        schema: &SchemaRef,
         runs: Vec<Vec<(usize, ProjectionMask)>>,
-        f: F,
+        sink: BatchSink<F>,
     ) -> DeltaResult<Vec<T>>
     where
         T: Send + 'static,
         F: Fn(RecordBatch) -> DeltaResult<T> + Clone + Send + Sync + 'static,
     {
-        let handles: Vec<_> = runs
+        let handles = runs
             .into_iter()
             .map(|groups| {
-                // One reader per row group, each with its own projection.
-                let readers: Vec<_> = groups
+                let builders: Vec<_> = groups
                     .into_iter()
                     .map(|(rg, mask)| {
                         ParquetRecordBatchReaderBuilder::new_with_metadata(
@@ -689,44 +727,19 @@ impl ParquetLogFile {
                         .with_batch_size(PARQUET_BATCH_ROWS)
                     })
                     .collect();
-                let schema = schema.clone();
-                let name = self.name.clone();
-                let version = self.version;
-                let f = f.clone();
+                let sink = sink.clone();
                 tokio::task::spawn_blocking(move || {
-                    let unreadable = |e: &dyn std::fmt::Display| {
-                        DeltaError::corrupt(&name, version, format!("unreadable parquet: {e}"))
-                    };
                     let mut out = Vec::new();
-                    let batches = readers
-                        .into_iter()
-                        .map(|r| r.build().map_err(|e| unreadable(&e)))
-                        .collect::<DeltaResult<Vec<_>>>()?;
-                    for raw in batches.into_iter().flatten() {
-                        let raw = raw.map_err(|e| unreadable(&e))?;
-                        let batch = conform_batch(&raw, &schema).map_err(|e| {
-                            DeltaError::corrupt(
-                                &name,
-                                version,
-                                format!("action columns have unexpected types: {e}"),
-                            )
-                        })?;
-                        drop(raw);
-                        out.push(f(batch)?);
+                    for builder in builders {
+                        for raw in builder.build().map_err(|e| sink.unreadable(&e))? {
+                            out.push(sink.apply(raw.map_err(|e| sink.unreadable(&e))?)?);
+                        }
                     }
-                    Ok::<_, DeltaError>(out)
+                    Ok(out)
                 })
             })
             .collect();
-        let mut out = Vec::new();
-        for handle in handles {
-            out.extend(
-                handle
-                    .await
-                    .map_err(|e| DeltaError::Internal(format!("parquet task failed: {e}")))??,
-            );
-        }
-        Ok(out)
+        join_runs(handles).await
     }
 }
 
@@ -767,39 +780,48 @@ mod tests {
         assert!(rows_with_actions(empty).unwrap().is_none());
     }
 
-    #[tokio::test]
-    async fn header_pass_skips_row_groups_proven_null() {
+    /// The first batch `text` decodes to with `schema`.
+    fn decode_one(schema: &SchemaRef, text: &str) -> RecordBatch {
+        actions::decode_json_actions(text.as_bytes(), schema, "x", Some(0))
+            .unwrap()
+            .remove(0)
+    }
+
+    /// Writes `batches` as `cp.parquet` in `dir` (two rows per row group, with statistics) and
+    /// opens it as a log file.
+    async fn parquet_log_file(
+        dir: &std::path::Path,
+        schema: &SchemaRef,
+        batches: &[&RecordBatch],
+    ) -> ParquetLogFile {
         use parquet::arrow::ArrowWriter;
         use parquet::file::properties::WriterProperties;
-        let dir = tempfile::tempdir().unwrap();
-        let schema = actions::checkpoint_header_schema();
-        let decode = |t: &[u8]| {
-            actions::decode_json_actions(t, &schema, "x", Some(0))
-                .unwrap()
-                .remove(0)
-        };
-        let with_protocol =
-            decode(b"{\"protocol\":{\"minReaderVersion\":1,\"minWriterVersion\":2}}\n{}\n");
-        let empty = decode(b"{}\n{}\n{}\n");
-        let path = dir.path().join("cp.parquet");
         let props = WriterProperties::builder()
             .set_max_row_group_row_count(Some(2))
             .build();
-        let mut writer = ArrowWriter::try_new(
-            std::fs::File::create(&path).unwrap(),
-            schema.clone(),
-            Some(props),
-        )
-        .unwrap();
-        writer.write(&with_protocol).unwrap();
-        writer.write(&empty).unwrap();
+        let file = std::fs::File::create(dir.join("cp.parquet")).unwrap();
+        let mut writer = ArrowWriter::try_new(file, schema.clone(), Some(props)).unwrap();
+        for batch in batches {
+            writer.write(batch).unwrap();
+        }
         writer.close().unwrap();
-
-        let storage = Storage::open(dir.path().to_str().unwrap(), &Default::default()).unwrap();
+        let storage = Storage::open(dir.to_str().unwrap(), &Default::default()).unwrap();
         let location = storage.table_path("cp.parquet");
-        let file = ParquetLogFile::open(&storage, &location, None, "cp.parquet", Some(1))
+        ParquetLogFile::open(&storage, &location, None, "cp.parquet", Some(1))
             .await
-            .unwrap();
+            .unwrap()
+    }
+
+    #[tokio::test]
+    async fn header_pass_skips_row_groups_proven_null() {
+        let dir = tempfile::tempdir().unwrap();
+        let schema = actions::checkpoint_header_schema();
+        let with_protocol = decode_one(
+            &schema,
+            "{\"protocol\":{\"minReaderVersion\":1,\"minWriterVersion\":2}}\n{}\n",
+        );
+        let empty = decode_one(&schema, "{}\n{}\n{}\n");
+        let file = parquet_log_file(dir.path(), &schema, &[&with_protocol, &empty]).await;
         let rows = |v: Vec<usize>| v.into_iter().sum::<usize>();
         let all = file.read_with(&schema, |b| Ok(b.num_rows())).await.unwrap();
         assert_eq!(rows(all), 5);
@@ -812,48 +834,39 @@ mod tests {
 
     #[tokio::test]
     async fn leaves_null_in_a_row_group_are_supplied_as_nulls() {
-        use parquet::arrow::ArrowWriter;
-        use parquet::file::properties::WriterProperties;
         let dir = tempfile::tempdir().unwrap();
         let schema = actions::file_actions_schema();
-        let decode = |t: &str| {
-            actions::decode_json_actions(t.as_bytes(), &schema, "x", Some(0))
-                .unwrap()
-                .remove(0)
-        };
         // Row group 0 has a deletion vector and tags; row group 1 has neither.
-        let first = decode(concat!(
-            r#"{"add":{"path":"a","size":1,"tags":{"k":"v"},"deletionVector":{"storageType":"u","pathOrInlineDv":"x","offset":1,"sizeInBytes":2,"cardinality":3}}}"#,
-            "\n",
-            r#"{"add":{"path":"b","size":2}}"#,
-            "\n"
-        ));
-        let second =
-            decode("{\"add\":{\"path\":\"c\",\"size\":3}}\n{\"remove\":{\"path\":\"d\"}}\n");
-        let path = dir.path().join("cp.parquet");
-        let props = WriterProperties::builder()
-            .set_max_row_group_row_count(Some(2))
-            .build();
-        let mut writer = ArrowWriter::try_new(
-            std::fs::File::create(&path).unwrap(),
-            schema.clone(),
-            Some(props),
-        )
-        .unwrap();
-        writer.write(&first).unwrap();
-        writer.write(&second).unwrap();
-        writer.close().unwrap();
-
-        let storage = Storage::open(dir.path().to_str().unwrap(), &Default::default()).unwrap();
-        let location = storage.table_path("cp.parquet");
-        let file = ParquetLogFile::open(&storage, &location, None, "cp.parquet", Some(1))
-            .await
-            .unwrap();
-        let batches = file.read_with(&schema, Ok).await.unwrap();
-        let refs: Vec<&RecordBatch> = batches.iter().collect();
-        let all = arrow::compute::concat_batches(&schema, refs).unwrap();
+        let first = decode_one(
+            &schema,
+            concat!(
+                r#"{"add":{"path":"a","size":1,"tags":{"k":"v"},"deletionVector":{"storageType":"u","pathOrInlineDv":"x","offset":1,"sizeInBytes":2,"cardinality":3}}}"#,
+                "\n",
+                r#"{"add":{"path":"b","size":2}}"#,
+                "\n"
+            ),
+        );
+        let second = decode_one(
+            &schema,
+            "{\"add\":{\"path\":\"c\",\"size\":3}}\n{\"remove\":{\"path\":\"d\"}}\n",
+        );
         let expected = arrow::compute::concat_batches(&schema, [&first, &second]).unwrap();
-        assert_eq!(all, expected);
+        #[allow(unused_mut)]
+        let mut file = parquet_log_file(dir.path(), &schema, &[&first, &second]).await;
+        let read_all = |file: ParquetLogFile| {
+            let schema = schema.clone();
+            async move {
+                let batches = file.read_with(&schema, Ok).await.unwrap();
+                arrow::compute::concat_batches(&schema, batches.iter()).unwrap()
+            }
+        };
+        assert_eq!(read_all(file.clone()).await, expected);
+        // The same through the object-store reader (the path remote stores take).
+        #[cfg(unix)]
+        {
+            file.local = None;
+            assert_eq!(read_all(file).await, expected);
+        }
     }
 
     #[test]
