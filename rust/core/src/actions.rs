@@ -199,12 +199,18 @@ fn schema_of(actions: &[&str]) -> SchemaRef {
     ))
 }
 
+/// The schema of `actions`, built once per `cell`.
+fn cached(cell: &'static OnceLock<SchemaRef>, actions: &[&str]) -> SchemaRef {
+    cell.get_or_init(|| schema_of(actions)).clone()
+}
+
 /// Every action replay reads from a commit file.
 pub fn commit_schema() -> SchemaRef {
     static S: OnceLock<SchemaRef> = OnceLock::new();
-    S.get_or_init(|| {
-        use names::*;
-        schema_of(&[
+    use names::*;
+    cached(
+        &S,
+        &[
             ADD,
             REMOVE,
             METADATA,
@@ -214,17 +220,17 @@ pub fn commit_schema() -> SchemaRef {
             COMMIT_INFO,
             SIDECAR,
             CHECKPOINT_METADATA,
-        ])
-    })
-    .clone()
+        ],
+    )
 }
 
 /// Every action a checkpoint may hold ("Checkpoints", "V2 Spec").
 pub fn checkpoint_schema() -> SchemaRef {
     static S: OnceLock<SchemaRef> = OnceLock::new();
-    S.get_or_init(|| {
-        use names::*;
-        schema_of(&[
+    use names::*;
+    cached(
+        &S,
+        &[
             ADD,
             REMOVE,
             METADATA,
@@ -233,33 +239,31 @@ pub fn checkpoint_schema() -> SchemaRef {
             DOMAIN_METADATA,
             SIDECAR,
             CHECKPOINT_METADATA,
-        ])
-    })
-    .clone()
+        ],
+    )
 }
 
 /// The non-file actions of a checkpoint (read in a first, cheap pass).
 pub fn checkpoint_header_schema() -> SchemaRef {
     static S: OnceLock<SchemaRef> = OnceLock::new();
-    S.get_or_init(|| {
-        use names::*;
-        schema_of(&[
+    use names::*;
+    cached(
+        &S,
+        &[
             METADATA,
             PROTOCOL,
             TXN,
             DOMAIN_METADATA,
             SIDECAR,
             CHECKPOINT_METADATA,
-        ])
-    })
-    .clone()
+        ],
+    )
 }
 
 /// The file actions of a checkpoint or sidecar.
 pub fn file_actions_schema() -> SchemaRef {
     static S: OnceLock<SchemaRef> = OnceLock::new();
-    S.get_or_init(|| schema_of(&[names::ADD, names::REMOVE]))
-        .clone()
+    cached(&S, &[names::ADD, names::REMOVE])
 }
 
 /// Rows decoded per batch from newline-delimited JSON.

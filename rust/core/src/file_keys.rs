@@ -38,19 +38,29 @@ impl Default for FileKeys {
 }
 
 /// Keys hashed ahead of time (by decoding tasks), to be inserted into a [`FileKeys`] later.
-#[derive(Debug, Default, Clone)]
+#[derive(Debug, Clone)]
 pub struct HashedKeys {
     arena: Vec<u8>,
     ends: Vec<usize>,
     hashes: Vec<u64>,
-    hasher: Option<RandomState>,
+    hasher: RandomState,
+}
+
+impl Default for HashedKeys {
+    fn default() -> Self {
+        HashedKeys {
+            arena: Vec::new(),
+            ends: Vec::new(),
+            hashes: Vec::new(),
+            hasher: process_hasher(),
+        }
+    }
 }
 
 impl HashedKeys {
     /// Appends `key`.
     pub fn push(&mut self, key: &str) {
-        let hasher = self.hasher.get_or_insert_with(process_hasher);
-        self.hashes.push(hasher.hash_one(key.as_bytes()));
+        self.hashes.push(self.hasher.hash_one(key.as_bytes()));
         self.arena.extend_from_slice(key.as_bytes());
         self.ends.push(self.arena.len());
     }

@@ -111,20 +111,19 @@ pub fn compact_struct_children(s: &arrow::array::StructArray) -> arrow::array::S
     .unwrap_or_else(|_| s.clone())
 }
 
-/// Whether `a` and `b` share their first buffer (for tests).
-#[cfg(test)]
-fn same_first_buffer(a: &ArrayRef, b: &ArrayRef) -> bool {
-    let (a, b) = (a.to_data(), b.to_data());
-    match (a.buffers().first(), b.buffers().first()) {
-        (Some(x), Some(y)) => x.as_ptr() == y.as_ptr(),
-        _ => false,
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
     use arrow::datatypes::{Field, Fields, TimeUnit};
+
+    /// Whether `a` and `b` share their first buffer.
+    fn same_first_buffer(a: &ArrayRef, b: &ArrayRef) -> bool {
+        let (a, b) = (a.to_data(), b.to_data());
+        match (a.buffers().first(), b.buffers().first()) {
+            (Some(x), Some(y)) => x.as_ptr() == y.as_ptr(),
+            _ => false,
+        }
+    }
 
     fn types() -> Vec<DataType> {
         vec![
