@@ -197,7 +197,7 @@ impl Reconciler {
         &mut self,
         batches: &[RecordBatch],
         stats: &[Option<StructArray>],
-        add_keys: &[Option<HashedKeys>],
+        mut add_keys: Vec<Option<HashedKeys>>,
         origin: &Origin,
     ) -> DeltaResult<()> {
         for batch in batches {
@@ -207,20 +207,16 @@ impl Reconciler {
         for (i, batch) in batches.iter().enumerate() {
             if let Some(add) = struct_column(batch, names::ADD) {
                 let mut mask = vec![false; add.len()];
-                match add_keys.get(i).and_then(Option::as_ref) {
+                match add_keys.get_mut(i).and_then(Option::take) {
                     // Every row of such a batch is a valid add with its key hashed.
                     Some(hashed) if hashed.len() == add.len() && add.null_count() == 0 => {
-                        for (row, keep) in mask.iter_mut().enumerate() {
-                            if let Some((hash, key)) = hashed.get(row) {
-                                *keep = self.seen.insert_hashed(hash, key);
-                            }
-                        }
+                        mask = self.seen.insert_all(hashed)?;
                     }
                     _ => {
                         let keys = KeyColumns::new(add);
                         for (row, keep) in mask.iter_mut().enumerate() {
                             if add.is_valid(row) {
-                                *keep = self.seen.insert(&keys.key("add", row, origin)?);
+                                *keep = self.seen.insert(&keys.key("add", row, origin)?)?;
                             }
                         }
                     }
@@ -233,7 +229,7 @@ impl Reconciler {
                 let mut mask = vec![false; remove.len()];
                 for (row, keep) in mask.iter_mut().enumerate() {
                     if remove.is_valid(row) {
-                        *keep = self.seen.insert(&keys.key("remove", row, origin)?);
+                        *keep = self.seen.insert(&keys.key("remove", row, origin)?)?;
                     }
                 }
                 if let Some(r) = compact(remove, mask)? {
@@ -352,7 +348,7 @@ mod tests {
             let batches =
                 decode_json_actions(text.as_bytes(), &commit_schema(), "x", Some(v as u64))
                     .unwrap();
-            r.apply_delta(&batches, &[], &[], &origin(v as u64))
+            r.apply_delta(&batches, &[], Vec::new(), &origin(v as u64))
                 .unwrap();
         }
         r
@@ -471,7 +467,7 @@ mod tests {
         let mut r = Reconciler::default();
         let newer =
             decode_json_actions(REMOVE_A.as_bytes(), &commit_schema(), "x", Some(2)).unwrap();
-        r.apply_delta(&newer, &[], &[], &origin(2)).unwrap();
+        r.apply_delta(&newer, &[], Vec::new(), &origin(2)).unwrap();
         let cp = decode_json_actions(
             format!("{ADD_A}\n{ADD_B}").as_bytes(),
             &commit_schema(),
@@ -489,7 +485,7 @@ mod tests {
         let batches =
             decode_json_actions(br#"{"add":{"size":1}}"#, &commit_schema(), "x", Some(0)).unwrap();
         let err = Reconciler::default()
-            .apply_delta(&batches, &[], &[], &origin(0))
+            .apply_delta(&batches, &[], Vec::new(), &origin(0))
             .unwrap_err();
         assert!(
             matches!(

@@ -127,7 +127,7 @@ impl Snapshot {
                     reconciler.apply_delta(
                         &batches.batches,
                         &batches.stats,
-                        &batches.add_keys,
+                        batches.add_keys,
                         &origin,
                     )?;
                 }
