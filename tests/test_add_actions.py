@@ -26,7 +26,7 @@ import pytest
 
 import deltalog as dl
 import oracle
-from conftest import corpus_table, load_expectations
+from conftest import corpus_table, load_expectations, metadata, protocol
 
 EXPECT = load_expectations()
 READABLE = sorted(r for r, e in EXPECT.items() if not e["must_fail"])
@@ -203,3 +203,64 @@ def test_statistics_follow_a_schema_change_spelled_with_escapes(tmp_path: Path) 
     # f0's minimum was written for the old long column: it does not parse as the new type.
     assert rows["f0"]["min"] == {"a": None}
     assert rows["f0"]["num_records"] == 1
+
+
+@pytest.mark.parametrize("changed_at", [1, 5, 39])
+def test_statistics_follow_a_schema_change_anywhere_in_a_long_log(
+    tmp_path: Path, changed_at: int
+) -> None:
+    """A long log (more commits than the first pass searches exactly) whose schema changed
+    after its first commit: statistics are typed by the newest schema wherever the change is."""
+    log = tmp_path / "_delta_log"
+    log.mkdir()
+
+    def schema(*fields: tuple[str, str]) -> str:
+        return json.dumps(
+            {
+                "type": "struct",
+                "fields": [
+                    {"name": n, "type": k, "nullable": True, "metadata": {}} for n, k in fields
+                ],
+            }
+        )
+
+    def add(i: int) -> str:
+        stats = {"numRecords": i, "minValues": {"a": i, "b": f"b{i}"}, "nullCount": {"a": 0}}
+        return json.dumps(
+            {
+                "add": {
+                    "path": f"f{i}",
+                    "partitionValues": {},
+                    "size": 1,
+                    "modificationTime": 1,
+                    "dataChange": True,
+                    "stats": json.dumps(stats),
+                }
+            }
+        )
+
+    def meta(schema_string: str) -> str:
+        return json.dumps(metadata(schema_string=schema_string))
+
+    versions = 60
+    for v in range(versions):
+        lines = []
+        if v == 0:
+            lines += [json.dumps(protocol()), meta(schema(("a", "long")))]
+        if v == changed_at:
+            lines.append(meta(schema(("a", "long"), ("b", "string"))))
+        _write_commit(log, v, [*lines, add(v)])
+
+    t = dl.DeltaTable(tmp_path)
+    assert t.version() == versions - 1
+    assert t.schema().names == ["a", "b"]
+    rows = {r["path"]: r for r in t.get_add_actions().to_pylist()}
+    assert len(rows) == versions
+    for i in range(versions):
+        assert rows[f"f{i}"]["min"] == {"a": i, "b": f"b{i}"}
+        assert rows[f"f{i}"]["num_records"] == i
+    # Time travel to before the change keeps the old schema and its statistics.
+    if changed_at > 1:
+        old = dl.DeltaTable(tmp_path, version=changed_at - 1)
+        assert old.schema().names == ["a"]
+        assert old.get_add_actions().column("min").to_pylist()[0] == {"a": changed_at - 1}

@@ -49,6 +49,13 @@ BAD_COMMIT_1 = {
         '{"add":{"partitionValues":{},"size":1,"modificationTime":1,"dataChange":true}}\n'
     ),
     "protocol-wrong-type": '{"protocol":{"minReaderVersion":"one","minWriterVersion":2}}\n',
+    # "Delta Log Entries": every action is a single-line JSON document.
+    "two-actions-on-a-line": (
+        '{"add":{"path":"b.parquet","partitionValues":{},"size":1,"modificationTime":1,'
+        '"dataChange":true},"metaData":{"id":"x","format":{"provider":"parquet","options":{}},'
+        '"schemaString":"{\\"type\\":\\"struct\\",\\"fields\\":[]}","partitionColumns":[],'
+        '"configuration":{}}}\n'
+    ),
 }
 
 

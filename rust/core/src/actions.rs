@@ -6,7 +6,8 @@
 
 use std::sync::{Arc, OnceLock};
 
-use arrow::array::RecordBatch;
+use arrow::array::{Array, RecordBatch};
+use arrow::buffer::BooleanBuffer;
 use arrow::datatypes::{DataType, Field, Fields, Schema, SchemaRef};
 use arrow::json::ReaderBuilder;
 
@@ -312,13 +313,79 @@ pub fn decode_json_actions(
     })? {
         out.push(batch);
     }
+    let mut first_row = 0;
+    for batch in &out {
+        if let Some(row) = row_with_two_actions(batch) {
+            return Err(DeltaError::corrupt(
+                file,
+                version,
+                format!(
+                    "JSON object {} holds more than one action (spec: \"Delta Log Entries\": \
+                     every action is stored as a single-line JSON document)",
+                    first_row + row + 1
+                ),
+            ));
+        }
+        first_row += batch.num_rows();
+    }
     Ok(out)
+}
+
+/// The first row of `batch` in which more than one action column is non-null.
+fn row_with_two_actions(batch: &RecordBatch) -> Option<usize> {
+    let mut seen: Option<BooleanBuffer> = None;
+    let mut twice: Option<BooleanBuffer> = None;
+    for column in batch.columns() {
+        let valid = match column.logical_nulls() {
+            Some(nulls) => nulls.into_inner(),
+            None => BooleanBuffer::new_set(batch.num_rows()),
+        };
+        if let Some(seen) = &seen {
+            let both = seen & &valid;
+            twice = Some(match twice {
+                Some(t) => &t | &both,
+                None => both,
+            });
+        }
+        seen = Some(match seen {
+            Some(s) => &s | &valid,
+            None => valid,
+        });
+    }
+    twice?.set_indices().next()
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
     use arrow::array::{Array, AsArray};
+
+    #[test]
+    fn a_line_with_two_actions_is_corrupt() {
+        // A null action beside another is one action.
+        let ok = br#"{"add":null,"protocol":{"minReaderVersion":1,"minWriterVersion":2}}"#;
+        assert!(decode_json_actions(ok, &commit_schema(), "0.json", Some(0)).is_ok());
+        let text = br#"{"commitInfo":{"timestamp":5}}
+{"add":{"path":"a","partitionValues":{},"size":1,"modificationTime":1,"dataChange":true},"metaData":{"id":"x"}}
+"#;
+        let err = decode_json_actions(text, &commit_schema(), "3.json", Some(3)).unwrap_err();
+        let message = err.to_string();
+        assert!(
+            matches!(
+                err,
+                DeltaError::CorruptLog {
+                    version: Some(3),
+                    ..
+                }
+            ),
+            "{err:?}"
+        );
+        assert!(
+            message.contains("JSON object 2 holds more than one action"),
+            "{message}"
+        );
+        assert!(message.contains("3.json"), "{message}");
+    }
 
     #[test]
     fn decodes_known_actions_and_ignores_unknown() {

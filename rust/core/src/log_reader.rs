@@ -198,22 +198,29 @@ pub async fn protocol_and_metadata(
     Ok(found)
 }
 
-/// The lines of `text` that contain any of `needles`, joined by newlines.
+/// Line prefixes of the file actions that make up the bulk of a log. Such a line holds no other
+/// action ("Delta Log Entries": every action is a single-line JSON document; a line holding
+/// two is rejected by [`decode_json_actions`] when the file is replayed), so it is skipped
+/// without being searched.
+const FILE_ACTION_PREFIXES: [&[u8]; 2] = [b"{\"add\":{", b"{\"remove\":{"];
+
+/// The lines of `text` that contain any of `needles`, joined by newlines (lines that start as
+/// file actions are not searched).
 fn lines_mentioning(text: &[u8], needles: &[&[u8]]) -> Vec<u8> {
-    let mut ranges: Vec<(usize, usize)> = Vec::new();
-    for needle in needles {
-        for pos in memchr::memmem::find_iter(text, needle) {
-            let start = memchr::memrchr(b'\n', &text[..pos]).map_or(0, |p| p + 1);
-            let end = memchr::memchr(b'\n', &text[pos..]).map_or(text.len(), |p| pos + p);
-            ranges.push((start, end));
-        }
-    }
-    ranges.sort_unstable();
-    ranges.dedup();
+    let finders: Vec<_> = needles.iter().map(memchr::memmem::Finder::new).collect();
     let mut out = Vec::new();
-    for (start, end) in ranges {
-        out.extend_from_slice(&text[start..end]);
-        out.push(b'\n');
+    let mut start = 0;
+    while start < text.len() {
+        let end = memchr::memchr(b'\n', &text[start..]).map_or(text.len(), |i| start + i);
+        let line = &text[start..end];
+        start = end + 1;
+        if FILE_ACTION_PREFIXES.iter().any(|p| line.starts_with(p)) {
+            continue;
+        }
+        if finders.iter().any(|f| f.find(line).is_some()) {
+            out.extend_from_slice(line);
+            out.push(b'\n');
+        }
     }
     out
 }
@@ -759,6 +766,12 @@ mod tests {
             b"{\"protocol\":{\"metaData\":1}}\n{\"metaData\":{}}\n".to_vec()
         );
         assert!(lines_mentioning(b"{\"add\":{}}", &[b"\"protocol\""]).is_empty());
+        // File-action lines are not searched; other shapes of a line are.
+        let text = b"{\"add\":{\"path\":\"protocol\"}}\n{\"remove\":{\"metaData\":1}}\n{\"add\":null,\"metaData\":{}}\n{ \"protocol\":{}}\n";
+        assert_eq!(
+            lines_mentioning(text, &[b"\"protocol\"", b"\"metaData\""]),
+            b"{\"add\":null,\"metaData\":{}}\n{ \"protocol\":{}}\n".to_vec()
+        );
     }
 
     #[test]

@@ -48,6 +48,44 @@ pub struct Snapshot {
     in_commit_timestamp: Option<i64>,
 }
 
+/// How replay learns the schema that types statistics before it decodes the commits.
+#[derive(Debug, Clone)]
+enum FirstPass {
+    /// From a first pass over the log ([`first_pass`]).
+    Scan,
+    /// Given (a previous replay found it).
+    Known(Arc<StatsSchema>),
+    /// Not at all: statistics are parsed after replay.
+    Late,
+}
+
+/// Commits the first pass searches, newest first, for the protocol and metadata before it
+/// assumes that the oldest delta file holds those in force.
+const FIRST_PASS_EXACT_FILES: usize = 32;
+
+/// The protocol and metadata to type statistics with while decoding: those of the newest
+/// commits that mention them (their lines only, [`protocol_and_metadata`]). A long log whose
+/// newest [`FIRST_PASS_EXACT_FILES`] commits hold neither is not read twice: what its oldest
+/// delta file holds (typically the table's creation) is assumed, and replay checks it (see
+/// [`Snapshot::replay`]). The checkpoint's non-file actions fill what is still missing.
+async fn first_pass(storage: &Storage, newest_first: &[Delta]) -> DeltaResult<Reconciler> {
+    let (newest, older) = newest_first.split_at(newest_first.len().min(FIRST_PASS_EXACT_FILES));
+    let mut found = protocol_and_metadata(storage, newest.to_vec()).await?;
+    let Some(oldest) = older.last() else {
+        return Ok(found);
+    };
+    if found.protocol.is_none() || found.metadata.is_none() {
+        let assumed = protocol_and_metadata(storage, vec![oldest.clone()]).await?;
+        if found.protocol.is_none() {
+            found.protocol = assumed.protocol;
+        }
+        if found.metadata.is_none() {
+            found.metadata = assumed.metadata;
+        }
+    }
+    Ok(found)
+}
+
 impl Snapshot {
     /// Opens version `version` (the latest when `None`) of the table in `storage`.
     pub async fn try_new(storage: Storage, version: Option<u64>) -> DeltaResult<Self> {
@@ -57,18 +95,17 @@ impl Snapshot {
 
     /// Replays a segment.
     pub async fn from_segment(storage: Storage, segment: LogSegment) -> DeltaResult<Self> {
-        Self::replay(storage, segment, true).await
+        Self::replay(storage, segment, FirstPass::Scan).await
     }
 
-    /// Replays a segment in two passes: the protocol and metadata first (the lines of the
-    /// newest commits that mention them, and the checkpoint's non-file actions), so that the
-    /// second pass, over every action, parses statistics while it decodes. With
-    /// `early_stats = false` statistics are parsed after replay instead (used when the first
-    /// pass cannot be trusted, see below).
+    /// Replays a segment in two passes: the protocol and metadata first (see [`FirstPass`]),
+    /// so that the second pass, over every action, parses statistics while it decodes. The
+    /// second pass finds the protocol and metadata itself; when they type statistics otherwise
+    /// than the first pass assumed, replay runs again with the schema it found.
     fn replay(
         storage: Storage,
         segment: LogSegment,
-        early_stats: bool,
+        first: FirstPass,
     ) -> futures::future::BoxFuture<'static, DeltaResult<Self>> {
         Box::pin(async move {
             let newest_first: Vec<Delta> = segment.deltas.iter().rev().cloned().collect();
@@ -79,12 +116,9 @@ impl Snapshot {
                 }
             };
             let first_pass = async {
-                if early_stats {
-                    protocol_and_metadata(&storage, newest_first.clone())
-                        .await
-                        .map(Some)
-                } else {
-                    Ok(None)
+                match &first {
+                    FirstPass::Scan => first_pass(&storage, &newest_first).await.map(Some),
+                    FirstPass::Known(_) | FirstPass::Late => Ok(None),
                 }
             };
             let (first_pass, checkpoint) = futures::try_join!(first_pass, checkpoint)?;
@@ -105,7 +139,10 @@ impl Snapshot {
                         found.metadata.as_ref().map(|(m, _)| m),
                     )))
                 }
-                None => None,
+                None => match &first {
+                    FirstPass::Known(schema) => Some(schema.clone()),
+                    _ => None,
+                },
             };
 
             // The commits, newest first, replayed as they arrive.
@@ -185,13 +222,19 @@ impl Snapshot {
                 snapshot.metadata.as_ref(),
             ));
             if early.as_ref().is_some_and(|e| **e != *stats_schema) {
-                // The first pass saw other metadata than replay did (only possible for logs that
-                // spell action names with JSON escapes): the statistics parsed early are typed by
-                // the wrong schema, so replay again parsing them late.
+                // The first pass assumed other metadata than replay found (a long log whose
+                // metadata changed before its newest commits, or one that spells action names
+                // with JSON escapes): the statistics parsed early are typed by the wrong schema.
+                // Replay again with the schema found (or, should that disagree too, parsing
+                // statistics after replay).
+                let again = match first {
+                    FirstPass::Scan => FirstPass::Known(stats_schema),
+                    FirstPass::Known(_) | FirstPass::Late => FirstPass::Late,
+                };
                 return Self::replay(
                     snapshot.storage,
                     Arc::unwrap_or_clone(snapshot.segment),
-                    false,
+                    again,
                 )
                 .await;
             }
