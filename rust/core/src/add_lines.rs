@@ -17,10 +17,10 @@ use std::borrow::Cow;
 use std::sync::Arc;
 
 use arrow::array::{
-    Array, ArrayRef, BooleanBufferBuilder, BooleanBuilder, Int32Builder, Int64Builder, MapArray,
-    StringArray, StringBuilder, StructArray,
+    Array, ArrayBuilder, ArrayRef, BooleanBufferBuilder, BooleanBuilder, Int32Builder,
+    Int64Builder, MapArray, StringBuilder, StructArray,
 };
-use arrow::buffer::{Buffer, NullBuffer, OffsetBuffer};
+use arrow::buffer::{NullBuffer, OffsetBuffer};
 use arrow::datatypes::{DataType, Field, Fields};
 
 use crate::actions::{add_fields, deletion_vector_fields, string_map};
@@ -31,97 +31,22 @@ use crate::nulls::compact_struct_children;
 use crate::paths::{dv_unique_id, file_key};
 use crate::stats::StatsSchema;
 
-/// A UTF-8 column being built. Its bytes go into a buffer reserved up front for an upper
-/// bound (the commit file's length: pages are only touched as they are used) and shrunk in
-/// place when finished, so the data is written once: no copies as it grows, no slack kept.
-#[derive(Debug)]
-struct Utf8Column {
-    values: Vec<u8>,
-    offsets: Vec<i32>,
-    valid: BooleanBufferBuilder,
-    /// The values outgrew 32-bit offsets.
-    overflow: bool,
-}
-
-impl Utf8Column {
-    /// A column of up to `rows` rows (a hint) with up to `bytes` bytes of values (reserved).
-    fn with_capacity(rows: usize, bytes: usize) -> Self {
-        let mut offsets = Vec::with_capacity(rows + 1);
-        offsets.push(0);
-        Utf8Column {
-            values: Vec::with_capacity(bytes),
-            offsets,
-            valid: BooleanBufferBuilder::new(rows),
-            overflow: false,
-        }
-    }
-
-    fn push(&mut self, value: Option<&str>) {
-        if let Some(v) = value {
-            self.values.extend_from_slice(v.as_bytes());
-        }
-        match i32::try_from(self.values.len()) {
-            Ok(end) => self.offsets.push(end),
-            Err(_) => {
-                self.overflow = true;
-                self.offsets.push(i32::MAX);
-            }
-        }
-        self.valid.append(value.is_some());
-    }
-
-    /// Number of rows.
-    fn len(&self) -> usize {
-        self.offsets.len() - 1
-    }
-
-    /// The column (the builder is left empty).
-    fn finish(&mut self) -> DeltaResult<StringArray> {
-        if self.overflow {
-            return Err(crate::error::DeltaError::Internal(
-                "a commit file's strings exceed 2 GiB in one column".into(),
-            ));
-        }
-        let mut values = std::mem::take(&mut self.values);
-        values.shrink_to_fit();
-        let offsets = std::mem::replace(&mut self.offsets, vec![0]);
-        let nulls = NullBuffer::new(self.valid.finish());
-        // SAFETY: the offsets start at 0, never decrease and end at `values.len()` (no overflow,
-        // checked above), and every value was appended whole from a `&str`, so each slice they
-        // delimit is valid UTF-8: what `try_new` would check in a second pass over the bytes.
-        Ok(unsafe {
-            StringArray::new_unchecked(
-                OffsetBuffer::new_unchecked(offsets.into()),
-                Buffer::from_vec(values),
-                (nulls.null_count() > 0).then_some(nulls),
-            )
-        })
-    }
-}
-
 /// A `map<string, string>` column being built.
-#[derive(Debug)]
+#[derive(Debug, Default)]
 struct MapColumn {
-    keys: Utf8Column,
-    values: Utf8Column,
+    keys: StringBuilder,
+    values: StringBuilder,
     offsets: Vec<usize>,
     validity: Vec<bool>,
 }
 
-impl Default for MapColumn {
-    fn default() -> Self {
-        MapColumn::with_capacity(0, 0)
-    }
-}
-
 impl MapColumn {
-    /// Up to `rows` rows (a hint) with up to `bytes` bytes of keys and of values (reserved).
-    fn with_capacity(rows: usize, bytes: usize) -> Self {
+    fn with_capacity(rows: usize) -> Self {
         let mut offsets = Vec::with_capacity(rows + 1);
         offsets.push(0);
         MapColumn {
-            keys: Utf8Column::with_capacity(rows, bytes),
-            values: Utf8Column::with_capacity(rows, bytes),
+            keys: StringBuilder::new(),
+            values: StringBuilder::new(),
             offsets,
             validity: Vec::with_capacity(rows),
         }
@@ -130,15 +55,15 @@ impl MapColumn {
     fn push(&mut self, entries: Option<&[Entry<'_>]>) {
         if let Some(entries) = entries {
             for (k, v) in entries {
-                self.keys.push(Some(k));
-                self.values.push(v.as_deref());
+                self.keys.append_value(k);
+                self.values.append_option(v.as_deref());
             }
         }
         self.offsets.push(self.keys.len());
         self.validity.push(entries.is_some());
     }
 
-    fn finish(mut self) -> DeltaResult<ArrayRef> {
+    fn finish(self) -> DeltaResult<ArrayRef> {
         let DataType::Map(entry_field, sorted) = string_map() else {
             unreachable!("string_map() is a map type")
         };
@@ -148,8 +73,9 @@ impl MapColumn {
         let entries = StructArray::try_new(
             entry_fields,
             vec![
-                Arc::new(self.keys.finish()?) as ArrayRef,
-                Arc::new(self.values.finish()?),
+                // Copies of exactly the bytes used: the builders grew by doubling.
+                Arc::new(self.keys.finish_cloned()) as ArrayRef,
+                Arc::new(self.values.finish_cloned()),
             ],
             None,
         )?;
@@ -379,46 +305,46 @@ pub struct SplitCommit {
 /// Builders of the add columns.
 #[derive(Debug)]
 struct AddColumns {
-    path: Utf8Column,
+    path: StringBuilder,
     partition_values: MapColumn,
     size: Int64Builder,
     modification_time: Int64Builder,
     data_change: BooleanBuilder,
     tags: MapColumn,
     dv_valid: BooleanBufferBuilder,
-    dv_storage_type: Utf8Column,
-    dv_path: Utf8Column,
+    dv_storage_type: StringBuilder,
+    dv_path: StringBuilder,
     dv_offset: Int32Builder,
     dv_size: Int32Builder,
     dv_cardinality: Int64Builder,
     base_row_id: Int64Builder,
     default_row_commit_version: Int64Builder,
-    clustering_provider: Utf8Column,
+    clustering_provider: StringBuilder,
     /// Statistics ranges (only used when they are kept as text).
     stats: Vec<Option<(usize, usize)>>,
     rows: usize,
 }
 
 impl AddColumns {
-    /// Builders for up to `rows` rows of a file of `bytes` bytes: paths and partition values
-    /// reserve that much (see [`Utf8Column`]); the rarely present strings grow as needed.
-    fn with_capacity(rows: usize, bytes: usize) -> Self {
+    /// Builders for up to `rows` rows (string data grows as needed and is copied out exactly
+    /// by [`AddColumns::finish`], so no slack is kept in the arrays).
+    fn with_capacity(rows: usize) -> Self {
         AddColumns {
-            path: Utf8Column::with_capacity(rows, bytes),
-            partition_values: MapColumn::with_capacity(rows, bytes),
+            path: StringBuilder::new(),
+            partition_values: MapColumn::with_capacity(rows),
             size: Int64Builder::with_capacity(rows),
             modification_time: Int64Builder::with_capacity(rows),
             data_change: BooleanBuilder::with_capacity(rows),
-            tags: MapColumn::with_capacity(rows, 0),
+            tags: MapColumn::with_capacity(rows),
             dv_valid: BooleanBufferBuilder::new(rows),
-            dv_storage_type: Utf8Column::with_capacity(rows, 0),
-            dv_path: Utf8Column::with_capacity(rows, 0),
+            dv_storage_type: StringBuilder::new(),
+            dv_path: StringBuilder::new(),
             dv_offset: Int32Builder::with_capacity(rows),
             dv_size: Int32Builder::with_capacity(rows),
             dv_cardinality: Int64Builder::with_capacity(rows),
             base_row_id: Int64Builder::with_capacity(rows),
             default_row_commit_version: Int64Builder::with_capacity(rows),
-            clustering_provider: Utf8Column::with_capacity(rows, 0),
+            clustering_provider: StringBuilder::new(),
             stats: Vec::with_capacity(rows),
             rows: 0,
         }
@@ -427,14 +353,14 @@ impl AddColumns {
     fn push(&mut self, row: Row<'_>) {
         self.partition_values.push(row.partition_values.as_deref());
         self.tags.push(row.tags.as_deref());
-        self.path.push(row.path.as_deref());
+        self.path.append_option(row.path);
         self.size.append_option(row.size);
         self.modification_time.append_option(row.modification_time);
         self.data_change.append_option(row.data_change);
         self.dv_valid.append(row.dv.is_some());
         let dv = row.dv.unwrap_or_default();
-        self.dv_storage_type.push(dv.storage_type.as_deref());
-        self.dv_path.push(dv.path_or_inline_dv.as_deref());
+        self.dv_storage_type.append_option(dv.storage_type);
+        self.dv_path.append_option(dv.path_or_inline_dv);
         self.dv_offset.append_option(dv.offset);
         self.dv_size.append_option(dv.size_in_bytes);
         self.dv_cardinality.append_option(dv.cardinality);
@@ -442,7 +368,7 @@ impl AddColumns {
         self.default_row_commit_version
             .append_option(row.default_row_commit_version);
         self.clustering_provider
-            .push(row.clustering_provider.as_deref());
+            .append_option(row.clustering_provider);
         self.stats.push(row.stats);
         self.rows += 1;
     }
@@ -453,8 +379,8 @@ impl AddColumns {
         let dv = StructArray::try_new(
             deletion_vector_fields(),
             vec![
-                Arc::new(self.dv_storage_type.finish()?) as ArrayRef,
-                Arc::new(self.dv_path.finish()?),
+                Arc::new(self.dv_storage_type.finish_cloned()) as ArrayRef,
+                Arc::new(self.dv_path.finish_cloned()),
                 Arc::new(self.dv_offset.finish()),
                 Arc::new(self.dv_size.finish()),
                 Arc::new(self.dv_cardinality.finish()),
@@ -472,7 +398,7 @@ impl AddColumns {
         let mut columns: Vec<ArrayRef> = Vec::new();
         for field in add_fields().iter() {
             let column: ArrayRef = match field.name().as_str() {
-                "path" => Arc::new(self.path.finish()?),
+                "path" => Arc::new(self.path.finish_cloned()),
                 "partitionValues" => std::mem::take(&mut self.partition_values).finish()?,
                 "size" => Arc::new(self.size.finish()),
                 "modificationTime" => Arc::new(self.modification_time.finish()),
@@ -485,7 +411,7 @@ impl AddColumns {
                 "deletionVector" => Arc::new(dv.clone()),
                 "baseRowId" => Arc::new(self.base_row_id.finish()),
                 "defaultRowCommitVersion" => Arc::new(self.default_row_commit_version.finish()),
-                "clusteringProvider" => Arc::new(self.clustering_provider.finish()?),
+                "clusteringProvider" => Arc::new(self.clustering_provider.finish_cloned()),
                 other => {
                     return Err(crate::error::DeltaError::Internal(format!(
                         "add field {other} has no fast-path column"
@@ -516,7 +442,7 @@ fn row_key<'r>(row: &'r Row<'_>) -> Option<Cow<'r, str>> {
 /// Splits a commit file into its `add` lines (decoded, statistics parsed with `stats` when
 /// given, kept as text otherwise) and the rest.
 pub fn split_commit(bytes: &[u8], stats: Option<&StatsSchema>) -> DeltaResult<SplitCommit> {
-    let mut keys = HashedKeys::with_capacity(bytes.len());
+    let mut keys = HashedKeys::default();
     let Ok(text) = std::str::from_utf8(bytes) else {
         // Not UTF-8: the general decoder reports it.
         return Ok(SplitCommit {
@@ -527,7 +453,7 @@ pub fn split_commit(bytes: &[u8], stats: Option<&StatsSchema>) -> DeltaResult<Sp
         });
     };
     let lines = memchr::memchr_iter(b'\n', bytes).count() + 1;
-    let mut columns = AddColumns::with_capacity(lines, bytes.len());
+    let mut columns = AddColumns::with_capacity(lines);
     // The unescaped statistics are shorter than the file: one allocation, never regrown.
     let mut stats_text = Vec::with_capacity(bytes.len());
     let mut rest = Vec::new();

@@ -93,15 +93,6 @@ impl Default for HashedKeys {
 }
 
 impl HashedKeys {
-    /// Keys whose bytes total at most `bytes`, reserved up front (only the pages used are
-    /// touched; [`FileKeys::insert_all`] shrinks the arena in place when it adopts it).
-    pub fn with_capacity(bytes: usize) -> Self {
-        HashedKeys {
-            arena: Vec::with_capacity(bytes),
-            ..HashedKeys::default()
-        }
-    }
-
     /// Appends `key`.
     pub fn push(&mut self, key: &str) {
         self.hashes.push(short_hash(&self.hasher, key.as_bytes()));
