@@ -267,6 +267,41 @@ pub fn file_actions_schema() -> SchemaRef {
     cached(&S, &[names::ADD, names::REMOVE])
 }
 
+/// [`file_actions_schema`] with `add.stats` as `Utf8View`: how parquet checkpoints and sidecars
+/// are read, so that the statistics text is parsed where the decompressed pages hold it instead
+/// of being copied into a string column first (it is dropped once parsed).
+pub fn file_actions_view_schema() -> SchemaRef {
+    static S: OnceLock<SchemaRef> = OnceLock::new();
+    S.get_or_init(|| with_stats_as_views(&file_actions_schema()))
+        .clone()
+}
+
+/// `schema` with the `stats` field of its `add` struct (when it is a string) as `Utf8View`.
+pub fn with_stats_as_views(schema: &Schema) -> SchemaRef {
+    let fields: Vec<Field> = schema
+        .fields()
+        .iter()
+        .map(|top| match top.data_type() {
+            DataType::Struct(children) if top.name() == names::ADD => {
+                let children: Vec<Field> = children
+                    .iter()
+                    .map(|c| match c.data_type() {
+                        DataType::Utf8 | DataType::LargeUtf8 if c.name() == "stats" => {
+                            c.as_ref().clone().with_data_type(DataType::Utf8View)
+                        }
+                        _ => c.as_ref().clone(),
+                    })
+                    .collect();
+                top.as_ref()
+                    .clone()
+                    .with_data_type(DataType::Struct(Fields::from(children)))
+            }
+            _ => top.as_ref().clone(),
+        })
+        .collect();
+    Arc::new(Schema::new_with_metadata(fields, schema.metadata().clone()))
+}
+
 /// Rows decoded per batch from newline-delimited JSON.
 const JSON_BATCH_ROWS: usize = 8192;
 

@@ -327,7 +327,9 @@ impl OpenCheckpoint {
         T: Send + 'static,
         F: Fn(RecordBatch) -> DeltaResult<T> + Clone + Send + Sync + 'static,
     {
-        let schema = actions::file_actions_schema();
+        // Parquet is read with the statistics as views of its pages; JSON parts as text.
+        let schema = actions::file_actions_view_schema();
+        let json_schema = actions::file_actions_schema();
         let mut out = Vec::new();
         if !self.sidecars.is_empty() {
             let results: Vec<Vec<T>> = stream::iter(self.sidecars.clone())
@@ -353,7 +355,7 @@ impl OpenCheckpoint {
             match part {
                 Part::Json(batches) => {
                     for b in batches {
-                        out.push(f(conform_batch(b, &schema)?)?);
+                        out.push(f(conform_batch(b, &json_schema)?)?);
                     }
                 }
                 Part::Parquet(file) => out.extend(file.read_with(&schema, f.clone()).await?),
@@ -514,6 +516,14 @@ impl ParquetLogFile {
                 }
                 other => corrupt(&other),
             })?;
+        // Statistics text is read as views of the decoded pages (see
+        // `actions::file_actions_view_schema`); a file whose schema does not take the hint is
+        // read as it is (and its text converted).
+        let metadata = ArrowReaderMetadata::try_new(
+            metadata.metadata().clone(),
+            ArrowReaderOptions::new().with_schema(actions::with_stats_as_views(metadata.schema())),
+        )
+        .unwrap_or(metadata);
         #[cfg(unix)]
         let local = match storage.local_path(location) {
             Some(path) => Some(LocalChunkReader::open(&path).map_err(|e| corrupt(&e))?),
@@ -879,6 +889,70 @@ mod tests {
         {
             file.local = None;
             assert_eq!(read_all(file).await, expected);
+        }
+    }
+
+    #[tokio::test]
+    async fn statistics_are_read_as_views_and_parse_like_text() {
+        use crate::stats::StatsSchema;
+        let dir = tempfile::tempdir().unwrap();
+        let schema = actions::file_actions_schema();
+        let text = concat!(
+            r#"{"add":{"path":"a","size":1,"stats":"{\"numRecords\":3,\"minValues\":{\"x\":-2,\"s\":\"a long enough string value\"}}"}}"#,
+            "\n",
+            r#"{"add":{"path":"b","size":2}}"#,
+            "\n",
+            r#"{"remove":{"path":"c"}}"#,
+            "\n",
+            r#"{"add":{"path":"d","size":2,"stats":"{\"numRecords\":1,\"maxValues\":{\"s\":\"z\"}}"}}"#,
+            "\n",
+        );
+        let batch = decode_one(&schema, text);
+        #[allow(unused_mut)]
+        let mut file = parquet_log_file(dir.path(), &schema, &[&batch]).await;
+        let table = Schema::new(vec![
+            Field::new("x", DataType::Int64, true),
+            Field::new("s", DataType::Utf8, true),
+        ]);
+        let stats_schema = StatsSchema::new(&table, &table);
+        let add_stats = |b: &RecordBatch| {
+            b.column_by_name("add")
+                .unwrap()
+                .as_struct()
+                .column_by_name("stats")
+                .unwrap()
+                .clone()
+        };
+        let expected = stats_schema.parse(Some(&add_stats(&batch)), None).unwrap();
+        let view_schema = actions::file_actions_view_schema();
+        let read = |file: ParquetLogFile| {
+            let schema = view_schema.clone();
+            async move {
+                let batches = file.read_with(&schema, Ok).await.unwrap();
+                arrow::compute::concat_batches(&schema, batches.iter()).unwrap()
+            }
+        };
+        let got = read(file.clone()).await;
+        assert_eq!(add_stats(&got).data_type(), &DataType::Utf8View);
+        assert_eq!(
+            stats_schema.parse(Some(&add_stats(&got)), None).unwrap(),
+            expected
+        );
+        assert_eq!(
+            expected
+                .column(0)
+                .as_primitive::<arrow::datatypes::Int64Type>()
+                .value(3),
+            1
+        );
+        #[cfg(unix)]
+        {
+            file.local = None;
+            let got = read(file).await;
+            assert_eq!(
+                stats_schema.parse(Some(&add_stats(&got)), None).unwrap(),
+                expected
+            );
         }
     }
 

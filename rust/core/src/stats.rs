@@ -127,12 +127,16 @@ impl StatsSchema {
         stats: Option<&ArrayRef>,
         mask: Option<&BooleanArray>,
     ) -> DeltaResult<StructArray> {
-        let strings = stats.and_then(|s| s.as_string_opt::<i32>());
         let len = stats.map_or(0, |s| s.len());
         let rows = mask.map_or(len, BooleanArray::true_count);
         let mut parser = StatsParser::new(self.physical.fields(), rows);
-        let mut parse_row = |row: usize| match strings {
-            Some(s) if s.is_valid(row) => parser.push(s.value(row)),
+        // Text (`Utf8`) or views of it (`Utf8View`, as checkpoints are read); anything else
+        // carries no statistics.
+        let strings = stats.and_then(|s| s.as_string_opt::<i32>());
+        let views = stats.and_then(|s| s.as_string_view_opt());
+        let mut parse_row = |row: usize| match (strings, views) {
+            (Some(s), _) if s.is_valid(row) => parser.push(s.value(row)),
+            (_, Some(v)) if v.is_valid(row) => parser.push(v.value(row)),
             _ => parser.push(""),
         };
         match mask {
