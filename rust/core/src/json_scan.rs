@@ -272,6 +272,46 @@ impl<'a> Scanner<'a> {
             .ok_or(ScanError("invalid number"))
     }
 
+    /// The next value when it is an integer written as plain decimal digits (optionally
+    /// negative) that fits an `i64`: consumed and returned. `None`, with nothing consumed, for
+    /// any other value (fractions, exponents, strings, overflow...), which the caller then reads
+    /// with [`Scanner::scalar`]: the result is what parsing that number's text would give.
+    pub fn integer(&mut self) -> Option<i64> {
+        self.skip_ws();
+        let text = self.text;
+        let mut i = self.pos;
+        let negative = text.get(i) == Some(&b'-');
+        if negative {
+            i += 1;
+        }
+        let start = i;
+        let mut value = 0i64;
+        while let Some(&c) = text.get(i) {
+            if !c.is_ascii_digit() {
+                break;
+            }
+            let digit = i64::from(c - b'0');
+            // Accumulated with the number's sign, so that i64::MIN fits.
+            value = value.checked_mul(10)?;
+            value = if negative {
+                value.checked_sub(digit)?
+            } else {
+                value.checked_add(digit)?
+            };
+            i += 1;
+        }
+        if i == start || matches!(text.get(i), Some(b'.' | b'e' | b'E' | b'+' | b'-')) {
+            return None;
+        }
+        self.pos = i;
+        Some(value)
+    }
+
+    /// Whether the next value is a string (nothing is consumed).
+    pub fn at_string(&mut self) -> bool {
+        self.peek() == Some(b'"')
+    }
+
     /// Reads a scalar; `Ok(None)` (and the value skipped) when it is an object or array.
     pub fn scalar(&mut self) -> ScanResult<Option<Scalar<'a>>> {
         match self.peek() {
@@ -434,6 +474,31 @@ mod tests {
     }
 
     #[test]
+    fn integers_are_read_in_place_or_left_alone() {
+        for (text, expected) in [
+            ("0", Some(0)),
+            ("-17 ", Some(-17)),
+            ("9223372036854775807", Some(i64::MAX)),
+            ("-9223372036854775808", Some(i64::MIN)),
+            ("9223372036854775808", None),
+            ("1.5", None),
+            ("1e3", None),
+            ("-", None),
+            ("\"5\"", None),
+            ("null", None),
+        ] {
+            let mut sc = Scanner::new(text);
+            assert_eq!(sc.integer(), expected, "{text}");
+            if expected.is_none() {
+                // Nothing consumed: the general reader sees the whole value.
+                assert!(sc.scalar().is_ok() || text == "-", "{text}");
+            } else {
+                assert!(sc.at_end(), "{text}");
+            }
+        }
+    }
+
+    #[test]
     fn expected_keys_are_taken_in_place() {
         let mut s = Scanner::new(r#"{"ab" : 1, "c\u0064": 2, "e": 3}"#);
         assert!(s.begin_object().unwrap());
@@ -481,6 +546,16 @@ mod tests {
     }
 
     proptest! {
+        #[test]
+        fn integers_agree_with_parsing_the_text(text in "-?[0-9]{1,21}[.eE]?[0-9]?") {
+            let mut sc = Scanner::new(&text);
+            if let Some(v) = sc.integer() {
+                prop_assert_eq!(Ok(v), text.parse::<i64>());
+            } else {
+                prop_assert!(text.parse::<i64>().is_err());
+            }
+        }
+
         #[test]
         fn quote_search_agrees_with_memchr(
             text in proptest::collection::vec(prop_oneof![Just(b'"'), Just(b'\\'), Just(b'a'), any::<u8>()], 0..100),

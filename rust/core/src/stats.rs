@@ -474,6 +474,35 @@ impl Leaf {
         }
     }
 
+    /// Reads the next value of the document and appends it ([`Leaf::append`]); integers and
+    /// strings, the common leaves, are read straight into their columns.
+    fn append_next(&mut self, sc: &mut Scanner<'_>) -> ScanResult<()> {
+        match self {
+            Leaf::I64(c) => {
+                if let Some(v) = sc.integer() {
+                    c.push(Some(v));
+                    return Ok(());
+                }
+            }
+            Leaf::I32(c) => {
+                if let Some(v) = sc.integer() {
+                    c.push(i32::try_from(v).ok());
+                    return Ok(());
+                }
+            }
+            Leaf::Str(c) if sc.at_string() => {
+                sc.string_into_bytes(&mut c.data)?;
+                let end = i32::try_from(c.data.len()).map_err(|_| ScanError("too much text"))?;
+                c.offsets.push(end);
+                c.valid.push(true);
+                return Ok(());
+            }
+            _ => {}
+        }
+        let value = sc.scalar()?;
+        self.append(value.as_ref())
+    }
+
     /// Appends `v` converted to the leaf's type, or null when it does not convert. Fails only
     /// when a string column would outgrow its 32-bit offsets.
     fn append(&mut self, v: Option<&Scalar<'_>>) -> ScanResult<()> {
@@ -641,11 +670,12 @@ impl StatsParser {
             first = false;
             match child {
                 Some(Child::Leaf(leaf)) => {
-                    let value = scanner.scalar()?;
                     let column = &mut self.leaves[leaf];
                     // The first of duplicate keys wins; objects and arrays read as null.
                     if column.len() == row {
-                        column.append(value.as_ref())?;
+                        column.append_next(scanner)?;
+                    } else {
+                        scanner.skip_value()?;
                     }
                 }
                 Some(Child::Struct(child)) => self.scan_struct(scanner, child)?,
