@@ -4,12 +4,13 @@
 //! structs whose rows are all active logical files, without the `stats` JSON text, and the
 //! statistics parsed from it row for row ([`crate::stats`]).
 
-use arrow::array::{Array, AsArray, StructArray};
-use arrow::compute::filter;
+use std::sync::Arc;
+
+use arrow::array::{Array, ArrayRef, AsArray, StructArray};
 use arrow::datatypes::Fields;
 
 use crate::error::DeltaResult;
-use crate::nulls::compact_struct_children;
+use crate::nulls::{compact_struct_children, filter_compact};
 use crate::replay::Selected;
 use crate::stats::StatsSchema;
 
@@ -26,24 +27,29 @@ impl FileBatch {
     /// Keeps the selected rows of `adds` (compacted, without the `stats` field) and their
     /// parsed statistics. The JSON text is read in place and never copied.
     pub fn new(adds: Selected, stats: &StatsSchema) -> DeltaResult<Self> {
+        // Selected rows, compacted (all-null columns are not copied, see `crate::nulls`).
         let keep = |s: &StructArray| -> DeltaResult<StructArray> {
             Ok(match &adds.mask {
-                Some(mask) => filter(s, mask)?.as_struct().clone(),
-                None => s.clone(),
+                Some(mask) => {
+                    let array: ArrayRef = Arc::new(s.clone());
+                    filter_compact(&array, mask, mask.true_count())?
+                        .as_struct()
+                        .clone()
+                }
+                None => compact_struct_children(s),
             })
         };
-        let parsed = match &adds.stats {
+        // Columns null in every row (deletion vectors, row tracking, statistics of partition
+        // columns, ...) end up holding no buffers of their own.
+        let stats = match &adds.stats {
             // Parsed while the commit was decoded, aligned with its rows.
             Some(parsed) => keep(parsed)?,
-            None => stats.parse(adds.array.column_by_name("stats"), adds.mask.as_ref())?,
+            None => compact_struct_children(
+                &stats.parse(adds.array.column_by_name("stats"), adds.mask.as_ref())?,
+            ),
         };
-        let rest = keep(&without_field(&adds.array, "stats"))?;
-        // Columns null in every row (deletion vectors, row tracking, statistics of partition
-        // columns, ...) give their buffers back.
-        Ok(FileBatch {
-            adds: compact_struct_children(&rest),
-            stats: compact_struct_children(&parsed),
-        })
+        let adds = keep(&without_field(&adds.array, "stats"))?;
+        Ok(FileBatch { adds, stats })
     }
 
     /// Number of files.

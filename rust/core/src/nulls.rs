@@ -111,6 +111,44 @@ pub fn compact_struct_children(s: &arrow::array::StructArray) -> arrow::array::S
     .unwrap_or_else(|_| s.clone())
 }
 
+/// The rows of `array` that `mask` selects (`selected` of them), compacted like
+/// [`compact_nulls`]: an all-null column is not filtered but replaced by shared nulls of the
+/// new length, and the children of a struct are filtered one by one so that each all-null child
+/// is too.
+pub fn filter_compact(
+    array: &ArrayRef,
+    mask: &arrow::array::BooleanArray,
+    selected: usize,
+) -> Result<ArrayRef, arrow::error::ArrowError> {
+    if array.logical_null_count() == array.len() {
+        return Ok(shared_null_array(array.data_type(), selected));
+    }
+    let Some(s) = array.as_struct_opt() else {
+        // Null in every selected row: shared nulls too.
+        return Ok(compact_nulls(&arrow::compute::filter(array, mask)?));
+    };
+    let columns = s
+        .columns()
+        .iter()
+        .map(|c| filter_compact(c, mask, selected))
+        .collect::<Result<Vec<_>, _>>()?;
+    let nulls = match s.nulls() {
+        Some(n) => {
+            let valid = arrow::array::BooleanArray::new(n.inner().clone(), None);
+            let kept = arrow::compute::filter(&valid, mask)?;
+            let kept = arrow::buffer::NullBuffer::new(kept.as_boolean().values().clone());
+            (kept.null_count() > 0).then_some(kept)
+        }
+        None => None,
+    };
+    Ok(Arc::new(arrow::array::StructArray::try_new_with_length(
+        s.fields().clone(),
+        columns,
+        nulls,
+        selected,
+    )?))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -188,5 +226,63 @@ mod tests {
                 .value(5),
             5
         );
+    }
+
+    #[test]
+    fn filtering_compacts_like_filter_then_compact() {
+        use arrow::array::{BooleanArray, Int64Array, StringArray, StructArray};
+        let dv = StructArray::from(vec![
+            (
+                Arc::new(Field::new("p", DataType::Utf8, true)),
+                Arc::new(StringArray::from(vec![Some("a"), None, None, Some("d")])) as ArrayRef,
+            ),
+            (
+                Arc::new(Field::new("n", DataType::Int64, true)),
+                Arc::new(Int64Array::from(vec![None::<i64>; 4])) as ArrayRef,
+            ),
+        ]);
+        let dv = StructArray::try_new(
+            dv.fields().clone(),
+            dv.columns().to_vec(),
+            Some(arrow::buffer::NullBuffer::from(vec![
+                true, false, false, true,
+            ])),
+        )
+        .unwrap();
+        let top: ArrayRef = Arc::new(StructArray::from(vec![
+            (
+                Arc::new(Field::new("path", DataType::Utf8, true)),
+                Arc::new(StringArray::from(vec!["w", "x", "y", "z"])) as ArrayRef,
+            ),
+            (
+                Arc::new(Field::new("dv", dv.data_type().clone(), true)),
+                Arc::new(dv) as ArrayRef,
+            ),
+        ]));
+        for keep in [
+            vec![true, true, true, true],
+            vec![false, true, true, false],
+            vec![true, false, true, false],
+        ] {
+            let mask = BooleanArray::from(keep);
+            let selected = mask.true_count();
+            let ours = filter_compact(&top, &mask, selected).unwrap();
+            assert_eq!(&ours, &arrow::compute::filter(&top, &mask).unwrap());
+            let ours = ours.as_struct();
+            // `dv.n` is null everywhere: shared, never filtered.
+            let n = ours.column(1).as_struct().column(1).clone();
+            assert!(same_first_buffer(
+                &n,
+                &shared_null_array(&DataType::Int64, selected)
+            ));
+            if selected == 2 && ours.column(1).as_struct().is_null(0) {
+                // Rows 1 and 2: the deletion vector is null in both, so all of it is shared.
+                let p = ours.column(1).as_struct().column(0).clone();
+                assert!(same_first_buffer(
+                    &p,
+                    &shared_null_array(&DataType::Utf8, 2)
+                ));
+            }
+        }
     }
 }
