@@ -10,6 +10,7 @@ from __future__ import annotations
 from deltalog import features
 from deltalog._native import __version__
 from deltalog.exceptions import (
+    CorruptDeletionVectorError,
     CorruptLogError,
     DeltaError,
     StorageError,
@@ -20,6 +21,7 @@ from deltalog.exceptions import (
 from deltalog.table import DeltaTable, Metadata, Protocol
 
 __all__ = [
+    "CorruptDeletionVectorError",
     "CorruptLogError",
     "DeltaError",
     "DeltaTable",

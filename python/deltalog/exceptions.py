@@ -38,6 +38,21 @@ class CorruptLogError(DeltaError):
         self.rule = rule
 
 
+class CorruptDeletionVectorError(DeltaError):
+    """A deletion vector is malformed or disagrees with its descriptor (magic number, size,
+    CRC-32 checksum, bucket keys or cardinality; spec "Deletion Vector Format").
+
+    Attributes:
+        file: the DV file, or the data file whose inline deletion vector it is.
+        reason: what did not match.
+    """
+
+    def __init__(self, message: str, file: str | None = None, reason: str | None = None) -> None:
+        super().__init__(message)
+        self.file = file
+        self.reason = reason
+
+
 class VersionNotFoundError(DeltaError):
     """The requested version or timestamp does not exist or can no longer be reconstructed."""
 

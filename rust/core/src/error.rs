@@ -23,6 +23,11 @@ pub enum DeltaError {
         rule: String,
     },
 
+    /// A deletion vector is malformed or disagrees with its descriptor ("Deletion Vector
+    /// Format", "Deletion Vector File Storage Format").
+    #[error("corrupt deletion vector {file}: {reason}")]
+    CorruptDeletionVector { file: String, reason: String },
+
     /// The requested version or timestamp cannot be served.
     #[error("version not found: {message}")]
     VersionNotFound { message: String },

@@ -16,6 +16,7 @@ pub mod actions;
 pub mod add_actions;
 pub mod add_lines;
 pub mod conform;
+pub mod deletion_vector;
 pub mod error;
 pub mod file_keys;
 pub mod files;

@@ -68,6 +68,12 @@ fn to_py_err(py: Python<'_>, err: DeltaError) -> PyErr {
                 kw.set_item("rule", rule)?;
                 ("CorruptLogError", Some(kw))
             }
+            DeltaError::CorruptDeletionVector { file, reason } => {
+                let kw = PyDict::new(py);
+                kw.set_item("file", file)?;
+                kw.set_item("reason", reason)?;
+                ("CorruptDeletionVectorError", Some(kw))
+            }
             DeltaError::VersionNotFound { .. } => ("VersionNotFoundError", None),
             DeltaError::Unsupported(_) => ("UnsupportedFeatureError", None),
             DeltaError::InvalidArgument(_) => {
