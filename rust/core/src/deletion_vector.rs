@@ -128,6 +128,15 @@ fn uuid_text(b: &[u8; 16]) -> String {
     )
 }
 
+/// `<prefix>/deletion_vector_<uuid>.bin` (no directory when the prefix is empty).
+fn relative_file(prefix: &str, uuid: &str) -> String {
+    if prefix.is_empty() {
+        format!("deletion_vector_{uuid}.bin")
+    } else {
+        format!("{prefix}/deletion_vector_{uuid}.bin")
+    }
+}
+
 impl DvDescriptor {
     /// `uniqueId` ("Derived Fields").
     pub fn unique_id(&self) -> String {
@@ -172,12 +181,7 @@ impl DvDescriptor {
     /// "Derived Fields", without the parent directory).
     pub fn relative_path(&self, context: &str) -> DeltaResult<Option<String>> {
         Ok(match self.location(context)? {
-            DvLocation::Relative { prefix, uuid } if prefix.is_empty() => {
-                Some(format!("deletion_vector_{uuid}.bin"))
-            }
-            DvLocation::Relative { prefix, uuid } => {
-                Some(format!("{prefix}/deletion_vector_{uuid}.bin"))
-            }
+            DvLocation::Relative { prefix, uuid } => Some(relative_file(&prefix, &uuid)),
             _ => None,
         })
     }
@@ -187,8 +191,8 @@ impl DvDescriptor {
     pub async fn load(&self, storage: &Storage, context: &str) -> DeltaResult<RoaringTreemap> {
         let (path, name) = match self.location(context)? {
             DvLocation::Inline => return self.decode_inline(context),
-            DvLocation::Relative { .. } => {
-                let relative = self.relative_path(context)?.unwrap_or_default();
+            DvLocation::Relative { prefix, uuid } => {
+                let relative = relative_file(&prefix, &uuid);
                 (storage.table_path(&relative), relative)
             }
             DvLocation::Absolute(uri) => match storage.resolve_absolute(&uri) {
