@@ -213,8 +213,8 @@ fn dv_or_null<'a>(sc: &mut Scanner<'a>) -> ScanResult<Option<Dv<'a>>> {
     Ok(Some(dv))
 }
 
-/// Scans one line; statistics text is appended to `stats_text`.
-/// The fields of `add` the fast path reads, in the order writers usually emit them.
+/// The fields of `add` the fast path reads, in the order writers usually emit them (the
+/// fields of [`add_fields`], checked by a test).
 const ADD_KEYS: [&str; 11] = [
     "path",
     "partitionValues",
@@ -229,6 +229,7 @@ const ADD_KEYS: [&str; 11] = [
     "clusteringProvider",
 ];
 
+/// Scans one line; statistics text is appended to `stats_text`.
 fn scan_line<'a>(line: &'a str, stats_text: &mut Vec<u8>) -> ScanResult<Row<'a>> {
     let mut sc = Scanner::new(line);
     if !sc.begin_object()? || !sc.try_key(true, b"add") {
@@ -574,6 +575,12 @@ mod tests {
         let refs: Vec<&dyn Array> = got.iter().map(|a| a.as_ref()).collect();
         let got = concat(&refs).unwrap();
         assert_eq!(got.as_struct(), &expected, "{text}");
+    }
+
+    #[test]
+    fn fast_path_keys_are_the_add_fields() {
+        let names: Vec<String> = add_fields().iter().map(|f| f.name().clone()).collect();
+        assert_eq!(names, ADD_KEYS);
     }
 
     #[test]

@@ -119,10 +119,13 @@ impl HashedKeys {
 
 /// Whether `entry` holds `key`.
 fn holds(chunks: &[Vec<u8>], entry: &Entry, hash: u32, key: &[u8]) -> bool {
+    holds_in(&chunks[entry.chunk as usize], entry, hash, key)
+}
+
+/// Whether `entry`, whose bytes are in `chunk`, holds `key`.
+fn holds_in(chunk: &[u8], entry: &Entry, hash: u32, key: &[u8]) -> bool {
     let start = entry.start as usize;
-    entry.hash == hash
-        && entry.len as usize == key.len()
-        && chunks[entry.chunk as usize][start..start + key.len()] == *key
+    entry.hash == hash && entry.len as usize == key.len() && chunk[start..start + key.len()] == *key
 }
 
 impl FileKeys {
@@ -210,10 +213,7 @@ impl FileKeys {
                 table_hash(hash),
                 |e| {
                     if e.chunk as usize == chunk {
-                        let s = e.start as usize;
-                        e.hash == hash
-                            && e.len as usize == key.len()
-                            && arena[s..s + key.len()] == *key
+                        holds_in(arena, e, hash, key)
                     } else {
                         holds(chunks, e, hash, key)
                     }

@@ -12,7 +12,7 @@ use arrow::datatypes::{DataType, Schema, SchemaRef};
 use futures::stream::{self, StreamExt, TryStreamExt};
 use object_store::path::Path;
 use parquet::arrow::arrow_reader::{
-    ArrowReaderMetadata, ArrowReaderOptions, ParquetRecordBatchReaderBuilder,
+    ArrowReaderBuilder, ArrowReaderMetadata, ArrowReaderOptions, ParquetRecordBatchReaderBuilder,
 };
 use parquet::arrow::{ParquetRecordBatchStreamBuilder, ProjectionMask};
 use parquet::schema::types::SchemaDescriptor;
@@ -609,13 +609,14 @@ impl ParquetLogFile {
                 let builders: Vec<_> = groups
                     .into_iter()
                     .map(|(rg, mask)| {
-                        ParquetRecordBatchStreamBuilder::new_with_metadata(
-                            self.reader.clone(),
-                            self.metadata.clone(),
+                        one_row_group(
+                            ParquetRecordBatchStreamBuilder::new_with_metadata(
+                                self.reader.clone(),
+                                self.metadata.clone(),
+                            ),
+                            rg,
+                            mask,
                         )
-                        .with_projection(mask)
-                        .with_row_groups(vec![rg])
-                        .with_batch_size(PARQUET_BATCH_ROWS)
                     })
                     .collect();
                 let sink = sink.clone();
@@ -635,6 +636,19 @@ impl ParquetLogFile {
             .collect();
         join_runs(handles).await
     }
+}
+
+/// `builder` set to decode row group `rg`, the leaves of `mask`, in log-sized batches (the same
+/// for the local and the object-store reader).
+fn one_row_group<T>(
+    builder: ArrowReaderBuilder<T>,
+    rg: usize,
+    mask: ProjectionMask,
+) -> ArrowReaderBuilder<T> {
+    builder
+        .with_projection(mask)
+        .with_row_groups(vec![rg])
+        .with_batch_size(PARQUET_BATCH_ROWS)
 }
 
 /// What happens to each decoded parquet batch: conformed to the action schema, then `f`.
@@ -735,13 +749,14 @@ impl ParquetLogFile {
                 let builders: Vec<_> = groups
                     .into_iter()
                     .map(|(rg, mask)| {
-                        ParquetRecordBatchReaderBuilder::new_with_metadata(
-                            local.clone(),
-                            self.metadata.clone(),
+                        one_row_group(
+                            ParquetRecordBatchReaderBuilder::new_with_metadata(
+                                local.clone(),
+                                self.metadata.clone(),
+                            ),
+                            rg,
+                            mask,
                         )
-                        .with_projection(mask)
-                        .with_row_groups(vec![rg])
-                        .with_batch_size(PARQUET_BATCH_ROWS)
                     })
                     .collect();
                 let sink = sink.clone();
