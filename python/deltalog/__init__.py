@@ -10,27 +10,35 @@ from __future__ import annotations
 from deltalog import features
 from deltalog._native import __version__
 from deltalog.exceptions import (
+    CorruptDataFileError,
     CorruptDeletionVectorError,
     CorruptLogError,
+    DataFileNotFoundError,
     DeltaError,
     StorageError,
     TableNotFoundError,
     UnsupportedFeatureError,
     VersionNotFoundError,
 )
+from deltalog.scan import DeltaScan, ScanTask, read_task
 from deltalog.table import DeltaTable, Metadata, Protocol
 
 __all__ = [
+    "CorruptDataFileError",
     "CorruptDeletionVectorError",
     "CorruptLogError",
+    "DataFileNotFoundError",
     "DeltaError",
+    "DeltaScan",
     "DeltaTable",
     "Metadata",
     "Protocol",
+    "ScanTask",
     "StorageError",
     "TableNotFoundError",
     "UnsupportedFeatureError",
     "VersionNotFoundError",
     "__version__",
     "features",
+    "read_task",
 ]

@@ -53,6 +53,33 @@ class CorruptDeletionVectorError(DeltaError):
         self.reason = reason
 
 
+class DataFileNotFoundError(DeltaError, FileNotFoundError):
+    """A data file the log names does not exist (files are never silently skipped).
+
+    Attributes:
+        file: the missing file (its path as the log names it).
+    """
+
+    def __init__(self, message: str, file: str | None = None) -> None:
+        super().__init__(message)
+        self.file = file
+
+
+class CorruptDataFileError(DeltaError):
+    """A data file cannot be read, or its content cannot be reconciled with the table's
+    schema (a column of an incompatible type, a partition value that does not parse).
+
+    Attributes:
+        file: the data file.
+        reason: what went wrong.
+    """
+
+    def __init__(self, message: str, file: str | None = None, reason: str | None = None) -> None:
+        super().__init__(message)
+        self.file = file
+        self.reason = reason
+
+
 class VersionNotFoundError(DeltaError):
     """The requested version or timestamp does not exist or can no longer be reconstructed."""
 
@@ -74,7 +101,10 @@ class StorageError(DeltaError):
 
 
 __all__ = [
+    "CorruptDataFileError",
+    "CorruptDeletionVectorError",
     "CorruptLogError",
+    "DataFileNotFoundError",
     "DeltaError",
     "StorageError",
     "TableNotFoundError",

@@ -11,12 +11,16 @@ import datetime as _dt
 import json
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pyarrow as pa
 
 from deltalog import _native, features
 from deltalog.exceptions import DeltaError
+from deltalog.scan import DeltaScan
+
+if TYPE_CHECKING:
+    import pandas as pd
 
 TimestampLike = _dt.datetime | _dt.date | str | int
 _EPOCH = _dt.datetime(1970, 1, 1, tzinfo=_dt.timezone.utc)
@@ -242,6 +246,49 @@ class DeltaTable:
             entry["timestamp"] = ts
             out.append(entry)
         return out
+
+    # -- data ----------------------------------------------------------------------------
+
+    def scan(
+        self,
+        columns: list[str] | None = None,
+        with_row_tracking: bool = False,
+    ) -> DeltaScan:
+        """Plans a read of this version.
+
+        Args:
+            columns: logical column names, in output order (all columns when ``None``).
+            with_row_tracking: add ``_row_id`` and ``_row_commit_version`` (tables with row
+                tracking enabled only; spec "Reader Requirements for Row Tracking").
+
+        The result reads in parallel (``to_pyarrow_table``, ``to_batches``), exports
+        ``__arrow_c_stream__`` for polars/duckdb, and hands out picklable per-file tasks
+        (``tasks()``) for :func:`deltalog.read_task`.
+        """
+        if columns is not None:
+            if isinstance(columns, str):
+                raise TypeError("columns must be a list of column names, not a string")
+            columns = list(columns)
+        raw = self._raw.scan(columns, with_row_tracking)
+        return DeltaScan(raw, self._storage_options)
+
+    def to_pyarrow_table(
+        self, columns: list[str] | None = None, with_row_tracking: bool = False
+    ) -> pa.Table:
+        """Every live row of this version (deleted rows removed) as a ``pyarrow.Table``."""
+        return self.scan(columns, with_row_tracking).to_pyarrow_table()
+
+    def to_batches(
+        self, columns: list[str] | None = None, with_row_tracking: bool = False
+    ) -> pa.RecordBatchReader:
+        """The live rows as a ``pyarrow.RecordBatchReader``, read a few row groups ahead."""
+        return self.scan(columns, with_row_tracking).to_batches()
+
+    def to_pandas(
+        self, columns: list[str] | None = None, with_row_tracking: bool = False
+    ) -> pd.DataFrame:
+        """The live rows as a pandas DataFrame."""
+        return self.scan(columns, with_row_tracking).to_pandas()
 
     def __repr__(self) -> str:
         return f"DeltaTable({self.table_uri!r}, version={self.version()})"

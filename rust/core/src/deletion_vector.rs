@@ -105,8 +105,10 @@ pub enum DvLocation {
     Absolute(String),
 }
 
-/// A deletion vector descriptor ("Deletion Vector Descriptor Schema").
-#[derive(Debug, Clone, PartialEq, Eq)]
+/// A deletion vector descriptor ("Deletion Vector Descriptor Schema"); serializes with the
+/// spec's field names.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "camelCase")]
 pub struct DvDescriptor {
     pub storage_type: String,
     pub path_or_inline_dv: String,
@@ -138,6 +140,37 @@ fn relative_file(prefix: &str, uuid: &str) -> String {
 }
 
 impl DvDescriptor {
+    /// Reads row `row` of a `deletionVector` struct column; `None` where it is null. A
+    /// descriptor missing a required field is an error naming `context`.
+    pub fn from_row(
+        s: &arrow::array::StructArray,
+        row: usize,
+        context: &str,
+    ) -> DeltaResult<Option<Self>> {
+        use arrow::array::Array;
+        if s.is_null(row) {
+            return Ok(None);
+        }
+        let missing = |field: &str| corrupt(context, format!("the descriptor has no {field}"));
+        let size = crate::model::i64_field(s, "sizeInBytes", row)
+            .ok_or_else(|| missing("sizeInBytes"))?;
+        Ok(Some(DvDescriptor {
+            storage_type: crate::model::str_field(s, "storageType", row)
+                .ok_or_else(|| missing("storageType"))?
+                .to_string(),
+            path_or_inline_dv: crate::model::str_field(s, "pathOrInlineDv", row)
+                .ok_or_else(|| missing("pathOrInlineDv"))?
+                .to_string(),
+            offset: crate::model::i64_field(s, "offset", row)
+                .map(|o| i32::try_from(o).map_err(|_| corrupt(context, format!("offset {o} out of range"))))
+                .transpose()?,
+            size_in_bytes: i32::try_from(size)
+                .map_err(|_| corrupt(context, format!("sizeInBytes {size} out of range")))?,
+            cardinality: crate::model::i64_field(s, "cardinality", row)
+                .ok_or_else(|| missing("cardinality"))?,
+        }))
+    }
+
     /// `uniqueId` ("Derived Fields").
     pub fn unique_id(&self) -> String {
         dv_unique_id(&self.storage_type, &self.path_or_inline_dv, self.offset)

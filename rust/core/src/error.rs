@@ -28,6 +28,15 @@ pub enum DeltaError {
     #[error("corrupt deletion vector {file}: {reason}")]
     CorruptDeletionVector { file: String, reason: String },
 
+    /// A data file named by the log does not exist ("Data Files"; nothing is silently skipped).
+    #[error("data file not found: {file}")]
+    DataFileNotFound { file: String },
+
+    /// A data file cannot be read, or holds data that cannot be reconciled with the table's
+    /// schema (a column of an incompatible type, a partition value that does not parse).
+    #[error("unreadable data file {file}: {reason}")]
+    CorruptDataFile { file: String, reason: String },
+
     /// The requested version or timestamp cannot be served.
     #[error("version not found: {message}")]
     VersionNotFound { message: String },
@@ -71,6 +80,14 @@ impl DeltaError {
             file: file.into(),
             version,
             rule: rule.into(),
+        }
+    }
+
+    /// A [`DeltaError::CorruptDataFile`] for `file` with `reason`.
+    pub fn data_file(file: impl Into<String>, reason: impl Into<String>) -> Self {
+        DeltaError::CorruptDataFile {
+            file: file.into(),
+            reason: reason.into(),
         }
     }
 

@@ -10,7 +10,9 @@
 //! - [`paths`], [`model`], [`replay`]: action reconciliation;
 //! - [`schema`]: Delta schemas to and from Arrow;
 //! - [`snapshot`]: one version of a table; [`add_actions`] its files as a flat Arrow table;
-//! - [`timeline`]: commit timestamps, timestamp time travel and history.
+//! - [`timeline`]: commit timestamps, timestamp time travel and history;
+//! - [`deletion_vector`]: deletion vector descriptors, Z85, RoaringBitmap and DV files;
+//! - [`scan`]: a snapshot's rows: scan planning ([`scan::Scan`]) and parallel file reads.
 
 pub mod actions;
 pub mod add_actions;
@@ -29,6 +31,7 @@ pub mod nulls;
 pub mod parquet_io;
 pub mod paths;
 pub mod replay;
+pub mod scan;
 pub mod schema;
 pub mod segment;
 pub mod snapshot;

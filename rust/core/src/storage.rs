@@ -16,6 +16,15 @@ use url::Url;
 
 use crate::error::{DeltaError, DeltaResult};
 
+/// Where a file named by the log is, for reading it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum FileLocation {
+    /// A file of the local file system.
+    Local(std::path::PathBuf),
+    /// An object of the table's store.
+    Store(Path),
+}
+
 /// A table's storage: the store and the table root path within it.
 #[derive(Debug, Clone)]
 pub struct Storage {
@@ -121,6 +130,51 @@ impl Storage {
             .split('/')
             .filter(|s| !s.is_empty())
             .fold(self.root.clone(), |p, part| p.join(part))
+    }
+
+    /// Where the file at `path` is: a URI-decoded path from the log, relative to the table
+    /// root or absolute (a path, `file:` URI or a URI of this table's store). Names are taken
+    /// verbatim: a `%` in a decoded path is a `%` in the file name (Hive-style partition
+    /// directories such as `ts=2020-01-01 08%3A09%3A10` exist on disk with the escape).
+    pub fn file_location(&self, path: &str) -> DeltaResult<FileLocation> {
+        let outside = || {
+            DeltaError::Unsupported(format!(
+                "file {path} is outside the table's store ({})",
+                self.url
+            ))
+        };
+        let is_uri = path.contains("://") || path.starts_with("file:");
+        if path.starts_with('/') || is_uri {
+            if self.local.is_some() {
+                let local = match path.strip_prefix("file:") {
+                    Some(rest) => {
+                        // `file:/p`, `file:///p` and `file://localhost/p` name `/p`.
+                        let rest = rest.strip_prefix("//localhost").unwrap_or(rest);
+                        format!("/{}", rest.trim_start_matches('/'))
+                    }
+                    None if path.starts_with('/') => path.to_string(),
+                    None => return Err(outside()),
+                };
+                return Ok(FileLocation::Local(local.into()));
+            }
+            return self.resolve_absolute(path).map(FileLocation::Store).ok_or_else(outside);
+        }
+        if self.local.is_some() {
+            let root = self
+                .url
+                .to_file_path()
+                .map_err(|_| DeltaError::InvalidArgument(format!("invalid file URL {}", self.url)))?;
+            let file = path
+                .split('/')
+                .filter(|s| !s.is_empty())
+                .fold(root, |p, part| p.join(part));
+            return Ok(FileLocation::Local(file));
+        }
+        // Object keys verbatim where they are valid paths; escaped otherwise.
+        let joined = format!("{}/{}", self.root.as_ref().trim_end_matches('/'), path);
+        Ok(FileLocation::Store(
+            Path::parse(joined.trim_start_matches('/')).unwrap_or_else(|_| self.table_path(path)),
+        ))
     }
 
     /// The location of an absolute URI or path inside this table's store, when it is one.

@@ -5,16 +5,18 @@
 //! zero-copy), and core errors to the exception classes of `deltalog.exceptions`.
 
 use std::collections::HashMap;
-use std::sync::OnceLock;
+use std::sync::{Arc, Mutex, OnceLock};
 
-use arrow::array::RecordBatchIterator;
+use arrow::array::{RecordBatch, RecordBatchIterator};
 use arrow::pyarrow::{IntoPyArrow, ToPyArrow};
 use arrow::record_batch::RecordBatchReader;
 use deltalog_core::add_actions::{add_actions_table, file_paths};
 use deltalog_core::error::DeltaError;
+use deltalog_core::scan::{self, FileTask, ReadSpec, Scan, ScanOptions};
 use deltalog_core::timeline;
 use deltalog_core::{Snapshot, Storage};
-use pyo3::exceptions::PyRuntimeError;
+use futures::stream::{BoxStream, StreamExt};
+use pyo3::exceptions::{PyRuntimeError, PyStopIteration};
 use pyo3::prelude::*;
 use pyo3::types::{PyDict, PyType};
 
@@ -73,6 +75,17 @@ fn to_py_err(py: Python<'_>, err: DeltaError) -> PyErr {
                 kw.set_item("file", file)?;
                 kw.set_item("reason", reason)?;
                 ("CorruptDeletionVectorError", Some(kw))
+            }
+            DeltaError::DataFileNotFound { file } => {
+                let kw = PyDict::new(py);
+                kw.set_item("file", file)?;
+                ("DataFileNotFoundError", Some(kw))
+            }
+            DeltaError::CorruptDataFile { file, reason } => {
+                let kw = PyDict::new(py);
+                kw.set_item("file", file)?;
+                kw.set_item("reason", reason)?;
+                ("CorruptDataFileError", Some(kw))
             }
             DeltaError::VersionNotFound { .. } => ("VersionNotFoundError", None),
             DeltaError::Unsupported(_) => ("UnsupportedFeatureError", None),
@@ -282,6 +295,166 @@ impl RawSnapshot {
     fn timestamp(&self) -> Option<i64> {
         self.snapshot.timestamp()
     }
+
+    /// Plans a scan of `columns` (all when None), with the row tracking columns when asked.
+    #[pyo3(signature = (columns=None, row_tracking=false))]
+    fn scan(
+        &self,
+        py: Python<'_>,
+        columns: Option<Vec<String>>,
+        row_tracking: bool,
+    ) -> PyResult<RawScan> {
+        let snapshot = self.snapshot.clone();
+        let options = ScanOptions {
+            columns,
+            row_tracking,
+        };
+        let planned = py
+            .detach(|| Scan::try_new(&snapshot, options))
+            .map_err(|e| to_py_err(py, e))?;
+        Ok(RawScan {
+            storage: snapshot.storage().clone(),
+            spec: planned.spec().clone(),
+            tasks: planned.tasks().to_vec(),
+        })
+    }
+}
+
+/// How many row groups decode at once.
+fn scan_concurrency() -> usize {
+    std::thread::available_parallelism().map_or(2, |n| n.get())
+}
+
+/// A planned scan: the read spec and the file tasks, with the storage to read them from.
+#[pyclass(frozen, module = "deltalog._native")]
+struct RawScan {
+    storage: Storage,
+    spec: Arc<ReadSpec>,
+    tasks: Vec<FileTask>,
+}
+
+#[pymethods]
+impl RawScan {
+    /// A scan of tasks serialized by `spec_json` / `task_jsons`, reading from the table root
+    /// the spec names with `storage_options`.
+    #[staticmethod]
+    #[pyo3(signature = (spec, tasks, storage_options=None))]
+    fn from_json(
+        py: Python<'_>,
+        spec: &str,
+        tasks: Vec<String>,
+        storage_options: Option<HashMap<String, String>>,
+    ) -> PyResult<Self> {
+        let build = || -> Result<RawScan, DeltaError> {
+            let spec = ReadSpec::from_json(spec)?;
+            let storage = open_storage(spec.table_root(), storage_options)?;
+            let tasks = tasks
+                .iter()
+                .map(|t| FileTask::from_json(t))
+                .collect::<Result<Vec<_>, _>>()?;
+            Ok(RawScan {
+                storage,
+                spec: Arc::new(spec),
+                tasks,
+            })
+        };
+        build().map_err(|e| to_py_err(py, e))
+    }
+
+    /// The schema of the batches the scan produces.
+    fn schema<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
+        self.spec.output_schema().as_ref().to_pyarrow(py)
+    }
+
+    /// The read spec as JSON.
+    fn spec_json(&self, py: Python<'_>) -> PyResult<String> {
+        self.spec.to_json().map_err(|e| to_py_err(py, e))
+    }
+
+    /// Each file task as JSON.
+    fn task_jsons(&self, py: Python<'_>) -> PyResult<Vec<String>> {
+        self.tasks
+            .iter()
+            .map(FileTask::to_json)
+            .collect::<Result<_, _>>()
+            .map_err(|e| to_py_err(py, e))
+    }
+
+    fn num_tasks(&self) -> usize {
+        self.tasks.len()
+    }
+
+    /// Reads every task into a `pyarrow.Table` (files decoded in parallel, GIL released).
+    fn to_table<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
+        let stream = self.stream();
+        let batches: Vec<RecordBatch> = block_on(py, async move {
+            let mut stream = stream;
+            let mut out = Vec::new();
+            while let Some(batch) = stream.next().await {
+                out.push(batch?);
+            }
+            Ok(out)
+        })?;
+        let table = arrow::pyarrow::Table::try_new(batches, self.spec.output_schema().clone())
+            .map_err(|e| to_py_err(py, e.into()))?;
+        table.into_pyarrow(py)
+    }
+
+    /// The batches one by one, as a `RawBatchStream`.
+    fn to_stream(&self) -> RawBatchStream {
+        RawBatchStream {
+            stream: Mutex::new(Some(self.stream())),
+        }
+    }
+}
+
+impl RawScan {
+    fn stream(&self) -> BoxStream<'static, Result<RecordBatch, DeltaError>> {
+        scan::execute(
+            self.storage.clone(),
+            self.spec.clone(),
+            self.tasks.clone(),
+            scan_concurrency(),
+        )
+    }
+}
+
+/// An iterator of `pyarrow.RecordBatch` over a running scan; errors raise the typed
+/// `deltalog.exceptions` classes.
+#[pyclass(module = "deltalog._native")]
+struct RawBatchStream {
+    stream: Mutex<Option<BoxStream<'static, Result<RecordBatch, DeltaError>>>>,
+}
+
+#[pymethods]
+impl RawBatchStream {
+    fn __iter__(slf: PyRef<'_, Self>) -> PyRef<'_, Self> {
+        slf
+    }
+
+    fn __next__<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
+        let rt = runtime()?;
+        let next = py.detach(|| {
+            let mut guard = match self.stream.lock() {
+                Ok(g) => g,
+                Err(poisoned) => poisoned.into_inner(),
+            };
+            let Some(stream) = guard.as_mut() else {
+                return None;
+            };
+            let next = rt.block_on(stream.next());
+            if !matches!(next, Some(Ok(_))) {
+                // Finished or failed: nothing more to read.
+                *guard = None;
+            }
+            next
+        });
+        match next {
+            Some(Ok(batch)) => batch.to_pyarrow(py),
+            Some(Err(e)) => Err(to_py_err(py, e)),
+            None => Err(PyStopIteration::new_err(())),
+        }
+    }
 }
 
 /// The JSON checksum of a `_last_checkpoint` document (spec: "JSON checksum").
@@ -294,6 +467,8 @@ fn json_checksum(text: &str) -> PyResult<String> {
 #[pymodule]
 fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<RawSnapshot>()?;
+    m.add_class::<RawScan>()?;
+    m.add_class::<RawBatchStream>()?;
     m.add_function(wrap_pyfunction!(json_checksum, m)?)?;
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;
     Ok(())

@@ -1,0 +1,213 @@
+//! Scans: a snapshot's rows as Arrow record batches.
+//!
+//! Planning and execution are separate, so that files can be read anywhere: [`Scan::try_new`]
+//! turns a [`Snapshot`] and [`ScanOptions`] into a [`ReadSpec`] and one [`FileTask`] per active
+//! file (both serializable, [`task`]); [`execute`] reads any list of tasks, many files and row
+//! groups in parallel, in task order, with memory bounded by the row groups in flight
+//! ([`reader`]).
+//!
+//! - [`task`]: the spec and the tasks;
+//! - [`partition_values`]: "Partition Value Serialization";
+//! - [`columns`]: file columns as logical columns ("Reader Requirements for Column Mapping");
+//! - [`reader`]: one file: projection, deletion vectors, partition and row tracking columns.
+
+pub mod columns;
+pub mod partition_values;
+pub mod reader;
+pub mod task;
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+
+use arrow::array::{Array, AsArray, RecordBatch, StructArray};
+use arrow::datatypes::Int64Type;
+use futures::stream::{self, BoxStream, StreamExt};
+
+use crate::deletion_vector::DvDescriptor;
+use crate::error::{DeltaError, DeltaResult};
+use crate::files::FileBatch;
+use crate::paths::decode_uri_path;
+use crate::snapshot::Snapshot;
+use crate::storage::Storage;
+
+pub use reader::{OpenFile, RowGroupRead};
+pub use task::{FileTask, ReadSpec, RowTracking, ROW_COMMIT_VERSION, ROW_ID};
+
+/// Table property enabling row tracking ("Row Tracking").
+pub const ENABLE_ROW_TRACKING: &str = "delta.enableRowTracking";
+/// Table property naming the materialized row ID column.
+pub const MATERIALIZED_ROW_ID: &str = "delta.rowTracking.materializedRowIdColumnName";
+/// Table property naming the materialized row commit version column.
+pub const MATERIALIZED_ROW_COMMIT_VERSION: &str =
+    "delta.rowTracking.materializedRowCommitVersionColumnName";
+
+/// What a scan reads.
+#[derive(Debug, Clone, Default)]
+pub struct ScanOptions {
+    /// Logical column names, in output order; all columns when `None`.
+    pub columns: Option<Vec<String>>,
+    /// Add `_row_id` and `_row_commit_version` ("Reader Requirements for Row Tracking").
+    pub row_tracking: bool,
+}
+
+/// A planned scan of one snapshot.
+#[derive(Debug, Clone)]
+pub struct Scan {
+    spec: Arc<ReadSpec>,
+    tasks: Vec<FileTask>,
+}
+
+impl Scan {
+    /// Plans a scan of `snapshot`.
+    pub fn try_new(snapshot: &Snapshot, options: ScanOptions) -> DeltaResult<Self> {
+        let metadata = snapshot.metadata()?;
+        let row_tracking = if options.row_tracking {
+            Some(row_tracking_of(snapshot)?)
+        } else {
+            None
+        };
+        let spec = ReadSpec::try_new(
+            snapshot.storage().url().to_string(),
+            snapshot.schema()?,
+            options.columns,
+            metadata.partition_columns.clone(),
+            snapshot.column_mapping_mode()?,
+            row_tracking,
+        )?;
+        let mut tasks = Vec::with_capacity(snapshot.num_files());
+        for files in snapshot.files() {
+            file_tasks(files, &mut tasks)?;
+        }
+        Ok(Scan {
+            spec: Arc::new(spec),
+            tasks,
+        })
+    }
+
+    /// What every file of the scan shares.
+    pub fn spec(&self) -> &Arc<ReadSpec> {
+        &self.spec
+    }
+
+    /// One task per file, in log order.
+    pub fn tasks(&self) -> &[FileTask] {
+        &self.tasks
+    }
+
+    /// Reads all the files (see [`execute`]).
+    pub fn execute(
+        &self,
+        storage: Storage,
+        concurrency: usize,
+    ) -> BoxStream<'static, DeltaResult<RecordBatch>> {
+        execute(storage, self.spec.clone(), self.tasks.clone(), concurrency)
+    }
+}
+
+/// The materialized row tracking columns of a table with row tracking enabled; an error
+/// otherwise ("Reader Requirements for Row Tracking" apply only when it is enabled).
+fn row_tracking_of(snapshot: &Snapshot) -> DeltaResult<RowTracking> {
+    let config = snapshot.configuration();
+    let enabled = config
+        .get(ENABLE_ROW_TRACKING)
+        .is_some_and(|v| v.eq_ignore_ascii_case("true"));
+    if !enabled {
+        return Err(DeltaError::InvalidArgument(format!(
+            "row tracking is not enabled on this table ({ENABLE_ROW_TRACKING} is not true; \
+             spec: \"Row Tracking\")"
+        )));
+    }
+    Ok(RowTracking {
+        materialized_row_id_column: config.get(MATERIALIZED_ROW_ID).cloned(),
+        materialized_row_commit_version_column: config
+            .get(MATERIALIZED_ROW_COMMIT_VERSION)
+            .cloned(),
+    })
+}
+
+/// Appends one task per file of `files`.
+fn file_tasks(files: &FileBatch, out: &mut Vec<FileTask>) -> DeltaResult<()> {
+    let adds = &files.adds;
+    let column = |name: &str| adds.column_by_name(name);
+    let paths = column("path")
+        .and_then(|c| c.as_string_opt::<i32>())
+        .ok_or_else(|| DeltaError::Internal("add batch without a path column".into()))?;
+    let int64 = |name: &str| column(name).and_then(|c| c.as_primitive_opt::<Int64Type>());
+    let (size, base_row_id, default_version) = (
+        int64("size"),
+        int64("baseRowId"),
+        int64("defaultRowCommitVersion"),
+    );
+    let num_records = files
+        .stats
+        .column_by_name("numRecords")
+        .and_then(|c| c.as_primitive_opt::<Int64Type>());
+    let partition_values = column("partitionValues").and_then(|c| c.as_map_opt());
+    let dv: Option<&StructArray> = column("deletionVector").and_then(|c| c.as_struct_opt());
+    let value = |a: Option<&arrow::array::Int64Array>, i: usize| {
+        a.filter(|a| a.is_valid(i)).map(|a| a.value(i))
+    };
+    for i in 0..adds.len() {
+        let raw = paths.value(i);
+        let path = decode_uri_path(raw)
+            .map_err(|rule| DeltaError::corrupt(raw, None, rule))?
+            .into_owned();
+        let mut values = BTreeMap::new();
+        if let Some(map) = partition_values.filter(|m| m.is_valid(i)) {
+            let entries = map.value(i);
+            let (keys, vals) = (entries.column(0), entries.column(1));
+            let (Some(keys), Some(vals)) = (keys.as_string_opt::<i32>(), vals.as_string_opt::<i32>())
+            else {
+                return Err(DeltaError::Internal("partitionValues is not map<string,string>".into()));
+            };
+            for j in 0..keys.len() {
+                let v = vals.is_valid(j).then(|| vals.value(j).to_string());
+                values.insert(keys.value(j).to_string(), v);
+            }
+        }
+        let deletion_vector = match dv {
+            Some(dv) => DvDescriptor::from_row(dv, i, &path)?,
+            None => None,
+        };
+        out.push(FileTask {
+            size: value(size, i).and_then(|s| u64::try_from(s).ok()),
+            partition_values: values,
+            deletion_vector,
+            base_row_id: value(base_row_id, i),
+            default_row_commit_version: value(default_version, i),
+            num_records: value(num_records, i),
+            path,
+        });
+    }
+    Ok(())
+}
+
+/// Reads `tasks`: footers are fetched a few files ahead, row groups decode `concurrency` at a
+/// time on the runtime's threads, and batches come out in task and row order. The first error
+/// ends the stream.
+pub fn execute(
+    storage: Storage,
+    spec: Arc<ReadSpec>,
+    tasks: Vec<FileTask>,
+    concurrency: usize,
+) -> BoxStream<'static, DeltaResult<RecordBatch>> {
+    let concurrency = concurrency.max(1);
+    let opened = stream::iter(tasks)
+        .map(move |task| {
+            let (storage, spec) = (storage.clone(), spec.clone());
+            async move { OpenFile::open(&storage, spec, task).await.map(Arc::new) }
+        })
+        .buffered(concurrency * 2);
+    let row_groups = opened.flat_map(|file| match file {
+        Ok(file) => stream::iter(file.row_groups().into_iter().map(Ok)).boxed(),
+        Err(e) => stream::once(async move { Err(e) }).boxed(),
+    });
+    row_groups
+        .map(|read| async move { read?.run().await })
+        .buffered(concurrency)
+        .flat_map(|batches| match batches {
+            Ok(batches) => stream::iter(batches.into_iter().map(Ok)).boxed(),
+            Err(e) => stream::once(async move { Err(e) }).boxed(),
+        })
+        .boxed()
+}

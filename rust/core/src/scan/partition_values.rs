@@ -1,0 +1,187 @@
+//! Partition values: the strings of `add.partitionValues` as typed Arrow columns.
+//!
+//! Spec: "Partition Value Serialization". An empty string (or a JSON null) is a null of any
+//! type; numbers are their decimal text; dates `{year}-{month}-{day}`; timestamps either
+//! `{year}-{month}-{day} {hour}:{minute}:{second}[.{microsecond}]` or ISO-8601 adjusted to UTC
+//! (`1970-01-01T00:00:00.123456Z`); booleans `true`/`false`; binary values the characters of
+//! the string. A timestamp written without a time zone is read as UTC: the spec says it is in
+//! the writer's time zone, which the log does not record, and UTC is what Delta Spark writes
+//! with its default session settings.
+
+use std::sync::Arc;
+
+use arrow::array::{
+    new_null_array, Array, ArrayRef, BinaryArray, BooleanArray, Date32Array, StringArray,
+    TimestampMicrosecondArray, UInt32Array,
+};
+use arrow::compute::{cast_with_options, take, CastOptions};
+use arrow::datatypes::{DataType, TimeUnit};
+use chrono::{DateTime, NaiveDate, NaiveDateTime};
+
+/// Why a partition value did not parse.
+pub type PartitionValueError = String;
+
+/// One partition value of type `data_type` as a one-element array (null when `text` is `None`
+/// or empty).
+pub fn parse_partition_value(
+    text: Option<&str>,
+    data_type: &DataType,
+) -> Result<ArrayRef, PartitionValueError> {
+    let Some(text) = text.filter(|t| !t.is_empty()) else {
+        return Ok(new_null_array(data_type, 1));
+    };
+    let bad = |why: &str| format!("{text:?} is not a valid {data_type} partition value{why}");
+    Ok(match data_type {
+        DataType::Utf8 => Arc::new(StringArray::from(vec![text])),
+        DataType::Binary => Arc::new(BinaryArray::from(vec![text.as_bytes()])),
+        DataType::Boolean => Arc::new(BooleanArray::from(vec![
+            match text.to_ascii_lowercase().as_str() {
+                "true" => true,
+                "false" => false,
+                _ => return Err(bad(" (expected \"true\" or \"false\")")),
+            },
+        ])),
+        DataType::Date32 => {
+            let date = NaiveDate::parse_from_str(text.trim(), "%Y-%m-%d")
+                .map_err(|e| bad(&format!(": {e}")))?;
+            let epoch = NaiveDate::from_ymd_opt(1970, 1, 1).unwrap_or_default();
+            let days = i32::try_from((date - epoch).num_days()).map_err(|_| bad(""))?;
+            Arc::new(Date32Array::from(vec![days]))
+        }
+        DataType::Timestamp(TimeUnit::Microsecond, tz) => {
+            let micros = parse_timestamp_micros(text.trim(), tz.is_some()).ok_or_else(|| {
+                bad(" (expected \"yyyy-MM-dd HH:mm:ss[.SSSSSS]\" or ISO-8601 in UTC)")
+            })?;
+            Arc::new(TimestampMicrosecondArray::from(vec![micros]).with_timezone_opt(tz.clone()))
+        }
+        DataType::Int8
+        | DataType::Int16
+        | DataType::Int32
+        | DataType::Int64
+        | DataType::Float32
+        | DataType::Float64
+        | DataType::Decimal128(_, _) => {
+            let source: ArrayRef = Arc::new(StringArray::from(vec![text.trim()]));
+            let options = CastOptions {
+                safe: false,
+                ..Default::default()
+            };
+            cast_with_options(&source, data_type, &options).map_err(|e| bad(&format!(": {e}")))?
+        }
+        other => return Err(format!("{other} columns cannot be partition columns")),
+    })
+}
+
+/// Microseconds since the epoch of a partition timestamp. An explicit offset (ISO-8601 form) is
+/// honoured only for `timestamp` columns (`with_zone`); `timestamp_ntz` values have none.
+fn parse_timestamp_micros(text: &str, with_zone: bool) -> Option<i64> {
+    if with_zone {
+        if let Ok(t) = DateTime::parse_from_rfc3339(text) {
+            return Some(t.timestamp_micros());
+        }
+    }
+    ["%Y-%m-%d %H:%M:%S%.f", "%Y-%m-%dT%H:%M:%S%.f"]
+        .iter()
+        .find_map(|format| NaiveDateTime::parse_from_str(text, format).ok())
+        .map(|t| t.and_utc().timestamp_micros())
+}
+
+/// `value` (one element) repeated `len` times.
+pub fn repeat(value: &ArrayRef, len: usize) -> Result<ArrayRef, arrow::error::ArrowError> {
+    if value.is_null(0) {
+        return Ok(new_null_array(value.data_type(), len));
+    }
+    let indices = UInt32Array::from(vec![0u32; len]);
+    take(value.as_ref(), &indices, None)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use arrow::array::AsArray;
+    use arrow::datatypes::{Date32Type, Decimal128Type, Int16Type, Int32Type, Int8Type};
+    use arrow::datatypes::{Float64Type, TimestampMicrosecondType};
+
+    fn ts(tz: bool) -> DataType {
+        DataType::Timestamp(TimeUnit::Microsecond, tz.then(|| "UTC".into()))
+    }
+
+    #[test]
+    fn empty_and_missing_are_null_for_every_type() {
+        for dt in [
+            DataType::Utf8,
+            DataType::Int32,
+            DataType::Date32,
+            ts(true),
+            DataType::Boolean,
+        ] {
+            assert!(parse_partition_value(Some(""), &dt).unwrap().is_null(0));
+            assert!(parse_partition_value(None, &dt).unwrap().is_null(0));
+        }
+        // The string "null" is a string, not a null.
+        let v = parse_partition_value(Some("null"), &DataType::Utf8).unwrap();
+        assert_eq!(v.as_string::<i32>().value(0), "null");
+    }
+
+    #[test]
+    fn numbers_dates_booleans_decimals() {
+        let v = parse_partition_value(Some("-128"), &DataType::Int8).unwrap();
+        assert_eq!(v.as_primitive::<Int8Type>().value(0), -128);
+        assert!(parse_partition_value(Some("128"), &DataType::Int8).is_err());
+        let v = parse_partition_value(Some("300"), &DataType::Int16).unwrap();
+        assert_eq!(v.as_primitive::<Int16Type>().value(0), 300);
+        assert!(parse_partition_value(Some("1.5"), &DataType::Int32).is_err());
+        let v = parse_partition_value(Some("2.5"), &DataType::Float64).unwrap();
+        assert_eq!(v.as_primitive::<Float64Type>().value(0), 2.5);
+        let v = parse_partition_value(Some("NaN"), &DataType::Float64).unwrap();
+        assert!(v.as_primitive::<Float64Type>().value(0).is_nan());
+        let v = parse_partition_value(Some("1970-01-02"), &DataType::Date32).unwrap();
+        assert_eq!(v.as_primitive::<Date32Type>().value(0), 1);
+        let v = parse_partition_value(Some("1969-12-31"), &DataType::Date32).unwrap();
+        assert_eq!(v.as_primitive::<Date32Type>().value(0), -1);
+        let v = parse_partition_value(Some("false"), &DataType::Boolean).unwrap();
+        assert!(!v.as_boolean().value(0));
+        assert!(parse_partition_value(Some("yes"), &DataType::Boolean).is_err());
+        let v = parse_partition_value(Some("-12.34500"), &DataType::Decimal128(12, 5)).unwrap();
+        assert_eq!(v.as_primitive::<Decimal128Type>().value(0), -1_234_500);
+        assert!(parse_partition_value(Some("x"), &DataType::Int32).is_err());
+        let v = parse_partition_value(Some(" 7"), &DataType::Int32).unwrap();
+        assert_eq!(v.as_primitive::<Int32Type>().value(0), 7);
+    }
+
+    #[test]
+    fn both_timestamp_encodings() {
+        let micros = |text: &str, dt: &DataType| {
+            parse_partition_value(Some(text), dt)
+                .unwrap()
+                .as_primitive::<TimestampMicrosecondType>()
+                .value(0)
+        };
+        assert_eq!(micros("1970-01-01 00:00:00", &ts(true)), 0);
+        assert_eq!(micros("1970-01-01 00:00:00.123456", &ts(true)), 123_456);
+        assert_eq!(micros("1970-01-01T00:00:00.123456Z", &ts(true)), 123_456);
+        assert_eq!(micros("1970-01-01T01:00:00+01:00", &ts(true)), 0);
+        assert_eq!(micros("2020-01-01 08:09:10.001", &ts(true)), 1_577_866_150_001_000);
+        assert_eq!(micros("2021-11-18 02:30:00.123456", &ts(false)), 1_637_202_600_123_456);
+        let v = parse_partition_value(Some("1970-01-01 00:00:00"), &ts(true)).unwrap();
+        assert_eq!(v.data_type(), &ts(true));
+        assert!(parse_partition_value(Some("1970-01-01"), &ts(true)).is_err());
+        assert!(parse_partition_value(Some("soon"), &ts(false)).is_err());
+    }
+
+    #[test]
+    fn binary_is_the_characters() {
+        let v = parse_partition_value(Some("\u{1}\u{2}\u{3}"), &DataType::Binary).unwrap();
+        assert_eq!(v.as_binary::<i32>().value(0), &[1, 2, 3]);
+    }
+
+    #[test]
+    fn repeat_makes_constant_columns() {
+        let v = parse_partition_value(Some("x"), &DataType::Utf8).unwrap();
+        let r = repeat(&v, 3).unwrap();
+        assert_eq!(r.len(), 3);
+        assert_eq!(r.as_string::<i32>().value(2), "x");
+        let n = parse_partition_value(None, &DataType::Int64).unwrap();
+        assert_eq!(repeat(&n, 4).unwrap().null_count(), 4);
+    }
+}

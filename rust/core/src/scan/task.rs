@@ -1,0 +1,325 @@
+//! What a scan reads: the [`ReadSpec`] shared by all its files and one [`FileTask`] per file.
+//!
+//! Both are plain data that serialize to JSON, so that scan planning (on the driver) and file
+//! reading (on any machine) can be separated: a task and its spec are all an executor needs.
+//! The spec carries the table's logical schema as a Delta `schemaString` (column mapping
+//! metadata included), the output columns, the partition columns and the column mapping mode;
+//! a task carries the file's path, partition values (by physical name, as in the log),
+//! deletion vector descriptor and row tracking fields.
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+
+use arrow::datatypes::{DataType, Field, FieldRef, Schema, SchemaRef};
+use serde::{Deserialize, Serialize};
+
+use crate::deletion_vector::DvDescriptor;
+use crate::error::{DeltaError, DeltaResult};
+use crate::scan::columns::output_field;
+use crate::schema::{
+    arrow_to_schema_string, parse_schema_string, ColumnMappingMode, PHYSICAL_NAME_KEY,
+};
+
+/// Name of the row ID column ("Row IDs").
+pub const ROW_ID: &str = "_row_id";
+/// Name of the row commit version column ("Row Commit Versions").
+pub const ROW_COMMIT_VERSION: &str = "_row_commit_version";
+
+/// Where row tracking's materialized columns are stored ("Reader Requirements for Row
+/// Tracking"): the physical column names from the table properties
+/// `delta.rowTracking.materializedRowIdColumnName` and
+/// `delta.rowTracking.materializedRowCommitVersionColumnName`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, Default)]
+#[serde(rename_all = "camelCase")]
+pub struct RowTracking {
+    pub materialized_row_id_column: Option<String>,
+    pub materialized_row_commit_version_column: Option<String>,
+}
+
+/// Where one output column comes from.
+#[derive(Debug, Clone)]
+pub enum ColumnSource {
+    /// A data column of the files: the logical field (with its column mapping metadata).
+    Data(FieldRef),
+    /// A partition column: the key in `partitionValues` (the physical name) and the type.
+    Partition { key: String, data_type: DataType },
+    /// `_row_id`.
+    RowId,
+    /// `_row_commit_version`.
+    RowCommitVersion,
+}
+
+/// Everything about a scan that is the same for all its files.
+#[derive(Debug, Clone)]
+pub struct ReadSpec {
+    table_root: String,
+    schema: SchemaRef,
+    columns: Vec<String>,
+    partition_columns: Vec<String>,
+    mode: ColumnMappingMode,
+    row_tracking: Option<RowTracking>,
+    output: SchemaRef,
+    sources: Vec<ColumnSource>,
+}
+
+/// The serialized form of a [`ReadSpec`].
+#[derive(Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct ReadSpecDoc {
+    table_root: String,
+    schema_string: String,
+    columns: Vec<String>,
+    partition_columns: Vec<String>,
+    column_mapping_mode: String,
+    row_tracking: Option<RowTracking>,
+}
+
+impl ReadSpec {
+    /// A spec reading `columns` (logical names, in output order; all columns of `schema` when
+    /// `None`) of the table at `table_root`, plus the row tracking columns when `row_tracking`
+    /// is given.
+    pub fn try_new(
+        table_root: String,
+        schema: SchemaRef,
+        columns: Option<Vec<String>>,
+        partition_columns: Vec<String>,
+        mode: ColumnMappingMode,
+        row_tracking: Option<RowTracking>,
+    ) -> DeltaResult<Self> {
+        let columns = match columns {
+            Some(c) => c,
+            None => schema.fields().iter().map(|f| f.name().clone()).collect(),
+        };
+        let mut fields = Vec::with_capacity(columns.len() + 2);
+        let mut sources = Vec::with_capacity(columns.len() + 2);
+        for (i, name) in columns.iter().enumerate() {
+            if columns[..i].contains(name) {
+                return Err(DeltaError::InvalidArgument(format!(
+                    "column {name:?} is selected twice"
+                )));
+            }
+            let Ok(field) = schema.field_with_name(name) else {
+                return Err(DeltaError::InvalidArgument(format!(
+                    "no column {name:?} in the table (columns: {})",
+                    schema
+                        .fields()
+                        .iter()
+                        .map(|f| f.name().as_str())
+                        .collect::<Vec<_>>()
+                        .join(", ")
+                )));
+            };
+            fields.push(output_field(field));
+            sources.push(if partition_columns.contains(name) {
+                // "Column Mapping": partition values are keyed by physical name.
+                let key = match mode {
+                    ColumnMappingMode::None => name.clone(),
+                    _ => field
+                        .metadata()
+                        .get(PHYSICAL_NAME_KEY)
+                        .cloned()
+                        .unwrap_or_else(|| name.clone()),
+                };
+                ColumnSource::Partition {
+                    key,
+                    data_type: field.data_type().clone(),
+                }
+            } else {
+                ColumnSource::Data(Arc::new(field.clone()))
+            });
+        }
+        if row_tracking.is_some() {
+            for (name, source) in [
+                (ROW_ID, ColumnSource::RowId),
+                (ROW_COMMIT_VERSION, ColumnSource::RowCommitVersion),
+            ] {
+                if schema.field_with_name(name).is_ok() {
+                    return Err(DeltaError::InvalidArgument(format!(
+                        "the table has a column named {name}, which row tracking would shadow"
+                    )));
+                }
+                fields.push(Arc::new(Field::new(name, DataType::Int64, true)));
+                sources.push(source);
+            }
+        }
+        Ok(ReadSpec {
+            table_root,
+            schema,
+            columns,
+            partition_columns,
+            mode,
+            row_tracking,
+            output: Arc::new(Schema::new(fields)),
+            sources,
+        })
+    }
+
+    /// The table root URI.
+    pub fn table_root(&self) -> &str {
+        &self.table_root
+    }
+
+    /// The schema of the batches the scan produces (logical names, see
+    /// [`crate::scan::columns`] for types and nullability).
+    pub fn output_schema(&self) -> &SchemaRef {
+        &self.output
+    }
+
+    /// Where each output column comes from.
+    pub fn sources(&self) -> &[ColumnSource] {
+        &self.sources
+    }
+
+    /// The column mapping mode files are read with.
+    pub fn mode(&self) -> ColumnMappingMode {
+        self.mode
+    }
+
+    /// Row tracking's materialized columns, when the row tracking columns are read.
+    pub fn row_tracking(&self) -> Option<&RowTracking> {
+        self.row_tracking.as_ref()
+    }
+
+    /// The spec as JSON.
+    pub fn to_json(&self) -> DeltaResult<String> {
+        let doc = ReadSpecDoc {
+            table_root: self.table_root.clone(),
+            schema_string: arrow_to_schema_string(&self.schema)
+                .map_err(|e| DeltaError::Internal(e.0))?,
+            columns: self.columns.clone(),
+            partition_columns: self.partition_columns.clone(),
+            column_mapping_mode: self.mode.as_str().to_string(),
+            row_tracking: self.row_tracking.clone(),
+        };
+        serde_json::to_string(&doc).map_err(|e| DeltaError::Internal(e.to_string()))
+    }
+
+    /// A spec from [`ReadSpec::to_json`]'s output.
+    pub fn from_json(text: &str) -> DeltaResult<Self> {
+        let bad = |e: &dyn std::fmt::Display| {
+            DeltaError::InvalidArgument(format!("not a deltalog read spec: {e}"))
+        };
+        let doc: ReadSpecDoc = serde_json::from_str(text).map_err(|e| bad(&e))?;
+        let schema = parse_schema_string(&doc.schema_string).map_err(|e| bad(&e))?;
+        let mode = ColumnMappingMode::from_property(Some(&doc.column_mapping_mode))
+            .map_err(|e| bad(&e))?;
+        Self::try_new(
+            doc.table_root,
+            Arc::new(schema),
+            Some(doc.columns),
+            doc.partition_columns,
+            mode,
+            doc.row_tracking,
+        )
+    }
+}
+
+/// One data file to read.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct FileTask {
+    /// The URI-decoded path: relative to the table root, or an absolute URI.
+    pub path: String,
+    /// The file's size in bytes, when the log records it.
+    pub size: Option<u64>,
+    /// `partitionValues`, keyed by physical column name.
+    pub partition_values: BTreeMap<String, Option<String>>,
+    /// The deletion vector of the logical file.
+    pub deletion_vector: Option<DvDescriptor>,
+    /// `baseRowId` ("Row IDs").
+    pub base_row_id: Option<i64>,
+    /// `defaultRowCommitVersion` ("Row Commit Versions").
+    pub default_row_commit_version: Option<i64>,
+    /// `numRecords` from the statistics (physical rows, deleted ones included).
+    pub num_records: Option<i64>,
+}
+
+impl FileTask {
+    /// The task as JSON.
+    pub fn to_json(&self) -> DeltaResult<String> {
+        serde_json::to_string(self).map_err(|e| DeltaError::Internal(e.to_string()))
+    }
+
+    /// A task from [`FileTask::to_json`]'s output.
+    pub fn from_json(text: &str) -> DeltaResult<Self> {
+        serde_json::from_str(text)
+            .map_err(|e| DeltaError::InvalidArgument(format!("not a deltalog file task: {e}")))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn spec() -> ReadSpec {
+        let schema = parse_schema_string(
+            r#"{"type":"struct","fields":[
+              {"name":"a","type":"long","nullable":false,"metadata":{"delta.columnMapping.id":1,"delta.columnMapping.physicalName":"col-a"}},
+              {"name":"p","type":"date","nullable":true,"metadata":{"delta.columnMapping.id":2,"delta.columnMapping.physicalName":"col-p"}}]}"#,
+        )
+        .unwrap();
+        ReadSpec::try_new(
+            "file:///t".into(),
+            Arc::new(schema),
+            Some(vec!["p".into(), "a".into()]),
+            vec!["p".into()],
+            ColumnMappingMode::Name,
+            Some(RowTracking::default()),
+        )
+        .unwrap()
+    }
+
+    #[test]
+    fn sources_and_output_schema() {
+        let s = spec();
+        let names: Vec<_> = s.output_schema().fields().iter().map(|f| f.name().clone()).collect();
+        assert_eq!(names, ["p", "a", ROW_ID, ROW_COMMIT_VERSION]);
+        assert!(s.output_schema().fields().iter().all(|f| f.is_nullable()));
+        assert!(matches!(&s.sources()[0], ColumnSource::Partition { key, .. } if key == "col-p"));
+        assert!(matches!(&s.sources()[1], ColumnSource::Data(f) if f.name() == "a"));
+    }
+
+    #[test]
+    fn spec_and_task_round_trip_through_json() {
+        let s = spec();
+        let back = ReadSpec::from_json(&s.to_json().unwrap()).unwrap();
+        assert_eq!(back.output_schema(), s.output_schema());
+        assert_eq!(back.to_json().unwrap(), s.to_json().unwrap());
+        let task = FileTask {
+            path: "p=1/x y.parquet".into(),
+            size: Some(10),
+            partition_values: [("col-p".to_string(), None)].into(),
+            deletion_vector: Some(DvDescriptor {
+                storage_type: "u".into(),
+                path_or_inline_dv: "ab^-aqEH.-t@S}K{vb[*k^".into(),
+                offset: Some(4),
+                size_in_bytes: 40,
+                cardinality: 6,
+            }),
+            base_row_id: Some(5),
+            default_row_commit_version: None,
+            num_records: Some(3),
+        };
+        assert_eq!(FileTask::from_json(&task.to_json().unwrap()).unwrap(), task);
+        assert!(FileTask::from_json("{}").is_err());
+        assert!(ReadSpec::from_json("[]").is_err());
+    }
+
+    #[test]
+    fn unknown_or_repeated_columns_are_rejected() {
+        let schema = Arc::new(Schema::new(vec![Field::new("a", DataType::Int32, true)]));
+        let make = |cols: Vec<&str>| {
+            ReadSpec::try_new(
+                "file:///t".into(),
+                schema.clone(),
+                Some(cols.into_iter().map(String::from).collect()),
+                vec![],
+                ColumnMappingMode::None,
+                None,
+            )
+        };
+        assert!(make(vec!["b"]).is_err());
+        assert!(make(vec!["a", "a"]).is_err());
+        assert!(make(vec![]).unwrap().output_schema().fields().is_empty());
+    }
+}
