@@ -20,10 +20,12 @@ from deltalog.exceptions import (
     UnsupportedFeatureError,
     VersionNotFoundError,
 )
+from deltalog.expressions import Column, Expr, col
 from deltalog.scan import DeltaScan, ScanTask, read_task
 from deltalog.table import DeltaTable, Metadata, Protocol
 
 __all__ = [
+    "Column",
     "CorruptDataFileError",
     "CorruptDeletionVectorError",
     "CorruptLogError",
@@ -31,6 +33,7 @@ __all__ = [
     "DeltaError",
     "DeltaScan",
     "DeltaTable",
+    "Expr",
     "Metadata",
     "Protocol",
     "ScanTask",
@@ -39,6 +42,7 @@ __all__ = [
     "UnsupportedFeatureError",
     "VersionNotFoundError",
     "__version__",
+    "col",
     "features",
     "read_task",
 ]

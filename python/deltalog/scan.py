@@ -128,6 +128,16 @@ class DeltaScan:
     def __arrow_c_schema__(self) -> object:
         return self.schema.__arrow_c_schema__()
 
+    @property
+    def num_files(self) -> int:
+        """Files the scan reads (after partition pruning and file skipping)."""
+        return self._raw.num_tasks()
+
+    @property
+    def files_considered(self) -> int:
+        """Active files of the version before pruning and skipping."""
+        return self._raw.files_considered()
+
     def __len__(self) -> int:
         return self._raw.num_tasks()
 

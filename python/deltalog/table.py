@@ -17,6 +17,7 @@ import pyarrow as pa
 
 from deltalog import _native, features
 from deltalog.exceptions import DeltaError
+from deltalog.expressions import FilterLike, to_predicate
 from deltalog.scan import DeltaScan
 
 if TYPE_CHECKING:
@@ -252,12 +253,17 @@ class DeltaTable:
     def scan(
         self,
         columns: list[str] | None = None,
+        filter: FilterLike | None = None,
         with_row_tracking: bool = False,
     ) -> DeltaScan:
         """Plans a read of this version.
 
         Args:
             columns: logical column names, in output order (all columns when ``None``).
+            filter: only rows satisfying it: a predicate built with :func:`deltalog.col`, or
+                DNF tuples as pyarrow and deltalake take them (see
+                :mod:`deltalog.expressions`). Partitions are pruned and files skipped by their
+                statistics before any data is read.
             with_row_tracking: add ``_row_id`` and ``_row_commit_version`` (tables with row
                 tracking enabled only; spec "Reader Requirements for Row Tracking").
 
@@ -269,26 +275,39 @@ class DeltaTable:
             if isinstance(columns, str):
                 raise TypeError("columns must be a list of column names, not a string")
             columns = list(columns)
-        raw = self._raw.scan(columns, with_row_tracking)
+        predicate = to_predicate(filter)
+        raw = self._raw.scan(
+            columns, with_row_tracking, predicate.to_json() if predicate is not None else None
+        )
         return DeltaScan(raw, self._storage_options)
 
     def to_pyarrow_table(
-        self, columns: list[str] | None = None, with_row_tracking: bool = False
+        self,
+        columns: list[str] | None = None,
+        filter: FilterLike | None = None,
+        with_row_tracking: bool = False,
     ) -> pa.Table:
-        """Every live row of this version (deleted rows removed) as a ``pyarrow.Table``."""
-        return self.scan(columns, with_row_tracking).to_pyarrow_table()
+        """Every live row of this version (deleted rows removed) as a ``pyarrow.Table``;
+        arguments as for :meth:`scan`."""
+        return self.scan(columns, filter, with_row_tracking).to_pyarrow_table()
 
     def to_batches(
-        self, columns: list[str] | None = None, with_row_tracking: bool = False
+        self,
+        columns: list[str] | None = None,
+        filter: FilterLike | None = None,
+        with_row_tracking: bool = False,
     ) -> pa.RecordBatchReader:
         """The live rows as a ``pyarrow.RecordBatchReader``, read a few row groups ahead."""
-        return self.scan(columns, with_row_tracking).to_batches()
+        return self.scan(columns, filter, with_row_tracking).to_batches()
 
     def to_pandas(
-        self, columns: list[str] | None = None, with_row_tracking: bool = False
+        self,
+        columns: list[str] | None = None,
+        filter: FilterLike | None = None,
+        with_row_tracking: bool = False,
     ) -> pd.DataFrame:
         """The live rows as a pandas DataFrame."""
-        return self.scan(columns, with_row_tracking).to_pandas()
+        return self.scan(columns, filter, with_row_tracking).to_pandas()
 
     def __repr__(self) -> str:
         return f"DeltaTable({self.table_uri!r}, version={self.version()})"

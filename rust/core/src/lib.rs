@@ -12,6 +12,7 @@
 //! - [`snapshot`]: one version of a table; [`add_actions`] its files as a flat Arrow table;
 //! - [`timeline`]: commit timestamps, timestamp time travel and history;
 //! - [`deletion_vector`]: deletion vector descriptors, Z85, RoaringBitmap and DV files;
+//! - [`predicate`]: the expression type of filters;
 //! - [`scan`]: a snapshot's rows: scan planning ([`scan::Scan`]) and parallel file reads.
 
 pub mod actions;
@@ -30,6 +31,7 @@ pub mod model;
 pub mod nulls;
 pub mod parquet_io;
 pub mod paths;
+pub mod predicate;
 pub mod replay;
 pub mod scan;
 pub mod schema;

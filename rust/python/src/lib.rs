@@ -12,6 +12,7 @@ use arrow::pyarrow::{IntoPyArrow, ToPyArrow};
 use arrow::record_batch::RecordBatchReader;
 use deltalog_core::add_actions::{add_actions_table, file_paths};
 use deltalog_core::error::DeltaError;
+use deltalog_core::predicate::Predicate;
 use deltalog_core::scan::{self, FileTask, ReadSpec, Scan, ScanOptions};
 use deltalog_core::timeline;
 use deltalog_core::{Snapshot, Storage};
@@ -296,18 +297,25 @@ impl RawSnapshot {
         self.snapshot.timestamp()
     }
 
-    /// Plans a scan of `columns` (all when None), with the row tracking columns when asked.
-    #[pyo3(signature = (columns=None, row_tracking=false))]
+    /// Plans a scan of `columns` (all when None), with the row tracking columns when asked,
+    /// of the rows satisfying `predicate` (the JSON form of `deltalog_core::predicate`).
+    #[pyo3(signature = (columns=None, row_tracking=false, predicate=None))]
     fn scan(
         &self,
         py: Python<'_>,
         columns: Option<Vec<String>>,
         row_tracking: bool,
+        predicate: Option<&str>,
     ) -> PyResult<RawScan> {
         let snapshot = self.snapshot.clone();
+        let predicate = predicate
+            .map(Predicate::from_json)
+            .transpose()
+            .map_err(|e| to_py_err(py, e))?;
         let options = ScanOptions {
             columns,
             row_tracking,
+            predicate,
         };
         let planned = py
             .detach(|| Scan::try_new(&snapshot, options))
@@ -316,6 +324,7 @@ impl RawSnapshot {
             storage: snapshot.storage().clone(),
             spec: planned.spec().clone(),
             tasks: planned.tasks().to_vec(),
+            files_considered: planned.files_considered(),
         })
     }
 }
@@ -331,6 +340,8 @@ struct RawScan {
     storage: Storage,
     spec: Arc<ReadSpec>,
     tasks: Vec<FileTask>,
+    /// Active files before pruning and skipping.
+    files_considered: usize,
 }
 
 #[pymethods]
@@ -355,6 +366,7 @@ impl RawScan {
             Ok(RawScan {
                 storage,
                 spec: Arc::new(spec),
+                files_considered: tasks.len(),
                 tasks,
             })
         };
@@ -382,6 +394,10 @@ impl RawScan {
 
     fn num_tasks(&self) -> usize {
         self.tasks.len()
+    }
+
+    fn files_considered(&self) -> usize {
+        self.files_considered
     }
 
     /// Reads every task into a `pyarrow.Table` (files decoded in parallel, GIL released).

@@ -9,24 +9,31 @@
 //! - [`task`]: the spec and the tasks;
 //! - [`partition_values`]: "Partition Value Serialization";
 //! - [`columns`]: file columns as logical columns ("Reader Requirements for Column Mapping");
-//! - [`reader`]: one file: projection, deletion vectors, partition and row tracking columns.
+//! - [`skipping`]: partition pruning and file skipping over statistics;
+//! - [`reader`]: one file: projection, deletion vectors, partition and row tracking columns,
+//!   the predicate as a row filter.
 
 pub mod columns;
 pub mod partition_values;
 pub mod reader;
+pub mod skipping;
 pub mod task;
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashMap};
 use std::sync::Arc;
 
-use arrow::array::{Array, AsArray, RecordBatch, StructArray};
-use arrow::datatypes::Int64Type;
+
+use arrow::array::{Array, AsArray, BooleanArray, MapArray, RecordBatch, StructArray};
+use arrow::datatypes::{Int64Type, Schema};
 use futures::stream::{self, BoxStream, StreamExt};
 
 use crate::deletion_vector::DvDescriptor;
 use crate::error::{DeltaError, DeltaResult};
 use crate::files::FileBatch;
 use crate::paths::decode_uri_path;
+use crate::predicate::Predicate;
+use crate::scan::partition_values::parse_partition_column;
+use crate::scan::skipping::{may_match, FileStats};
 use crate::snapshot::Snapshot;
 use crate::storage::Storage;
 
@@ -48,6 +55,9 @@ pub struct ScanOptions {
     pub columns: Option<Vec<String>>,
     /// Add `_row_id` and `_row_commit_version` ("Reader Requirements for Row Tracking").
     pub row_tracking: bool,
+    /// Only rows satisfying this predicate: files are pruned by partition values and
+    /// statistics, and the rest filtered row by row.
+    pub predicate: Option<Predicate>,
 }
 
 /// A planned scan of one snapshot.
@@ -55,6 +65,8 @@ pub struct ScanOptions {
 pub struct Scan {
     spec: Arc<ReadSpec>,
     tasks: Vec<FileTask>,
+    /// Active files before pruning and skipping.
+    files_considered: usize,
 }
 
 impl Scan {
@@ -73,15 +85,27 @@ impl Scan {
             metadata.partition_columns.clone(),
             snapshot.column_mapping_mode()?,
             row_tracking,
+            options.predicate.clone(),
         )?;
+        let schema = snapshot.schema()?;
         let mut tasks = Vec::with_capacity(snapshot.num_files());
         for files in snapshot.files() {
-            file_tasks(files, &mut tasks)?;
+            let keep = match &options.predicate {
+                Some(p) => Some(file_filter(snapshot, &spec, &schema, files, p)?),
+                None => None,
+            };
+            file_tasks(files, keep.as_ref(), &mut tasks)?;
         }
         Ok(Scan {
             spec: Arc::new(spec),
             tasks,
+            files_considered: snapshot.num_files(),
         })
+    }
+
+    /// How many active files the snapshot has (before pruning and skipping).
+    pub fn files_considered(&self) -> usize {
+        self.files_considered
     }
 
     /// What every file of the scan shares.
@@ -125,8 +149,85 @@ fn row_tracking_of(snapshot: &Snapshot) -> DeltaResult<RowTracking> {
     })
 }
 
-/// Appends one task per file of `files`.
-fn file_tasks(files: &FileBatch, out: &mut Vec<FileTask>) -> DeltaResult<()> {
+/// Which files of `files` may hold rows `predicate` keeps ([`skipping`]).
+fn file_filter(
+    snapshot: &Snapshot,
+    spec: &ReadSpec,
+    schema: &Schema,
+    files: &FileBatch,
+    predicate: &Predicate,
+) -> DeltaResult<BooleanArray> {
+    let logical = snapshot.stats_schema().to_logical(&files.stats);
+    let logical = logical.as_struct_opt();
+    let child = |name: &str| {
+        logical
+            .and_then(|s| s.column_by_name(name))
+            .and_then(|c| c.as_struct_opt())
+            .cloned()
+    };
+    let mut partitions = HashMap::new();
+    let pv = files
+        .adds
+        .column_by_name("partitionValues")
+        .and_then(|c| c.as_map_opt());
+    for column in predicate.columns() {
+        let Some((key, data_type)) = spec.partition_key(&column) else {
+            continue;
+        };
+        let texts = partition_texts(pv, files.len(), &key);
+        let values = parse_partition_column(texts.iter().map(|t| t.as_deref()), &data_type)
+            .map_err(|e| {
+                DeltaError::corrupt(
+                    "_delta_log",
+                    Some(snapshot.version()),
+                    format!("partition column {key:?}: {e} (spec: \"Partition Value Serialization\")"),
+                )
+            })?;
+        partitions.insert(column, values);
+    }
+    let stats = FileStats {
+        len: files.len(),
+        num_records: logical
+            .and_then(|s| s.column_by_name("numRecords"))
+            .and_then(|c| c.as_primitive_opt::<Int64Type>())
+            .cloned(),
+        min: child("minValues"),
+        max: child("maxValues"),
+        null_count: child("nullCount"),
+        partitions,
+    };
+    may_match(predicate, schema, &stats)
+}
+
+/// The partition value text of `key` for each of `len` files.
+fn partition_texts(map: Option<&MapArray>, len: usize, key: &str) -> Vec<Option<String>> {
+    let Some(map) = map else {
+        return vec![None; len];
+    };
+    let (keys, values) = (map.keys().as_string_opt::<i32>(), map.values().as_string_opt::<i32>());
+    let (Some(keys), Some(values)) = (keys, values) else {
+        return vec![None; len];
+    };
+    let offsets = map.value_offsets();
+    (0..len)
+        .map(|i| {
+            if map.is_null(i) {
+                return None;
+            }
+            let (start, end) = (offsets[i] as usize, offsets[i + 1] as usize);
+            (start..end)
+                .find(|&j| keys.value(j) == key)
+                .and_then(|j| values.is_valid(j).then(|| values.value(j).to_string()))
+        })
+        .collect()
+}
+
+/// Appends one task per file of `files` (only those `keep` marks, when given).
+fn file_tasks(
+    files: &FileBatch,
+    keep: Option<&BooleanArray>,
+    out: &mut Vec<FileTask>,
+) -> DeltaResult<()> {
     let adds = &files.adds;
     let column = |name: &str| adds.column_by_name(name);
     let paths = column("path")
@@ -148,6 +249,9 @@ fn file_tasks(files: &FileBatch, out: &mut Vec<FileTask>) -> DeltaResult<()> {
         a.filter(|a| a.is_valid(i)).map(|a| a.value(i))
     };
     for i in 0..adds.len() {
+        if keep.is_some_and(|k| !k.value(i)) {
+            continue;
+        }
         let raw = paths.value(i);
         let path = decode_uri_path(raw)
             .map_err(|rule| DeltaError::corrupt(raw, None, rule))?

@@ -27,33 +27,66 @@ pub fn parse_partition_value(
     text: Option<&str>,
     data_type: &DataType,
 ) -> Result<ArrayRef, PartitionValueError> {
-    let Some(text) = text.filter(|t| !t.is_empty()) else {
-        return Ok(new_null_array(data_type, 1));
+    parse_partition_column(std::iter::once(text), data_type)
+}
+
+/// Partition values of type `data_type`, one per item of `texts` (see the module docs).
+pub fn parse_partition_column<'a>(
+    texts: impl IntoIterator<Item = Option<&'a str>>,
+    data_type: &DataType,
+) -> Result<ArrayRef, PartitionValueError> {
+    // "An empty string for any type translates to a null partition value."
+    let texts = texts.into_iter().map(|t| t.filter(|t| !t.is_empty()));
+    let bad = |text: &str, why: &str| {
+        format!("{text:?} is not a valid {data_type} partition value{why}")
     };
-    let bad = |why: &str| format!("{text:?} is not a valid {data_type} partition value{why}");
     Ok(match data_type {
-        DataType::Utf8 => Arc::new(StringArray::from(vec![text])),
-        DataType::Binary => Arc::new(BinaryArray::from(vec![text.as_bytes()])),
-        DataType::Boolean => Arc::new(BooleanArray::from(vec![
-            match text.to_ascii_lowercase().as_str() {
-                "true" => true,
-                "false" => false,
-                _ => return Err(bad(" (expected \"true\" or \"false\")")),
-            },
-        ])),
+        DataType::Utf8 => Arc::new(texts.collect::<StringArray>()),
+        DataType::Binary => Arc::new(
+            texts
+                .map(|t| t.map(str::as_bytes))
+                .collect::<BinaryArray>(),
+        ),
+        DataType::Boolean => Arc::new(
+            texts
+                .map(|t| {
+                    t.map(|t| match t.to_ascii_lowercase().as_str() {
+                        "true" => Ok(true),
+                        "false" => Ok(false),
+                        _ => Err(bad(t, " (expected \"true\" or \"false\")")),
+                    })
+                    .transpose()
+                })
+                .collect::<Result<BooleanArray, _>>()?,
+        ),
         DataType::Date32 => {
-            let date = NaiveDate::parse_from_str(text.trim(), "%Y-%m-%d")
-                .map_err(|e| bad(&format!(": {e}")))?;
             let epoch = NaiveDate::from_ymd_opt(1970, 1, 1).unwrap_or_default();
-            let days = i32::try_from((date - epoch).num_days()).map_err(|_| bad(""))?;
-            Arc::new(Date32Array::from(vec![days]))
+            Arc::new(
+                texts
+                    .map(|t| {
+                        t.map(|t| {
+                            let date = NaiveDate::parse_from_str(t.trim(), "%Y-%m-%d")
+                                .map_err(|e| bad(t, &format!(": {e}")))?;
+                            i32::try_from((date - epoch).num_days()).map_err(|_| bad(t, ""))
+                        })
+                        .transpose()
+                    })
+                    .collect::<Result<Date32Array, _>>()?,
+            )
         }
-        DataType::Timestamp(TimeUnit::Microsecond, tz) => {
-            let micros = parse_timestamp_micros(text.trim(), tz.is_some()).ok_or_else(|| {
-                bad(" (expected \"yyyy-MM-dd HH:mm:ss[.SSSSSS]\" or ISO-8601 in UTC)")
-            })?;
-            Arc::new(TimestampMicrosecondArray::from(vec![micros]).with_timezone_opt(tz.clone()))
-        }
+        DataType::Timestamp(TimeUnit::Microsecond, tz) => Arc::new(
+            texts
+                .map(|t| {
+                    t.map(|t| {
+                        parse_timestamp_micros(t.trim(), tz.is_some()).ok_or_else(|| {
+                            bad(t, " (expected \"yyyy-MM-dd HH:mm:ss[.SSSSSS]\" or ISO-8601 in UTC)")
+                        })
+                    })
+                    .transpose()
+                })
+                .collect::<Result<TimestampMicrosecondArray, _>>()?
+                .with_timezone_opt(tz.clone()),
+        ),
         DataType::Int8
         | DataType::Int16
         | DataType::Int32
@@ -61,12 +94,14 @@ pub fn parse_partition_value(
         | DataType::Float32
         | DataType::Float64
         | DataType::Decimal128(_, _) => {
-            let source: ArrayRef = Arc::new(StringArray::from(vec![text.trim()]));
+            let source: ArrayRef = Arc::new(texts.map(|t| t.map(str::trim)).collect::<StringArray>());
             let options = CastOptions {
                 safe: false,
                 ..Default::default()
             };
-            cast_with_options(&source, data_type, &options).map_err(|e| bad(&format!(": {e}")))?
+            cast_with_options(&source, data_type, &options).map_err(|e| {
+                format!("a value is not a valid {data_type} partition value: {e}")
+            })?
         }
         other => return Err(format!("{other} columns cannot be partition columns")),
     })

@@ -260,11 +260,27 @@ impl OpenFile {
             });
         }
         let options = RecordBatchOptions::new().with_row_count(Some(len));
-        Ok(Some(RecordBatch::try_new_with_options(
-            self.spec.output_schema().clone(),
-            out,
-            &options,
-        )?))
+        let read = RecordBatch::try_new_with_options(self.spec.read_schema().clone(), out, &options)?;
+        let Some(filter) = self.spec.filter() else {
+            return Ok(Some(read));
+        };
+        let keep = filter.filter_mask(&read)?;
+        if keep.true_count() == 0 {
+            return Ok(None);
+        }
+        let kept = if keep.false_count() == 0 {
+            read
+        } else {
+            filter_record_batch(&read, &keep)?
+        };
+        let output = self.spec.output_schema();
+        if kept.num_columns() == output.fields().len() {
+            return Ok(Some(kept));
+        }
+        // Drop the columns only the predicate needed.
+        let columns = kept.columns()[..output.fields().len()].to_vec();
+        let options = RecordBatchOptions::new().with_row_count(Some(kept.num_rows()));
+        Ok(Some(RecordBatch::try_new_with_options(output.clone(), columns, &options)?))
     }
 
     fn needs_row_index(&self) -> bool {

@@ -15,6 +15,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::deletion_vector::DvDescriptor;
 use crate::error::{DeltaError, DeltaResult};
+use crate::predicate::{BoundPredicate, Predicate};
 use crate::scan::columns::output_field;
 use crate::schema::{
     arrow_to_schema_string, parse_schema_string, ColumnMappingMode, PHYSICAL_NAME_KEY,
@@ -58,6 +59,11 @@ pub struct ReadSpec {
     partition_columns: Vec<String>,
     mode: ColumnMappingMode,
     row_tracking: Option<RowTracking>,
+    predicate: Option<Predicate>,
+    /// The predicate bound to `read`.
+    filter: Option<BoundPredicate>,
+    /// The output columns followed by the columns only the predicate needs.
+    read: SchemaRef,
     output: SchemaRef,
     sources: Vec<ColumnSource>,
 }
@@ -72,12 +78,13 @@ struct ReadSpecDoc {
     partition_columns: Vec<String>,
     column_mapping_mode: String,
     row_tracking: Option<RowTracking>,
+    predicate: Option<Predicate>,
 }
 
 impl ReadSpec {
     /// A spec reading `columns` (logical names, in output order; all columns of `schema` when
     /// `None`) of the table at `table_root`, plus the row tracking columns when `row_tracking`
-    /// is given.
+    /// is given, keeping only rows that satisfy `predicate`.
     pub fn try_new(
         table_root: String,
         schema: SchemaRef,
@@ -85,6 +92,7 @@ impl ReadSpec {
         partition_columns: Vec<String>,
         mode: ColumnMappingMode,
         row_tracking: Option<RowTracking>,
+        predicate: Option<Predicate>,
     ) -> DeltaResult<Self> {
         let columns = match columns {
             Some(c) => c,
@@ -110,23 +118,7 @@ impl ReadSpec {
                 )));
             };
             fields.push(output_field(field));
-            sources.push(if partition_columns.contains(name) {
-                // "Column Mapping": partition values are keyed by physical name.
-                let key = match mode {
-                    ColumnMappingMode::None => name.clone(),
-                    _ => field
-                        .metadata()
-                        .get(PHYSICAL_NAME_KEY)
-                        .cloned()
-                        .unwrap_or_else(|| name.clone()),
-                };
-                ColumnSource::Partition {
-                    key,
-                    data_type: field.data_type().clone(),
-                }
-            } else {
-                ColumnSource::Data(Arc::new(field.clone()))
-            });
+            sources.push(source_of(field, &partition_columns, mode));
         }
         if row_tracking.is_some() {
             for (name, source) in [
@@ -142,6 +134,24 @@ impl ReadSpec {
                 sources.push(source);
             }
         }
+        let output = Arc::new(Schema::new(fields.clone()));
+        // Columns the predicate reads but the output does not show are read too, then dropped.
+        if let Some(p) = &predicate {
+            for name in p.columns() {
+                if output.field_with_name(&name).is_ok() {
+                    continue;
+                }
+                let field = schema.field_with_name(&name).map_err(|_| {
+                    DeltaError::InvalidArgument(format!(
+                        "the predicate names an unknown column {name:?}"
+                    ))
+                })?;
+                fields.push(output_field(field));
+                sources.push(source_of(field, &partition_columns, mode));
+            }
+        }
+        let read = Arc::new(Schema::new(fields));
+        let filter = predicate.as_ref().map(|p| p.bind(&read)).transpose()?;
         Ok(ReadSpec {
             table_root,
             schema,
@@ -149,9 +159,37 @@ impl ReadSpec {
             partition_columns,
             mode,
             row_tracking,
-            output: Arc::new(Schema::new(fields)),
+            predicate,
+            filter,
+            read,
+            output,
             sources,
         })
+    }
+
+    /// The `partitionValues` key and type of partition column `column` (a logical name).
+    pub fn partition_key(&self, column: &str) -> Option<(String, DataType)> {
+        let field = self.schema.field_with_name(column).ok()?;
+        match source_of(field, &self.partition_columns, self.mode) {
+            ColumnSource::Partition { key, data_type } => Some((key, data_type)),
+            _ => None,
+        }
+    }
+
+    /// The schema of the columns read from each file: the output columns, then those only
+    /// the predicate needs.
+    pub fn read_schema(&self) -> &SchemaRef {
+        &self.read
+    }
+
+    /// The row filter, bound to [`ReadSpec::read_schema`].
+    pub fn filter(&self) -> Option<&BoundPredicate> {
+        self.filter.as_ref()
+    }
+
+    /// The predicate the scan was planned with.
+    pub fn predicate(&self) -> Option<&Predicate> {
+        self.predicate.as_ref()
     }
 
     /// The table root URI.
@@ -190,6 +228,7 @@ impl ReadSpec {
             partition_columns: self.partition_columns.clone(),
             column_mapping_mode: self.mode.as_str().to_string(),
             row_tracking: self.row_tracking.clone(),
+            predicate: self.predicate.clone(),
         };
         serde_json::to_string(&doc).map_err(|e| DeltaError::Internal(e.to_string()))
     }
@@ -210,7 +249,29 @@ impl ReadSpec {
             doc.partition_columns,
             mode,
             doc.row_tracking,
+            doc.predicate,
         )
+    }
+}
+
+/// Where a table column comes from: its partition values or the data files.
+fn source_of(field: &Field, partition_columns: &[String], mode: ColumnMappingMode) -> ColumnSource {
+    let name = field.name();
+    if !partition_columns.contains(name) {
+        return ColumnSource::Data(Arc::new(field.clone()));
+    }
+    // "Column Mapping": partition values are keyed by physical name.
+    let key = match mode {
+        ColumnMappingMode::None => name.clone(),
+        _ => field
+            .metadata()
+            .get(PHYSICAL_NAME_KEY)
+            .cloned()
+            .unwrap_or_else(|| name.clone()),
+    };
+    ColumnSource::Partition {
+        key,
+        data_type: field.data_type().clone(),
     }
 }
 
@@ -265,6 +326,7 @@ mod tests {
             vec!["p".into()],
             ColumnMappingMode::Name,
             Some(RowTracking::default()),
+            None,
         )
         .unwrap()
     }
@@ -315,6 +377,7 @@ mod tests {
                 Some(cols.into_iter().map(String::from).collect()),
                 vec![],
                 ColumnMappingMode::None,
+                None,
                 None,
             )
         };

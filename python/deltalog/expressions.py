@@ -1,0 +1,202 @@
+"""Filters: predicates over top-level columns, built with :func:`col` or given as DNF lists.
+
+>>> from deltalog import col
+>>> (col("year") >= 2024) & col("country").is_in(["NL", "BE"])
+>>> [("year", ">=", 2024), ("country", "in", ["NL", "BE"])]          # the same, as a list
+>>> [[("a", "=", 1)], [("b", "is", None)]]                           # a = 1 OR b IS NULL
+
+Comparisons follow SQL: a comparison with null is unknown and unknown rows are not returned.
+Literals are converted to the column's type: ints, floats, ``Decimal``, ``str`` (also the text
+form of dates, timestamps and numbers), ``bool``, ``bytes``, ``datetime.date`` and
+``datetime.datetime`` (naive means UTC, or the wall-clock time of a ``timestamp_ntz`` column).
+The same predicate prunes partitions, skips files by their statistics and filters rows.
+"""
+
+from __future__ import annotations
+
+import datetime as _dt
+import decimal
+import json
+from collections.abc import Iterable, Sequence
+from typing import Any, Union
+
+_EPOCH = _dt.datetime(1970, 1, 1, tzinfo=_dt.timezone.utc)
+_EPOCH_DATE = _dt.date(1970, 1, 1)
+_OPS = {"=": "=", "==": "=", "!=": "!=", "<>": "!=", "<": "<", "<=": "<=", ">": ">", ">=": ">="}
+
+
+def _literal(value: Any) -> Any:
+    """The JSON form of a literal (see `deltalog_core::predicate::Literal`)."""
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return {"bool": value}
+    if isinstance(value, int):
+        if not -(2**63) <= value < 2**63:
+            raise ValueError(f"integer literal out of the 64-bit range: {value}")
+        return {"int": int(value)}
+    if isinstance(value, float):
+        return {"float": value}
+    if isinstance(value, decimal.Decimal):
+        return {"decimal": str(value)}
+    if isinstance(value, str):
+        return {"string": value}
+    if isinstance(value, (bytes, bytearray, memoryview)):
+        return {"binary": list(bytes(value))}
+    if isinstance(value, _dt.datetime):
+        aware = value if value.tzinfo else value.replace(tzinfo=_dt.timezone.utc)
+        return {"timestamp": (aware - _EPOCH) // _dt.timedelta(microseconds=1)}
+    if isinstance(value, _dt.date):
+        return {"date": (value - _EPOCH_DATE).days}
+    # numpy and pandas scalars
+    item = getattr(value, "item", None)
+    if callable(item):
+        return _literal(item())
+    raise TypeError(f"unsupported literal type {type(value).__name__}: {value!r}")
+
+
+class Expr:
+    """A predicate. Combine with ``&`` (and), ``|`` (or) and ``~`` (not)."""
+
+    __slots__ = ("_node",)
+
+    def __init__(self, node: Any) -> None:
+        self._node = node
+
+    def __and__(self, other: Expr) -> Expr:
+        return Expr({"and": [self._node, _as_expr(other)._node]})
+
+    def __or__(self, other: Expr) -> Expr:
+        return Expr({"or": [self._node, _as_expr(other)._node]})
+
+    def __invert__(self) -> Expr:
+        return Expr({"not": self._node})
+
+    def __bool__(self) -> bool:
+        raise TypeError("a deltalog predicate has no truth value; combine with & | ~")
+
+    def to_json(self) -> str:
+        """The JSON form the native core parses."""
+        return json.dumps(self._node, separators=(",", ":"))
+
+    def __repr__(self) -> str:
+        return f"Expr({self.to_json()})"
+
+
+class Column:
+    """A reference to a top-level column; comparisons build :class:`Expr` predicates."""
+
+    __slots__ = ("name",)
+
+    def __init__(self, name: str) -> None:
+        if not isinstance(name, str):
+            raise TypeError("a column name must be a string")
+        self.name = name
+
+    def _cmp(self, op: str, value: Any) -> Expr:
+        return Expr({"compare": {"column": self.name, "op": op, "value": _literal(value)}})
+
+    def __eq__(self, value: Any) -> Expr:  # type: ignore[override]
+        return self._cmp("=", value)
+
+    def __ne__(self, value: Any) -> Expr:  # type: ignore[override]
+        return self._cmp("!=", value)
+
+    def __lt__(self, value: Any) -> Expr:
+        return self._cmp("<", value)
+
+    def __le__(self, value: Any) -> Expr:
+        return self._cmp("<=", value)
+
+    def __gt__(self, value: Any) -> Expr:
+        return self._cmp(">", value)
+
+    def __ge__(self, value: Any) -> Expr:
+        return self._cmp(">=", value)
+
+    __hash__ = None  # type: ignore[assignment]
+
+    def is_null(self) -> Expr:
+        return Expr({"is_null": {"column": self.name}})
+
+    def is_not_null(self) -> Expr:
+        return ~self.is_null()
+
+    def is_in(self, values: Iterable[Any]) -> Expr:
+        if isinstance(values, (str, bytes)):
+            raise TypeError("is_in takes a collection of values, not a string")
+        return Expr({"in": {"column": self.name, "values": [_literal(v) for v in values]}})
+
+    def __repr__(self) -> str:
+        return f"col({self.name!r})"
+
+
+def col(name: str) -> Column:
+    """A column reference: ``col("x") > 3``."""
+    return Column(name)
+
+
+DnfTerm = tuple[str, str, Any]
+FilterLike = Union[Expr, Sequence[DnfTerm], Sequence[Sequence[DnfTerm]]]
+
+
+def _term(term: Sequence[Any]) -> Expr:
+    if not isinstance(term, (tuple, list)) or len(term) != 3:
+        raise ValueError(f"a filter term is (column, op, value), not {term!r}")
+    column, op, value = term
+    c = Column(column)
+    op = str(op).strip().lower()
+    if op in _OPS:
+        if value is None and op in ("=", "=="):
+            return c.is_null()
+        if value is None and op in ("!=", "<>"):
+            return c.is_not_null()
+        return c._cmp(_OPS[op], value)
+    if op == "in":
+        return c.is_in(value)
+    if op in ("not in", "not_in"):
+        return ~c.is_in(value)
+    if op == "is" and value is None:
+        return c.is_null()
+    if op in ("is not", "is_not") and value is None:
+        return c.is_not_null()
+    raise ValueError(f"unknown filter operator {op!r} in {term!r}")
+
+
+def _all(exprs: list[Expr]) -> Expr:
+    return Expr({"and": [e._node for e in exprs]})
+
+
+def _as_expr(value: Any) -> Expr:
+    if isinstance(value, Expr):
+        return value
+    raise TypeError(f"expected a deltalog predicate, not {type(value).__name__}")
+
+
+def to_predicate(filter: FilterLike | None) -> Expr | None:
+    """A filter given as an :class:`Expr` or as pyarrow/deltalake-style DNF as one predicate.
+
+    A list of ``(column, op, value)`` tuples is their conjunction; a list of such lists is the
+    disjunction of the conjunctions. Operators: ``= == != < <= > >= in not in``, and
+    ``= None`` / ``is None`` for IS NULL.
+    """
+    if filter is None:
+        return None
+    if isinstance(filter, Expr):
+        return filter
+    if isinstance(filter, Column):
+        raise TypeError("a column is not a predicate; compare it: col('x') == 1")
+    if not isinstance(filter, (list, tuple)) or isinstance(filter, str):
+        raise TypeError(f"a filter is a deltalog predicate or a list of tuples, not {filter!r}")
+    if not filter:
+        raise ValueError("an empty filter list")
+    if all(isinstance(t, tuple) for t in filter):
+        return _all([_term(t) for t in filter])
+    if all(isinstance(t, list) for t in filter):
+        groups = []
+        for group in filter:
+            if not group or not all(isinstance(t, tuple) for t in group):
+                raise ValueError(f"each disjunct is a non-empty list of tuples: {group!r}")
+            groups.append(_all([_term(t) for t in group])._node)
+        return Expr({"or": groups})
+    raise ValueError("a filter is a list of tuples (AND) or a list of lists of tuples (OR of ANDs)")
