@@ -83,16 +83,26 @@ CASES: list[tuple[Any, pc.Expression]] = [
     (col("x") != 7, pc.field("x") != 7),
     (col("part") == "a", pc.field("part") == "a"),
     (col("part").is_null(), pc.field("part").is_null()),
-    (col("part").is_not_null() & (col("y") <= 3.0), ~pc.field("part").is_null() & (pc.field("y") <= 3.0)),
+    (
+        col("part").is_not_null() & (col("y") <= 3.0),
+        ~pc.field("part").is_null() & (pc.field("y") <= 3.0),
+    ),
     (col("d") >= dt.date(2024, 2, 1), pc.field("d") >= pa.scalar(dt.date(2024, 2, 1))),
     (col("d") < "2024-01-05", pc.field("d") < pa.scalar(dt.date(2024, 1, 5))),
     (
         col("ts") > dt.datetime(2024, 1, 3, 1, tzinfo=UTC),
-        pc.field("ts") > pa.scalar(dt.datetime(2024, 1, 3, 1, tzinfo=UTC), pa.timestamp("us", "UTC")),
+        pc.field("ts")
+        > pa.scalar(dt.datetime(2024, 1, 3, 1, tzinfo=UTC), pa.timestamp("us", "UTC")),
     ),
     (col("s").is_in(["s001", "s052", "zzz"]), pc.field("s").isin(["s001", "s052", "zzz"])),
-    (~col("x").is_in([1, 2, 3]), ~((pc.field("x") == 1) | (pc.field("x") == 2) | (pc.field("x") == 3))),
-    (col("dec") >= decimal.Decimal("12.5"), pc.field("dec") >= pa.scalar(decimal.Decimal("12.5"), pa.decimal128(10, 2))),
+    (
+        ~col("x").is_in([1, 2, 3]),
+        ~((pc.field("x") == 1) | (pc.field("x") == 2) | (pc.field("x") == 3)),
+    ),
+    (
+        col("dec") >= decimal.Decimal("12.5"),
+        pc.field("dec") >= pa.scalar(decimal.Decimal("12.5"), pa.decimal128(10, 2)),
+    ),
     ((col("x") < 5) | (col("part") == "b"), (pc.field("x") < 5) | (pc.field("part") == "b")),
     (col("x") == None, pc.field("x") == pa.scalar(None, pa.int64())),  # noqa: E711
 ]

@@ -24,9 +24,7 @@ import deltalog as dl
 from conftest import CORPUS, corpus_table, load_expectations
 
 EXPECT = load_expectations()
-CONTENT_ROOTS = sorted(
-    k for k, v in EXPECT.items() if v["expected_content"] and not v["must_fail"]
-)
+CONTENT_ROOTS = sorted(k for k, v in EXPECT.items() if v["expected_content"] and not v["must_fail"])
 
 # `data-reader-partition-values` stores the `as_timestamp` partition value without a time zone
 # ("2021-09-08 11:11:11"). "Partition Value Serialization" says such a value is in the writer's

@@ -18,7 +18,7 @@ import datetime as _dt
 import decimal
 import json
 from collections.abc import Iterable, Sequence
-from typing import Any, Union
+from typing import Any
 
 _EPOCH = _dt.datetime(1970, 1, 1, tzinfo=_dt.timezone.utc)
 _EPOCH_DATE = _dt.date(1970, 1, 1)
@@ -137,7 +137,7 @@ def col(name: str) -> Column:
 
 
 DnfTerm = tuple[str, str, Any]
-FilterLike = Union[Expr, Sequence[DnfTerm], Sequence[Sequence[DnfTerm]]]
+FilterLike = Expr | Sequence[DnfTerm] | Sequence[Sequence[DnfTerm]]
 
 
 def _term(term: Sequence[Any]) -> Expr:

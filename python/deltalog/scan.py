@@ -39,9 +39,9 @@ class ScanTask:
         return (ScanTask, (self._spec, self._task))
 
     def __eq__(self, other: object) -> bool:
-        return (
-            isinstance(other, ScanTask)
-            and (self._spec, self._task) == (other._spec, other._task)
+        return isinstance(other, ScanTask) and (self._spec, self._task) == (
+            other._spec,
+            other._task,
         )
 
     def __hash__(self) -> int:
