@@ -61,3 +61,21 @@ class RawBatchStream:
 
 def json_checksum(text: str) -> str:
     """The MD5 checksum of a `_last_checkpoint` document (spec: "JSON checksum")."""
+
+def dv_serialize(rows: list[int]) -> bytes:
+    """Row indexes as a deletion vector (magic number + portable 64-bit RoaringBitmap)."""
+
+def dv_deserialize(data: bytes) -> list[int]:
+    """The row indexes of a serialized deletion vector (checked)."""
+
+def dv_cardinality(data: bytes) -> int:
+    """Decodes a serialized deletion vector; the number of rows it deletes."""
+
+def dv_file(rows: list[int]) -> bytes:
+    """A DV file with one deletion vector at offset 1."""
+
+def z85_encode(data: bytes) -> str:
+    """Z85 text of bytes (zero-padded to a multiple of four)."""
+
+def z85_decode(text: str) -> bytes:
+    """The bytes of Z85 text."""

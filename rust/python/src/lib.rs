@@ -11,6 +11,7 @@ use arrow::array::{RecordBatch, RecordBatchIterator};
 use arrow::pyarrow::{IntoPyArrow, ToPyArrow};
 use arrow::record_batch::RecordBatchReader;
 use deltalog_core::add_actions::{add_actions_table, file_paths};
+use deltalog_core::deletion_vector;
 use deltalog_core::error::DeltaError;
 use deltalog_core::predicate::Predicate;
 use deltalog_core::scan::{self, FileTask, ReadSpec, Scan, ScanOptions};
@@ -480,12 +481,73 @@ fn json_checksum(text: &str) -> PyResult<String> {
         .map_err(|e| pyo3::exceptions::PyValueError::new_err(e.0))
 }
 
+/// The rows of a deletion vector as a RoaringTreemap; keys must fit in 63 bits.
+fn treemap(rows: Vec<u64>) -> PyResult<roaring::RoaringTreemap> {
+    if rows.iter().any(|r| r >> 63 != 0) {
+        return Err(pyo3::exceptions::PyValueError::new_err(
+            "deletion vector rows must be below 2**63 (spec: \"Deletion Vector Format\")",
+        ));
+    }
+    Ok(rows.into_iter().collect())
+}
+
+/// Serializes row indexes as a deletion vector: magic number + portable 64-bit RoaringBitmap.
+#[pyfunction]
+fn dv_serialize(py: Python<'_>, rows: Vec<u64>) -> PyResult<Bound<'_, pyo3::types::PyBytes>> {
+    let bitmap = treemap(rows)?;
+    Ok(pyo3::types::PyBytes::new(py, &deletion_vector::serialize_bitmap(&bitmap)))
+}
+
+/// The row indexes of a serialized deletion vector (either layout, checked).
+#[pyfunction]
+fn dv_deserialize(py: Python<'_>, data: &[u8]) -> PyResult<Vec<u64>> {
+    deletion_vector::parse_bitmap(data, "<bytes>")
+        .map(|b| b.iter().collect())
+        .map_err(|e| to_py_err(py, e))
+}
+
+/// Decodes a serialized deletion vector and returns how many rows it deletes (no rows are
+/// materialized; benchmarks compare this with other RoaringBitmap decoders).
+#[pyfunction]
+fn dv_cardinality(py: Python<'_>, data: &[u8]) -> PyResult<u64> {
+    py.detach(|| deletion_vector::parse_bitmap(data, "<bytes>"))
+        .map(|b| b.len())
+        .map_err(|e| to_py_err(py, e))
+}
+
+/// A DV file holding one deletion vector at offset 1 (version byte, size, vector, CRC-32).
+#[pyfunction]
+fn dv_file(py: Python<'_>, rows: Vec<u64>) -> PyResult<Bound<'_, pyo3::types::PyBytes>> {
+    let bitmap = treemap(rows)?;
+    Ok(pyo3::types::PyBytes::new(py, &deletion_vector::dv_file(&bitmap)))
+}
+
+/// Z85-encodes bytes (padded with zeros to a multiple of four).
+#[pyfunction]
+fn z85_encode(data: &[u8]) -> String {
+    deletion_vector::z85_encode(data)
+}
+
+/// Decodes Z85 text.
+#[pyfunction]
+fn z85_decode<'py>(py: Python<'py>, text: &str) -> PyResult<Bound<'py, pyo3::types::PyBytes>> {
+    deletion_vector::z85_decode(text)
+        .map(|b| pyo3::types::PyBytes::new(py, &b))
+        .map_err(pyo3::exceptions::PyValueError::new_err)
+}
+
 #[pymodule]
 fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<RawSnapshot>()?;
     m.add_class::<RawScan>()?;
     m.add_class::<RawBatchStream>()?;
     m.add_function(wrap_pyfunction!(json_checksum, m)?)?;
+    m.add_function(wrap_pyfunction!(dv_serialize, m)?)?;
+    m.add_function(wrap_pyfunction!(dv_deserialize, m)?)?;
+    m.add_function(wrap_pyfunction!(dv_cardinality, m)?)?;
+    m.add_function(wrap_pyfunction!(dv_file, m)?)?;
+    m.add_function(wrap_pyfunction!(z85_encode, m)?)?;
+    m.add_function(wrap_pyfunction!(z85_decode, m)?)?;
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;
     Ok(())
 }
