@@ -401,12 +401,17 @@ pub fn encode_stored(bitmap: &RoaringTreemap) -> Vec<u8> {
     out
 }
 
-/// A DV file holding one deletion vector: the format version byte, then [`encode_stored`]
-/// (so the vector's offset is 1).
-pub fn dv_file(bitmap: &RoaringTreemap) -> Vec<u8> {
-    let mut out = vec![FILE_FORMAT_VERSION];
-    out.extend(encode_stored(bitmap));
-    out
+/// A DV file holding `bitmaps` one after another: the format version byte, then each
+/// [`encode_stored`]. Returns the file and each vector's `(offset, sizeInBytes)`.
+pub fn dv_file(bitmaps: &[RoaringTreemap]) -> (Vec<u8>, Vec<(i32, i32)>) {
+    let mut file = vec![FILE_FORMAT_VERSION];
+    let mut places = Vec::with_capacity(bitmaps.len());
+    for bitmap in bitmaps {
+        let stored = encode_stored(bitmap);
+        places.push((file.len() as i32, (stored.len() - 8) as i32));
+        file.extend(stored);
+    }
+    (file, places)
 }
 
 fn corrupt(file: &str, reason: impl Into<String>) -> DeltaError {
@@ -539,20 +544,6 @@ mod tests {
         assert_eq!(parse_bitmap(&serialize_bitmap(&fine), "f").unwrap(), fine);
     }
 
-    /// A DV file holding `bitmaps` one after another; returns it and each DV's offset.
-    fn dv_file(bitmaps: &[RoaringTreemap]) -> (Vec<u8>, Vec<(i32, i32)>) {
-        let mut file = vec![FILE_FORMAT_VERSION];
-        let mut places = Vec::new();
-        for b in bitmaps {
-            let data = serialize_bitmap(b);
-            places.push((file.len() as i32, data.len() as i32));
-            file.extend_from_slice(&(data.len() as u32).to_be_bytes());
-            file.extend_from_slice(&data);
-            file.extend_from_slice(&crc32fast::hash(&data).to_be_bytes());
-        }
-        (file, places)
-    }
-
     #[test]
     fn stored_vectors_are_checked() {
         let bitmaps = [
@@ -652,7 +643,7 @@ mod tests {
             flip in any::<prop::sample::Index>(),
         ) {
             let bitmap: RoaringTreemap = rows.iter().copied().collect();
-            let file = dv_file(&bitmap);
+            let (file, _) = dv_file(std::slice::from_ref(&bitmap));
             prop_assert_eq!(file[0], FILE_FORMAT_VERSION);
             let size = serialize_bitmap(&bitmap).len();
             let dv = DvDescriptor {

@@ -519,7 +519,8 @@ fn dv_cardinality(py: Python<'_>, data: &[u8]) -> PyResult<u64> {
 #[pyfunction]
 fn dv_file(py: Python<'_>, rows: Vec<u64>) -> PyResult<Bound<'_, pyo3::types::PyBytes>> {
     let bitmap = treemap(rows)?;
-    Ok(pyo3::types::PyBytes::new(py, &deletion_vector::dv_file(&bitmap)))
+    let (file, _) = deletion_vector::dv_file(std::slice::from_ref(&bitmap));
+    Ok(pyo3::types::PyBytes::new(py, &file))
 }
 
 /// Z85-encodes bytes (padded with zeros to a multiple of four).
