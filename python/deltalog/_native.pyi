@@ -37,6 +37,9 @@ class RawSnapshot:
         row_tracking: bool = False,
         predicate: str | None = None,
     ) -> RawScan: ...
+    def changes(
+        self, start: int, columns: list[str] | None = None, predicate: str | None = None
+    ) -> RawScan: ...
 
 class RawScan:
     """A planned scan: read spec, file tasks and the storage to read them from."""

@@ -81,6 +81,13 @@ class ScanTask:
         """The deletion vector descriptor, with the spec's field names, or ``None``."""
         return self._fields.get("deletionVector")
 
+    @property
+    def change(self) -> dict[str, Any] | None:
+        """For change feed tasks: ``changeType`` (``None`` when the file's own
+        ``_change_type`` column says), ``commitVersion``, ``commitTimestamp`` (ms) and
+        ``onlyRowsOf`` (a deletion vector selecting the changed rows); ``None`` otherwise."""
+        return self._fields.get("change")
+
     def to_json(self) -> tuple[str, str]:
         """The (spec, task) JSON pair this task is made of."""
         return self._spec, self._task

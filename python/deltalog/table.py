@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any
 import pyarrow as pa
 
 from deltalog import _native, features
-from deltalog.exceptions import DeltaError
+from deltalog.exceptions import DeltaError, VersionNotFoundError
 from deltalog.expressions import FilterLike, to_predicate
 from deltalog.scan import DeltaScan
 
@@ -308,6 +308,65 @@ class DeltaTable:
     ) -> pd.DataFrame:
         """The live rows as a pandas DataFrame."""
         return self.scan(columns, filter, with_row_tracking).to_pandas()
+
+    # -- change data feed ------------------------------------------------------------------
+
+    def scan_cdf(
+        self,
+        starting_version: int = 0,
+        ending_version: int | None = None,
+        starting_timestamp: TimestampLike | None = None,
+        ending_timestamp: TimestampLike | None = None,
+        columns: list[str] | None = None,
+        filter: FilterLike | None = None,
+    ) -> DeltaScan:
+        """Plans a read of the row-level changes of a range of versions (spec "Add CDC File").
+
+        The range is ``starting_version`` (or the first version committed at or after
+        ``starting_timestamp``) to ``ending_version`` (or the last version committed at or
+        before ``ending_timestamp``; this object's version when neither is given), both
+        included. Rows carry ``_change_type`` (``insert``, ``delete``, ``update_preimage``,
+        ``update_postimage``), ``_commit_version`` and ``_commit_timestamp``. Versions with
+        ``cdc`` files are read from them; other versions' added and removed files are read as
+        inserts and deletes, honouring deletion vectors and column mapping. The table's schema
+        is the ending version's.
+        """
+        if starting_timestamp is not None:
+            start_ms = _timestamp_ms(starting_timestamp)
+            try:
+                # The first version committed at or after the time.
+                starting_version = self._raw.version_at_timestamp(start_ms - 1) + 1
+            except VersionNotFoundError:
+                starting_version = 0
+        if ending_timestamp is not None:
+            ending_version = self._raw.version_at_timestamp(_timestamp_ms(ending_timestamp))
+        if isinstance(starting_version, bool) or not isinstance(starting_version, int):
+            raise TypeError("starting_version must be an int")
+        raw = self._raw
+        if ending_version is not None and ending_version != raw.version():
+            raw = raw.load_version(ending_version)
+            features.check_readable(Protocol(*raw.protocol()))
+        if columns is not None:
+            columns = list(columns)
+        predicate = to_predicate(filter)
+        plan = raw.changes(
+            starting_version, columns, predicate.to_json() if predicate is not None else None
+        )
+        return DeltaScan(plan, self._storage_options)
+
+    def load_cdf(
+        self,
+        starting_version: int = 0,
+        ending_version: int | None = None,
+        starting_timestamp: TimestampLike | None = None,
+        ending_timestamp: TimestampLike | None = None,
+        columns: list[str] | None = None,
+        filter: FilterLike | None = None,
+    ) -> pa.RecordBatchReader:
+        """The change data feed as a stream of record batches (see :meth:`scan_cdf`)."""
+        return self.scan_cdf(
+            starting_version, ending_version, starting_timestamp, ending_timestamp, columns, filter
+        ).to_batches()
 
     def __repr__(self) -> str:
         return f"DeltaTable({self.table_uri!r}, version={self.version()})"

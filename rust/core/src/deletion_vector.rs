@@ -66,7 +66,7 @@ pub fn z85_encode(bytes: &[u8]) -> String {
 /// Decodes Z85 text (a multiple of five characters) into four bytes per five characters.
 pub fn z85_decode(text: &str) -> Result<Vec<u8>, String> {
     let bytes = text.as_bytes();
-    if bytes.len() % 5 != 0 {
+    if !bytes.len().is_multiple_of(5) {
         return Err(format!(
             "Z85 text of {} characters is not a multiple of 5",
             bytes.len()
@@ -152,8 +152,8 @@ impl DvDescriptor {
             return Ok(None);
         }
         let missing = |field: &str| corrupt(context, format!("the descriptor has no {field}"));
-        let size = crate::model::i64_field(s, "sizeInBytes", row)
-            .ok_or_else(|| missing("sizeInBytes"))?;
+        let size =
+            crate::model::i64_field(s, "sizeInBytes", row).ok_or_else(|| missing("sizeInBytes"))?;
         Ok(Some(DvDescriptor {
             storage_type: crate::model::str_field(s, "storageType", row)
                 .ok_or_else(|| missing("storageType"))?
@@ -162,7 +162,10 @@ impl DvDescriptor {
                 .ok_or_else(|| missing("pathOrInlineDv"))?
                 .to_string(),
             offset: crate::model::i64_field(s, "offset", row)
-                .map(|o| i32::try_from(o).map_err(|_| corrupt(context, format!("offset {o} out of range"))))
+                .map(|o| {
+                    i32::try_from(o)
+                        .map_err(|_| corrupt(context, format!("offset {o} out of range")))
+                })
                 .transpose()?,
             size_in_bytes: i32::try_from(size)
                 .map_err(|_| corrupt(context, format!("sizeInBytes {size} out of range")))?,

@@ -96,7 +96,9 @@ pub enum Predicate {
         value: Literal,
     },
     /// `column IS NULL`.
-    IsNull { column: String },
+    IsNull {
+        column: String,
+    },
     /// `column IN (values)`.
     In {
         column: String,
@@ -146,7 +148,9 @@ impl Predicate {
     pub fn bind(&self, schema: &Schema) -> DeltaResult<BoundPredicate> {
         let column = |name: &str| -> DeltaResult<(usize, DataType)> {
             let (i, f) = schema.column_with_name(name).ok_or_else(|| {
-                DeltaError::InvalidArgument(format!("the predicate names an unknown column {name:?}"))
+                DeltaError::InvalidArgument(format!(
+                    "the predicate names an unknown column {name:?}"
+                ))
             })?;
             Ok((i, f.data_type().clone()))
         };
@@ -292,7 +296,10 @@ impl BoundPredicate {
     }
 
     /// The rows of `batch` the predicate keeps (true; unknown counts as false).
-    pub fn filter_mask(&self, batch: &RecordBatch) -> Result<BooleanArray, arrow::error::ArrowError> {
+    pub fn filter_mask(
+        &self,
+        batch: &RecordBatch,
+    ) -> Result<BooleanArray, arrow::error::ArrowError> {
         let result = self.evaluate(batch)?;
         Ok(match result.nulls() {
             Some(_) => arrow::compute::prep_null_mask_filter(&result),
@@ -309,9 +316,8 @@ pub fn literal_array(literal: &Literal, dt: &DataType) -> Result<ArrayRef, Strin
         ..Default::default()
     };
     let numeric = |dt: &DataType| dt.is_numeric() || matches!(dt, DataType::Decimal128(_, _));
-    let convert = |array: ArrayRef| {
-        cast_with_options(&array, dt, &strict).map_err(|e| format!("{e}"))
-    };
+    let convert =
+        |array: ArrayRef| cast_with_options(&array, dt, &strict).map_err(|e| format!("{e}"));
     let mismatch = || format!("the literal {literal:?} cannot be compared with a {dt} column");
     match (literal, dt) {
         (Literal::Null, _) => Ok(new_null_array(dt, 1)),
@@ -338,9 +344,9 @@ pub fn literal_array(literal: &Literal, dt: &DataType) -> Result<ArrayRef, Strin
         (Literal::Timestamp(t), DataType::Timestamp(TimeUnit::Microsecond, tz)) => Ok(Arc::new(
             TimestampMicrosecondArray::from(vec![*t]).with_timezone_opt(tz.clone()),
         )),
-        (Literal::Binary(b), DataType::Binary) => Ok(Arc::new(
-            arrow::array::BinaryArray::from(vec![b.as_slice()]),
-        )),
+        (Literal::Binary(b), DataType::Binary) => Ok(Arc::new(arrow::array::BinaryArray::from(
+            vec![b.as_slice()],
+        ))),
         _ => Err(mismatch()),
     }
 }
@@ -360,7 +366,12 @@ mod tests {
             schema,
             vec![
                 Arc::new(Int64Array::from(vec![Some(1), Some(5), None, Some(9)])),
-                Arc::new(StringArray::from(vec![Some("x"), None, Some("y"), Some("x")])),
+                Arc::new(StringArray::from(vec![
+                    Some("x"),
+                    None,
+                    Some("y"),
+                    Some("x"),
+                ])),
                 Arc::new(Date32Array::from(vec![Some(0), Some(1), Some(2), None])),
             ],
         )
@@ -370,7 +381,12 @@ mod tests {
     fn rows(p: &Predicate) -> Vec<bool> {
         let b = batch();
         let bound = p.bind(b.schema().as_ref()).unwrap();
-        bound.filter_mask(&b).unwrap().iter().map(|v| v.unwrap()).collect()
+        bound
+            .filter_mask(&b)
+            .unwrap()
+            .iter()
+            .map(|v| v.unwrap())
+            .collect()
     }
 
     fn cmp(column: &str, op: CmpOp, value: Literal) -> Predicate {
@@ -383,8 +399,14 @@ mod tests {
 
     #[test]
     fn comparisons_with_sql_null_semantics() {
-        assert_eq!(rows(&cmp("a", CmpOp::Gt, Literal::Int(1))), [false, true, false, true]);
-        assert_eq!(rows(&cmp("a", CmpOp::Ne, Literal::Int(5))), [true, false, false, true]);
+        assert_eq!(
+            rows(&cmp("a", CmpOp::Gt, Literal::Int(1))),
+            [false, true, false, true]
+        );
+        assert_eq!(
+            rows(&cmp("a", CmpOp::Ne, Literal::Int(5))),
+            [true, false, false, true]
+        );
         // NOT of an unknown is unknown: the null row stays out.
         let not = Predicate::Not(Box::new(cmp("a", CmpOp::Gt, Literal::Int(1))));
         assert_eq!(rows(&not), [true, false, false, false]);
@@ -408,7 +430,10 @@ mod tests {
         ]);
         assert_eq!(rows(&either), [false, false, true, true]);
         // Dates compare with date literals or their text.
-        assert_eq!(rows(&cmp("d", CmpOp::Ge, Literal::Date(1))), [false, true, true, false]);
+        assert_eq!(
+            rows(&cmp("d", CmpOp::Ge, Literal::Date(1))),
+            [false, true, true, false]
+        );
         assert_eq!(
             rows(&cmp("d", CmpOp::Ge, Literal::String("1970-01-02".into()))),
             [false, true, true, false]
@@ -420,10 +445,16 @@ mod tests {
         let b = batch();
         let schema = b.schema();
         assert!(cmp("zz", CmpOp::Eq, Literal::Int(1)).bind(&schema).is_err());
-        assert!(cmp("a", CmpOp::Eq, Literal::Bool(true)).bind(&schema).is_err());
-        assert!(cmp("a", CmpOp::Eq, Literal::String("seven".into())).bind(&schema).is_err());
+        assert!(cmp("a", CmpOp::Eq, Literal::Bool(true))
+            .bind(&schema)
+            .is_err());
+        assert!(cmp("a", CmpOp::Eq, Literal::String("seven".into()))
+            .bind(&schema)
+            .is_err());
         assert!(cmp("d", CmpOp::Eq, Literal::Int(3)).bind(&schema).is_err());
-        assert!(cmp("a", CmpOp::Eq, Literal::String("7".into())).bind(&schema).is_ok());
+        assert!(cmp("a", CmpOp::Eq, Literal::String("7".into()))
+            .bind(&schema)
+            .is_ok());
     }
 
     #[test]

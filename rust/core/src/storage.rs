@@ -157,13 +157,15 @@ impl Storage {
                 };
                 return Ok(FileLocation::Local(local.into()));
             }
-            return self.resolve_absolute(path).map(FileLocation::Store).ok_or_else(outside);
+            return self
+                .resolve_absolute(path)
+                .map(FileLocation::Store)
+                .ok_or_else(outside);
         }
         if self.local.is_some() {
-            let root = self
-                .url
-                .to_file_path()
-                .map_err(|_| DeltaError::InvalidArgument(format!("invalid file URL {}", self.url)))?;
+            let root = self.url.to_file_path().map_err(|_| {
+                DeltaError::InvalidArgument(format!("invalid file URL {}", self.url))
+            })?;
             let file = path
                 .split('/')
                 .filter(|s| !s.is_empty())

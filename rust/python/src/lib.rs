@@ -328,6 +328,44 @@ impl RawSnapshot {
             files_considered: planned.files_considered(),
         })
     }
+
+    /// Plans the change feed of versions `start..=self.version()` (see
+    /// `deltalog_core::scan::changes`).
+    #[pyo3(signature = (start, columns=None, predicate=None))]
+    fn changes(
+        &self,
+        py: Python<'_>,
+        start: i64,
+        columns: Option<Vec<String>>,
+        predicate: Option<&str>,
+    ) -> PyResult<RawScan> {
+        let snapshot = self.snapshot.clone();
+        let build = || -> Result<ScanOptions, DeltaError> {
+            Ok(ScanOptions {
+                columns,
+                row_tracking: false,
+                predicate: predicate.map(Predicate::from_json).transpose()?,
+            })
+        };
+        let options = build().map_err(|e| to_py_err(py, e))?;
+        let start = u64::try_from(start).map_err(|_| {
+            to_py_err(
+                py,
+                DeltaError::InvalidArgument(format!("a version cannot be negative: {start}")),
+            )
+        })?;
+        let planned = block_on(py, async move {
+            let planned = Scan::changes(&snapshot, start, options).await?;
+            Ok((snapshot, planned))
+        })?;
+        let (snapshot, planned) = planned;
+        Ok(RawScan {
+            storage: snapshot.storage().clone(),
+            spec: planned.spec().clone(),
+            tasks: planned.tasks().to_vec(),
+            files_considered: planned.files_considered(),
+        })
+    }
 }
 
 /// How many row groups decode at once.
@@ -456,9 +494,7 @@ impl RawBatchStream {
                 Ok(g) => g,
                 Err(poisoned) => poisoned.into_inner(),
             };
-            let Some(stream) = guard.as_mut() else {
-                return None;
-            };
+            let stream = guard.as_mut()?;
             let next = rt.block_on(stream.next());
             if !matches!(next, Some(Ok(_))) {
                 // Finished or failed: nothing more to read.
@@ -495,7 +531,10 @@ fn treemap(rows: Vec<u64>) -> PyResult<roaring::RoaringTreemap> {
 #[pyfunction]
 fn dv_serialize(py: Python<'_>, rows: Vec<u64>) -> PyResult<Bound<'_, pyo3::types::PyBytes>> {
     let bitmap = treemap(rows)?;
-    Ok(pyo3::types::PyBytes::new(py, &deletion_vector::serialize_bitmap(&bitmap)))
+    Ok(pyo3::types::PyBytes::new(
+        py,
+        &deletion_vector::serialize_bitmap(&bitmap),
+    ))
 }
 
 /// The row indexes of a serialized deletion vector (either layout, checked).

@@ -124,7 +124,10 @@ pub fn to_logical(
             };
             Ok(Arc::new(struct_to_logical(source, fields, mode)?))
         }
-        (DataType::List(_) | DataType::LargeList(_) | DataType::FixedSizeList(_, _), DataType::List(item)) => {
+        (
+            DataType::List(_) | DataType::LargeList(_) | DataType::FixedSizeList(_, _),
+            DataType::List(item),
+        ) => {
             // One offset width: large and fixed-size lists become plain lists first.
             let plain = match array.data_type() {
                 DataType::LargeList(f) | DataType::FixedSizeList(f, _) => {
@@ -192,11 +195,8 @@ pub fn to_logical(
                 .clone();
             Ok(Arc::new(micros.with_timezone_opt(to_tz.clone())))
         }
-        (from, to) if leaf_convertible(from, to) => {
-            cast_with_options(array, to, &strict()).map_err(|e| {
-                format!("values of type {from} do not fit the table's type {to}: {e}")
-            })
-        }
+        (from, to) if leaf_convertible(from, to) => cast_with_options(array, to, &strict())
+            .map_err(|e| format!("values of type {from} do not fit the table's type {to}: {e}")),
         (from, to) => Err(mismatch(from, to)),
     }
 }
@@ -290,8 +290,14 @@ mod tests {
             ),
         ]);
         let file_fields = Fields::from(vec![
-            with_meta(Field::new("col-1", DataType::Int32, true), &[(PARQUET_FIELD_ID_KEY, "2")]),
-            with_meta(Field::new("A", DataType::Int32, true), &[(PARQUET_FIELD_ID_KEY, "1")]),
+            with_meta(
+                Field::new("col-1", DataType::Int32, true),
+                &[(PARQUET_FIELD_ID_KEY, "2")],
+            ),
+            with_meta(
+                Field::new("A", DataType::Int32, true),
+                &[(PARQUET_FIELD_ID_KEY, "1")],
+            ),
         ]);
         let source: ArrayRef = Arc::new(StructArray::new(
             file_fields,
@@ -307,15 +313,27 @@ mod tests {
         let out = out.as_struct();
         assert_eq!(out.column(0).as_primitive::<Int64Type>().values(), &[1, 2]);
         assert_eq!(out.column(1).null_count(), 2);
-        assert!(out.fields().iter().all(|f| f.is_nullable() && f.metadata().is_empty()));
+        assert!(out
+            .fields()
+            .iter()
+            .all(|f| f.is_nullable() && f.metadata().is_empty()));
         // id mode: "a" has id 1 (the field named "A"); "b" has id 2 (named "col-1").
         let out = to_logical(&source, &target, ColumnMappingMode::Id).unwrap();
         let out = out.as_struct();
-        assert_eq!(out.column(0).as_primitive::<Int64Type>().values(), &[10, 20]);
+        assert_eq!(
+            out.column(0).as_primitive::<Int64Type>().values(),
+            &[10, 20]
+        );
         assert_eq!(out.column(1).as_primitive::<Int64Type>().values(), &[1, 2]);
         // none mode: "a" matches "A" case-insensitively.
         let out = to_logical(&source, &target, ColumnMappingMode::None).unwrap();
-        assert_eq!(out.as_struct().column(0).as_primitive::<Int64Type>().values(), &[10, 20]);
+        assert_eq!(
+            out.as_struct()
+                .column(0)
+                .as_primitive::<Int64Type>()
+                .values(),
+            &[10, 20]
+        );
     }
 
     #[test]
@@ -342,10 +360,12 @@ mod tests {
         let utc = DataType::Timestamp(TimeUnit::Microsecond, Some("UTC".into()));
         let out = to_logical(&nanos, &utc, ColumnMappingMode::None).unwrap();
         assert_eq!(out.data_type(), &utc);
-        assert_eq!(out.as_primitive::<TimestampMicrosecondType>().value(0), 1_500_000);
-        let adjusted: ArrayRef = Arc::new(
-            TimestampMicrosecondArray::from(vec![7i64]).with_timezone("+00:00"),
+        assert_eq!(
+            out.as_primitive::<TimestampMicrosecondType>().value(0),
+            1_500_000
         );
+        let adjusted: ArrayRef =
+            Arc::new(TimestampMicrosecondArray::from(vec![7i64]).with_timezone("+00:00"));
         let out = to_logical(&adjusted, &utc, ColumnMappingMode::None).unwrap();
         assert_eq!(out.data_type(), &utc);
         assert_eq!(out.as_primitive::<TimestampMicrosecondType>().value(0), 7);

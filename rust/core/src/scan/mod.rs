@@ -13,6 +13,7 @@
 //! - [`reader`]: one file: projection, deletion vectors, partition and row tracking columns,
 //!   the predicate as a row filter.
 
+pub mod changes;
 pub mod columns;
 pub mod partition_values;
 pub mod reader;
@@ -21,7 +22,6 @@ pub mod task;
 
 use std::collections::{BTreeMap, HashMap};
 use std::sync::Arc;
-
 
 use arrow::array::{Array, AsArray, BooleanArray, MapArray, RecordBatch, StructArray};
 use arrow::datatypes::{Int64Type, Schema};
@@ -38,7 +38,10 @@ use crate::snapshot::Snapshot;
 use crate::storage::Storage;
 
 pub use reader::{OpenFile, RowGroupRead};
-pub use task::{FileTask, ReadSpec, RowTracking, ROW_COMMIT_VERSION, ROW_ID};
+pub use task::{
+    FileTask, MetadataColumns, ReadSpec, RowTracking, CHANGE_TYPE, COMMIT_TIMESTAMP,
+    COMMIT_VERSION, ROW_COMMIT_VERSION, ROW_ID,
+};
 
 /// Table property enabling row tracking ("Row Tracking").
 pub const ENABLE_ROW_TRACKING: &str = "delta.enableRowTracking";
@@ -84,7 +87,10 @@ impl Scan {
             options.columns,
             metadata.partition_columns.clone(),
             snapshot.column_mapping_mode()?,
-            row_tracking,
+            MetadataColumns {
+                row_tracking,
+                change_data: false,
+            },
             options.predicate.clone(),
         )?;
         let schema = snapshot.schema()?;
@@ -100,6 +106,42 @@ impl Scan {
             spec: Arc::new(spec),
             tasks,
             files_considered: snapshot.num_files(),
+        })
+    }
+
+    /// Plans the change feed of versions `start..=snapshot.version()` ([`changes`]): the
+    /// table's columns (those of `options`) plus `_change_type`, `_commit_version` and
+    /// `_commit_timestamp`, filtered row by row by the options' predicate.
+    pub async fn changes(
+        snapshot: &Snapshot,
+        start: u64,
+        options: ScanOptions,
+    ) -> DeltaResult<Self> {
+        if options.row_tracking {
+            return Err(DeltaError::InvalidArgument(
+                "row IDs and row commit versions cannot be read from a change feed (spec: \
+                 \"Reader Requirements for Row Tracking\")"
+                    .into(),
+            ));
+        }
+        let metadata = snapshot.metadata()?;
+        let spec = ReadSpec::try_new(
+            snapshot.storage().url().to_string(),
+            snapshot.schema()?,
+            options.columns,
+            metadata.partition_columns.clone(),
+            snapshot.column_mapping_mode()?,
+            MetadataColumns {
+                row_tracking: None,
+                change_data: true,
+            },
+            options.predicate,
+        )?;
+        let tasks = changes::change_tasks(snapshot, start).await?;
+        Ok(Scan {
+            spec: Arc::new(spec),
+            files_considered: tasks.len(),
+            tasks,
         })
     }
 
@@ -180,7 +222,9 @@ fn file_filter(
                 DeltaError::corrupt(
                     "_delta_log",
                     Some(snapshot.version()),
-                    format!("partition column {key:?}: {e} (spec: \"Partition Value Serialization\")"),
+                    format!(
+                        "partition column {key:?}: {e} (spec: \"Partition Value Serialization\")"
+                    ),
                 )
             })?;
         partitions.insert(column, values);
@@ -204,7 +248,10 @@ fn partition_texts(map: Option<&MapArray>, len: usize, key: &str) -> Vec<Option<
     let Some(map) = map else {
         return vec![None; len];
     };
-    let (keys, values) = (map.keys().as_string_opt::<i32>(), map.values().as_string_opt::<i32>());
+    let (keys, values) = (
+        map.keys().as_string_opt::<i32>(),
+        map.values().as_string_opt::<i32>(),
+    );
     let (Some(keys), Some(values)) = (keys, values) else {
         return vec![None; len];
     };
@@ -260,9 +307,12 @@ fn file_tasks(
         if let Some(map) = partition_values.filter(|m| m.is_valid(i)) {
             let entries = map.value(i);
             let (keys, vals) = (entries.column(0), entries.column(1));
-            let (Some(keys), Some(vals)) = (keys.as_string_opt::<i32>(), vals.as_string_opt::<i32>())
+            let (Some(keys), Some(vals)) =
+                (keys.as_string_opt::<i32>(), vals.as_string_opt::<i32>())
             else {
-                return Err(DeltaError::Internal("partitionValues is not map<string,string>".into()));
+                return Err(DeltaError::Internal(
+                    "partitionValues is not map<string,string>".into(),
+                ));
             };
             for j in 0..keys.len() {
                 let v = vals.is_valid(j).then(|| vals.value(j).to_string());
@@ -280,6 +330,7 @@ fn file_tasks(
             base_row_id: value(base_row_id, i),
             default_row_commit_version: value(default_version, i),
             num_records: value(num_records, i),
+            change: None,
             path,
         });
     }

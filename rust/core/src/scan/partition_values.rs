@@ -37,16 +37,11 @@ pub fn parse_partition_column<'a>(
 ) -> Result<ArrayRef, PartitionValueError> {
     // "An empty string for any type translates to a null partition value."
     let texts = texts.into_iter().map(|t| t.filter(|t| !t.is_empty()));
-    let bad = |text: &str, why: &str| {
-        format!("{text:?} is not a valid {data_type} partition value{why}")
-    };
+    let bad =
+        |text: &str, why: &str| format!("{text:?} is not a valid {data_type} partition value{why}");
     Ok(match data_type {
         DataType::Utf8 => Arc::new(texts.collect::<StringArray>()),
-        DataType::Binary => Arc::new(
-            texts
-                .map(|t| t.map(str::as_bytes))
-                .collect::<BinaryArray>(),
-        ),
+        DataType::Binary => Arc::new(texts.map(|t| t.map(str::as_bytes)).collect::<BinaryArray>()),
         DataType::Boolean => Arc::new(
             texts
                 .map(|t| {
@@ -79,7 +74,10 @@ pub fn parse_partition_column<'a>(
                 .map(|t| {
                     t.map(|t| {
                         parse_timestamp_micros(t.trim(), tz.is_some()).ok_or_else(|| {
-                            bad(t, " (expected \"yyyy-MM-dd HH:mm:ss[.SSSSSS]\" or ISO-8601 in UTC)")
+                            bad(
+                                t,
+                                " (expected \"yyyy-MM-dd HH:mm:ss[.SSSSSS]\" or ISO-8601 in UTC)",
+                            )
                         })
                     })
                     .transpose()
@@ -94,14 +92,14 @@ pub fn parse_partition_column<'a>(
         | DataType::Float32
         | DataType::Float64
         | DataType::Decimal128(_, _) => {
-            let source: ArrayRef = Arc::new(texts.map(|t| t.map(str::trim)).collect::<StringArray>());
+            let source: ArrayRef =
+                Arc::new(texts.map(|t| t.map(str::trim)).collect::<StringArray>());
             let options = CastOptions {
                 safe: false,
                 ..Default::default()
             };
-            cast_with_options(&source, data_type, &options).map_err(|e| {
-                format!("a value is not a valid {data_type} partition value: {e}")
-            })?
+            cast_with_options(&source, data_type, &options)
+                .map_err(|e| format!("a value is not a valid {data_type} partition value: {e}"))?
         }
         other => return Err(format!("{other} columns cannot be partition columns")),
     })
@@ -196,8 +194,14 @@ mod tests {
         assert_eq!(micros("1970-01-01 00:00:00.123456", &ts(true)), 123_456);
         assert_eq!(micros("1970-01-01T00:00:00.123456Z", &ts(true)), 123_456);
         assert_eq!(micros("1970-01-01T01:00:00+01:00", &ts(true)), 0);
-        assert_eq!(micros("2020-01-01 08:09:10.001", &ts(true)), 1_577_866_150_001_000);
-        assert_eq!(micros("2021-11-18 02:30:00.123456", &ts(false)), 1_637_202_600_123_456);
+        assert_eq!(
+            micros("2020-01-01 08:09:10.001", &ts(true)),
+            1_577_866_150_001_000
+        );
+        assert_eq!(
+            micros("2021-11-18 02:30:00.123456", &ts(false)),
+            1_637_202_600_123_456
+        );
         let v = parse_partition_value(Some("1970-01-01 00:00:00"), &ts(true)).unwrap();
         assert_eq!(v.data_type(), &ts(true));
         assert!(parse_partition_value(Some("1970-01-01"), &ts(true)).is_err());

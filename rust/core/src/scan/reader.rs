@@ -14,8 +14,9 @@ use arrow::array::{
     new_null_array, Array, ArrayRef, AsArray, BooleanArray, BooleanBufferBuilder, Int64Array,
     RecordBatch, RecordBatchOptions,
 };
+use arrow::array::{StringArray, TimestampMicrosecondArray};
 use arrow::compute::filter_record_batch;
-use arrow::datatypes::Int64Type;
+use arrow::datatypes::{DataType, Int64Type};
 use futures::TryStreamExt;
 use parquet::arrow::arrow_reader::{
     ArrowReaderBuilder, ArrowReaderMetadata, ArrowReaderOptions, ParquetRecordBatchReaderBuilder,
@@ -29,7 +30,7 @@ use crate::parquet_io::LocalChunkReader;
 use crate::parquet_io::StoreFileReader;
 use crate::scan::columns::{find_field, output_type, to_logical};
 use crate::scan::partition_values::{parse_partition_value, repeat};
-use crate::scan::task::{ColumnSource, FileTask, ReadSpec};
+use crate::scan::task::{ColumnSource, FileTask, ReadSpec, CHANGE_TYPE};
 use crate::storage::{FileLocation, Storage};
 
 /// Rows per decoded batch.
@@ -42,10 +43,10 @@ enum Column {
     File {
         index: usize,
         name: String,
-        logical: arrow::datatypes::DataType,
+        logical: DataType,
     },
     /// A column the file does not have: nulls.
-    Missing(arrow::datatypes::DataType),
+    Missing(DataType),
     /// The same value in every row (a partition value), as a one-element array.
     Constant(ArrayRef),
     /// A row tracking column: the materialized column (decoded column `materialized`) where
@@ -75,6 +76,9 @@ pub struct OpenFile {
     mask: ProjectionMask,
     columns: Vec<Column>,
     deleted: Option<RoaringTreemap>,
+    /// When set, only these rows (minus `deleted`) are read: a change feed's rows whose
+    /// deletion state a new deletion vector changed.
+    selected: Option<RoaringTreemap>,
 }
 
 /// One row group of an [`OpenFile`] to decode.
@@ -103,8 +107,9 @@ impl OpenFile {
         let name = task.path.clone();
         let location = storage.file_location(&task.path)?;
         let not_found = || DeltaError::DataFileNotFound { file: name.clone() };
-        let unreadable =
-            |e: &dyn std::fmt::Display| DeltaError::data_file(&name, format!("unreadable parquet: {e}"));
+        let unreadable = |e: &dyn std::fmt::Display| {
+            DeltaError::data_file(&name, format!("unreadable parquet: {e}"))
+        };
         let options = ArrowReaderOptions::new();
         let (source, metadata) = match location {
             #[cfg(unix)]
@@ -142,12 +147,22 @@ impl OpenFile {
                 let mut reader = StoreFileReader::new(storage.store().clone(), location, size);
                 let metadata = ArrowReaderMetadata::load_async(&mut reader, options)
                     .await
-                    .map_err(|e| if is_not_found(&e) { not_found() } else { unreadable(&e) })?;
+                    .map_err(|e| {
+                        if is_not_found(&e) {
+                            not_found()
+                        } else {
+                            unreadable(&e)
+                        }
+                    })?;
                 (Source::Store(reader), metadata)
             }
         };
         let (mask, columns) = resolve_columns(&spec, &task, &metadata, &name)?;
         let deleted = match &task.deletion_vector {
+            Some(dv) => Some(dv.load(storage, &name).await?),
+            None => None,
+        };
+        let selected = match task.change.as_ref().and_then(|c| c.only_rows_of.as_ref()) {
             Some(dv) => Some(dv.load(storage, &name).await?),
             None => None,
         };
@@ -159,6 +174,7 @@ impl OpenFile {
             mask,
             columns,
             deleted,
+            selected,
         })
     }
 
@@ -185,10 +201,14 @@ impl OpenFile {
 
     /// Whether the deletion vector removes every row of a row group.
     fn all_deleted(&self, read: &RowGroupRead) -> bool {
-        let Some(deleted) = &self.deleted else {
+        let (Some(deleted), None) = (&self.deleted, &self.selected) else {
             return false;
         };
-        let rows = self.metadata.metadata().row_group(read.row_group).num_rows();
+        let rows = self
+            .metadata
+            .metadata()
+            .row_group(read.row_group)
+            .num_rows();
         let rows = u64::try_from(rows).unwrap_or(0);
         rows > 0 && {
             let end = read.first_row + rows;
@@ -207,7 +227,12 @@ impl OpenFile {
     /// `None` when the deletion vector removes all its rows.
     fn finish(&self, raw: RecordBatch, first_row: u64) -> DeltaResult<Option<RecordBatch>> {
         let rows = raw.num_rows();
-        let keep = self.deleted.as_ref().map(|d| keep_mask(d, first_row, rows));
+        let keep = keep_mask(
+            self.deleted.as_ref(),
+            self.selected.as_ref(),
+            first_row,
+            rows,
+        );
         let (raw, row_index) = match &keep {
             Some(keep) if keep.false_count() > 0 => {
                 if keep.true_count() == 0 {
@@ -260,7 +285,8 @@ impl OpenFile {
             });
         }
         let options = RecordBatchOptions::new().with_row_count(Some(len));
-        let read = RecordBatch::try_new_with_options(self.spec.read_schema().clone(), out, &options)?;
+        let read =
+            RecordBatch::try_new_with_options(self.spec.read_schema().clone(), out, &options)?;
         let Some(filter) = self.spec.filter() else {
             return Ok(Some(read));
         };
@@ -280,7 +306,11 @@ impl OpenFile {
         // Drop the columns only the predicate needed.
         let columns = kept.columns()[..output.fields().len()].to_vec();
         let options = RecordBatchOptions::new().with_row_count(Some(kept.num_rows()));
-        Ok(Some(RecordBatch::try_new_with_options(output.clone(), columns, &options)?))
+        Ok(Some(RecordBatch::try_new_with_options(
+            output.clone(),
+            columns,
+            &options,
+        )?))
     }
 
     fn needs_row_index(&self) -> bool {
@@ -317,7 +347,23 @@ fn resolve_columns(
             ColumnSource::RowCommitVersion => tracking
                 .and_then(|t| t.materialized_row_commit_version_column.as_deref())
                 .and_then(|c| file_fields.iter().position(|f| f.name() == c)),
-            ColumnSource::Partition { .. } => None,
+            ColumnSource::ChangeType => match task.change.as_ref() {
+                // Change data files say each row's change type themselves.
+                Some(change) if change.change_type.is_none() => {
+                    let found = file_fields.iter().position(|f| f.name() == CHANGE_TYPE);
+                    if found.is_none() {
+                        return Err(DeltaError::data_file(
+                            name,
+                            "the change data file has no _change_type column (spec: \"Add CDC File\")",
+                        ));
+                    }
+                    found
+                }
+                _ => None,
+            },
+            ColumnSource::Partition { .. }
+            | ColumnSource::CommitVersion
+            | ColumnSource::CommitTimestamp => None,
         };
         if let Some(r) = root {
             wanted.push(r);
@@ -361,6 +407,30 @@ fn resolve_columns(
                 })?,
                 add_row_index: true,
             },
+            ColumnSource::ChangeType | ColumnSource::CommitVersion | ColumnSource::CommitTimestamp => {
+                let change = task.change.as_ref().ok_or_else(|| {
+                    DeltaError::InvalidArgument(format!(
+                        "the task of {name} is not part of a change feed"
+                    ))
+                })?;
+                match (source, root) {
+                    (ColumnSource::ChangeType, Some(r)) => Column::File {
+                        index: position(r),
+                        name: CHANGE_TYPE.into(),
+                        logical: DataType::Utf8,
+                    },
+                    (ColumnSource::ChangeType, None) => Column::Constant(Arc::new(
+                        StringArray::from(vec![change.change_type.clone()]),
+                    )),
+                    (ColumnSource::CommitVersion, _) => {
+                        Column::Constant(Arc::new(Int64Array::from(vec![change.commit_version])))
+                    }
+                    _ => Column::Constant(Arc::new(
+                        TimestampMicrosecondArray::from(vec![change.commit_timestamp * 1000])
+                            .with_timezone("UTC"),
+                    )),
+                }
+            }
             ColumnSource::RowCommitVersion => Column::RowTracking {
                 materialized: root.map(position),
                 default: task.default_row_commit_version.ok_or_else(|| {
@@ -379,17 +449,35 @@ fn resolve_columns(
     Ok((mask, columns))
 }
 
-/// Which of `rows` rows starting at file row `first_row` survive the deletion vector.
-fn keep_mask(deleted: &RoaringTreemap, first_row: u64, rows: usize) -> BooleanArray {
-    let mut bits = BooleanBufferBuilder::new(rows);
-    bits.append_n(rows, true);
-    let end = first_row + rows as u64;
-    let mut iter = deleted.iter();
-    iter.advance_to(first_row);
-    for row in iter.take_while(|&r| r < end) {
-        bits.set_bit((row - first_row) as usize, false);
+/// Which of `rows` rows starting at file row `first_row` are read: those of `selected` (all
+/// when `None`) that `deleted` does not delete. `None` when every row is.
+fn keep_mask(
+    deleted: Option<&RoaringTreemap>,
+    selected: Option<&RoaringTreemap>,
+    first_row: u64,
+    rows: usize,
+) -> Option<BooleanArray> {
+    if deleted.is_none() && selected.is_none() {
+        return None;
     }
-    BooleanArray::new(bits.finish(), None)
+    let end = first_row + rows as u64;
+    // Sets the bits of `bitmap`'s rows within the window to `value`.
+    let mark = |bits: &mut BooleanBufferBuilder, bitmap: &RoaringTreemap, value: bool| {
+        let mut iter = bitmap.iter();
+        iter.advance_to(first_row);
+        for row in iter.take_while(|&r| r < end) {
+            bits.set_bit((row - first_row) as usize, value);
+        }
+    };
+    let mut bits = BooleanBufferBuilder::new(rows);
+    bits.append_n(rows, selected.is_none());
+    if let Some(selected) = selected {
+        mark(&mut bits, selected, true);
+    }
+    if let Some(deleted) = deleted {
+        mark(&mut bits, deleted, false);
+    }
+    Some(BooleanArray::new(bits.finish(), None))
 }
 
 /// A row tracking column: the materialized value where present, else `default` plus the row
@@ -415,7 +503,13 @@ fn row_tracking(
         Some(m) => {
             let m = m.as_primitive::<Int64Type>();
             (0..len)
-                .map(|i| Some(if m.is_valid(i) { m.value(i) } else { fallback(i) }))
+                .map(|i| {
+                    Some(if m.is_valid(i) {
+                        m.value(i)
+                    } else {
+                        fallback(i)
+                    })
+                })
                 .collect()
         }
         None => (0..len).map(|i| Some(fallback(i))).collect(),
@@ -435,8 +529,12 @@ impl RowGroupRead {
     pub async fn run(self) -> DeltaResult<Vec<RecordBatch>> {
         let joined = match self.file.source.clone() {
             #[cfg(unix)]
-            Source::Local(reader) => tokio::task::spawn_blocking(move || self.decode_local(reader)).await,
-            Source::Store(reader) => tokio::spawn(async move { self.decode_store(reader).await }).await,
+            Source::Local(reader) => {
+                tokio::task::spawn_blocking(move || self.decode_local(reader)).await
+            }
+            Source::Store(reader) => {
+                tokio::spawn(async move { self.decode_store(reader).await }).await
+            }
         };
         joined.map_err(|e| DeltaError::Internal(format!("decoding a data file failed: {e}")))?
     }
@@ -447,13 +545,14 @@ impl RowGroupRead {
 
     #[cfg(unix)]
     fn decode_local(&self, reader: LocalChunkReader) -> DeltaResult<Vec<RecordBatch>> {
-        let builder = ParquetRecordBatchReaderBuilder::new_with_metadata(
-            reader,
-            self.file.metadata.clone(),
-        );
+        let builder =
+            ParquetRecordBatchReaderBuilder::new_with_metadata(reader, self.file.metadata.clone());
         let mut out = Vec::new();
         let mut first_row = self.first_row;
-        for raw in configure(builder, self).build().map_err(|e| self.unreadable(&e))? {
+        for raw in configure(builder, self)
+            .build()
+            .map_err(|e| self.unreadable(&e))?
+        {
             let raw = raw.map_err(|e| self.unreadable(&e))?;
             let rows = raw.num_rows() as u64;
             out.extend(self.file.finish(raw, first_row)?);
@@ -465,7 +564,9 @@ impl RowGroupRead {
     async fn decode_store(&self, reader: StoreFileReader) -> DeltaResult<Vec<RecordBatch>> {
         let builder =
             ParquetRecordBatchStreamBuilder::new_with_metadata(reader, self.file.metadata.clone());
-        let mut stream = configure(builder, self).build().map_err(|e| self.unreadable(&e))?;
+        let mut stream = configure(builder, self)
+            .build()
+            .map_err(|e| self.unreadable(&e))?;
         let mut out = Vec::new();
         let mut first_row = self.first_row;
         while let Some(raw) = stream.try_next().await.map_err(|e| self.unreadable(&e))? {
@@ -484,15 +585,28 @@ mod tests {
     #[test]
     fn keep_mask_marks_deleted_rows_of_the_window() {
         let deleted: RoaringTreemap = [1u64, 5, 6, 70_000, 1 << 33].into_iter().collect();
-        let mask = keep_mask(&deleted, 4, 4);
+        let mask = keep_mask(Some(&deleted), None, 4, 4).unwrap();
         assert_eq!(
             mask.iter().map(Option::unwrap).collect::<Vec<_>>(),
             [true, false, false, true]
         );
-        let mask = keep_mask(&deleted, 65_536, 8_192);
+        let mask = keep_mask(Some(&deleted), None, 65_536, 8_192).unwrap();
         assert_eq!(mask.false_count(), 1);
         assert!(!mask.value(70_000 - 65_536));
-        assert_eq!(keep_mask(&deleted, 100, 10).false_count(), 0);
+        assert_eq!(
+            keep_mask(Some(&deleted), None, 100, 10)
+                .unwrap()
+                .false_count(),
+            0
+        );
+        assert!(keep_mask(None, None, 0, 10).is_none());
+        // Selected rows minus deleted ones: rows 4..8 select {5, 6, 7}, 5 and 6 are deleted.
+        let selected: RoaringTreemap = [5u64, 6, 7, 100].into_iter().collect();
+        let mask = keep_mask(Some(&deleted), Some(&selected), 4, 4).unwrap();
+        assert_eq!(
+            mask.iter().map(Option::unwrap).collect::<Vec<_>>(),
+            [false, false, false, true]
+        );
     }
 
     #[test]

@@ -117,7 +117,11 @@ impl Evaluator<'_> {
                 for v in values.iter() {
                     let op = if *positive { CmpOp::Eq } else { CmpOp::Ne };
                     let m = self.compare(column, op, v)?;
-                    out = if *positive { or(&out, &m)? } else { and(&out, &m)? };
+                    out = if *positive {
+                        or(&out, &m)?
+                    } else {
+                        and(&out, &m)?
+                    };
                 }
                 out
             }
@@ -249,7 +253,11 @@ mod tests {
         Schema::new(vec![
             Field::new("x", DataType::Int64, true),
             Field::new("p", DataType::Utf8, true),
-            Field::new("t", DataType::Timestamp(TimeUnit::Microsecond, Some("UTC".into())), true),
+            Field::new(
+                "t",
+                DataType::Timestamp(TimeUnit::Microsecond, Some("UTC".into())),
+                true,
+            ),
         ])
     }
 
@@ -257,7 +265,11 @@ mod tests {
     fn stats() -> FileStats {
         let fields = Fields::from(vec![
             Field::new("x", DataType::Int64, true),
-            Field::new("t", DataType::Timestamp(TimeUnit::Microsecond, Some("UTC".into())), true),
+            Field::new(
+                "t",
+                DataType::Timestamp(TimeUnit::Microsecond, Some("UTC".into())),
+                true,
+            ),
         ]);
         let ts = |v: Vec<Option<i64>>| -> ArrayRef {
             Arc::new(TimestampMicrosecondArray::from(v).with_timezone("UTC"))
@@ -293,8 +305,12 @@ mod tests {
         let mut partitions = HashMap::new();
         partitions.insert(
             "p".to_string(),
-            Arc::new(arrow::array::StringArray::from(vec![Some("a"), Some("b"), None, Some("a")]))
-                as ArrayRef,
+            Arc::new(arrow::array::StringArray::from(vec![
+                Some("a"),
+                Some("b"),
+                None,
+                Some("a"),
+            ])) as ArrayRef,
         );
         FileStats {
             len: 4,
@@ -324,12 +340,30 @@ mod tests {
 
     #[test]
     fn min_max_rules() {
-        assert_eq!(keep(cmp("x", CmpOp::Eq, Literal::Int(5))), [true, false, true, false]);
-        assert_eq!(keep(cmp("x", CmpOp::Gt, Literal::Int(10))), [false, true, true, false]);
-        assert_eq!(keep(cmp("x", CmpOp::Ge, Literal::Int(10))), [true, true, true, false]);
-        assert_eq!(keep(cmp("x", CmpOp::Lt, Literal::Int(20))), [true, false, true, false]);
-        assert_eq!(keep(cmp("x", CmpOp::Le, Literal::Int(20))), [true, true, true, false]);
-        assert_eq!(keep(cmp("x", CmpOp::Ne, Literal::Int(5))), [true, true, true, false]);
+        assert_eq!(
+            keep(cmp("x", CmpOp::Eq, Literal::Int(5))),
+            [true, false, true, false]
+        );
+        assert_eq!(
+            keep(cmp("x", CmpOp::Gt, Literal::Int(10))),
+            [false, true, true, false]
+        );
+        assert_eq!(
+            keep(cmp("x", CmpOp::Ge, Literal::Int(10))),
+            [true, true, true, false]
+        );
+        assert_eq!(
+            keep(cmp("x", CmpOp::Lt, Literal::Int(20))),
+            [true, false, true, false]
+        );
+        assert_eq!(
+            keep(cmp("x", CmpOp::Le, Literal::Int(20))),
+            [true, true, true, false]
+        );
+        assert_eq!(
+            keep(cmp("x", CmpOp::Ne, Literal::Int(5))),
+            [true, true, true, false]
+        );
         // NOT (x < 20) is x >= 20.
         let not = Predicate::Not(Box::new(cmp("x", CmpOp::Lt, Literal::Int(20))));
         assert_eq!(keep(not), [false, true, true, false]);
@@ -340,12 +374,18 @@ mod tests {
     fn null_counts_and_partitions() {
         let is_null = Predicate::IsNull { column: "x".into() };
         assert_eq!(keep(is_null.clone()), [false, true, true, true]);
-        assert_eq!(keep(Predicate::Not(Box::new(is_null))), [true, true, true, false]);
+        assert_eq!(
+            keep(Predicate::Not(Box::new(is_null))),
+            [true, true, true, false]
+        );
         assert_eq!(
             keep(cmp("p", CmpOp::Eq, Literal::String("a".into()))),
             [true, false, false, true]
         );
-        assert_eq!(keep(Predicate::IsNull { column: "p".into() }), [false, false, true, false]);
+        assert_eq!(
+            keep(Predicate::IsNull { column: "p".into() }),
+            [false, false, true, false]
+        );
         let within = Predicate::In {
             column: "p".into(),
             values: vec![Literal::String("b".into()), Literal::Null],
@@ -364,15 +404,18 @@ mod tests {
         ]);
         assert_eq!(keep(either.clone()), [true, true, true, false]);
         // NOT (p = b OR x < 3) = p != b AND x >= 3.
-        assert_eq!(keep(Predicate::Not(Box::new(either))), [true, false, false, false]);
+        assert_eq!(
+            keep(Predicate::Not(Box::new(either))),
+            [true, false, false, false]
+        );
     }
 
     #[test]
     fn timestamp_maxima_are_widened_to_the_millisecond() {
         // max is 5_000 µs, stored truncated: a row at 5_500 µs may exist.
-        assert_eq!(keep(cmp("t", CmpOp::Ge, Literal::Timestamp(5_500)))[0], true);
-        assert_eq!(keep(cmp("t", CmpOp::Ge, Literal::Timestamp(6_000)))[0], false);
-        assert_eq!(keep(cmp("t", CmpOp::Lt, Literal::Timestamp(1_000)))[0], false);
+        assert!(keep(cmp("t", CmpOp::Ge, Literal::Timestamp(5_500)))[0]);
+        assert!(!keep(cmp("t", CmpOp::Ge, Literal::Timestamp(6_000)))[0]);
+        assert!(!keep(cmp("t", CmpOp::Lt, Literal::Timestamp(1_000)))[0]);
     }
 
     #[test]

@@ -16,10 +16,18 @@ use serde::{Deserialize, Serialize};
 use crate::deletion_vector::DvDescriptor;
 use crate::error::{DeltaError, DeltaResult};
 use crate::predicate::{BoundPredicate, Predicate};
+use crate::scan::changes::Change;
 use crate::scan::columns::output_field;
 use crate::schema::{
     arrow_to_schema_string, parse_schema_string, ColumnMappingMode, PHYSICAL_NAME_KEY,
 };
+
+/// Name of the change type column of change feeds ("Add CDC File").
+pub const CHANGE_TYPE: &str = "_change_type";
+/// Name of the commit version column of change feeds.
+pub const COMMIT_VERSION: &str = "_commit_version";
+/// Name of the commit timestamp column of change feeds.
+pub const COMMIT_TIMESTAMP: &str = "_commit_timestamp";
 
 /// Name of the row ID column ("Row IDs").
 pub const ROW_ID: &str = "_row_id";
@@ -48,6 +56,22 @@ pub enum ColumnSource {
     RowId,
     /// `_row_commit_version`.
     RowCommitVersion,
+    /// `_change_type` of a change feed.
+    ChangeType,
+    /// `_commit_version` of a change feed.
+    CommitVersion,
+    /// `_commit_timestamp` of a change feed.
+    CommitTimestamp,
+}
+
+/// The columns a read adds to the table's own.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct MetadataColumns {
+    /// `_row_id` and `_row_commit_version`, with the materialized columns' names.
+    pub row_tracking: Option<RowTracking>,
+    /// `_change_type`, `_commit_version` and `_commit_timestamp` (tasks of a change feed).
+    pub change_data: bool,
 }
 
 /// Everything about a scan that is the same for all its files.
@@ -58,7 +82,7 @@ pub struct ReadSpec {
     columns: Vec<String>,
     partition_columns: Vec<String>,
     mode: ColumnMappingMode,
-    row_tracking: Option<RowTracking>,
+    extra: MetadataColumns,
     predicate: Option<Predicate>,
     /// The predicate bound to `read`.
     filter: Option<BoundPredicate>,
@@ -77,21 +101,21 @@ struct ReadSpecDoc {
     columns: Vec<String>,
     partition_columns: Vec<String>,
     column_mapping_mode: String,
-    row_tracking: Option<RowTracking>,
+    metadata_columns: MetadataColumns,
     predicate: Option<Predicate>,
 }
 
 impl ReadSpec {
     /// A spec reading `columns` (logical names, in output order; all columns of `schema` when
-    /// `None`) of the table at `table_root`, plus the row tracking columns when `row_tracking`
-    /// is given, keeping only rows that satisfy `predicate`.
+    /// `None`) of the table at `table_root`, plus the `extra` metadata columns, keeping only
+    /// rows that satisfy `predicate`.
     pub fn try_new(
         table_root: String,
         schema: SchemaRef,
         columns: Option<Vec<String>>,
         partition_columns: Vec<String>,
         mode: ColumnMappingMode,
-        row_tracking: Option<RowTracking>,
+        extra: MetadataColumns,
         predicate: Option<Predicate>,
     ) -> DeltaResult<Self> {
         let columns = match columns {
@@ -120,19 +144,37 @@ impl ReadSpec {
             fields.push(output_field(field));
             sources.push(source_of(field, &partition_columns, mode));
         }
-        if row_tracking.is_some() {
-            for (name, source) in [
-                (ROW_ID, ColumnSource::RowId),
-                (ROW_COMMIT_VERSION, ColumnSource::RowCommitVersion),
-            ] {
-                if schema.field_with_name(name).is_ok() {
-                    return Err(DeltaError::InvalidArgument(format!(
-                        "the table has a column named {name}, which row tracking would shadow"
-                    )));
-                }
-                fields.push(Arc::new(Field::new(name, DataType::Int64, true)));
-                sources.push(source);
+        if extra.row_tracking.is_some() && extra.change_data {
+            return Err(DeltaError::InvalidArgument(
+                "row IDs and row commit versions cannot be read from a change feed (spec: \
+                 \"Reader Requirements for Row Tracking\")"
+                    .into(),
+            ));
+        }
+        let mut added = Vec::new();
+        if extra.row_tracking.is_some() {
+            added.push((ROW_ID, DataType::Int64, ColumnSource::RowId));
+            added.push((
+                ROW_COMMIT_VERSION,
+                DataType::Int64,
+                ColumnSource::RowCommitVersion,
+            ));
+        }
+        if extra.change_data {
+            added.push((CHANGE_TYPE, DataType::Utf8, ColumnSource::ChangeType));
+            added.push((COMMIT_VERSION, DataType::Int64, ColumnSource::CommitVersion));
+            let utc =
+                DataType::Timestamp(arrow::datatypes::TimeUnit::Microsecond, Some("UTC".into()));
+            added.push((COMMIT_TIMESTAMP, utc, ColumnSource::CommitTimestamp));
+        }
+        for (name, data_type, source) in added {
+            if schema.field_with_name(name).is_ok() {
+                return Err(DeltaError::InvalidArgument(format!(
+                    "the table has a column named {name}, which the read's {name} would shadow"
+                )));
             }
+            fields.push(Arc::new(Field::new(name, data_type, true)));
+            sources.push(source);
         }
         let output = Arc::new(Schema::new(fields.clone()));
         // Columns the predicate reads but the output does not show are read too, then dropped.
@@ -158,7 +200,7 @@ impl ReadSpec {
             columns,
             partition_columns,
             mode,
-            row_tracking,
+            extra,
             predicate,
             filter,
             read,
@@ -215,7 +257,7 @@ impl ReadSpec {
 
     /// Row tracking's materialized columns, when the row tracking columns are read.
     pub fn row_tracking(&self) -> Option<&RowTracking> {
-        self.row_tracking.as_ref()
+        self.extra.row_tracking.as_ref()
     }
 
     /// The spec as JSON.
@@ -227,7 +269,7 @@ impl ReadSpec {
             columns: self.columns.clone(),
             partition_columns: self.partition_columns.clone(),
             column_mapping_mode: self.mode.as_str().to_string(),
-            row_tracking: self.row_tracking.clone(),
+            metadata_columns: self.extra.clone(),
             predicate: self.predicate.clone(),
         };
         serde_json::to_string(&doc).map_err(|e| DeltaError::Internal(e.to_string()))
@@ -248,7 +290,7 @@ impl ReadSpec {
             Some(doc.columns),
             doc.partition_columns,
             mode,
-            doc.row_tracking,
+            doc.metadata_columns,
             doc.predicate,
         )
     }
@@ -293,6 +335,9 @@ pub struct FileTask {
     pub default_row_commit_version: Option<i64>,
     /// `numRecords` from the statistics (physical rows, deleted ones included).
     pub num_records: Option<i64>,
+    /// The change this file's rows are, in a change feed.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub change: Option<Change>,
 }
 
 impl FileTask {
@@ -325,7 +370,10 @@ mod tests {
             Some(vec!["p".into(), "a".into()]),
             vec!["p".into()],
             ColumnMappingMode::Name,
-            Some(RowTracking::default()),
+            MetadataColumns {
+                row_tracking: Some(RowTracking::default()),
+                change_data: false,
+            },
             None,
         )
         .unwrap()
@@ -334,7 +382,12 @@ mod tests {
     #[test]
     fn sources_and_output_schema() {
         let s = spec();
-        let names: Vec<_> = s.output_schema().fields().iter().map(|f| f.name().clone()).collect();
+        let names: Vec<_> = s
+            .output_schema()
+            .fields()
+            .iter()
+            .map(|f| f.name().clone())
+            .collect();
         assert_eq!(names, ["p", "a", ROW_ID, ROW_COMMIT_VERSION]);
         assert!(s.output_schema().fields().iter().all(|f| f.is_nullable()));
         assert!(matches!(&s.sources()[0], ColumnSource::Partition { key, .. } if key == "col-p"));
@@ -361,6 +414,7 @@ mod tests {
             base_row_id: Some(5),
             default_row_commit_version: None,
             num_records: Some(3),
+            change: None,
         };
         assert_eq!(FileTask::from_json(&task.to_json().unwrap()).unwrap(), task);
         assert!(FileTask::from_json("{}").is_err());
@@ -377,7 +431,7 @@ mod tests {
                 Some(cols.into_iter().map(String::from).collect()),
                 vec![],
                 ColumnMappingMode::None,
-                None,
+                MetadataColumns::default(),
                 None,
             )
         };
