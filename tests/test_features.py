@@ -217,6 +217,8 @@ def test_support_flags_are_honest() -> None:
         "columnMapping",
         "deletionVectors",
         "timestampNtz",
+        "typeWidening",
+        "typeWidening-preview",
         "v2Checkpoint",
         "vacuumProtocolCheck",
     }
@@ -330,7 +332,15 @@ def test_article_example_with_deletion_vectors() -> None:
 
 @pytest.mark.parametrize(
     "name",
-    ["columnMapping", "deletionVectors", "timestampNtz", "v2Checkpoint", "vacuumProtocolCheck"],
+    [
+        "columnMapping",
+        "deletionVectors",
+        "timestampNtz",
+        "typeWidening",
+        "typeWidening-preview",
+        "v2Checkpoint",
+        "vacuumProtocolCheck",
+    ],
 )
 def test_read_supported_reader_features(name: str) -> None:
     check_readable(P(3, 7, [name], [name]))
@@ -339,8 +349,6 @@ def test_read_supported_reader_features(name: str) -> None:
 @pytest.mark.parametrize(
     "name",
     [
-        "typeWidening",
-        "typeWidening-preview",
         "variantType",
         "variantType-preview",
         "catalogManaged",

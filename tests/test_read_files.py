@@ -8,6 +8,8 @@ the same 64-bit RoaringBitmap format).
 
 from __future__ import annotations
 
+import datetime as dt
+import decimal
 import json
 import pickle
 import struct
@@ -413,3 +415,60 @@ def test_columns_missing_from_older_files_read_as_nulls(tmp_path: Path) -> None:
     table = dl.DeltaTable(root).to_pyarrow_table()
     assert table.column("part").to_pylist() == [None, None]
     assert table.schema.field("part").type == pa.string()
+
+
+def test_type_widening_on_read(tmp_path: Path) -> None:
+    """Files written before a column's type was widened ("typeWidening") read as the wider
+    type: int -> long, float -> double, int -> double, decimal(5,2) -> decimal(10,4),
+    date -> timestamp_ntz."""
+    fields = [
+        ("a", "long"),
+        ("b", "double"),
+        ("c", "double"),
+        ("d", "decimal(10,4)"),
+        ("e", "timestamp_ntz"),
+    ]
+    schema = json.dumps(
+        {
+            "type": "struct",
+            "fields": [{"name": n, "type": t, "nullable": True, "metadata": {}} for n, t in fields],
+        }
+    )
+    root = tmp_path / "t"
+    root.mkdir()
+    old = pa.table(
+        {
+            "a": pa.array([1, None], pa.int32()),
+            "b": pa.array([1.5, 2.0], pa.float32()),
+            "c": pa.array([3, 4], pa.int32()),
+            "d": pa.array([decimal.Decimal("1.25"), None], pa.decimal128(5, 2)),
+            "e": pa.array([dt.date(2024, 1, 2), None], pa.date32()),
+        }
+    )
+    pq.write_table(old, root / "old.parquet")
+    LogWriter(root).commit(
+        0,
+        [
+            protocol(3, 7, ["typeWidening", "timestampNtz"], ["typeWidening", "timestampNtz"]),
+            metadata(schema_string=schema),
+            add("old.parquet", size=(root / "old.parquet").stat().st_size),
+        ],
+    )
+    table = dl.DeltaTable(root).to_pyarrow_table()
+    assert table.schema.types == [
+        pa.int64(),
+        pa.float64(),
+        pa.float64(),
+        pa.decimal128(10, 4),
+        pa.timestamp("us"),
+    ]
+    assert table.to_pylist() == [
+        {
+            "a": 1,
+            "b": 1.5,
+            "c": 3.0,
+            "d": decimal.Decimal("1.2500"),
+            "e": dt.datetime(2024, 1, 2),
+        },
+        {"a": None, "b": 2.0, "c": 4.0, "d": None, "e": None},
+    ]

@@ -18,7 +18,9 @@ Sources (section names are those of the documents in ``shared/spec``):
 
 ``typeWidening`` and ``variantType`` (and their ``-preview`` names) are not described by the
 stored spec; they are registered as reader-writer features, as the upstream Delta protocol defines
-them, so that deltalog can refuse them by name instead of calling them unknown.
+them, so that deltalog can name them instead of calling them unknown. ``typeWidening`` can be
+read (files written before a widening are read as the wider type: integer widening, float and
+integers to double, decimal widening, date to timestamp_ntz); ``variantType`` cannot.
 """
 
 from __future__ import annotations
@@ -250,13 +252,13 @@ _REGISTRY: tuple[TableFeature, ...] = (
     _reader_writer(
         "typeWidening",
         UPSTREAM_ONLY + "Type Widening",
-        read_supported=False,
+        read_supported=True,
         enablement_property="delta.enableTypeWidening",
     ),
     _reader_writer(
         "typeWidening-preview",
         UPSTREAM_ONLY + "Type Widening",
-        read_supported=False,
+        read_supported=True,
         enablement_property="delta.enableTypeWidening",
     ),
     _reader_writer("variantType", UPSTREAM_ONLY + "Variant Data Type", read_supported=False),

@@ -116,6 +116,13 @@ fn parse_timestamp_micros(text: &str, with_zone: bool) -> Option<i64> {
     ["%Y-%m-%d %H:%M:%S%.f", "%Y-%m-%dT%H:%M:%S%.f"]
         .iter()
         .find_map(|format| NaiveDateTime::parse_from_str(text, format).ok())
+        // A `date` partition column widened to `timestamp_ntz` keeps its date values.
+        .or_else(|| {
+            (!with_zone)
+                .then(|| NaiveDate::parse_from_str(text, "%Y-%m-%d").ok())
+                .flatten()
+                .and_then(|d| d.and_hms_opt(0, 0, 0))
+        })
         .map(|t| t.and_utc().timestamp_micros())
 }
 
@@ -205,6 +212,7 @@ mod tests {
         let v = parse_partition_value(Some("1970-01-01 00:00:00"), &ts(true)).unwrap();
         assert_eq!(v.data_type(), &ts(true));
         assert!(parse_partition_value(Some("1970-01-01"), &ts(true)).is_err());
+        assert_eq!(micros("1970-01-02", &ts(false)), 86_400_000_000);
         assert!(parse_partition_value(Some("soon"), &ts(false)).is_err());
     }
 
