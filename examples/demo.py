@@ -57,6 +57,23 @@ def main() -> int:
     for name, what in TABLES:
         show(corpus, name, what)
 
+    # Table data: deletion vectors and column mapping applied, filters pushed down.
+    t = dl.DeltaTable(corpus / "dv-with-columnmapping/delta")
+    print("\n== reading rows: dv-with-columnmapping")
+    table = t.to_pyarrow_table()
+    print(f"   {table.num_rows} live rows (deletion vectors applied), columns {table.column_names}")
+    scan = t.scan(filter=dl.col("part") == 0)
+    part = scan.to_pyarrow_table()
+    print(
+        f"   part = 0: {part.num_rows} rows from {scan.num_files} of {scan.files_considered} "
+        f"files (partition pruning); first ids {sorted(part.column('col1').to_pylist())[:5]}"
+    )
+    tasks = scan.tasks()
+    print(
+        f"   {len(tasks)} picklable task(s), e.g. {tasks[0]!r} -> "
+        f"{dl.read_task(tasks[0]).num_rows} rows via read_task"
+    )
+
     # Time travel and history.
     t = dl.DeltaTable(corpus / "time-travel-start-start20-start40/delta")
     print("\n== time travel: time-travel-start-start20-start40")
