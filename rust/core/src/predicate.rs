@@ -110,6 +110,15 @@ pub enum Predicate {
 }
 
 impl Predicate {
+    /// `column op value`.
+    pub fn compare(column: impl Into<String>, op: CmpOp, value: Literal) -> Self {
+        Predicate::Compare {
+            column: column.into(),
+            op,
+            value,
+        }
+    }
+
     /// Parses the JSON form.
     pub fn from_json(text: &str) -> DeltaResult<Self> {
         serde_json::from_str(text)
@@ -390,11 +399,7 @@ mod tests {
     }
 
     fn cmp(column: &str, op: CmpOp, value: Literal) -> Predicate {
-        Predicate::Compare {
-            column: column.into(),
-            op,
-            value,
-        }
+        Predicate::compare(column, op, value)
     }
 
     #[test]

@@ -75,28 +75,17 @@ pub struct Scan {
 impl Scan {
     /// Plans a scan of `snapshot`.
     pub fn try_new(snapshot: &Snapshot, options: ScanOptions) -> DeltaResult<Self> {
-        let metadata = snapshot.metadata()?;
         let row_tracking = if options.row_tracking {
             Some(row_tracking_of(snapshot)?)
         } else {
             None
         };
-        let spec = ReadSpec::try_new(
-            snapshot.storage().url().to_string(),
-            snapshot.schema()?,
-            options.columns,
-            metadata.partition_columns.clone(),
-            snapshot.column_mapping_mode()?,
-            MetadataColumns {
-                row_tracking,
-                change_data: false,
-            },
-            options.predicate.clone(),
-        )?;
+        let predicate = options.predicate.clone();
+        let spec = read_spec(snapshot, options, row_tracking, false)?;
         let schema = snapshot.schema()?;
         let mut tasks = Vec::with_capacity(snapshot.num_files());
         for files in snapshot.files() {
-            let keep = match &options.predicate {
+            let keep = match &predicate {
                 Some(p) => Some(file_filter(snapshot, &spec, &schema, files, p)?),
                 None => None,
             };
@@ -111,32 +100,15 @@ impl Scan {
 
     /// Plans the change feed of versions `start..=snapshot.version()` ([`changes`]): the
     /// table's columns (those of `options`) plus `_change_type`, `_commit_version` and
-    /// `_commit_timestamp`, filtered row by row by the options' predicate.
+    /// `_commit_timestamp`, filtered row by row by the options' predicate. Row tracking
+    /// columns cannot be read from a change feed.
     pub async fn changes(
         snapshot: &Snapshot,
         start: u64,
         options: ScanOptions,
     ) -> DeltaResult<Self> {
-        if options.row_tracking {
-            return Err(DeltaError::InvalidArgument(
-                "row IDs and row commit versions cannot be read from a change feed (spec: \
-                 \"Reader Requirements for Row Tracking\")"
-                    .into(),
-            ));
-        }
-        let metadata = snapshot.metadata()?;
-        let spec = ReadSpec::try_new(
-            snapshot.storage().url().to_string(),
-            snapshot.schema()?,
-            options.columns,
-            metadata.partition_columns.clone(),
-            snapshot.column_mapping_mode()?,
-            MetadataColumns {
-                row_tracking: None,
-                change_data: true,
-            },
-            options.predicate,
-        )?;
+        let row_tracking = options.row_tracking.then(RowTracking::default);
+        let spec = read_spec(snapshot, options, row_tracking, true)?;
         let tasks = changes::change_tasks(snapshot, start).await?;
         Ok(Scan {
             spec: Arc::new(spec),
@@ -145,7 +117,8 @@ impl Scan {
         })
     }
 
-    /// How many active files the snapshot has (before pruning and skipping).
+    /// How many files the plan started from: the snapshot's active files (before pruning
+    /// and skipping), or a change feed's tasks.
     pub fn files_considered(&self) -> usize {
         self.files_considered
     }
@@ -168,6 +141,27 @@ impl Scan {
     ) -> BoxStream<'static, DeltaResult<RecordBatch>> {
         execute(storage, self.spec.clone(), self.tasks.clone(), concurrency)
     }
+}
+
+/// The read spec of a scan of `snapshot` with `options`.
+fn read_spec(
+    snapshot: &Snapshot,
+    options: ScanOptions,
+    row_tracking: Option<RowTracking>,
+    change_data: bool,
+) -> DeltaResult<ReadSpec> {
+    ReadSpec::try_new(
+        snapshot.storage().url().to_string(),
+        snapshot.schema()?,
+        options.columns,
+        snapshot.metadata()?.partition_columns.clone(),
+        snapshot.column_mapping_mode()?,
+        MetadataColumns {
+            row_tracking,
+            change_data,
+        },
+        options.predicate,
+    )
 }
 
 /// The materialized row tracking columns of a table with row tracking enabled; an error

@@ -331,11 +331,7 @@ mod tests {
     }
 
     fn cmp(column: &str, op: CmpOp, value: Literal) -> Predicate {
-        Predicate::Compare {
-            column: column.into(),
-            op,
-            value,
-        }
+        Predicate::compare(column, op, value)
     }
 
     #[test]
