@@ -103,9 +103,8 @@ class DeltaScan:
     ``pyarrow`` consume it without a copy. Each read starts a new pass over the files.
     """
 
-    def __init__(self, raw: _native.RawScan, storage_options: Mapping[str, str] | None) -> None:
+    def __init__(self, raw: _native.RawScan) -> None:
         self._raw = raw
-        self._storage_options = dict(storage_options) if storage_options else None
 
     @property
     def schema(self) -> pa.Schema:

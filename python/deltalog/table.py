@@ -75,6 +75,15 @@ def _timestamp_ms(value: TimestampLike) -> int:
     raise TypeError(f"unsupported timestamp type {type(value).__name__}")
 
 
+def _column_list(columns: list[str] | None) -> list[str] | None:
+    """`columns` as a list (a single string is a mistake, not a list of characters)."""
+    if columns is None:
+        return None
+    if isinstance(columns, str):
+        raise TypeError("columns must be a list of column names, not a string")
+    return list(columns)
+
+
 def _flatten(table: pa.Table) -> pa.Table:
     """Flattens struct columns recursively into `parent.child` columns."""
     while any(pa.types.is_struct(f.type) for f in table.schema):
@@ -271,15 +280,13 @@ class DeltaTable:
         ``__arrow_c_stream__`` for polars/duckdb, and hands out picklable per-file tasks
         (``tasks()``) for :func:`deltalog.read_task`.
         """
-        if columns is not None:
-            if isinstance(columns, str):
-                raise TypeError("columns must be a list of column names, not a string")
-            columns = list(columns)
         predicate = to_predicate(filter)
         raw = self._raw.scan(
-            columns, with_row_tracking, predicate.to_json() if predicate is not None else None
+            _column_list(columns),
+            with_row_tracking,
+            predicate.to_json() if predicate is not None else None,
         )
-        return DeltaScan(raw, self._storage_options)
+        return DeltaScan(raw)
 
     def to_pyarrow_table(
         self,
@@ -346,13 +353,13 @@ class DeltaTable:
         if ending_version is not None and ending_version != raw.version():
             raw = raw.load_version(ending_version)
             features.check_readable(Protocol(*raw.protocol()))
-        if columns is not None:
-            columns = list(columns)
         predicate = to_predicate(filter)
         plan = raw.changes(
-            starting_version, columns, predicate.to_json() if predicate is not None else None
+            starting_version,
+            _column_list(columns),
+            predicate.to_json() if predicate is not None else None,
         )
-        return DeltaScan(plan, self._storage_options)
+        return DeltaScan(plan)
 
     def load_cdf(
         self,

@@ -162,6 +162,9 @@ impl Storage {
                 .map(FileLocation::Store)
                 .ok_or_else(outside);
         }
+        if path.split('/').any(|part| part == "..") {
+            return Err(outside());
+        }
         if self.local.is_some() {
             let root = self.url.to_file_path().map_err(|_| {
                 DeltaError::InvalidArgument(format!("invalid file URL {}", self.url))
@@ -306,6 +309,30 @@ impl Storage {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn file_locations_keep_names_verbatim() {
+        let dir = tempfile::tempdir().unwrap();
+        let storage = Storage::open(dir.path().to_str().unwrap(), &HashMap::new()).unwrap();
+        let root = dir.path().canonicalize().unwrap();
+        assert_eq!(
+            storage.file_location("p=08%3A09/a b.parquet").unwrap(),
+            FileLocation::Local(root.join("p=08%3A09").join("a b.parquet"))
+        );
+        for absolute in ["/x/y.parquet", "file:/x/y.parquet", "file:///x/y.parquet"] {
+            assert_eq!(
+                storage.file_location(absolute).unwrap(),
+                FileLocation::Local("/x/y.parquet".into())
+            );
+        }
+        assert!(storage.file_location("s3://bucket/y.parquet").is_err());
+        assert!(storage.file_location("../outside.parquet").is_err());
+        let remote = Storage::open("s3://bucket/table", &HashMap::new()).unwrap();
+        assert_eq!(
+            remote.file_location("p=08%3A09/a.parquet").unwrap(),
+            FileLocation::Store(Path::parse("table/p=08%3A09/a.parquet").unwrap())
+        );
+    }
 
     #[tokio::test]
     async fn scan_maps_local_files_and_reports_missing_ones() {

@@ -11,7 +11,8 @@
 //! - [`columns`]: file columns as logical columns ("Reader Requirements for Column Mapping");
 //! - [`skipping`]: partition pruning and file skipping over statistics;
 //! - [`reader`]: one file: projection, deletion vectors, partition and row tracking columns,
-//!   the predicate as a row filter.
+//!   the predicate as a row filter;
+//! - [`changes`]: change data feed planning ([`Scan::changes`]).
 
 pub mod changes;
 pub mod columns;

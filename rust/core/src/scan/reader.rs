@@ -5,16 +5,17 @@
 //! Tracking". A file is opened once ([`OpenFile::open`]: footer, column resolution, partition
 //! values, deletion vector) and then decoded one row group at a time ([`RowGroupRead`]), so
 //! row groups of one large file decode in parallel and memory stays bounded by the row groups
-//! in flight. Each decoded batch loses its deleted rows, gets its columns converted to the
-//! logical types ([`crate::scan::columns`]) and its partition and row tracking columns added.
+//! in flight. Each decoded batch loses its deleted rows (and, in a change feed, the rows a
+//! selection vector leaves out), gets its columns converted to the logical types
+//! ([`crate::scan::columns`]), its partition, row tracking and change feed columns added, and
+//! is filtered by the scan's predicate.
 
 use std::sync::Arc;
 
 use arrow::array::{
     new_null_array, Array, ArrayRef, AsArray, BooleanArray, BooleanBufferBuilder, Int64Array,
-    RecordBatch, RecordBatchOptions,
+    RecordBatch, RecordBatchOptions, StringArray, TimestampMicrosecondArray,
 };
-use arrow::array::{StringArray, TimestampMicrosecondArray};
 use arrow::compute::filter_record_batch;
 use arrow::datatypes::{DataType, Int64Type};
 use futures::TryStreamExt;
@@ -47,7 +48,8 @@ enum Column {
     },
     /// A column the file does not have: nulls.
     Missing(DataType),
-    /// The same value in every row (a partition value), as a one-element array.
+    /// The same value in every row (a partition value, a change's version or timestamp), as
+    /// a one-element array.
     Constant(ArrayRef),
     /// A row tracking column: the materialized column (decoded column `materialized`) where
     /// present and not null, else `default` (plus the row's index in the file for row IDs).
@@ -131,7 +133,7 @@ impl OpenFile {
             #[cfg(not(unix))]
             FileLocation::Local(path) => {
                 return Err(DeltaError::Unsupported(format!(
-                    "local data files are read through the object store on this platform: {}",
+                    "reading local data files needs a Unix platform: {}",
                     path.display()
                 )))
             }
