@@ -240,3 +240,81 @@ def test_random_predicates_agree_with_pyarrow(
     ours, reference = case
     got = dl.DeltaTable(table_path).to_pyarrow_table(filter=ours)
     assert _sorted(got) == _sorted(everything.filter(reference))
+
+
+def test_checkpoint_stats_parsed_drive_skipping(tmp_path: Path) -> None:
+    """A checkpoint written with `delta.checkpoint.writeStatsAsJson=false` keeps statistics
+    only in `add.stats_parsed` ("Checkpoint Schema"); skipping and get_add_actions use them."""
+    import json
+
+    import pyarrow.parquet as pq
+
+    from conftest import CHECKPOINT_SCHEMA, _for_checkpoint, metadata, protocol
+
+    root = tmp_path / "t"
+    (root / "_delta_log").mkdir(parents=True)
+    sizes = []
+    for i in range(3):
+        path = root / f"f{i}.parquet"
+        pq.write_table(pa.table({"x": pa.array(range(10 * i, 10 * i + 10), pa.int64())}), path)
+        sizes.append(path.stat().st_size)
+    schema = json.dumps(
+        {
+            "type": "struct",
+            "fields": [{"name": "x", "type": "long", "nullable": True, "metadata": {}}],
+        }
+    )
+    x = pa.struct([("x", pa.int64())])
+    stats = pa.struct(
+        [("numRecords", pa.int64()), ("minValues", x), ("maxValues", x), ("nullCount", x)]
+    )
+    add_type = pa.struct(
+        [
+            ("path", pa.string()),
+            ("partitionValues", pa.map_(pa.string(), pa.string())),
+            ("size", pa.int64()),
+            ("modificationTime", pa.int64()),
+            ("dataChange", pa.bool_()),
+            ("stats_parsed", stats),
+        ]
+    )
+    checkpoint_schema = pa.schema(
+        [
+            ("protocol", CHECKPOINT_SCHEMA.field("protocol").type),
+            ("metaData", CHECKPOINT_SCHEMA.field("metaData").type),
+            ("add", add_type),
+        ]
+    )
+    rows: list[dict[str, Any]] = [
+        {**_for_checkpoint(protocol()), "metaData": None, "add": None},
+        {"protocol": None, **_for_checkpoint(metadata(schema_string=schema)), "add": None},
+    ]
+    for i in range(3):
+        add = {
+            "path": f"f{i}.parquet",
+            "partitionValues": [],
+            "size": sizes[i],
+            "modificationTime": 1_700_000_000_000,
+            "dataChange": True,
+            "stats_parsed": {
+                "numRecords": 10,
+                "minValues": {"x": 10 * i},
+                "maxValues": {"x": 10 * i + 9},
+                "nullCount": {"x": 0},
+            },
+        }
+        rows.append({"protocol": None, "metaData": None, "add": add})
+    log = root / "_delta_log"
+    pq.write_table(
+        pa.Table.from_pylist(rows, schema=checkpoint_schema),
+        log / "00000000000000000000.checkpoint.parquet",
+    )
+    (log / "_last_checkpoint").write_text(json.dumps({"version": 0, "size": 5}))
+    t = dl.DeltaTable(root)
+    adds = t.get_add_actions(flatten=True).sort_by("path")
+    assert adds.column("min.x").to_pylist() == [0, 10, 20]
+    assert adds.column("num_records").to_pylist() == [10, 10, 10]
+    assert t.scan(filter=col("x") >= 25).num_files == 1
+    assert t.scan(filter=col("x").is_null()).num_files == 0
+    got = t.to_pyarrow_table(filter=(col("x") >= 8) & (col("x") < 12))
+    assert sorted(got.column("x").to_pylist()) == [8, 9, 10, 11]

@@ -276,6 +276,31 @@ pub fn file_actions_view_schema() -> SchemaRef {
         .clone()
 }
 
+/// `schema` with a `stats_parsed` field of type `stats` added to its `add` struct: how a
+/// checkpoint that keeps statistics only as structs ("Checkpoint Schema": `stats_parsed`,
+/// written when `delta.checkpoint.writeStatsAsJson` is false) is read.
+pub fn with_stats_parsed(schema: &Schema, stats: &DataType) -> SchemaRef {
+    let fields: Vec<Field> = schema
+        .fields()
+        .iter()
+        .map(|top| match top.data_type() {
+            DataType::Struct(children) if top.name() == names::ADD => {
+                let mut children: Vec<Field> =
+                    children.iter().map(|c| c.as_ref().clone()).collect();
+                children.push(Field::new(STATS_PARSED, stats.clone(), true));
+                top.as_ref()
+                    .clone()
+                    .with_data_type(DataType::Struct(Fields::from(children)))
+            }
+            _ => top.as_ref().clone(),
+        })
+        .collect();
+    Arc::new(Schema::new(fields))
+}
+
+/// Name of the struct-typed statistics column of checkpoint adds.
+pub const STATS_PARSED: &str = "stats_parsed";
+
 /// `schema` with the `stats` field of its `add` struct (when it is a string) as `Utf8View`.
 pub fn with_stats_as_views(schema: &Schema) -> SchemaRef {
     let fields: Vec<Field> = schema

@@ -1,14 +1,16 @@
 //! The active files of a snapshot, as compact Arrow batches.
 //!
-//! Spec: "Add File and Remove File", "Per-file Statistics". Each [`FileBatch`] holds `add`
-//! structs whose rows are all active logical files, without the `stats` JSON text, and the
-//! statistics parsed from it row for row ([`crate::stats`]).
+//! Spec: "Add File and Remove File", "Per-file Statistics", "Checkpoint Schema". Each
+//! [`FileBatch`] holds `add` structs whose rows are all active logical files, without the
+//! `stats` JSON text, and the statistics parsed from it row for row ([`crate::stats`]), or
+//! taken from a checkpoint's `stats_parsed` structs where the checkpoint has no text.
 
 use std::sync::Arc;
 
 use arrow::array::{Array, ArrayRef, AsArray, StructArray};
 use arrow::datatypes::Fields;
 
+use crate::actions::STATS_PARSED;
 use crate::error::DeltaResult;
 use crate::nulls::{compact_struct_children, filter_compact};
 use crate::replay::Selected;
@@ -41,14 +43,22 @@ impl FileBatch {
         };
         // Columns null in every row (deletion vectors, row tracking, statistics of partition
         // columns, ...) end up holding no buffers of their own.
-        let stats = match &adds.stats {
+        let stats = match (&adds.stats, adds.array.column_by_name(STATS_PARSED)) {
             // Parsed while the commit was decoded, aligned with its rows.
-            Some(parsed) => keep(parsed)?,
-            None => compact_struct_children(
+            (Some(parsed), _) => keep(parsed)?,
+            // A checkpoint that keeps statistics only as structs ("Checkpoint Schema"); read
+            // as the physical statistics type.
+            (None, Some(parsed)) if parsed.data_type() == &stats.physical_type() => {
+                compact_struct_children(&keep(parsed.as_struct())?)
+            }
+            _ => compact_struct_children(
                 &stats.parse(adds.array.column_by_name("stats"), adds.mask.as_ref())?,
             ),
         };
-        let adds = keep(&without_field(&adds.array, "stats"))?;
+        let adds = keep(&without_field(
+            &without_field(&adds.array, "stats"),
+            STATS_PARSED,
+        ))?;
         Ok(FileBatch { adds, stats })
     }
 

@@ -321,8 +321,14 @@ pub async fn open_checkpoint(
 impl OpenCheckpoint {
     /// Reads the file actions (from the sidecars when there are any, from the parts otherwise)
     /// and applies `f` to each batch of [`actions::file_actions_schema`] columns as it is
-    /// decoded, concurrently; results come back in file order.
-    pub async fn read_files<T, F>(&self, storage: &Storage, f: F) -> DeltaResult<Vec<T>>
+    /// decoded, concurrently; results come back in file order. Parquet files that keep the
+    /// statistics only as structs also give `add.stats_parsed`, read as `stats_type`.
+    pub async fn read_files<T, F>(
+        &self,
+        storage: &Storage,
+        stats_type: &DataType,
+        f: F,
+    ) -> DeltaResult<Vec<T>>
     where
         T: Send + 'static,
         F: Fn(RecordBatch) -> DeltaResult<T> + Clone + Send + Sync + 'static,
@@ -330,18 +336,25 @@ impl OpenCheckpoint {
         // Parquet is read with the statistics as views of its pages; JSON parts as text.
         let schema = actions::file_actions_view_schema();
         let json_schema = actions::file_actions_schema();
+        let parsed_schema = actions::with_stats_parsed(&schema, stats_type);
         let mut out = Vec::new();
         if !self.sidecars.is_empty() {
             let results: Vec<Vec<T>> = stream::iter(self.sidecars.clone())
                 .map(|(path, size, name)| {
                     let storage = storage.clone();
                     let schema = schema.clone();
+                    let parsed_schema = parsed_schema.clone();
                     let f = f.clone();
                     let version = self.version;
                     async move {
                         let file =
                             ParquetLogFile::open(&storage, &path, size, &name, Some(version))
                                 .await?;
+                        let schema = if file.stats_only_as_structs() {
+                            parsed_schema
+                        } else {
+                            schema
+                        };
                         file.read_with(&schema, f).await
                     }
                 })
@@ -358,7 +371,14 @@ impl OpenCheckpoint {
                         out.push(f(conform_batch(b, &json_schema)?)?);
                     }
                 }
-                Part::Parquet(file) => out.extend(file.read_with(&schema, f.clone()).await?),
+                Part::Parquet(file) => {
+                    let schema = if file.stats_only_as_structs() {
+                        &parsed_schema
+                    } else {
+                        &schema
+                    };
+                    out.extend(file.read_with(schema, f.clone()).await?)
+                }
             }
         }
         Ok(out)
@@ -537,6 +557,20 @@ impl ParquetLogFile {
             name: name.to_string(),
             version,
         })
+    }
+
+    /// Whether the file's adds carry `stats_parsed` but no `stats` text (a checkpoint written
+    /// with `delta.checkpoint.writeStatsAsJson` false).
+    pub fn stats_only_as_structs(&self) -> bool {
+        let schema = self.metadata.schema();
+        let Ok(add) = schema.field_with_name(actions::names::ADD) else {
+            return false;
+        };
+        let DataType::Struct(children) = add.data_type() else {
+            return false;
+        };
+        let has = |name: &str| children.iter().any(|c| c.name() == name);
+        has(actions::STATS_PARSED) && !has("stats")
     }
 
     /// Reads the columns of `schema` (missing ones null), decoding row groups concurrently, and

@@ -253,8 +253,9 @@ impl Snapshot {
             if let (Some(open), Some(origin), Some(seen)) = (checkpoint, checkpoint_origin, seen) {
                 let seen = Arc::new(seen);
                 let stats = stats_schema.clone();
+                let stats_type = stats_schema.physical_type();
                 let selected = open
-                    .read_files(&snapshot.storage, move |batch| {
+                    .read_files(&snapshot.storage, &stats_type, move |batch| {
                         let selection = select_checkpoint_files(&seen, &batch, &origin)?;
                         let files = selection
                             .adds

@@ -114,6 +114,12 @@ impl StatsSchema {
         Self::new(&Schema::empty(), &Schema::empty())
     }
 
+    /// The type of the parsed statistics struct with physical names: what `parse` returns, and
+    /// what a checkpoint's `add.stats_parsed` column is read as.
+    pub fn physical_type(&self) -> DataType {
+        DataType::Struct(self.physical.fields().clone())
+    }
+
     /// The logical type of the parsed statistics struct.
     pub fn logical_type(&self) -> DataType {
         DataType::Struct(self.logical.clone())
