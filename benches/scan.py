@@ -196,12 +196,12 @@ def main(argv: list[str]) -> None:
         )
     print("\nDeletion-vector decode, 1M rows (best of repeats)")
     print(
-        f"{'shape':<12}{'bytes':>12}{'deltalog ms':>14}{'pyroaring ms':>15}"
+        f"{'shape':<12}{'bytes':>12}{'deltalog µs':>14}{'pyroaring µs':>15}"
         f"{'pyroaring / deltalog':>23}"
     )
     for name, r in dv.items():
         print(
-            f"{name:<12}{r['bytes']:>12,}{r['deltalog'] * 1e3:>14.3f}{r['pyroaring'] * 1e3:>15.3f}"
+            f"{name:<12}{r['bytes']:>12,}{r['deltalog'] * 1e6:>14.2f}{r['pyroaring'] * 1e6:>15.2f}"
             f"{r['pyroaring'] / r['deltalog']:>22.2f}x"
         )
     out = (
