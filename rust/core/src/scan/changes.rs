@@ -137,17 +137,19 @@ pub async fn change_tasks(snapshot: &Snapshot, start: u64) -> DeltaResult<Vec<Fi
             })?;
             let data_change =
                 |b: &Value| b.get("dataChange").and_then(Value::as_bool) != Some(false);
-            if let Some(b) = value.get("add") {
+            // A null action field is no action ("Delta Log Entries": one action per line).
+            let action = |key: &str| value.get(key).filter(|v| !v.is_null());
+            if let Some(b) = action("add") {
                 if data_change(b) {
                     adds.push(FileAction::parse(b, &name, version)?);
                 }
-            } else if let Some(b) = value.get("remove") {
+            } else if let Some(b) = action("remove") {
                 if data_change(b) {
                     removes.push(FileAction::parse(b, &name, version)?);
                 }
-            } else if let Some(b) = value.get("cdc") {
+            } else if let Some(b) = action("cdc") {
                 cdcs.push(FileAction::parse(b, &name, version)?);
-            } else if let Some(ci) = value.get("commitInfo") {
+            } else if let Some(ci) = action("commitInfo") {
                 ict = ci.get("inCommitTimestamp").and_then(Value::as_i64);
             }
         }
