@@ -13,7 +13,8 @@
 //! - [`timeline`]: commit timestamps, timestamp time travel and history;
 //! - [`deletion_vector`]: deletion vector descriptors, Z85, RoaringBitmap and DV files;
 //! - [`predicate`]: the expression type of filters;
-//! - [`scan`]: a snapshot's rows: scan planning ([`scan::Scan`]) and parallel file reads.
+//! - [`scan`]: a snapshot's rows: scan planning ([`scan::Scan`]) and parallel file reads;
+//! - [`write`]: the pieces of data files and commits (partition values, directories, paths).
 
 pub mod actions;
 pub mod add_actions;
@@ -40,6 +41,7 @@ pub mod snapshot;
 pub mod stats;
 pub mod storage;
 pub mod timeline;
+pub mod write;
 
 pub use error::{DeltaError, DeltaResult};
 pub use snapshot::Snapshot;

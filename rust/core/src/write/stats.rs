@@ -1,0 +1,550 @@
+//! Collecting the statistics of a data file being written, as the `stats` JSON of its `add`.
+//!
+//! Spec: "Per-file Statistics". `numRecords`, and per leaf column (nested struct fields
+//! included, keyed by the names the file uses, i.e. physical names under column mapping):
+//! `nullCount` for every leaf, `minValues`/`maxValues` for numbers, decimals, dates, timestamps
+//! and strings. Strings are cut to a prefix of [`STRING_PREFIX`] characters; a cut maximum gets
+//! U+10FFFF appended so that it still bounds every value with that prefix. Timestamps are
+//! truncated down to milliseconds. Floating-point columns holding a NaN get no min/max (no
+//! bound can be written for them in JSON). Which leaves get statistics follows
+//! `delta.dataSkippingNumIndexedCols` (the first N leaves, 32 by default, -1 for all) or
+//! `delta.dataSkippingStatsColumns` (named columns, which wins when set).
+
+use std::cmp::Ordering;
+
+use arrow::array::{Array, ArrayRef, AsArray, RecordBatch};
+use arrow::buffer::NullBuffer;
+use arrow::datatypes::{
+    DataType, Date32Type, Decimal128Type, Field, Float32Type, Float64Type, Int16Type, Int32Type,
+    Int64Type, Int8Type, Schema, TimeUnit, TimestampMicrosecondType,
+};
+use serde_json::{Map, Value};
+
+/// Characters of a string statistic.
+pub const STRING_PREFIX: usize = 32;
+/// Default number of leaf columns with statistics.
+pub const DEFAULT_INDEXED_COLUMNS: i64 = 32;
+/// Table property: how many leading leaf columns get statistics.
+pub const NUM_INDEXED_COLS: &str = "delta.dataSkippingNumIndexedCols";
+/// Table property: which columns get statistics (comma-separated names).
+pub const STATS_COLUMNS: &str = "delta.dataSkippingStatsColumns";
+
+/// Which leaf columns get statistics.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum IndexedColumns {
+    /// The first N leaves in schema order (all when negative).
+    First(i64),
+    /// The named columns (dotted paths; a struct names all its leaves).
+    Named(Vec<String>),
+}
+
+impl IndexedColumns {
+    /// From the table properties.
+    pub fn from_config(config: &std::collections::BTreeMap<String, String>) -> Self {
+        if let Some(names) = config.get(STATS_COLUMNS) {
+            return IndexedColumns::Named(
+                names
+                    .split(',')
+                    .map(|n| n.trim().trim_matches('`').to_string())
+                    .filter(|n| !n.is_empty())
+                    .collect(),
+            );
+        }
+        let n = config
+            .get(NUM_INDEXED_COLS)
+            .and_then(|v| v.trim().parse().ok())
+            .unwrap_or(DEFAULT_INDEXED_COLUMNS);
+        IndexedColumns::First(n)
+    }
+}
+
+/// A min or max value.
+#[derive(Debug, Clone, PartialEq)]
+enum Bound {
+    Int(i64),
+    Float(f64),
+    Decimal(i128, i8),
+    Date(i32),
+    Timestamp(i64, bool),
+    Str(String),
+}
+
+impl Bound {
+    fn cmp(&self, other: &Bound) -> Option<Ordering> {
+        match (self, other) {
+            (Bound::Int(a), Bound::Int(b)) => Some(a.cmp(b)),
+            (Bound::Float(a), Bound::Float(b)) => a.partial_cmp(b),
+            (Bound::Decimal(a, _), Bound::Decimal(b, _)) => Some(a.cmp(b)),
+            (Bound::Date(a), Bound::Date(b)) => Some(a.cmp(b)),
+            (Bound::Timestamp(a, _), Bound::Timestamp(b, _)) => Some(a.cmp(b)),
+            (Bound::Str(a), Bound::Str(b)) => Some(a.cmp(b)),
+            _ => None,
+        }
+    }
+
+    /// The JSON value; `None` where no exact JSON number can be written.
+    fn to_json(&self, is_max: bool) -> Option<Value> {
+        Some(match self {
+            Bound::Int(v) => Value::from(*v),
+            Bound::Float(v) => Value::Number(serde_json::Number::from_f64(*v)?),
+            Bound::Decimal(v, scale) => {
+                // JSON numbers are read as doubles by many readers (and stored as f64 here):
+                // only decimals with at most 15 significant digits survive that exactly.
+                if v.unsigned_abs() >= 10u128.pow(15) {
+                    return None;
+                }
+                let text = <Decimal128Type as arrow::datatypes::DecimalType>::format_decimal(
+                    *v, 38, *scale,
+                );
+                Value::Number(serde_json::from_str::<serde_json::Number>(&text).ok()?)
+            }
+            Bound::Date(days) => {
+                let epoch = chrono::NaiveDate::from_ymd_opt(1970, 1, 1)?;
+                let date = epoch.checked_add_signed(chrono::Duration::days(i64::from(*days)))?;
+                Value::String(date.format("%Y-%m-%d").to_string())
+            }
+            Bound::Timestamp(micros, zoned) => {
+                // Truncated down to milliseconds ("Per-file Statistics").
+                let millis = micros.div_euclid(1000) * 1000;
+                let t = chrono::DateTime::from_timestamp_micros(millis)?;
+                Value::String(if *zoned {
+                    t.format("%Y-%m-%dT%H:%M:%S%.3fZ").to_string()
+                } else {
+                    t.naive_utc().format("%Y-%m-%dT%H:%M:%S%.3f").to_string()
+                })
+            }
+            Bound::Str(s) => {
+                let mut chars = s.chars();
+                let prefix: String = chars.by_ref().take(STRING_PREFIX).collect();
+                if chars.next().is_some() && is_max {
+                    Value::String(format!("{prefix}\u{10FFFF}"))
+                } else {
+                    Value::String(prefix)
+                }
+            }
+        })
+    }
+}
+
+/// The statistics of one leaf column so far.
+#[derive(Debug)]
+struct Leaf {
+    path: Vec<String>,
+    min_max: bool,
+    min: Option<Bound>,
+    max: Option<Bound>,
+    /// A NaN was seen: no min/max can be written.
+    nan: bool,
+    nulls: i64,
+}
+
+/// Accumulates the statistics of the batches of one data file.
+#[derive(Debug)]
+pub struct StatsCollector {
+    leaves: Vec<Leaf>,
+    rows: i64,
+}
+
+fn has_min_max(dt: &DataType) -> bool {
+    matches!(
+        dt,
+        DataType::Int8
+            | DataType::Int16
+            | DataType::Int32
+            | DataType::Int64
+            | DataType::Float32
+            | DataType::Float64
+            | DataType::Decimal128(_, _)
+            | DataType::Date32
+            | DataType::Timestamp(TimeUnit::Microsecond, _)
+            | DataType::Utf8
+            | DataType::LargeUtf8
+            | DataType::Utf8View
+    )
+}
+
+fn collect_leaves(
+    fields: &[std::sync::Arc<Field>],
+    prefix: &[String],
+    out: &mut Vec<(Vec<String>, DataType)>,
+) {
+    for f in fields {
+        let mut path = prefix.to_vec();
+        path.push(f.name().clone());
+        match f.data_type() {
+            DataType::Struct(children) => collect_leaves(children, &path, out),
+            dt => out.push((path, dt.clone())),
+        }
+    }
+}
+
+impl StatsCollector {
+    /// A collector for files of `schema` (the names and types written to the file).
+    pub fn new(schema: &Schema, indexed: &IndexedColumns) -> Self {
+        let mut all = Vec::new();
+        collect_leaves(schema.fields(), &[], &mut all);
+        let leaves = all
+            .into_iter()
+            .enumerate()
+            .filter(|(i, (path, _))| match indexed {
+                IndexedColumns::First(n) => *n < 0 || (*i as i64) < *n,
+                IndexedColumns::Named(names) => {
+                    let dotted = path.join(".");
+                    names
+                        .iter()
+                        .any(|n| dotted == *n || dotted.starts_with(&format!("{n}.")))
+                }
+            })
+            .map(|(_, (path, dt))| Leaf {
+                path,
+                min_max: has_min_max(&dt),
+                min: None,
+                max: None,
+                nan: false,
+                nulls: 0,
+            })
+            .collect();
+        StatsCollector { leaves, rows: 0 }
+    }
+
+    /// Adds a batch of the file.
+    pub fn update(&mut self, batch: &RecordBatch) -> Result<(), String> {
+        self.rows += batch.num_rows() as i64;
+        for leaf in &mut self.leaves {
+            let Some((array, nulls)) = leaf_array(batch, &leaf.path) else {
+                return Err(format!("the batch has no column {}", leaf.path.join(".")));
+            };
+            let null_count = nulls.as_ref().map_or(0, NullBuffer::null_count);
+            leaf.nulls += null_count as i64;
+            if !leaf.min_max || null_count == array.len() {
+                continue;
+            }
+            let valid = |i: usize| nulls.as_ref().is_none_or(|n| n.is_valid(i));
+            let values: Vec<Bound> = bounds(&array, &valid, &mut leaf.nan)?;
+            for v in values {
+                if leaf
+                    .min
+                    .as_ref()
+                    .is_none_or(|m| v.cmp(m) == Some(Ordering::Less))
+                {
+                    leaf.min = Some(v.clone());
+                }
+                if leaf
+                    .max
+                    .as_ref()
+                    .is_none_or(|m| v.cmp(m) == Some(Ordering::Greater))
+                {
+                    leaf.max = Some(v);
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// The `stats` JSON document.
+    pub fn finish(&self) -> Value {
+        let mut doc = Map::new();
+        doc.insert("numRecords".into(), Value::from(self.rows));
+        let (mut mins, mut maxs, mut nulls) = (Map::new(), Map::new(), Map::new());
+        for leaf in &self.leaves {
+            insert(&mut nulls, &leaf.path, Value::from(leaf.nulls));
+            if leaf.nan {
+                continue;
+            }
+            let min = leaf.min.as_ref().and_then(|m| m.to_json(false));
+            let max = leaf.max.as_ref().and_then(|m| m.to_json(true));
+            if let (Some(min), Some(max)) = (min, max) {
+                insert(&mut mins, &leaf.path, min);
+                insert(&mut maxs, &leaf.path, max);
+            }
+        }
+        doc.insert("minValues".into(), Value::Object(mins));
+        doc.insert("maxValues".into(), Value::Object(maxs));
+        doc.insert("nullCount".into(), Value::Object(nulls));
+        Value::Object(doc)
+    }
+}
+
+fn insert(map: &mut Map<String, Value>, path: &[String], value: Value) {
+    match path {
+        [] => {}
+        [last] => {
+            map.insert(last.clone(), value);
+        }
+        [first, rest @ ..] => {
+            let child = map
+                .entry(first.clone())
+                .or_insert_with(|| Value::Object(Map::new()));
+            if let Value::Object(child) = child {
+                insert(child, rest, value);
+            }
+        }
+    }
+}
+
+/// The leaf column at `path` and its logical nulls (a null parent struct makes its children
+/// null).
+fn leaf_array(batch: &RecordBatch, path: &[String]) -> Option<(ArrayRef, Option<NullBuffer>)> {
+    let (first, rest) = path.split_first()?;
+    let mut array = batch.column_by_name(first)?.clone();
+    let mut nulls = array.logical_nulls();
+    for name in rest {
+        let child = array.as_struct_opt()?.column_by_name(name)?.clone();
+        nulls = NullBuffer::union(nulls.as_ref(), child.logical_nulls().as_ref());
+        array = child;
+    }
+    Some((array, nulls))
+}
+
+/// The non-null values of a leaf as bounds (only the extreme ones matter, so primitive
+/// columns contribute their min and max).
+fn bounds(
+    array: &ArrayRef,
+    valid: &dyn Fn(usize) -> bool,
+    nan: &mut bool,
+) -> Result<Vec<Bound>, String> {
+    macro_rules! extremes {
+        ($t:ty, $make:expr) => {{
+            let a = array.as_primitive::<$t>();
+            let mut out: Option<(_, _)> = None;
+            for i in (0..a.len()).filter(|&i| valid(i)) {
+                let v = a.value(i);
+                out = Some(match out {
+                    None => (v, v),
+                    Some((lo, hi)) => (if v < lo { v } else { lo }, if v > hi { v } else { hi }),
+                });
+            }
+            out.map(|(lo, hi)| vec![$make(lo), $make(hi)])
+                .unwrap_or_default()
+        }};
+    }
+    Ok(match array.data_type() {
+        DataType::Int8 => extremes!(Int8Type, |v: i8| Bound::Int(i64::from(v))),
+        DataType::Int16 => extremes!(Int16Type, |v: i16| Bound::Int(i64::from(v))),
+        DataType::Int32 => extremes!(Int32Type, |v: i32| Bound::Int(i64::from(v))),
+        DataType::Int64 => extremes!(Int64Type, Bound::Int),
+        DataType::Float32 | DataType::Float64 => {
+            let values: Vec<f64> = match array.data_type() {
+                DataType::Float32 => {
+                    let a = array.as_primitive::<Float32Type>();
+                    (0..a.len())
+                        .filter(|&i| valid(i))
+                        .map(|i| f64::from(a.value(i)))
+                        .collect()
+                }
+                _ => {
+                    let a = array.as_primitive::<Float64Type>();
+                    (0..a.len())
+                        .filter(|&i| valid(i))
+                        .map(|i| a.value(i))
+                        .collect()
+                }
+            };
+            if values.iter().any(|v| v.is_nan()) {
+                *nan = true;
+                return Ok(Vec::new());
+            }
+            let lo = values.iter().copied().fold(f64::INFINITY, f64::min);
+            let hi = values.iter().copied().fold(f64::NEG_INFINITY, f64::max);
+            if values.is_empty() {
+                Vec::new()
+            } else {
+                vec![Bound::Float(lo), Bound::Float(hi)]
+            }
+        }
+        DataType::Decimal128(_, scale) => {
+            let scale = *scale;
+            extremes!(Decimal128Type, |v: i128| Bound::Decimal(v, scale))
+        }
+        DataType::Date32 => extremes!(Date32Type, Bound::Date),
+        DataType::Timestamp(TimeUnit::Microsecond, tz) => {
+            let zoned = tz.is_some();
+            extremes!(TimestampMicrosecondType, |v: i64| Bound::Timestamp(
+                v, zoned
+            ))
+        }
+        DataType::Utf8 | DataType::LargeUtf8 | DataType::Utf8View => {
+            let texts: Vec<&str> = match array.data_type() {
+                DataType::Utf8 => {
+                    let a = array.as_string::<i32>();
+                    (0..a.len())
+                        .filter(|&i| valid(i))
+                        .map(|i| a.value(i))
+                        .collect()
+                }
+                DataType::LargeUtf8 => {
+                    let a = array.as_string::<i64>();
+                    (0..a.len())
+                        .filter(|&i| valid(i))
+                        .map(|i| a.value(i))
+                        .collect()
+                }
+                _ => {
+                    let a = array.as_string_view();
+                    (0..a.len())
+                        .filter(|&i| valid(i))
+                        .map(|i| a.value(i))
+                        .collect()
+                }
+            };
+            let lo = texts.iter().min();
+            let hi = texts.iter().max();
+            match (lo, hi) {
+                (Some(lo), Some(hi)) => {
+                    vec![Bound::Str(lo.to_string()), Bound::Str(hi.to_string())]
+                }
+                _ => Vec::new(),
+            }
+        }
+        other => return Err(format!("no statistics for {other}")),
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::stats::StatsSchema;
+    use arrow::array::{
+        Float64Array, Int32Array, StringArray, StructArray, TimestampMicrosecondArray,
+    };
+    use arrow::datatypes::Fields;
+    use std::sync::Arc;
+
+    fn batch() -> RecordBatch {
+        let inner = Fields::from(vec![Field::new("b", DataType::Int32, true)]);
+        let nested = StructArray::new(
+            inner.clone(),
+            vec![Arc::new(Int32Array::from(vec![Some(7), Some(-2), None]))],
+            Some(NullBuffer::from(vec![true, true, false])),
+        );
+        let schema = Schema::new(vec![
+            Field::new("i", DataType::Int32, true),
+            Field::new("s", DataType::Utf8, true),
+            Field::new("f", DataType::Float64, true),
+            Field::new(
+                "t",
+                DataType::Timestamp(TimeUnit::Microsecond, Some("UTC".into())),
+                true,
+            ),
+            Field::new("a", DataType::Struct(inner), true),
+        ]);
+        let long = "x".repeat(40);
+        RecordBatch::try_new(
+            Arc::new(schema),
+            vec![
+                Arc::new(Int32Array::from(vec![Some(3), None, Some(-1)])),
+                Arc::new(StringArray::from(vec![
+                    Some("b"),
+                    Some(long.as_str()),
+                    None,
+                ])),
+                Arc::new(Float64Array::from(vec![1.5, f64::NAN, 0.0])),
+                Arc::new(
+                    TimestampMicrosecondArray::from(vec![Some(1_999), Some(5_500), None])
+                        .with_timezone("UTC"),
+                ),
+                Arc::new(nested),
+            ],
+        )
+        .unwrap()
+    }
+
+    #[test]
+    fn statistics_of_a_batch() {
+        let b = batch();
+        let mut c = StatsCollector::new(&b.schema(), &IndexedColumns::First(-1));
+        c.update(&b).unwrap();
+        let stats = c.finish();
+        assert_eq!(stats["numRecords"], 3);
+        assert_eq!(stats["minValues"]["i"], -1);
+        assert_eq!(stats["maxValues"]["i"], 3);
+        assert_eq!(stats["nullCount"]["i"], 1);
+        assert_eq!(stats["minValues"]["s"], "b");
+        // The 40-character maximum is cut to 32 and bounded with U+10FFFF.
+        let max = stats["maxValues"]["s"].as_str().unwrap();
+        assert_eq!(max.chars().count(), 33);
+        assert!(max > "x".repeat(40).as_str());
+        // NaN: no bounds for f, but its null count.
+        assert!(stats["minValues"].get("f").is_none());
+        assert_eq!(stats["nullCount"]["f"], 0);
+        assert_eq!(stats["minValues"]["t"], "1970-01-01T00:00:00.001Z");
+        assert_eq!(stats["maxValues"]["t"], "1970-01-01T00:00:00.005Z");
+        // The struct's null row makes its child null.
+        assert_eq!(stats["nullCount"]["a"]["b"], 1);
+        assert_eq!(stats["minValues"]["a"]["b"], -2);
+    }
+
+    #[test]
+    fn indexed_columns_limit_the_leaves() {
+        let b = batch();
+        let mut c = StatsCollector::new(&b.schema(), &IndexedColumns::First(2));
+        c.update(&b).unwrap();
+        let stats = c.finish();
+        assert_eq!(stats["nullCount"].as_object().unwrap().len(), 2);
+        let named = IndexedColumns::Named(vec!["a".into(), "t".into()]);
+        let mut c = StatsCollector::new(&b.schema(), &named);
+        c.update(&b).unwrap();
+        let stats = c.finish();
+        let keys: Vec<_> = stats["nullCount"]
+            .as_object()
+            .unwrap()
+            .keys()
+            .cloned()
+            .collect();
+        assert_eq!(keys, ["t", "a"]);
+        let config = [(STATS_COLUMNS.to_string(), "a, `t`".to_string())].into();
+        assert_eq!(IndexedColumns::from_config(&config), named);
+        let config = [(NUM_INDEXED_COLS.to_string(), "-1".to_string())].into();
+        assert_eq!(
+            IndexedColumns::from_config(&config),
+            IndexedColumns::First(-1)
+        );
+    }
+
+    #[test]
+    fn statistics_parse_back_with_the_reader() {
+        let b = batch();
+        let mut c = StatsCollector::new(&b.schema(), &IndexedColumns::First(-1));
+        c.update(&b).unwrap();
+        c.update(&b).unwrap();
+        let text = c.finish().to_string();
+        let schema = StatsSchema::new(&b.schema(), &b.schema());
+        let column: ArrayRef = Arc::new(StringArray::from(vec![text.as_str()]));
+        let parsed = schema.parse(Some(&column), None).unwrap();
+        assert_eq!(
+            parsed
+                .column_by_name("numRecords")
+                .unwrap()
+                .as_primitive::<Int64Type>()
+                .value(0),
+            6
+        );
+        let min = parsed.column_by_name("minValues").unwrap().as_struct();
+        let t = min.column_by_name("t").unwrap();
+        assert_eq!(t.as_primitive::<TimestampMicrosecondType>().value(0), 1_000);
+        let i = min.column_by_name("i").unwrap();
+        assert_eq!(i.as_primitive::<Int32Type>().value(0), -1);
+    }
+
+    #[test]
+    fn decimals_are_exact_json_numbers_or_absent() {
+        let schema = Arc::new(Schema::new(vec![
+            Field::new("d", DataType::Decimal128(10, 3), true),
+            Field::new("w", DataType::Decimal128(38, 0), true),
+        ]));
+        let d = arrow::array::Decimal128Array::from(vec![-12_345, 7])
+            .with_precision_and_scale(10, 3)
+            .unwrap();
+        let w = arrow::array::Decimal128Array::from(vec![10i128.pow(20), 1])
+            .with_precision_and_scale(38, 0)
+            .unwrap();
+        let b = RecordBatch::try_new(schema.clone(), vec![Arc::new(d), Arc::new(w)]).unwrap();
+        let mut c = StatsCollector::new(&schema, &IndexedColumns::First(-1));
+        c.update(&b).unwrap();
+        let stats = c.finish();
+        assert_eq!(stats["minValues"]["d"].to_string(), "-12.345");
+        assert_eq!(stats["maxValues"]["d"].to_string(), "0.007");
+        assert!(stats["minValues"].get("w").is_none());
+        assert_eq!(stats["nullCount"]["w"], 0);
+    }
+}
