@@ -10,6 +10,7 @@ from __future__ import annotations
 from deltalog import features
 from deltalog._native import __version__
 from deltalog.exceptions import (
+    CommitConflictError,
     CorruptDataFileError,
     CorruptDeletionVectorError,
     CorruptLogError,
@@ -23,9 +24,11 @@ from deltalog.exceptions import (
 from deltalog.expressions import Column, Expr, col
 from deltalog.scan import DeltaScan, ScanTask, read_task
 from deltalog.table import DeltaTable, Metadata, Protocol
+from deltalog.writer import write_table
 
 __all__ = [
     "Column",
+    "CommitConflictError",
     "CorruptDataFileError",
     "CorruptDeletionVectorError",
     "CorruptLogError",
@@ -45,4 +48,5 @@ __all__ = [
     "col",
     "features",
     "read_task",
+    "write_table",
 ]

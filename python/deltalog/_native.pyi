@@ -82,3 +82,15 @@ def z85_encode(data: bytes) -> str:
 
 def z85_decode(text: str) -> bytes:
     """The bytes of Z85 text."""
+
+def write_table(
+    uri: str,
+    data: pa.RecordBatchReader,
+    mode: str,
+    partition_by: list[str] | None = None,
+    configuration: dict[str, str] | None = None,
+    name: str | None = None,
+    description: str | None = None,
+    storage_options: dict[str, str] | None = None,
+) -> tuple[int, bool]:
+    """Writes `data` to the table at `uri`; `(version, written)`."""

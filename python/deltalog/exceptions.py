@@ -80,6 +80,20 @@ class CorruptDataFileError(DeltaError):
         self.reason = reason
 
 
+class CommitConflictError(DeltaError):
+    """Another writer committed a conflicting change first; nothing was committed.
+
+    Attributes:
+        version: the version the winning commit took.
+        reason: why it conflicts (metadata change, data read by this transaction, ...).
+    """
+
+    def __init__(self, message: str, version: int | None = None, reason: str | None = None) -> None:
+        super().__init__(message)
+        self.version = version
+        self.reason = reason
+
+
 class VersionNotFoundError(DeltaError):
     """The requested version or timestamp does not exist or can no longer be reconstructed."""
 
@@ -101,6 +115,7 @@ class StorageError(DeltaError):
 
 
 __all__ = [
+    "CommitConflictError",
     "CorruptDataFileError",
     "CorruptDeletionVectorError",
     "CorruptLogError",

@@ -109,6 +109,7 @@ def _writer(
     legacy_writer_version: int | None = None,
     enablement_property: str | None = None,
     requires: Iterable[str] = (),
+    write_supported: bool = False,
 ) -> TableFeature:
     # Writer-only features never block reads (spec "Table Features": readers only have to
     # implement the features listed in `readerFeatures`), hence read_supported=True.
@@ -118,7 +119,7 @@ def _writer(
         legacy_reader_version=None,
         legacy_writer_version=legacy_writer_version,
         read_supported=True,
-        write_supported=False,
+        write_supported=write_supported,
         spec_section=spec_section,
         enablement_property=enablement_property,
         requires=frozenset(requires),
@@ -158,12 +159,15 @@ _REGISTRY: tuple[TableFeature, ...] = (
     _writer(
         "appendOnly",
         "Append-only Tables",
+        write_supported=True,
         legacy_writer_version=2,
         enablement_property="delta.appendOnly",
     ),
     # "Column Invariants": on Writer Versions 2..6 "Column Invariants are always enabled"; the
     # invariants themselves live in the schema (column metadata `delta.invariants`).
-    _writer("invariants", "Column Invariants", legacy_writer_version=2),
+    # deltalog cannot evaluate invariants yet: it refuses to write to a table whose schema has
+    # any (never violating them), which is what makes the feature writable.
+    _writer("invariants", "Column Invariants", write_supported=True, legacy_writer_version=2),
     # Writer Version 3: "Respect CHECK constraints" (constraints are `delta.constraints.*` keys).
     _writer("checkConstraints", "CHECK Constraints", legacy_writer_version=3),
     # Writer Version 4: "Respect Change Data Feed", "Respect Generated Columns".

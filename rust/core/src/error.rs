@@ -37,6 +37,10 @@ pub enum DeltaError {
     #[error("unreadable data file {file}: {reason}")]
     CorruptDataFile { file: String, reason: String },
 
+    /// Another writer committed a conflicting change first ("Creation of New Log Entries").
+    #[error("commit conflict at version {version}: {reason}")]
+    CommitConflict { version: u64, reason: String },
+
     /// The requested version or timestamp cannot be served.
     #[error("version not found: {message}")]
     VersionNotFound { message: String },

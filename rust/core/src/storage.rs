@@ -182,6 +182,31 @@ impl Storage {
         ))
     }
 
+    /// Writes a new file at the table-relative `path` (names verbatim, as
+    /// [`Storage::file_location`] reads them), creating directories as needed.
+    pub async fn put_file(&self, path: &str, bytes: bytes::Bytes) -> DeltaResult<()> {
+        match self.file_location(path)? {
+            FileLocation::Local(file) => tokio::task::spawn_blocking(move || {
+                if let Some(dir) = file.parent() {
+                    std::fs::create_dir_all(dir)?;
+                }
+                std::fs::write(&file, &bytes)
+            })
+            .await
+            .map_err(|e| DeltaError::Internal(format!("writing a file failed: {e}")))?
+            .map_err(|e| {
+                DeltaError::Storage(object_store::Error::Generic {
+                    store: "LocalFileSystem",
+                    source: format!("writing {path}: {e}").into(),
+                })
+            }),
+            FileLocation::Store(location) => {
+                self.store.put(&location, bytes.into()).await?;
+                Ok(())
+            }
+        }
+    }
+
     /// The location of an absolute URI or path inside this table's store, when it is one.
     pub fn resolve_absolute(&self, location: &str) -> Option<Path> {
         let url = if location.starts_with('/') {

@@ -89,6 +89,12 @@ fn to_py_err(py: Python<'_>, err: DeltaError) -> PyErr {
                 kw.set_item("reason", reason)?;
                 ("CorruptDataFileError", Some(kw))
             }
+            DeltaError::CommitConflict { version, reason } => {
+                let kw = PyDict::new(py);
+                kw.set_item("version", version)?;
+                kw.set_item("reason", reason)?;
+                ("CommitConflictError", Some(kw))
+            }
             DeltaError::VersionNotFound { .. } => ("VersionNotFoundError", None),
             DeltaError::Unsupported(_) => ("UnsupportedFeatureError", None),
             DeltaError::InvalidArgument(_) => {
@@ -517,6 +523,45 @@ fn json_checksum(text: &str) -> PyResult<String> {
         .map_err(|e| pyo3::exceptions::PyValueError::new_err(e.0))
 }
 
+/// Writes the batches of `data` (a `pyarrow.RecordBatchReader` or any Arrow stream) to the
+/// table at `uri`; returns `(version, written)` (`written` false when mode `ignore` left an
+/// existing table alone).
+#[pyfunction]
+#[pyo3(signature = (uri, data, mode, partition_by=None, configuration=None, name=None, description=None, storage_options=None))]
+#[allow(clippy::too_many_arguments)]
+fn write_table(
+    py: Python<'_>,
+    uri: &str,
+    data: arrow::pyarrow::PyArrowType<arrow::ffi_stream::RecordBatchStreamReader>,
+    mode: &str,
+    partition_by: Option<Vec<String>>,
+    configuration: Option<std::collections::BTreeMap<String, String>>,
+    name: Option<String>,
+    description: Option<String>,
+    storage_options: Option<HashMap<String, String>>,
+) -> PyResult<(u64, bool)> {
+    use deltalog_core::write::table::{write_batches, SaveMode, WriteOptions, Written};
+    let storage = open_storage(uri, storage_options).map_err(|e| to_py_err(py, e))?;
+    let mode = SaveMode::parse(mode).map_err(|e| to_py_err(py, e))?;
+    let reader = data.0;
+    let schema = reader.schema();
+    let options = WriteOptions {
+        mode,
+        partition_by,
+        configuration: configuration.unwrap_or_default(),
+        name,
+        description,
+    };
+    let batches = reader.map(|b| b.map_err(DeltaError::from));
+    let written = block_on(py, async move {
+        write_batches(&storage, schema.as_ref(), batches, options).await
+    })?;
+    Ok(match written {
+        Written::Version(v) => (v, true),
+        Written::Ignored(v) => (v, false),
+    })
+}
+
 /// The rows of a deletion vector as a RoaringTreemap; keys must fit in 63 bits.
 fn treemap(rows: Vec<u64>) -> PyResult<roaring::RoaringTreemap> {
     if rows.iter().any(|r| r >> 63 != 0) {
@@ -582,6 +627,7 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<RawScan>()?;
     m.add_class::<RawBatchStream>()?;
     m.add_function(wrap_pyfunction!(json_checksum, m)?)?;
+    m.add_function(wrap_pyfunction!(write_table, m)?)?;
     m.add_function(wrap_pyfunction!(dv_serialize, m)?)?;
     m.add_function(wrap_pyfunction!(dv_deserialize, m)?)?;
     m.add_function(wrap_pyfunction!(dv_cardinality, m)?)?;

@@ -2,7 +2,13 @@
 //!
 //! - [`partitions`]: partition values as `partitionValues` strings, Hive-style directories and
 //!   the `path` URIs of the log ("Partition Value Serialization", "Add File and Remove File");
-//! - [`stats`]: the statistics of a file being written ("Per-file Statistics").
+//! - [`stats`]: the statistics of a file being written ("Per-file Statistics");
+//! - [`data_files`]: record batches into partitioned parquet files and their `add` actions;
+//! - [`transaction`]: put-if-absent commits, conflict checks and retries;
+//! - [`table`]: create, append to and overwrite a table.
 
+pub mod data_files;
 pub mod partitions;
 pub mod stats;
+pub mod table;
+pub mod transaction;

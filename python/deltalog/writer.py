@@ -1,0 +1,106 @@
+"""Writing tables: ``write_table`` creates a table or appends to or overwrites one.
+
+Data files are written by the native core (parquet, Hive-style partition directories,
+per-file statistics); the commit is one put-if-absent of the next log version, retried at a
+later version when a concurrent commit does not conflict (spec "Creation of New Log Entries").
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any, Literal
+
+import pyarrow as pa
+
+from deltalog import _native, features
+from deltalog.exceptions import TableNotFoundError
+
+WriteMode = Literal["error", "append", "overwrite", "ignore"]
+
+
+def _reader(data: Any) -> pa.RecordBatchReader:
+    """`data` as a RecordBatchReader: a pyarrow Table/RecordBatch/reader, a pandas DataFrame, or
+    anything exporting ``__arrow_c_stream__`` (polars, duckdb results, ...)."""
+    if isinstance(data, pa.RecordBatchReader):
+        return data
+    if isinstance(data, pa.Table):
+        return data.to_reader()
+    if isinstance(data, pa.RecordBatch):
+        return pa.Table.from_batches([data]).to_reader()
+    if hasattr(data, "__arrow_c_stream__"):
+        return pa.RecordBatchReader.from_stream(data)
+    module = type(data).__module__
+    if module.startswith("pandas"):
+        return pa.Table.from_pandas(data, preserve_index=False).to_reader()
+    raise TypeError(
+        f"cannot write {type(data).__name__}: pass a pyarrow Table, RecordBatch or "
+        "RecordBatchReader, a pandas DataFrame, or an object with __arrow_c_stream__"
+    )
+
+
+def write_table(
+    table_or_uri: Any,
+    data: Any,
+    mode: WriteMode = "error",
+    partition_by: list[str] | str | None = None,
+    configuration: Mapping[str, str] | None = None,
+    name: str | None = None,
+    description: str | None = None,
+    storage_options: Mapping[str, str] | None = None,
+) -> int:
+    """Writes ``data`` to the Delta table at ``table_or_uri`` and returns the new version.
+
+    Args:
+        table_or_uri: a ``DeltaTable`` or a table location (path or URI).
+        data: a pyarrow Table/RecordBatch/RecordBatchReader, a pandas DataFrame, or anything
+            exporting ``__arrow_c_stream__``.
+        mode: ``"error"`` (the default: fail if the table exists), ``"append"``,
+            ``"overwrite"`` (replace every row) or ``"ignore"`` (do nothing if it exists).
+        partition_by: partition columns of a new table (checked against an existing one).
+        configuration, name, description: table properties, name and description of a new
+            table.
+        storage_options: object store settings, as for ``DeltaTable``.
+
+    Returns:
+        The version committed (for ``"ignore"`` on an existing table: its current version).
+
+    Raises:
+        CommitConflictError: a concurrent commit conflicts with this one; nothing committed.
+        UnsupportedFeatureError: the table uses features deltalog cannot write.
+        ValueError: the data does not fit the table, or the mode forbids the write.
+    """
+    from deltalog.table import DeltaTable
+
+    if isinstance(table_or_uri, DeltaTable):
+        uri = table_or_uri.table_uri
+        storage_options = storage_options or table_or_uri._storage_options
+    else:
+        uri = str(table_or_uri)
+    options = dict(storage_options) if storage_options else None
+    if isinstance(partition_by, str):
+        partition_by = [partition_by]
+    try:
+        existing = _native.RawSnapshot.open(uri, None, options)
+    except TableNotFoundError:
+        existing = None
+    if existing is not None:
+        features.check_writable(features_protocol(existing))
+    version, _written = _native.write_table(
+        uri,
+        _reader(data),
+        mode,
+        list(partition_by) if partition_by is not None else None,
+        dict(configuration) if configuration else None,
+        name,
+        description,
+        options,
+    )
+    if isinstance(table_or_uri, DeltaTable):
+        table_or_uri.update()
+    return version
+
+
+def features_protocol(raw: _native.RawSnapshot) -> Any:
+    from deltalog.table import Protocol
+
+    return Protocol(*raw.protocol())

@@ -1,0 +1,327 @@
+//! Writing record batches to a table: create it, append to it, or overwrite it.
+//!
+//! Spec: "Change Metadata" and "Protocol Evolution" (a new table's first commit holds its
+//! `protocol` and `metaData`), "Add File and Remove File" (an overwrite removes every active
+//! file), "Data Files" and "Creation of New Log Entries" ([`crate::write::transaction`]).
+//! Incoming columns are matched to the table's by name and converted to its types (e.g.
+//! nanosecond timestamps to microseconds); a column the table does not have, or a type that
+//! does not convert, is an error before anything is written. Tables with column mapping are
+//! not written yet (refused with [`DeltaError::Unsupported`]).
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+
+use arrow::array::{ArrayRef, AsArray, RecordBatch, StructArray};
+use arrow::datatypes::{DataType, Field, Schema, SchemaRef};
+use serde_json::{json, Value};
+
+use crate::error::{DeltaError, DeltaResult};
+use crate::scan::columns::{output_field, to_logical};
+use crate::schema::{arrow_to_schema_string, parse_schema_string, ColumnMappingMode};
+use crate::snapshot::Snapshot;
+use crate::storage::Storage;
+use crate::write::data_files::{DataFileOptions, DataFileWriter, TARGET_FILE_SIZE};
+use crate::write::stats::IndexedColumns;
+use crate::write::transaction::{Isolation, Transaction};
+
+/// What to do when the table exists.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum SaveMode {
+    /// Fail.
+    Error,
+    /// Add the rows.
+    Append,
+    /// Replace the table's rows.
+    Overwrite,
+    /// Do nothing.
+    Ignore,
+}
+
+impl SaveMode {
+    /// Parses `error`, `append`, `overwrite` or `ignore`.
+    pub fn parse(text: &str) -> DeltaResult<Self> {
+        Ok(match text {
+            "error" | "errorifexists" => SaveMode::Error,
+            "append" => SaveMode::Append,
+            "overwrite" => SaveMode::Overwrite,
+            "ignore" => SaveMode::Ignore,
+            other => {
+                return Err(DeltaError::InvalidArgument(format!(
+                    "unknown mode {other:?} (error, append, overwrite, ignore)"
+                )))
+            }
+        })
+    }
+}
+
+/// How to write.
+#[derive(Debug, Clone)]
+pub struct WriteOptions {
+    pub mode: SaveMode,
+    /// Partition columns of a new table (must match an existing table's when given).
+    pub partition_by: Option<Vec<String>>,
+    /// Table properties of a new table.
+    pub configuration: BTreeMap<String, String>,
+    pub name: Option<String>,
+    pub description: Option<String>,
+}
+
+/// The table a write goes to: the latest snapshot, or none when the table does not exist.
+pub async fn latest_snapshot(storage: &Storage) -> DeltaResult<Option<Snapshot>> {
+    match Snapshot::try_new(storage.clone(), None).await {
+        Ok(s) => Ok(Some(s)),
+        Err(DeltaError::TableNotFound { .. }) => Ok(None),
+        Err(e) => Err(e),
+    }
+}
+
+/// The outcome of a write.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Written {
+    /// Committed as this version.
+    Version(u64),
+    /// Nothing written (`ignore` on an existing table).
+    Ignored(u64),
+}
+
+/// A table schema for `schema` (the incoming data's): Delta types only, every field nullable.
+fn table_schema_of(schema: &Schema) -> DeltaResult<SchemaRef> {
+    let text = arrow_to_schema_string(&Schema::new(
+        schema
+            .fields()
+            .iter()
+            .map(|f| {
+                f.as_ref()
+                    .clone()
+                    .with_nullable(true)
+                    .with_metadata(std::collections::HashMap::<String, String>::new())
+            })
+            .collect::<Vec<Field>>(),
+    ))
+    .map_err(|e| DeltaError::InvalidArgument(format!("the data cannot be a Delta table: {e}")))?;
+    let parsed = parse_schema_string(&text).map_err(|e| DeltaError::Internal(e.0))?;
+    Ok(Arc::new(parsed))
+}
+
+/// Writes `batches` (all of `schema`) to the table in `storage` (see the module docs).
+pub async fn write_batches<I>(
+    storage: &Storage,
+    schema: &Schema,
+    batches: I,
+    options: WriteOptions,
+) -> DeltaResult<Written>
+where
+    I: IntoIterator<Item = DeltaResult<RecordBatch>>,
+{
+    let snapshot = latest_snapshot(storage).await?;
+    if let Some(s) = &snapshot {
+        match options.mode {
+            SaveMode::Error => {
+                return Err(DeltaError::InvalidArgument(format!(
+                    "a table already exists at {} (version {}); use mode=\"append\" or \
+                     \"overwrite\"",
+                    storage.url(),
+                    s.version()
+                )))
+            }
+            SaveMode::Ignore => return Ok(Written::Ignored(s.version())),
+            _ => {}
+        }
+        if s.column_mapping_mode()? != ColumnMappingMode::None {
+            return Err(DeltaError::Unsupported(
+                "writing tables with column mapping is not supported yet".into(),
+            ));
+        }
+    }
+    let (table_schema, partition_columns, config) = match &snapshot {
+        Some(s) => {
+            let metadata = s.metadata()?;
+            if let Some(p) = &options.partition_by {
+                if p != &metadata.partition_columns {
+                    return Err(DeltaError::InvalidArgument(format!(
+                        "the table is partitioned by {:?}, not {p:?}",
+                        metadata.partition_columns
+                    )));
+                }
+            }
+            (
+                s.schema()?,
+                metadata.partition_columns.clone(),
+                s.configuration(),
+            )
+        }
+        None => (
+            table_schema_of(schema)?,
+            options.partition_by.clone().unwrap_or_default(),
+            options.configuration.clone(),
+        ),
+    };
+    for field in schema.fields() {
+        if table_schema.field_with_name(field.name()).is_err() {
+            return Err(DeltaError::InvalidArgument(format!(
+                "the data has a column {:?} the table does not have (schema evolution is not \
+                 supported yet)",
+                field.name()
+            )));
+        }
+    }
+    for p in &partition_columns {
+        if table_schema.field_with_name(p).is_err() {
+            return Err(DeltaError::InvalidArgument(format!(
+                "partition column {p:?} is not a column of the table"
+            )));
+        }
+    }
+    check_writer_rules(&table_schema, &config, snapshot.is_some(), options.mode)?;
+    let mut writer = DataFileWriter::try_new(
+        storage.clone(),
+        &Schema::new(
+            table_schema
+                .fields()
+                .iter()
+                .map(|f| output_field(f))
+                .collect::<Vec<_>>(),
+        ),
+        DataFileOptions {
+            partition_columns: partition_columns.clone(),
+            indexed: IndexedColumns::from_config(&config),
+            target_file_size: TARGET_FILE_SIZE,
+        },
+    )?;
+    let target = DataType::Struct(table_schema.fields().clone());
+    let file_schema = Arc::new(Schema::new(
+        table_schema
+            .fields()
+            .iter()
+            .map(|f| output_field(f))
+            .collect::<Vec<_>>(),
+    ));
+    for batch in batches {
+        let batch = batch?;
+        // Columns by name, converted only where no value changes meaning (the reader's rules:
+        // widening, timestamp units, string encodings); missing columns are nulls.
+        let rows = batch.num_rows();
+        let data: ArrayRef = Arc::new(StructArray::from(batch));
+        let converted = to_logical(&data, &target, ColumnMappingMode::None).map_err(|e| {
+            DeltaError::InvalidArgument(format!("the data does not fit the table's schema: {e}"))
+        })?;
+        let columns = converted.as_struct().columns().to_vec();
+        let options = arrow::array::RecordBatchOptions::new().with_row_count(Some(rows));
+        let batch = RecordBatch::try_new_with_options(file_schema.clone(), columns, &options)?;
+        writer.write(&batch).await?;
+    }
+    let files = writer.finish().await?;
+
+    let read_version = snapshot.as_ref().map(Snapshot::version);
+    let (operation, isolation) = match (&snapshot, options.mode) {
+        (None, _) => ("CREATE TABLE AS SELECT", Isolation::BlindAppend),
+        (Some(_), SaveMode::Overwrite) => ("WRITE", Isolation::ReadsData),
+        _ => ("WRITE", Isolation::BlindAppend),
+    };
+    let mode_name = match options.mode {
+        SaveMode::Overwrite => "Overwrite",
+        SaveMode::Append => "Append",
+        SaveMode::Error => "ErrorIfExists",
+        SaveMode::Ignore => "Ignore",
+    };
+    let mut txn = Transaction::new(storage.clone(), read_version, operation, isolation)
+        .with_parameter("mode", json!(mode_name))
+        .with_parameter(
+            "partitionBy",
+            json!(serde_json::to_string(&partition_columns).unwrap_or_default()),
+        );
+    if snapshot.is_none() {
+        txn.add_actions([
+            json!({"protocol": {"minReaderVersion": 1, "minWriterVersion": 2}}),
+            json!({"metaData": {
+                "id": uuid::Uuid::new_v4().to_string(),
+                "name": options.name,
+                "description": options.description,
+                "format": {"provider": "parquet", "options": {}},
+                "schemaString": arrow_to_schema_string(&table_schema).map_err(|e| DeltaError::Internal(e.0))?,
+                "partitionColumns": partition_columns,
+                "configuration": config,
+                "createdTime": chrono::Utc::now().timestamp_millis(),
+            }}),
+        ]);
+    }
+    if let (Some(s), SaveMode::Overwrite) = (&snapshot, options.mode) {
+        txn.add_actions(remove_all(s)?);
+    }
+    txn.add_actions(files.iter().map(|f| f.to_action(true)));
+    Ok(Written::Version(txn.commit().await?))
+}
+
+/// The rules of the writer features deltalog honours: "Append-only Tables" (no overwrite of
+/// an existing table when `delta.appendOnly` is true) and "Column Invariants" (which deltalog
+/// cannot evaluate yet, so a table whose schema has any is not written).
+fn check_writer_rules(
+    schema: &Schema,
+    config: &BTreeMap<String, String>,
+    exists: bool,
+    mode: SaveMode,
+) -> DeltaResult<()> {
+    let append_only = config
+        .get("delta.appendOnly")
+        .is_some_and(|v| v.eq_ignore_ascii_case("true"));
+    if exists && append_only && mode == SaveMode::Overwrite {
+        return Err(DeltaError::InvalidArgument(
+            "the table is append-only (delta.appendOnly = true): it cannot be overwritten \
+             (spec: \"Append-only Tables\")"
+                .into(),
+        ));
+    }
+    fn has_invariant(fields: &arrow::datatypes::Fields) -> bool {
+        fields.iter().any(|f| {
+            f.metadata().contains_key("delta.invariants")
+                || matches!(f.data_type(), arrow::datatypes::DataType::Struct(c) if has_invariant(c))
+        })
+    }
+    if has_invariant(schema.fields()) {
+        return Err(DeltaError::Unsupported(
+            "the table has column invariants, which deltalog cannot check yet; it refuses to \
+             write rather than risk violating them (spec: \"Column Invariants\")"
+                .into(),
+        ));
+    }
+    Ok(())
+}
+
+/// `remove` actions for every active file of `snapshot`.
+fn remove_all(snapshot: &Snapshot) -> DeltaResult<Vec<Value>> {
+    use arrow::array::{Array, AsArray};
+    let now = chrono::Utc::now().timestamp_millis();
+    let mut out = Vec::with_capacity(snapshot.num_files());
+    for files in snapshot.files() {
+        let adds = &files.adds;
+        let paths = adds
+            .column_by_name("path")
+            .and_then(|c| c.as_string_opt::<i32>())
+            .ok_or_else(|| DeltaError::Internal("add batch without paths".into()))?;
+        for i in 0..adds.len() {
+            let mut remove = json!({
+                "path": paths.value(i),
+                "deletionTimestamp": now,
+                "dataChange": true,
+                "extendedFileMetadata": true,
+                "partitionValues": crate::model::map_field(adds, "partitionValues", i).unwrap_or_default(),
+            });
+            if let Some(size) = crate::model::i64_field(adds, "size", i) {
+                remove["size"] = json!(size);
+            }
+            if let Some(dv) = adds
+                .column_by_name("deletionVector")
+                .and_then(|c| c.as_struct_opt())
+            {
+                if let Some(d) =
+                    crate::deletion_vector::DvDescriptor::from_row(dv, i, paths.value(i))?
+                {
+                    remove["deletionVector"] =
+                        serde_json::to_value(d).map_err(|e| DeltaError::Internal(e.to_string()))?;
+                }
+            }
+            out.push(json!({ "remove": remove }));
+        }
+    }
+    Ok(out)
+}

@@ -1,0 +1,323 @@
+//! Transactions: actions committed atomically as the next version, under optimistic
+//! concurrency.
+//!
+//! Spec: "Creation of New Log Entries" (a commit file is written only if it does not exist:
+//! object_store's create-only put, an atomic no-replace link on a local disk), "Delta Log
+//! Entries", "Commit Provenance Information" (every commit carries a `commitInfo`). When
+//! another writer won the version, the winning commits are read and checked: a transaction
+//! conflicts with a winner that changed the metadata or protocol, used the same application
+//! transaction id, or (unless this transaction is a blind append, which commutes with other
+//! data changes) added or removed data files. A transaction without conflicts is retried at
+//! the next version, up to [`MAX_ATTEMPTS`] times; otherwise the commit fails with
+//! [`DeltaError::CommitConflict`] naming the winning version and the reason. The table is never
+//! left with a partial commit: the commit file is written in one put.
+
+use object_store::{PutMode, PutOptions, PutPayload};
+use serde_json::{json, Map, Value};
+
+use crate::error::{DeltaError, DeltaResult};
+use crate::log_path::commit_file_name;
+use crate::storage::Storage;
+
+/// How many versions a transaction tries before giving up.
+pub const MAX_ATTEMPTS: usize = 100;
+
+/// What a transaction read, for conflict checks.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Isolation {
+    /// Only adds new files and read nothing: commutes with other data changes.
+    BlindAppend,
+    /// Read the table's data (overwrite, delete, ...): any concurrent data change conflicts.
+    ReadsData,
+}
+
+/// A transaction started from version `read_version` (`None`: creating the table).
+#[derive(Debug, Clone)]
+pub struct Transaction {
+    storage: Storage,
+    read_version: Option<u64>,
+    isolation: Isolation,
+    operation: String,
+    operation_parameters: Map<String, Value>,
+    actions: Vec<Value>,
+    app_transaction: Option<(String, i64)>,
+    engine_info: String,
+}
+
+impl Transaction {
+    /// A transaction on the table in `storage` that read version `read_version`.
+    pub fn new(
+        storage: Storage,
+        read_version: Option<u64>,
+        operation: impl Into<String>,
+        isolation: Isolation,
+    ) -> Self {
+        Transaction {
+            storage,
+            read_version,
+            isolation,
+            operation: operation.into(),
+            operation_parameters: Map::new(),
+            actions: Vec::new(),
+            app_transaction: None,
+            engine_info: format!("deltalog/{}", env!("CARGO_PKG_VERSION")),
+        }
+    }
+
+    /// Sets an operation parameter shown in the commitInfo.
+    pub fn with_parameter(mut self, key: &str, value: Value) -> Self {
+        self.operation_parameters.insert(key.into(), value);
+        self
+    }
+
+    /// Records an application transaction (`txn` action, "Transaction Identifiers").
+    pub fn with_app_transaction(mut self, app_id: String, version: i64) -> Self {
+        self.app_transaction = Some((app_id, version));
+        self
+    }
+
+    /// Adds actions (JSON objects with one action each).
+    pub fn add_actions(&mut self, actions: impl IntoIterator<Item = Value>) {
+        self.actions.extend(actions);
+    }
+
+    /// Writes the commit; returns the version it got.
+    pub async fn commit(self) -> DeltaResult<u64> {
+        let mut version = self.read_version.map_or(0, |v| v + 1);
+        let txn_id = uuid::Uuid::new_v4().to_string();
+        for _ in 0..MAX_ATTEMPTS {
+            let text = self.commit_text(&txn_id)?;
+            let location = self.storage.log_path(&commit_file_name(version));
+            let options = PutOptions::from(PutMode::Create);
+            match self
+                .storage
+                .store()
+                .put_opts(&location, PutPayload::from(text.into_bytes()), options)
+                .await
+            {
+                Ok(_) => return Ok(version),
+                Err(object_store::Error::AlreadyExists { .. }) => {
+                    self.check_winner(version).await?;
+                    version += 1;
+                }
+                Err(e) => return Err(e.into()),
+            }
+        }
+        Err(DeltaError::CommitConflict {
+            version,
+            reason: format!("no free version after {MAX_ATTEMPTS} attempts"),
+        })
+    }
+
+    /// The commit file: commitInfo first, then the actions, one per line.
+    fn commit_text(&self, txn_id: &str) -> DeltaResult<String> {
+        let mut info = Map::new();
+        info.insert(
+            "timestamp".into(),
+            json!(chrono::Utc::now().timestamp_millis()),
+        );
+        info.insert("operation".into(), json!(self.operation));
+        info.insert(
+            "operationParameters".into(),
+            Value::Object(self.operation_parameters.clone()),
+        );
+        if let Some(v) = self.read_version {
+            info.insert("readVersion".into(), json!(v));
+        }
+        info.insert(
+            "isBlindAppend".into(),
+            json!(self.isolation == Isolation::BlindAppend),
+        );
+        info.insert("engineInfo".into(), json!(self.engine_info));
+        info.insert("txnId".into(), json!(txn_id));
+        let mut lines = vec![json!({ "commitInfo": info }).to_string()];
+        if let Some((app_id, v)) = &self.app_transaction {
+            lines.push(
+                json!({"txn": {"appId": app_id, "version": v,
+                       "lastUpdated": chrono::Utc::now().timestamp_millis()}})
+                .to_string(),
+            );
+        }
+        for action in &self.actions {
+            if !action.is_object() {
+                return Err(DeltaError::InvalidArgument(format!(
+                    "an action must be a JSON object: {action}"
+                )));
+            }
+            lines.push(action.to_string());
+        }
+        let mut text = lines.join("\n");
+        text.push('\n');
+        Ok(text)
+    }
+
+    /// Checks the commit that won `version` against this transaction.
+    async fn check_winner(&self, version: u64) -> DeltaResult<()> {
+        let conflict = |reason: String| DeltaError::CommitConflict { version, reason };
+        if self.read_version.is_none() {
+            return Err(conflict("the table was created concurrently".into()));
+        }
+        let name = commit_file_name(version);
+        let bytes = self.storage.get(&self.storage.log_path(&name)).await?;
+        for line in bytes.split(|b| *b == b'\n') {
+            if line.iter().all(u8::is_ascii_whitespace) {
+                continue;
+            }
+            let value: Value = serde_json::from_slice(line).map_err(|e| {
+                DeltaError::corrupt(
+                    format!("_delta_log/{name}"),
+                    Some(version),
+                    format!("invalid action JSON: {e}"),
+                )
+            })?;
+            let action = |key: &str| value.get(key).filter(|v| !v.is_null());
+            if action("metaData").is_some() || action("protocol").is_some() {
+                return Err(conflict(
+                    "it changed the table's metadata or protocol".into(),
+                ));
+            }
+            if let (Some(txn), Some((app_id, _))) = (action("txn"), &self.app_transaction) {
+                if txn.get("appId").and_then(Value::as_str) == Some(app_id) {
+                    return Err(conflict(format!(
+                        "it committed a transaction of application {app_id:?} too"
+                    )));
+                }
+            }
+            let data_change = |key: &str| {
+                action(key)
+                    .is_some_and(|a| a.get("dataChange").and_then(Value::as_bool) != Some(false))
+            };
+            if self.isolation == Isolation::ReadsData
+                && (data_change("add") || data_change("remove"))
+            {
+                return Err(conflict(
+                    "it changed data files this transaction read".into(),
+                ));
+            }
+        }
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::collections::HashMap;
+
+    fn add(path: &str) -> Value {
+        json!({"add": {"path": path, "partitionValues": {}, "size": 1,
+                       "modificationTime": 1, "dataChange": true}})
+    }
+
+    async fn table() -> (tempfile::TempDir, Storage) {
+        let dir = tempfile::tempdir().unwrap();
+        let storage = Storage::open(dir.path().to_str().unwrap(), &HashMap::new()).unwrap();
+        let mut create = Transaction::new(storage.clone(), None, "CREATE", Isolation::BlindAppend);
+        create.add_actions([
+            json!({"protocol": {"minReaderVersion": 1, "minWriterVersion": 2}}),
+            json!({"metaData": {"id": "x", "format": {"provider": "parquet", "options": {}},
+                   "schemaString": "{\"type\":\"struct\",\"fields\":[]}",
+                   "partitionColumns": [], "configuration": {}}}),
+        ]);
+        assert_eq!(create.commit().await.unwrap(), 0);
+        (dir, storage)
+    }
+
+    fn txn(storage: &Storage, isolation: Isolation, path: &str) -> Transaction {
+        let mut t = Transaction::new(storage.clone(), Some(0), "WRITE", isolation);
+        t.add_actions([add(path)]);
+        t
+    }
+
+    #[tokio::test]
+    async fn blind_appends_are_rebased_past_winners() {
+        let (_dir, storage) = table().await;
+        assert_eq!(
+            txn(&storage, Isolation::BlindAppend, "a")
+                .commit()
+                .await
+                .unwrap(),
+            1
+        );
+        // Read version 0 as well: lands at 2 after checking version 1.
+        assert_eq!(
+            txn(&storage, Isolation::BlindAppend, "b")
+                .commit()
+                .await
+                .unwrap(),
+            2
+        );
+        let text = storage
+            .get(&storage.log_path(&commit_file_name(2)))
+            .await
+            .unwrap();
+        let first: Value =
+            serde_json::from_slice(text.split(|b| *b == b'\n').next().unwrap()).unwrap();
+        assert_eq!(first["commitInfo"]["readVersion"], 0);
+        assert_eq!(first["commitInfo"]["isBlindAppend"], true);
+    }
+
+    #[tokio::test]
+    async fn readers_of_data_conflict_with_concurrent_data_changes() {
+        let (_dir, storage) = table().await;
+        txn(&storage, Isolation::BlindAppend, "a")
+            .commit()
+            .await
+            .unwrap();
+        let err = txn(&storage, Isolation::ReadsData, "b")
+            .commit()
+            .await
+            .unwrap_err();
+        assert!(
+            matches!(&err, DeltaError::CommitConflict { version: 1, reason } if reason.contains("read")),
+            "{err}"
+        );
+        // Nothing was written for the loser.
+        assert!(storage
+            .get(&storage.log_path(&commit_file_name(2)))
+            .await
+            .is_err());
+    }
+
+    #[tokio::test]
+    async fn metadata_changes_and_same_app_ids_conflict_with_everyone() {
+        let (_dir, storage) = table().await;
+        let mut meta = Transaction::new(
+            storage.clone(),
+            Some(0),
+            "SET TBLPROPERTIES",
+            Isolation::ReadsData,
+        );
+        meta.add_actions([
+            json!({"metaData": {"id": "x", "format": {"provider": "parquet", "options": {}},
+            "schemaString": "{\"type\":\"struct\",\"fields\":[]}", "partitionColumns": [],
+            "configuration": {"k": "v"}}}),
+        ]);
+        assert_eq!(meta.commit().await.unwrap(), 1);
+        let err = txn(&storage, Isolation::BlindAppend, "a")
+            .commit()
+            .await
+            .unwrap_err();
+        assert!(
+            matches!(err, DeltaError::CommitConflict { version: 1, .. }),
+            "{err}"
+        );
+
+        let (_dir, storage) = table().await;
+        let app = |path: &str| {
+            txn(&storage, Isolation::BlindAppend, path).with_app_transaction("app".into(), 1)
+        };
+        assert_eq!(app("a").commit().await.unwrap(), 1);
+        let err = app("b").commit().await.unwrap_err();
+        assert!(
+            matches!(err, DeltaError::CommitConflict { version: 1, .. }),
+            "{err}"
+        );
+        // Creating a table that exists conflicts too.
+        let create = Transaction::new(storage.clone(), None, "CREATE", Isolation::BlindAppend);
+        assert!(matches!(
+            create.commit().await,
+            Err(DeltaError::CommitConflict { version: 0, .. })
+        ));
+    }
+}
