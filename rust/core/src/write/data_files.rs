@@ -120,7 +120,7 @@ impl DataFileWriter {
         if batch.num_rows() == 0 {
             return Ok(());
         }
-        // Rows of each partition, in order of first appearance.
+        // Rows of each partition (partitions in key order).
         let mut groups: BTreeMap<Vec<Option<String>>, Vec<u32>> = BTreeMap::new();
         if self.partition_indexes.is_empty() {
             groups.insert(Vec::new(), (0..batch.num_rows() as u32).collect());
