@@ -187,3 +187,35 @@ def test_concurrent_appends_each_land_exactly_once(tmp_path: Path) -> None:
     assert got == [(w, i) for w in range(workers) for i in range(count)]
     versions = sorted(h["version"] for h in t.history())
     assert versions == list(range(workers * count + 1))
+
+
+def test_idempotent_writes_with_app_transactions(tmp_path: Path) -> None:
+    path = tmp_path / "t"
+    props = dl.CommitProperties(app_id="job-7", app_version=1, custom_metadata={"run": "a"})
+    assert dl.write_table(path, data([1], ["a"]), commit_properties=props) == 0
+    # The same app version again is skipped; a later one is written.
+    assert dl.write_table(path, data([1], ["a"]), mode="append", commit_properties=props) == 0
+    later = dl.CommitProperties(app_id="job-7", app_version=2)
+    assert dl.write_table(path, data([2], ["a"]), mode="append", commit_properties=later) == 1
+    t = dl.DeltaTable(path)
+    assert t.transactions() == {"job-7": 2}
+    assert [r["id"] for r in rows(t.to_pyarrow_table())] == [1, 2]
+    assert t.history()[-1]["run"] == "a"
+    assert deltalake.DeltaTable(str(path)).transaction_version("job-7") == 2
+    with pytest.raises(ValueError):
+        dl.CommitProperties(app_id="x")
+
+
+def test_create_an_empty_table(tmp_path: Path) -> None:
+    path = tmp_path / "t"
+    schema = pa.schema([("id", pa.int64()), ("day", pa.date32()), ("v", pa.decimal128(10, 2))])
+    t = dl.DeltaTable.create(path, schema, partition_by=["day"], name="events")
+    assert t.version() == 0
+    assert t.metadata().name == "events"
+    assert t.history()[0]["operation"] == "CREATE TABLE"
+    assert t.to_pyarrow_table().num_rows == 0
+    assert t.schema().names == ["id", "day", "v"]
+    with pytest.raises(ValueError, match="already exists"):
+        dl.DeltaTable.create(path, schema)
+    assert dl.DeltaTable.create(path, schema, mode="ignore").version() == 0
+    assert deltalake.DeltaTable(str(path)).schema().to_arrow().names == ["id", "day", "v"]

@@ -24,11 +24,12 @@ from deltalog.exceptions import (
 from deltalog.expressions import Column, Expr, col
 from deltalog.scan import DeltaScan, ScanTask, read_task
 from deltalog.table import DeltaTable, Metadata, Protocol
-from deltalog.writer import write_table
+from deltalog.writer import CommitProperties, write_table
 
 __all__ = [
     "Column",
     "CommitConflictError",
+    "CommitProperties",
     "CorruptDataFileError",
     "CorruptDeletionVectorError",
     "CorruptLogError",

@@ -92,5 +92,7 @@ def write_table(
     name: str | None = None,
     description: str | None = None,
     storage_options: dict[str, str] | None = None,
+    app_transaction: tuple[str, int] | None = None,
+    commit_info: str | None = None,
 ) -> tuple[int, bool]:
     """Writes `data` to the table at `uri`; `(version, written)`."""

@@ -136,6 +136,36 @@ class DeltaTable:
 
     # -- loading -------------------------------------------------------------------------
 
+    @classmethod
+    def create(
+        cls,
+        table_uri: str | Any,
+        schema: pa.Schema,
+        partition_by: list[str] | None = None,
+        configuration: Mapping[str, str] | None = None,
+        name: str | None = None,
+        description: str | None = None,
+        mode: str = "error",
+        storage_options: Mapping[str, str] | None = None,
+    ) -> DeltaTable:
+        """Creates an empty table with ``schema`` (Arrow types mapped to Delta types) and
+        returns it. ``mode="ignore"`` leaves an existing table alone."""
+        from deltalog.writer import write_table
+
+        if mode not in ("error", "ignore"):
+            raise ValueError('mode must be "error" or "ignore" for create')
+        write_table(
+            table_uri,
+            schema.empty_table(),
+            mode=mode,  # type: ignore[arg-type]
+            partition_by=partition_by,
+            configuration=configuration,
+            name=name,
+            description=description,
+            storage_options=storage_options,
+        )
+        return cls(table_uri, storage_options=storage_options)
+
     @staticmethod
     def is_deltatable(table_uri: str, storage_options: Mapping[str, str] | None = None) -> bool:
         """Whether ``table_uri`` holds a Delta table (a readable ``_delta_log``)."""

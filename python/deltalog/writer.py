@@ -7,7 +7,9 @@ later version when a concurrent commit does not conflict (spec "Creation of New 
 
 from __future__ import annotations
 
+import json
 from collections.abc import Mapping
+from dataclasses import dataclass, field
 from typing import Any, Literal
 
 import pyarrow as pa
@@ -16,6 +18,27 @@ from deltalog import _native, features
 from deltalog.exceptions import TableNotFoundError
 
 WriteMode = Literal["error", "append", "overwrite", "ignore"]
+
+
+@dataclass(frozen=True)
+class CommitProperties:
+    """What a commit records besides its actions.
+
+    Attributes:
+        app_id, app_version: an application transaction ("Transaction Identifiers"): the
+            commit carries ``txn(app_id, app_version)``, and a write whose ``app_version`` the
+            table already holds for ``app_id`` (or a later one) is skipped, so retried jobs
+            write exactly once.
+        custom_metadata: extra commitInfo fields (deltalog's own fields are never replaced).
+    """
+
+    app_id: str | None = None
+    app_version: int | None = None
+    custom_metadata: Mapping[str, Any] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        if (self.app_id is None) != (self.app_version is None):
+            raise ValueError("app_id and app_version go together")
 
 
 def _reader(data: Any) -> pa.RecordBatchReader:
@@ -47,6 +70,7 @@ def write_table(
     name: str | None = None,
     description: str | None = None,
     storage_options: Mapping[str, str] | None = None,
+    commit_properties: CommitProperties | None = None,
 ) -> int:
     """Writes ``data`` to the Delta table at ``table_or_uri`` and returns the new version.
 
@@ -60,9 +84,12 @@ def write_table(
         configuration, name, description: table properties, name and description of a new
             table.
         storage_options: object store settings, as for ``DeltaTable``.
+        commit_properties: an application transaction (idempotent writes) and extra
+            commitInfo fields.
 
     Returns:
-        The version committed (for ``"ignore"`` on an existing table: its current version).
+        The version committed (for ``"ignore"`` on an existing table, or an application
+        transaction already committed: the table's current version).
 
     Raises:
         CommitConflictError: a concurrent commit conflicts with this one; nothing committed.
@@ -85,6 +112,8 @@ def write_table(
         existing = None
     if existing is not None:
         features.check_writable(features_protocol(existing))
+    props = commit_properties or CommitProperties()
+    app = (props.app_id, props.app_version) if props.app_id is not None else None
     version, _written = _native.write_table(
         uri,
         _reader(data),
@@ -94,6 +123,8 @@ def write_table(
         name,
         description,
         options,
+        app,
+        json.dumps(dict(props.custom_metadata), default=str) if props.custom_metadata else None,
     )
     if isinstance(table_or_uri, DeltaTable):
         table_or_uri.update()

@@ -527,7 +527,7 @@ fn json_checksum(text: &str) -> PyResult<String> {
 /// table at `uri`; returns `(version, written)` (`written` false when mode `ignore` left an
 /// existing table alone).
 #[pyfunction]
-#[pyo3(signature = (uri, data, mode, partition_by=None, configuration=None, name=None, description=None, storage_options=None))]
+#[pyo3(signature = (uri, data, mode, partition_by=None, configuration=None, name=None, description=None, storage_options=None, app_transaction=None, commit_info=None))]
 #[allow(clippy::too_many_arguments)]
 fn write_table(
     py: Python<'_>,
@@ -539,18 +539,33 @@ fn write_table(
     name: Option<String>,
     description: Option<String>,
     storage_options: Option<HashMap<String, String>>,
+    app_transaction: Option<(String, i64)>,
+    commit_info: Option<&str>,
 ) -> PyResult<(u64, bool)> {
     use deltalog_core::write::table::{write_batches, SaveMode, WriteOptions, Written};
     let storage = open_storage(uri, storage_options).map_err(|e| to_py_err(py, e))?;
     let mode = SaveMode::parse(mode).map_err(|e| to_py_err(py, e))?;
     let reader = data.0;
     let schema = reader.schema();
+    let commit_info = match commit_info {
+        Some(text) => match serde_json::from_str::<serde_json::Value>(text) {
+            Ok(serde_json::Value::Object(map)) => map,
+            _ => {
+                return Err(pyo3::exceptions::PyValueError::new_err(
+                    "commit metadata must be a JSON object",
+                ))
+            }
+        },
+        None => serde_json::Map::new(),
+    };
     let options = WriteOptions {
         mode,
         partition_by,
         configuration: configuration.unwrap_or_default(),
         name,
         description,
+        app_transaction,
+        commit_info,
     };
     let batches = reader.map(|b| b.map_err(DeltaError::from));
     let written = block_on(py, async move {

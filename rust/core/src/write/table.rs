@@ -64,6 +64,11 @@ pub struct WriteOptions {
     pub configuration: BTreeMap<String, String>,
     pub name: Option<String>,
     pub description: Option<String>,
+    /// An application transaction `(appId, version)` ("Transaction Identifiers"): the write is
+    /// skipped when the table already holds that version (or a later one) for the app.
+    pub app_transaction: Option<(String, i64)>,
+    /// Extra commitInfo fields.
+    pub commit_info: serde_json::Map<String, Value>,
 }
 
 /// The table a write goes to: the latest snapshot, or none when the table does not exist.
@@ -80,7 +85,8 @@ pub async fn latest_snapshot(storage: &Storage) -> DeltaResult<Option<Snapshot>>
 pub enum Written {
     /// Committed as this version.
     Version(u64),
-    /// Nothing written (`ignore` on an existing table).
+    /// Nothing written (`ignore` on an existing table, or an application transaction that is
+    /// already committed).
     Ignored(u64),
 }
 
@@ -126,6 +132,15 @@ where
             }
             SaveMode::Ignore => return Ok(Written::Ignored(s.version())),
             _ => {}
+        }
+        // Idempotent writes: this app's version is already committed.
+        if let Some((app, version)) = &options.app_transaction {
+            if s.transactions()
+                .get(app)
+                .is_some_and(|t| t.version >= *version)
+            {
+                return Ok(Written::Ignored(s.version()));
+            }
         }
         if s.column_mapping_mode()? != ColumnMappingMode::None {
             return Err(DeltaError::Unsupported(
@@ -214,6 +229,7 @@ where
 
     let read_version = snapshot.as_ref().map(Snapshot::version);
     let (operation, isolation) = match (&snapshot, options.mode) {
+        (None, _) if files.is_empty() => ("CREATE TABLE", Isolation::BlindAppend),
         (None, _) => ("CREATE TABLE AS SELECT", Isolation::BlindAppend),
         (Some(_), SaveMode::Overwrite) => ("WRITE", Isolation::ReadsData),
         _ => ("WRITE", Isolation::BlindAppend),
@@ -225,11 +241,15 @@ where
         SaveMode::Ignore => "Ignore",
     };
     let mut txn = Transaction::new(storage.clone(), read_version, operation, isolation)
+        .with_commit_info(options.commit_info.clone())
         .with_parameter("mode", json!(mode_name))
         .with_parameter(
             "partitionBy",
             json!(serde_json::to_string(&partition_columns).unwrap_or_default()),
         );
+    if let Some((app, version)) = options.app_transaction.clone() {
+        txn = txn.with_app_transaction(app, version);
+    }
     if snapshot.is_none() {
         txn.add_actions([
             json!({"protocol": {"minReaderVersion": 1, "minWriterVersion": 2}}),

@@ -42,6 +42,8 @@ pub struct Transaction {
     actions: Vec<Value>,
     app_transaction: Option<(String, i64)>,
     engine_info: String,
+    /// User fields added to the commitInfo (never replacing deltalog's own).
+    custom: Map<String, Value>,
 }
 
 impl Transaction {
@@ -61,7 +63,15 @@ impl Transaction {
             actions: Vec::new(),
             app_transaction: None,
             engine_info: format!("deltalog/{}", env!("CARGO_PKG_VERSION")),
+            custom: Map::new(),
         }
+    }
+
+    /// Adds user fields to the commitInfo ("Commit Provenance Information": implementations
+    /// may add any fields); deltalog's own fields take precedence.
+    pub fn with_commit_info(mut self, fields: Map<String, Value>) -> Self {
+        self.custom.extend(fields);
+        self
     }
 
     /// Sets an operation parameter shown in the commitInfo.
@@ -130,6 +140,9 @@ impl Transaction {
         );
         info.insert("engineInfo".into(), json!(self.engine_info));
         info.insert("txnId".into(), json!(txn_id));
+        for (k, v) in &self.custom {
+            info.entry(k.clone()).or_insert_with(|| v.clone());
+        }
         let mut lines = vec![json!({ "commitInfo": info }).to_string()];
         if let Some((app_id, v)) = &self.app_transaction {
             lines.push(
