@@ -219,3 +219,21 @@ def test_create_an_empty_table(tmp_path: Path) -> None:
         dl.DeltaTable.create(path, schema)
     assert dl.DeltaTable.create(path, schema, mode="ignore").version() == 0
     assert deltalake.DeltaTable(str(path)).schema().to_arrow().names == ["id", "day", "v"]
+
+
+def test_schema_merge_adds_columns(tmp_path: Path) -> None:
+    path = tmp_path / "t"
+    dl.write_table(path, pa.table({"id": [1]}))
+    with pytest.raises(ValueError, match="schema_mode"):
+        dl.write_table(path, pa.table({"id": [2], "name": ["b"]}), mode="append")
+    v = dl.write_table(
+        path, pa.table({"id": [2], "name": ["b"]}), mode="append", schema_mode="merge"
+    )
+    assert v == 1
+    t = dl.DeltaTable(path)
+    assert t.schema().names == ["id", "name"]
+    assert rows(t.to_pyarrow_table()) == [{"id": 1, "name": None}, {"id": 2, "name": "b"}]
+    assert rows(deltalake.DeltaTable(str(path)).to_pyarrow_table()) == rows(t.to_pyarrow_table())
+    assert t.metadata().id == dl.DeltaTable(path, version=0).metadata().id
+    with pytest.raises(ValueError, match="schema_mode"):
+        dl.write_table(path, pa.table({"id": [3]}), mode="append", schema_mode="overwrite")  # type: ignore[arg-type]

@@ -94,5 +94,6 @@ def write_table(
     storage_options: dict[str, str] | None = None,
     app_transaction: tuple[str, int] | None = None,
     commit_info: str | None = None,
+    merge_schema: bool = False,
 ) -> tuple[int, bool]:
     """Writes `data` to the table at `uri`; `(version, written)`."""

@@ -71,6 +71,7 @@ def write_table(
     description: str | None = None,
     storage_options: Mapping[str, str] | None = None,
     commit_properties: CommitProperties | None = None,
+    schema_mode: Literal["merge"] | None = None,
 ) -> int:
     """Writes ``data`` to the Delta table at ``table_or_uri`` and returns the new version.
 
@@ -86,6 +87,8 @@ def write_table(
         storage_options: object store settings, as for ``DeltaTable``.
         commit_properties: an application transaction (idempotent writes) and extra
             commitInfo fields.
+        schema_mode: ``"merge"`` adds the data's columns the table does not have (as nullable
+            columns; existing rows read them as null). Without it such columns are an error.
 
     Returns:
         The version committed (for ``"ignore"`` on an existing table, or an application
@@ -112,6 +115,8 @@ def write_table(
         existing = None
     if existing is not None:
         features.check_writable(features_protocol(existing))
+    if schema_mode not in (None, "merge"):
+        raise ValueError(f'schema_mode must be None or "merge", not {schema_mode!r}')
     props = commit_properties or CommitProperties()
     app = (props.app_id, props.app_version) if props.app_id is not None else None
     version, _written = _native.write_table(
@@ -125,6 +130,7 @@ def write_table(
         options,
         app,
         json.dumps(dict(props.custom_metadata), default=str) if props.custom_metadata else None,
+        schema_mode == "merge",
     )
     if isinstance(table_or_uri, DeltaTable):
         table_or_uri.update()

@@ -527,7 +527,7 @@ fn json_checksum(text: &str) -> PyResult<String> {
 /// table at `uri`; returns `(version, written)` (`written` false when mode `ignore` left an
 /// existing table alone).
 #[pyfunction]
-#[pyo3(signature = (uri, data, mode, partition_by=None, configuration=None, name=None, description=None, storage_options=None, app_transaction=None, commit_info=None))]
+#[pyo3(signature = (uri, data, mode, partition_by=None, configuration=None, name=None, description=None, storage_options=None, app_transaction=None, commit_info=None, merge_schema=false))]
 #[allow(clippy::too_many_arguments)]
 fn write_table(
     py: Python<'_>,
@@ -541,6 +541,7 @@ fn write_table(
     storage_options: Option<HashMap<String, String>>,
     app_transaction: Option<(String, i64)>,
     commit_info: Option<&str>,
+    merge_schema: bool,
 ) -> PyResult<(u64, bool)> {
     use deltalog_core::write::table::{write_batches, SaveMode, WriteOptions, Written};
     let storage = open_storage(uri, storage_options).map_err(|e| to_py_err(py, e))?;
@@ -566,6 +567,7 @@ fn write_table(
         description,
         app_transaction,
         commit_info,
+        merge_schema,
     };
     let batches = reader.map(|b| b.map_err(DeltaError::from));
     let written = block_on(py, async move {

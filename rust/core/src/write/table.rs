@@ -69,6 +69,9 @@ pub struct WriteOptions {
     pub app_transaction: Option<(String, i64)>,
     /// Extra commitInfo fields.
     pub commit_info: serde_json::Map<String, Value>,
+    /// Add the data's columns the table does not have (`schema_mode="merge"`), as nullable
+    /// columns at the end of the schema, with a new `metaData` in the same commit.
+    pub merge_schema: bool,
 }
 
 /// The table a write goes to: the latest snapshot, or none when the table does not exist.
@@ -171,15 +174,37 @@ where
             options.configuration.clone(),
         ),
     };
-    for field in schema.fields() {
-        if table_schema.field_with_name(field.name()).is_err() {
-            return Err(DeltaError::InvalidArgument(format!(
-                "the data has a column {:?} the table does not have (schema evolution is not \
-                 supported yet)",
-                field.name()
-            )));
+    // Columns the table does not have: added with schema_mode="merge", an error otherwise.
+    let new_fields: Vec<Field> = schema
+        .fields()
+        .iter()
+        .filter(|f| table_schema.field_with_name(f.name()).is_err())
+        .map(|f| f.as_ref().clone())
+        .collect();
+    let (table_schema, merged) = match (&snapshot, new_fields.is_empty()) {
+        (_, true) | (None, _) => (table_schema, false),
+        (Some(_), false) if options.merge_schema => {
+            let added = table_schema_of(&Schema::new(new_fields))?;
+            let mut fields: Vec<Field> = table_schema
+                .fields()
+                .iter()
+                .map(|f| f.as_ref().clone())
+                .collect();
+            fields.extend(added.fields().iter().map(|f| f.as_ref().clone()));
+            (Arc::new(Schema::new(fields)), true)
         }
-    }
+        (Some(_), false) => {
+            return Err(DeltaError::InvalidArgument(format!(
+                "the data has columns the table does not have: {} (pass schema_mode=\"merge\" \
+                 to add them)",
+                new_fields
+                    .iter()
+                    .map(|f| format!("{:?}", f.name()))
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            )))
+        }
+    };
     for p in &partition_columns {
         if table_schema.field_with_name(p).is_err() {
             return Err(DeltaError::InvalidArgument(format!(
@@ -264,6 +289,22 @@ where
                 "createdTime": chrono::Utc::now().timestamp_millis(),
             }}),
         ]);
+    }
+    if let (Some(s), true) = (&snapshot, merged) {
+        // "Change Metadata": the new schema replaces the old in the same commit.
+        let m = s.metadata()?;
+        txn = txn.with_parameter("mergeSchema", json!(true));
+        txn.add_actions([json!({"metaData": {
+            "id": m.id,
+            "name": m.name,
+            "description": m.description,
+            "format": {"provider": m.format_provider.clone().unwrap_or_else(|| "parquet".into()),
+                       "options": m.format_options},
+            "schemaString": arrow_to_schema_string(&table_schema).map_err(|e| DeltaError::Internal(e.0))?,
+            "partitionColumns": m.partition_columns,
+            "configuration": m.configuration,
+            "createdTime": m.created_time,
+        }})]);
     }
     if let (Some(s), SaveMode::Overwrite) = (&snapshot, options.mode) {
         txn.add_actions(remove_all(s)?);
