@@ -87,6 +87,7 @@ def write_table(
     uri: str,
     data: pa.RecordBatchReader,
     mode: str,
+    snapshot: RawSnapshot | None = None,
     partition_by: list[str] | None = None,
     configuration: dict[str, str] | None = None,
     name: str | None = None,

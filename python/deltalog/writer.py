@@ -99,7 +99,7 @@ def write_table(
         UnsupportedFeatureError: the table uses features deltalog cannot write.
         ValueError: the data does not fit the table, or the mode forbids the write.
     """
-    from deltalog.table import DeltaTable
+    from deltalog.table import DeltaTable, Protocol
 
     if isinstance(table_or_uri, DeltaTable):
         uri = table_or_uri.table_uri
@@ -114,7 +114,7 @@ def write_table(
     except TableNotFoundError:
         existing = None
     if existing is not None:
-        features.check_writable(features_protocol(existing))
+        features.check_writable(Protocol(*existing.protocol()))
     if schema_mode not in (None, "merge"):
         raise ValueError(f'schema_mode must be None or "merge", not {schema_mode!r}')
     props = commit_properties or CommitProperties()
@@ -123,6 +123,7 @@ def write_table(
         uri,
         _reader(data),
         mode,
+        existing,
         list(partition_by) if partition_by is not None else None,
         dict(configuration) if configuration else None,
         name,
@@ -136,8 +137,3 @@ def write_table(
         table_or_uri.update()
     return version
 
-
-def features_protocol(raw: _native.RawSnapshot) -> Any:
-    from deltalog.table import Protocol
-
-    return Protocol(*raw.protocol())

@@ -398,22 +398,20 @@ mod tests {
             .collect()
     }
 
-    fn cmp(column: &str, op: CmpOp, value: Literal) -> Predicate {
-        Predicate::compare(column, op, value)
-    }
+    use Predicate as P;
 
     #[test]
     fn comparisons_with_sql_null_semantics() {
         assert_eq!(
-            rows(&cmp("a", CmpOp::Gt, Literal::Int(1))),
+            rows(&P::compare("a", CmpOp::Gt, Literal::Int(1))),
             [false, true, false, true]
         );
         assert_eq!(
-            rows(&cmp("a", CmpOp::Ne, Literal::Int(5))),
+            rows(&P::compare("a", CmpOp::Ne, Literal::Int(5))),
             [true, false, false, true]
         );
         // NOT of an unknown is unknown: the null row stays out.
-        let not = Predicate::Not(Box::new(cmp("a", CmpOp::Gt, Literal::Int(1))));
+        let not = Predicate::Not(Box::new(P::compare("a", CmpOp::Gt, Literal::Int(1))));
         assert_eq!(rows(&not), [true, false, false, false]);
         assert_eq!(
             rows(&Predicate::IsNull { column: "s".into() }),
@@ -425,22 +423,26 @@ mod tests {
         };
         assert_eq!(rows(&within), [true, false, false, true]);
         let both = Predicate::And(vec![
-            cmp("s", CmpOp::Eq, Literal::String("x".into())),
-            cmp("a", CmpOp::Lt, Literal::Int(5)),
+            P::compare("s", CmpOp::Eq, Literal::String("x".into())),
+            P::compare("a", CmpOp::Lt, Literal::Int(5)),
         ]);
         assert_eq!(rows(&both), [true, false, false, false]);
         let either = Predicate::Or(vec![
-            cmp("s", CmpOp::Eq, Literal::String("y".into())),
-            cmp("a", CmpOp::Ge, Literal::Int(9)),
+            P::compare("s", CmpOp::Eq, Literal::String("y".into())),
+            P::compare("a", CmpOp::Ge, Literal::Int(9)),
         ]);
         assert_eq!(rows(&either), [false, false, true, true]);
         // Dates compare with date literals or their text.
         assert_eq!(
-            rows(&cmp("d", CmpOp::Ge, Literal::Date(1))),
+            rows(&P::compare("d", CmpOp::Ge, Literal::Date(1))),
             [false, true, true, false]
         );
         assert_eq!(
-            rows(&cmp("d", CmpOp::Ge, Literal::String("1970-01-02".into()))),
+            rows(&P::compare(
+                "d",
+                CmpOp::Ge,
+                Literal::String("1970-01-02".into())
+            )),
             [false, true, true, false]
         );
     }
@@ -449,15 +451,19 @@ mod tests {
     fn binding_checks_columns_and_literal_types() {
         let b = batch();
         let schema = b.schema();
-        assert!(cmp("zz", CmpOp::Eq, Literal::Int(1)).bind(&schema).is_err());
-        assert!(cmp("a", CmpOp::Eq, Literal::Bool(true))
+        assert!(P::compare("zz", CmpOp::Eq, Literal::Int(1))
             .bind(&schema)
             .is_err());
-        assert!(cmp("a", CmpOp::Eq, Literal::String("seven".into()))
+        assert!(P::compare("a", CmpOp::Eq, Literal::Bool(true))
             .bind(&schema)
             .is_err());
-        assert!(cmp("d", CmpOp::Eq, Literal::Int(3)).bind(&schema).is_err());
-        assert!(cmp("a", CmpOp::Eq, Literal::String("7".into()))
+        assert!(P::compare("a", CmpOp::Eq, Literal::String("seven".into()))
+            .bind(&schema)
+            .is_err());
+        assert!(P::compare("d", CmpOp::Eq, Literal::Int(3))
+            .bind(&schema)
+            .is_err());
+        assert!(P::compare("a", CmpOp::Eq, Literal::String("7".into()))
             .bind(&schema)
             .is_ok());
     }
@@ -467,7 +473,7 @@ mod tests {
         let p = Predicate::Or(vec![
             Predicate::Not(Box::new(Predicate::IsNull { column: "b".into() })),
             Predicate::And(vec![
-                cmp("a", CmpOp::Le, Literal::Timestamp(5)),
+                P::compare("a", CmpOp::Le, Literal::Timestamp(5)),
                 Predicate::In {
                     column: "b".into(),
                     values: vec![Literal::Decimal("1.5".into()), Literal::Binary(vec![1, 2])],
@@ -479,7 +485,7 @@ mod tests {
         let text = r#"{"compare":{"column":"x","op":">=","value":{"int":3}}}"#;
         assert_eq!(
             Predicate::from_json(text).unwrap(),
-            cmp("x", CmpOp::Ge, Literal::Int(3))
+            P::compare("x", CmpOp::Ge, Literal::Int(3))
         );
         assert!(Predicate::from_json(r#"{"compare":{"column":"x","op":"~"}}"#).is_err());
     }

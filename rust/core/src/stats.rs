@@ -41,7 +41,7 @@ pub struct StatsSchema {
 
 /// Whether min/max statistics are kept for a type ("Per-file Statistics": leaf values of
 /// primitive columns; binary and boolean columns carry none).
-fn has_min_max(dt: &DataType) -> bool {
+pub(crate) fn has_min_max(dt: &DataType) -> bool {
     !matches!(
         dt,
         DataType::Binary | DataType::Boolean | DataType::List(_) | DataType::Map(_, _)

@@ -524,16 +524,17 @@ fn json_checksum(text: &str) -> PyResult<String> {
 }
 
 /// Writes the batches of `data` (a `pyarrow.RecordBatchReader` or any Arrow stream) to the
-/// table at `uri`; returns `(version, written)` (`written` false when mode `ignore` left an
-/// existing table alone).
+/// table at `uri`, whose latest version the caller loaded as `snapshot` (None: no table yet);
+/// returns `(version, written)` (`written` false when nothing was committed).
 #[pyfunction]
-#[pyo3(signature = (uri, data, mode, partition_by=None, configuration=None, name=None, description=None, storage_options=None, app_transaction=None, commit_info=None, merge_schema=false))]
+#[pyo3(signature = (uri, data, mode, snapshot=None, partition_by=None, configuration=None, name=None, description=None, storage_options=None, app_transaction=None, commit_info=None, merge_schema=false))]
 #[allow(clippy::too_many_arguments)]
 fn write_table(
     py: Python<'_>,
     uri: &str,
     data: arrow::pyarrow::PyArrowType<arrow::ffi_stream::RecordBatchStreamReader>,
     mode: &str,
+    snapshot: Option<PyRef<'_, RawSnapshot>>,
     partition_by: Option<Vec<String>>,
     configuration: Option<std::collections::BTreeMap<String, String>>,
     name: Option<String>,
@@ -570,8 +571,9 @@ fn write_table(
         merge_schema,
     };
     let batches = reader.map(|b| b.map_err(DeltaError::from));
+    let snapshot = snapshot.map(|s| s.snapshot.clone());
     let written = block_on(py, async move {
-        write_batches(&storage, schema.as_ref(), batches, options).await
+        write_batches(&storage, snapshot, schema.as_ref(), batches, options).await
     })?;
     Ok(match written {
         Written::Version(v) => (v, true),

@@ -83,7 +83,7 @@ impl Scan {
         };
         let predicate = options.predicate.clone();
         let spec = read_spec(snapshot, options, row_tracking, false)?;
-        let schema = snapshot.schema()?;
+        let schema = spec.table_schema().clone();
         let mut tasks = Vec::with_capacity(snapshot.num_files());
         for files in snapshot.files() {
             let keep = match &predicate {
@@ -132,15 +132,6 @@ impl Scan {
     /// One task per file, in log order.
     pub fn tasks(&self) -> &[FileTask] {
         &self.tasks
-    }
-
-    /// Reads all the files (see [`execute`]).
-    pub fn execute(
-        &self,
-        storage: Storage,
-        concurrency: usize,
-    ) -> BoxStream<'static, DeltaResult<RecordBatch>> {
-        execute(storage, self.spec.clone(), self.tasks.clone(), concurrency)
     }
 }
 

@@ -330,40 +330,38 @@ mod tests {
             .collect()
     }
 
-    fn cmp(column: &str, op: CmpOp, value: Literal) -> Predicate {
-        Predicate::compare(column, op, value)
-    }
+    use Predicate as P;
 
     #[test]
     fn min_max_rules() {
         assert_eq!(
-            keep(cmp("x", CmpOp::Eq, Literal::Int(5))),
+            keep(P::compare("x", CmpOp::Eq, Literal::Int(5))),
             [true, false, true, false]
         );
         assert_eq!(
-            keep(cmp("x", CmpOp::Gt, Literal::Int(10))),
+            keep(P::compare("x", CmpOp::Gt, Literal::Int(10))),
             [false, true, true, false]
         );
         assert_eq!(
-            keep(cmp("x", CmpOp::Ge, Literal::Int(10))),
+            keep(P::compare("x", CmpOp::Ge, Literal::Int(10))),
             [true, true, true, false]
         );
         assert_eq!(
-            keep(cmp("x", CmpOp::Lt, Literal::Int(20))),
+            keep(P::compare("x", CmpOp::Lt, Literal::Int(20))),
             [true, false, true, false]
         );
         assert_eq!(
-            keep(cmp("x", CmpOp::Le, Literal::Int(20))),
+            keep(P::compare("x", CmpOp::Le, Literal::Int(20))),
             [true, true, true, false]
         );
         assert_eq!(
-            keep(cmp("x", CmpOp::Ne, Literal::Int(5))),
+            keep(P::compare("x", CmpOp::Ne, Literal::Int(5))),
             [true, true, true, false]
         );
         // NOT (x < 20) is x >= 20.
-        let not = Predicate::Not(Box::new(cmp("x", CmpOp::Lt, Literal::Int(20))));
+        let not = Predicate::Not(Box::new(P::compare("x", CmpOp::Lt, Literal::Int(20))));
         assert_eq!(keep(not), [false, true, true, false]);
-        assert_eq!(keep(cmp("x", CmpOp::Eq, Literal::Null)), [false; 4]);
+        assert_eq!(keep(P::compare("x", CmpOp::Eq, Literal::Null)), [false; 4]);
     }
 
     #[test]
@@ -375,7 +373,7 @@ mod tests {
             [true, true, true, false]
         );
         assert_eq!(
-            keep(cmp("p", CmpOp::Eq, Literal::String("a".into()))),
+            keep(P::compare("p", CmpOp::Eq, Literal::String("a".into()))),
             [true, false, false, true]
         );
         assert_eq!(
@@ -395,8 +393,8 @@ mod tests {
         }));
         assert_eq!(keep(not_b), [true, false, false, true]);
         let either = Predicate::Or(vec![
-            cmp("p", CmpOp::Eq, Literal::String("b".into())),
-            cmp("x", CmpOp::Lt, Literal::Int(3)),
+            P::compare("p", CmpOp::Eq, Literal::String("b".into())),
+            P::compare("x", CmpOp::Lt, Literal::Int(3)),
         ]);
         assert_eq!(keep(either.clone()), [true, true, true, false]);
         // NOT (p = b OR x < 3) = p != b AND x >= 3.
@@ -409,14 +407,14 @@ mod tests {
     #[test]
     fn timestamp_maxima_are_widened_to_the_millisecond() {
         // max is 5_000 µs, stored truncated: a row at 5_500 µs may exist.
-        assert!(keep(cmp("t", CmpOp::Ge, Literal::Timestamp(5_500)))[0]);
-        assert!(!keep(cmp("t", CmpOp::Ge, Literal::Timestamp(6_000)))[0]);
-        assert!(!keep(cmp("t", CmpOp::Lt, Literal::Timestamp(1_000)))[0]);
+        assert!(keep(P::compare("t", CmpOp::Ge, Literal::Timestamp(5_500)))[0]);
+        assert!(!keep(P::compare("t", CmpOp::Ge, Literal::Timestamp(6_000)))[0]);
+        assert!(!keep(P::compare("t", CmpOp::Lt, Literal::Timestamp(1_000)))[0]);
     }
 
     #[test]
     fn unknown_columns_are_errors() {
-        let p = cmp("nope", CmpOp::Eq, Literal::Int(1));
+        let p = P::compare("nope", CmpOp::Eq, Literal::Int(1));
         assert!(may_match(&p, &schema(), &stats()).is_err());
     }
 }

@@ -229,14 +229,14 @@ impl ReadSpec {
         self.filter.as_ref()
     }
 
-    /// The predicate the scan was planned with.
-    pub fn predicate(&self) -> Option<&Predicate> {
-        self.predicate.as_ref()
-    }
-
     /// The table root URI.
     pub fn table_root(&self) -> &str {
         &self.table_root
+    }
+
+    /// The table's logical schema (with column mapping metadata).
+    pub fn table_schema(&self) -> &SchemaRef {
+        &self.schema
     }
 
     /// The schema of the batches the scan produces (logical names, see

@@ -41,11 +41,8 @@ pub fn serialize_partition_value(array: &ArrayRef, row: usize) -> Result<Option<
             .value_as_string(row),
         DataType::Date32 => {
             let days = array.as_primitive::<Date32Type>().value(row);
-            let epoch = NaiveDate::from_ymd_opt(1970, 1, 1).unwrap_or_default();
-            let date = epoch
-                .checked_add_signed(chrono::Duration::days(i64::from(days)))
-                .ok_or_else(|| format!("date {days} days from the epoch is out of range"))?;
-            date.format("%Y-%m-%d").to_string()
+            format_date(days)
+                .ok_or_else(|| format!("date {days} days from the epoch is out of range"))?
         }
         DataType::Timestamp(TimeUnit::Microsecond, tz) => {
             let micros = array.as_primitive::<TimestampMicrosecondType>().value(row);
@@ -68,6 +65,13 @@ pub fn serialize_partition_value(array: &ArrayRef, row: usize) -> Result<Option<
         other => return Err(format!("{other} columns cannot be partition columns")),
     };
     Ok((!text.is_empty()).then_some(text))
+}
+
+/// `{year}-{month}-{day}` of a date given as days since the epoch (`None` out of range).
+pub fn format_date(days: i32) -> Option<String> {
+    let epoch = NaiveDate::from_ymd_opt(1970, 1, 1)?;
+    let date = epoch.checked_add_signed(chrono::Duration::days(i64::from(days)))?;
+    Some(date.format("%Y-%m-%d").to_string())
 }
 
 /// Floats as Java prints the special values (`NaN`, `Infinity`, `-Infinity`), which readers

@@ -20,6 +20,8 @@ use arrow::datatypes::{
 };
 use serde_json::{Map, Value};
 
+use crate::write::partitions::format_date;
+
 /// Characters of a string statistic.
 pub const STRING_PREFIX: usize = 32;
 /// Default number of leaf columns with statistics.
@@ -98,11 +100,7 @@ impl Bound {
                 );
                 Value::Number(serde_json::from_str::<serde_json::Number>(&text).ok()?)
             }
-            Bound::Date(days) => {
-                let epoch = chrono::NaiveDate::from_ymd_opt(1970, 1, 1)?;
-                let date = epoch.checked_add_signed(chrono::Duration::days(i64::from(*days)))?;
-                Value::String(date.format("%Y-%m-%d").to_string())
-            }
+            Bound::Date(days) => Value::String(format_date(*days)?),
             Bound::Timestamp(micros, zoned) => {
                 // Truncated down to milliseconds ("Per-file Statistics").
                 let millis = micros.div_euclid(1000) * 1000;
@@ -145,24 +143,6 @@ pub struct StatsCollector {
     rows: i64,
 }
 
-fn has_min_max(dt: &DataType) -> bool {
-    matches!(
-        dt,
-        DataType::Int8
-            | DataType::Int16
-            | DataType::Int32
-            | DataType::Int64
-            | DataType::Float32
-            | DataType::Float64
-            | DataType::Decimal128(_, _)
-            | DataType::Date32
-            | DataType::Timestamp(TimeUnit::Microsecond, _)
-            | DataType::Utf8
-            | DataType::LargeUtf8
-            | DataType::Utf8View
-    )
-}
-
 fn collect_leaves(
     fields: &[std::sync::Arc<Field>],
     prefix: &[String],
@@ -197,7 +177,8 @@ impl StatsCollector {
             })
             .map(|(_, (path, dt))| Leaf {
                 path,
-                min_max: has_min_max(&dt),
+                // The types the reader keeps min/max statistics for.
+                min_max: crate::stats::has_min_max(&dt),
                 min: None,
                 max: None,
                 nan: false,

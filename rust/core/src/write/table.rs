@@ -113,8 +113,12 @@ fn table_schema_of(schema: &Schema) -> DeltaResult<SchemaRef> {
 }
 
 /// Writes `batches` (all of `schema`) to the table in `storage` (see the module docs).
+/// `snapshot` is the table's latest version as the caller loaded it ([`latest_snapshot`];
+/// `None` when there is no table yet), so that the log is replayed once per write; commits
+/// that land after it are checked as concurrent winners.
 pub async fn write_batches<I>(
     storage: &Storage,
+    snapshot: Option<Snapshot>,
     schema: &Schema,
     batches: I,
     options: WriteOptions,
@@ -122,7 +126,6 @@ pub async fn write_batches<I>(
 where
     I: IntoIterator<Item = DeltaResult<RecordBatch>>,
 {
-    let snapshot = latest_snapshot(storage).await?;
     if let Some(s) = &snapshot {
         match options.mode {
             SaveMode::Error => {
