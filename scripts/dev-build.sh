@@ -6,4 +6,6 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 export CARGO_TARGET_DIR="${CARGO_TARGET_DIR:-$HOME/.cache/deltalog-target}"
 cargo build -p deltalog-python
-cp "$CARGO_TARGET_DIR/debug/lib_native.so" python/deltalog/_native.abi3.so
+# Copied then renamed: a running Python that has the old module mapped keeps its inode.
+cp "$CARGO_TARGET_DIR/debug/lib_native.so" python/deltalog/_native.abi3.so.new
+mv -f python/deltalog/_native.abi3.so.new python/deltalog/_native.abi3.so

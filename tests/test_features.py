@@ -224,8 +224,18 @@ def test_support_flags_are_honest() -> None:
     }
     assert all(f.read_supported for f in FEATURES.values() if f.kind == "writer")
     # Writable: the legacy writer-version-2 features (invariants by refusing tables that have
-    # any, which deltalog cannot evaluate yet).
-    assert {n for n, f in FEATURES.items() if f.write_supported} == {"appendOnly", "invariants"}
+    # any, which deltalog cannot evaluate yet), the change feed and deletion vectors (DELETE
+    # and UPDATE write cdc files and DVs), timestampNtz, and the checkpoint/vacuum features
+    # that govern operations deltalog does not perform yet.
+    assert {n for n, f in FEATURES.items() if f.write_supported} == {
+        "appendOnly",
+        "invariants",
+        "changeDataFeed",
+        "deletionVectors",
+        "timestampNtz",
+        "v2Checkpoint",
+        "vacuumProtocolCheck",
+    }
 
 
 def test_enablement_properties() -> None:

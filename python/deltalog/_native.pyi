@@ -1,5 +1,7 @@
 """Type stub of the native module built from `rust/python` (PyO3)."""
 
+from typing import Any
+
 import pyarrow as pa
 
 __version__: str
@@ -96,5 +98,18 @@ def write_table(
     app_transaction: tuple[str, int] | None = None,
     commit_info: str | None = None,
     merge_schema: bool = False,
+    protocol: str | None = None,
 ) -> tuple[int, bool]:
-    """Writes `data` to the table at `uri`; `(version, written)`."""
+    """Writes `data` to the table at `uri`; `(version, written)`. `protocol` is the JSON
+    `protocol` action of a new table."""
+
+def dml(
+    snapshot: RawSnapshot,
+    predicate_sql: str | None = None,
+    predicate_json: str | None = None,
+    set: list[tuple[str, str, bool]] | None = None,
+    app_transaction: tuple[str, int] | None = None,
+    commit_info: str | None = None,
+) -> dict[str, Any]:
+    """DELETE (`set` None) or UPDATE of the latest version `snapshot`; the metrics, with
+    `version` None when nothing changed. `set` holds `(column, value, is_sql)`."""

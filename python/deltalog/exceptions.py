@@ -110,6 +110,12 @@ class UnsupportedFeatureError(DeltaError):
         self.features = sorted(features or [])
 
 
+class InvalidArgumentError(DeltaError, ValueError):
+    """An argument deltalog cannot honour: a malformed SQL expression, an unknown column, data
+    that does not fit the table's schema, a write the table's rules forbid (append-only, NOT
+    NULL). Also a ``ValueError``."""
+
+
 class StorageError(DeltaError):
     """The storage layer (local disk or object store) failed."""
 
@@ -121,6 +127,7 @@ __all__ = [
     "CorruptLogError",
     "DataFileNotFoundError",
     "DeltaError",
+    "InvalidArgumentError",
     "StorageError",
     "TableNotFoundError",
     "UnsupportedFeatureError",

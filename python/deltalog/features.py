@@ -135,6 +135,7 @@ def _reader_writer(
     legacy_writer_version: int | None = None,
     enablement_property: str | None = None,
     requires: Iterable[str] = (),
+    write_supported: bool = False,
 ) -> TableFeature:
     return TableFeature(
         name=name,
@@ -142,7 +143,7 @@ def _reader_writer(
         legacy_reader_version=legacy_reader_version,
         legacy_writer_version=legacy_writer_version,
         read_supported=read_supported,
-        write_supported=False,
+        write_supported=write_supported,
         spec_section=spec_section,
         enablement_property=enablement_property,
         requires=frozenset(requires),
@@ -171,11 +172,14 @@ _REGISTRY: tuple[TableFeature, ...] = (
     # Writer Version 3: "Respect CHECK constraints" (constraints are `delta.constraints.*` keys).
     _writer("checkConstraints", "CHECK Constraints", legacy_writer_version=3),
     # Writer Version 4: "Respect Change Data Feed", "Respect Generated Columns".
+    # DELETE and UPDATE write `_change_data/` files when the property is true; appends need
+    # none ("Writer Requirements for AddCDCFile").
     _writer(
         "changeDataFeed",
         "Add CDC File",  # "Writer Requirements for AddCDCFile"
         legacy_writer_version=4,
         enablement_property="delta.enableChangeDataFeed",
+        write_supported=True,
     ),
     _writer("generatedColumns", "Generated Columns", legacy_writer_version=4),
     # Writer Version 6: "Respect Identity Columns".
@@ -224,19 +228,31 @@ _REGISTRY: tuple[TableFeature, ...] = (
     ),
     # "Deletion Vectors": readers must honour DVs "even when the `delta.enableDeletionVectors`
     # table property is not set"; the property only governs writing new DVs.
+    # DELETE and UPDATE write DVs while the property is true ("Writer Requirement for Deletion
+    # Vectors"); any writer keeps existing DVs in removes and re-adds.
     _reader_writer(
         "deletionVectors",
         "Deletion Vectors",
         read_supported=True,
         enablement_property="delta.enableDeletionVectors",
+        write_supported=True,
     ),
+    # Timestamps without a zone are written as int64 microseconds without UTC adjustment.
     _reader_writer(
-        "timestampNtz", "Timestamp without timezone (TimestampNtz)", read_supported=True
+        "timestampNtz",
+        "Timestamp without timezone (TimestampNtz)",
+        read_supported=True,
+        write_supported=True,
     ),
-    _reader_writer("v2Checkpoint", "V2 Checkpoint Table Feature", read_supported=True),
+    # deltalog writes no checkpoints yet, so it never writes a classic checkpoint to a V2 table.
+    _reader_writer(
+        "v2Checkpoint", "V2 Checkpoint Table Feature", read_supported=True, write_supported=True
+    ),
     # "Reader Requirements for Vacuum Protocol Check": readers "just need to acknowledge the
-    # feature exists".
-    _reader_writer("vacuumProtocolCheck", "VACUUM Protocol Check", read_supported=True),
+    # feature exists"; deltalog does not vacuum yet, the only operation the feature governs.
+    _reader_writer(
+        "vacuumProtocolCheck", "VACUUM Protocol Check", read_supported=True, write_supported=True
+    ),
     # RFC 000 "Catalog-managed Table Enablement"; "Writer Requirements for Catalog-managed
     # tables": in-commit timestamps "must be supported and active". `catalogOwned-preview` is the
     # name the feature had while in preview.
@@ -560,6 +576,55 @@ def _is_true(value: str | None) -> bool:
     return value is not None and value.strip().lower() == "true"
 
 
+#: Table property prefix that adds a feature to the protocol, as in Delta Spark
+#: (``delta.feature.deletionVectors = supported``).
+FEATURE_PROPERTY_PREFIX = "delta.feature."
+
+
+def features_for_configuration(
+    configuration: Mapping[str, str], features: Iterable[str] = ()
+) -> tuple[frozenset[str], dict[str, str]]:
+    """The table features a new table with ``configuration`` needs, and the configuration to
+    store (without the ``delta.feature.*`` keys, which name features rather than set
+    properties).
+
+    A feature is needed when it is named in ``features``, named by a
+    ``delta.feature.<name> = supported`` property, or its enablement property is set
+    (``delta.enableDeletionVectors = true``, ``delta.columnMapping.mode = name``, ...).
+
+    Raises:
+        ValueError: a ``delta.feature.*`` property with a value other than ``supported``.
+        UnsupportedFeatureError: an unknown feature name.
+    """
+    needed = set(features)
+    stored: dict[str, str] = {}
+    for key, value in configuration.items():
+        if key.startswith(FEATURE_PROPERTY_PREFIX):
+            if str(value).strip().lower() not in ("supported", "enabled"):
+                raise ValueError(f'{key} must be "supported", not {value!r}')
+            needed.add(key[len(FEATURE_PROPERTY_PREFIX) :])
+        else:
+            stored[key] = str(value)
+    for feature in FEATURES.values():
+        prop = feature.enablement_property
+        if prop is None or prop not in stored:
+            continue
+        value = stored[prop]
+        if feature.name == "columnMapping":
+            if value.strip().lower() != "none":
+                needed.add(feature.name)
+        elif feature.name.endswith("-preview"):
+            continue
+        elif _is_true(value):
+            needed.add(feature.name)
+    unknown = sorted(n for n in needed if n not in FEATURES)
+    if unknown:
+        raise UnsupportedFeatureError(
+            "unknown table features: " + ", ".join(unknown), features=unknown
+        )
+    return frozenset(needed), stored
+
+
 def is_active(name: str, protocol: ProtocolLike, configuration: Mapping[str, str]) -> bool:
     """Whether feature ``name`` is active on a table ("Active Features").
 
@@ -602,6 +667,7 @@ __all__ = [
     "TableFeature",
     "check_readable",
     "check_writable",
+    "features_for_configuration",
     "is_active",
     "min_protocol_for",
     "reader_features_of",

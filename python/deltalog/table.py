@@ -19,6 +19,7 @@ from deltalog import _native, features
 from deltalog.exceptions import DeltaError, VersionNotFoundError
 from deltalog.expressions import FilterLike, to_predicate
 from deltalog.scan import DeltaScan
+from deltalog.writer import CommitProperties
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -147,9 +148,16 @@ class DeltaTable:
         description: str | None = None,
         mode: str = "error",
         storage_options: Mapping[str, str] | None = None,
+        features: list[str] | None = None,
     ) -> DeltaTable:
         """Creates an empty table with ``schema`` (Arrow types mapped to Delta types) and
-        returns it. ``mode="ignore"`` leaves an existing table alone."""
+        returns it. ``mode="ignore"`` leaves an existing table alone.
+
+        ``features`` are table features the protocol supports from the start (as
+        ``configuration={"delta.feature.<name>": "supported"}`` does); properties such as
+        ``delta.enableDeletionVectors=true`` or ``delta.enableChangeDataFeed=true`` add their
+        feature themselves. The protocol is the smallest that supports them all.
+        """
         from deltalog.writer import write_table
 
         if mode not in ("error", "ignore"):
@@ -163,6 +171,7 @@ class DeltaTable:
             name=name,
             description=description,
             storage_options=storage_options,
+            table_features=features,
         )
         return cls(table_uri, storage_options=storage_options)
 
@@ -183,8 +192,8 @@ class DeltaTable:
             raw = self._raw.load_version(self._raw.version_at_timestamp(_timestamp_ms(version)))
         self._set(raw)
 
-    def update(self) -> None:
-        """Reloads the latest version."""
+    def update_incremental(self) -> None:
+        """Reloads the latest version (``deltalake``'s name; :meth:`update` is SQL UPDATE)."""
         self._set(self._raw.load_version(None))
 
     # -- state ---------------------------------------------------------------------------
@@ -345,6 +354,110 @@ class DeltaTable:
     ) -> pd.DataFrame:
         """The live rows as a pandas DataFrame."""
         return self.scan(columns, filter, with_row_tracking).to_pandas()
+
+    # -- DML -----------------------------------------------------------------------------
+
+
+    def delete(
+        self,
+        predicate: str | FilterLike | None = None,
+        commit_properties: CommitProperties | None = None,
+    ) -> dict[str, Any]:
+        """Deletes the rows matching ``predicate`` (every row when ``None``) and reloads this
+        object at the latest version. The rows are those of the loaded version; commits made
+        since are checked for conflicts.
+
+        Args:
+            predicate: a SQL boolean expression (``"id < 100 AND part = 'a'"``), or a filter as
+                :meth:`scan` takes it. Rows where it is true are deleted (unknown is kept).
+            commit_properties: an application transaction and extra commitInfo fields.
+
+        With ``delta.enableDeletionVectors=true`` on a table that supports the feature, rows
+        are marked deleted in deletion vectors; otherwise the files holding them are
+        rewritten without them. With ``delta.enableChangeDataFeed=true`` the deleted rows are
+        written to change data files.
+
+        Returns:
+            Metrics: ``version`` (``None`` when nothing matched and nothing was committed),
+            ``num_deleted_rows``, ``num_copied_rows``, ``num_removed_files``,
+            ``num_added_files``, ``num_deletion_vectors_added``, ``num_added_change_files``,
+            ``num_files_scanned``.
+
+        Raises:
+            CommitConflictError: a concurrent commit removed a file this one read, or changed
+                the metadata; nothing was committed.
+            ValueError: a malformed predicate or unknown column.
+        """
+        return self._dml(predicate, None, commit_properties)
+
+    def update(
+        self,
+        set: Mapping[str, str] | None = None,
+        predicate: str | FilterLike | None = None,
+        *,
+        updates: Mapping[str, str] | None = None,
+        new_values: Mapping[str, Any] | None = None,
+        commit_properties: CommitProperties | None = None,
+    ) -> dict[str, Any]:
+        """Sets columns of the rows matching ``predicate`` (every row when ``None``).
+
+        Args:
+            set: column name -> SQL expression over the row's old values
+                (``{"v": "v * 2", "status": "'done'"}``); ``updates`` is the same (the
+                ``deltalake`` name).
+            new_values: column name -> Python value (``{"status": "done", "n": None}``).
+            predicate: as for :meth:`delete`.
+
+        With deletion vectors the updated rows are deleted from their files by a DV and
+        written to new files; otherwise the files are rewritten. Change data files carry
+        ``update_preimage`` and ``update_postimage`` rows when the change feed is enabled.
+
+        Returns:
+            Metrics as for :meth:`delete`, with ``num_updated_rows``.
+        """
+        from deltalog.expressions import _literal
+
+        assignments: list[tuple[str, str, bool]] = []
+        for source in (set, updates):
+            for column, value in (source or {}).items():
+                if not isinstance(value, str):
+                    raise TypeError(
+                        f"the value of {column!r} must be a SQL expression string; pass "
+                        "Python values in new_values"
+                    )
+                assignments.append((column, value, True))
+        for column, value in (new_values or {}).items():
+            assignments.append((column, json.dumps({"literal": _literal(value)}), False))
+        if not assignments:
+            raise ValueError("update needs set/updates or new_values")
+        return self._dml(predicate, assignments, commit_properties)
+
+    def _dml(
+        self,
+        predicate: str | FilterLike | None,
+        assignments: list[tuple[str, str, bool]] | None,
+        commit_properties: CommitProperties | None,
+    ) -> dict[str, Any]:
+        # The statement reads the loaded version; commits since are checked as concurrent
+        # winners (blind appends commute, a change to a file it read conflicts).
+        features.check_writable(self._protocol)
+        raw = self._raw
+        sql = predicate if isinstance(predicate, str) else None
+        as_filter = None if sql is not None else to_predicate(predicate)
+        props = commit_properties or CommitProperties()
+        app = (props.app_id, props.app_version) if props.app_id is not None else None
+        metrics: dict[str, Any] = _native.dml(
+            raw,
+            sql,
+            as_filter.to_json() if as_filter is not None else None,
+            assignments,
+            app,
+            json.dumps(dict(props.custom_metadata), default=str)
+            if props.custom_metadata
+            else None,
+        )
+        self.update_incremental()
+        return metrics
 
     # -- change data feed ------------------------------------------------------------------
 

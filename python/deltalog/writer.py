@@ -8,7 +8,7 @@ later version when a concurrent commit does not conflict (spec "Creation of New 
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
@@ -39,6 +39,54 @@ class CommitProperties:
     def __post_init__(self) -> None:
         if (self.app_id is None) != (self.app_version is None):
             raise ValueError("app_id and app_version go together")
+
+
+def _has_timestamp_ntz(t: pa.DataType) -> bool:
+    """Whether ``t`` holds a timestamp without a time zone (Delta ``timestamp_ntz``)."""
+    if pa.types.is_timestamp(t):
+        return t.tz is None
+    if pa.types.is_struct(t):
+        return any(_has_timestamp_ntz(t.field(i).type) for i in range(t.num_fields))
+    if pa.types.is_list(t) or pa.types.is_large_list(t) or pa.types.is_fixed_size_list(t):
+        return _has_timestamp_ntz(t.value_type)
+    if pa.types.is_map(t):
+        return _has_timestamp_ntz(t.key_type) or _has_timestamp_ntz(t.item_type)
+    return False
+
+
+def new_table_protocol(
+    schema: pa.Schema,
+    configuration: Mapping[str, str] | None,
+    table_features: Iterable[str] = (),
+) -> tuple[dict[str, Any], dict[str, str]]:
+    """The ``protocol`` action of a new table and the configuration to store.
+
+    The protocol is the smallest that supports every feature the table uses
+    (:func:`deltalog.features.min_protocol_for`: legacy versions where no table feature is
+    needed, reader 3 / writer 7 with explicit lists otherwise): features named in
+    ``table_features`` or by ``delta.feature.<name>`` properties, features whose enablement
+    property is set, and ``timestampNtz`` for timestamp columns without a time zone. Writer
+    version 2 is the floor (deltalog's default, as Delta Spark's).
+
+    Raises:
+        UnsupportedFeatureError: a feature deltalog cannot write (named in ``features``).
+    """
+    from deltalog.table import Protocol
+
+    needed, stored = features.features_for_configuration(configuration or {}, table_features)
+    if any(_has_timestamp_ntz(f.type) for f in schema):
+        needed = needed | {"timestampNtz"}
+    reader, writer, reader_list, writer_list = features.min_protocol_for(needed)
+    if writer_list is None:
+        writer = max(writer, 2)
+    protocol = Protocol(reader, writer, reader_list, writer_list)
+    features.check_writable(protocol)
+    action: dict[str, Any] = {"minReaderVersion": reader, "minWriterVersion": writer}
+    if reader_list is not None:
+        action["readerFeatures"] = reader_list
+    if writer_list is not None:
+        action["writerFeatures"] = writer_list
+    return action, stored
 
 
 def _reader(data: Any) -> pa.RecordBatchReader:
@@ -72,6 +120,7 @@ def write_table(
     storage_options: Mapping[str, str] | None = None,
     commit_properties: CommitProperties | None = None,
     schema_mode: Literal["merge"] | None = None,
+    table_features: Iterable[str] | None = None,
 ) -> int:
     """Writes ``data`` to the Delta table at ``table_or_uri`` and returns the new version.
 
@@ -89,6 +138,9 @@ def write_table(
             commitInfo fields.
         schema_mode: ``"merge"`` adds the data's columns the table does not have (as nullable
             columns; existing rows read them as null). Without it such columns are an error.
+        table_features: table features a new table supports from the start (also
+            ``configuration={"delta.feature.<name>": "supported"}``); enablement properties
+            such as ``delta.enableDeletionVectors=true`` add their feature themselves.
 
     Returns:
         The version committed (for ``"ignore"`` on an existing table, or an application
@@ -119,9 +171,15 @@ def write_table(
         raise ValueError(f'schema_mode must be None or "merge", not {schema_mode!r}')
     props = commit_properties or CommitProperties()
     app = (props.app_id, props.app_version) if props.app_id is not None else None
+    reader = _reader(data)
+    protocol = None
+    if existing is None:
+        action, stored = new_table_protocol(reader.schema, configuration, table_features or ())
+        protocol = json.dumps(action)
+        configuration = stored
     version, _written = _native.write_table(
         uri,
-        _reader(data),
+        reader,
         mode,
         existing,
         list(partition_by) if partition_by is not None else None,
@@ -132,8 +190,9 @@ def write_table(
         app,
         json.dumps(dict(props.custom_metadata), default=str) if props.custom_metadata else None,
         schema_mode == "merge",
+        protocol,
     )
     if isinstance(table_or_uri, DeltaTable):
-        table_or_uri.update()
+        table_or_uri.update_incremental()
     return version
 

@@ -12,7 +12,7 @@
 //! - [`snapshot`]: one version of a table; [`add_actions`] its files as a flat Arrow table;
 //! - [`timeline`]: commit timestamps, timestamp time travel and history;
 //! - [`deletion_vector`]: deletion vector descriptors, Z85, RoaringBitmap and DV files;
-//! - [`predicate`]: the expression type of filters;
+//! - [`predicate`]: the expression type of filters; [`expr`]: SQL expressions (DML, constraints);
 //! - [`scan`]: a snapshot's rows: scan planning ([`scan::Scan`]) and parallel file reads;
 //! - [`write`]: the pieces of data files and commits (partition values, directories, paths).
 
@@ -22,6 +22,7 @@ pub mod add_lines;
 pub mod conform;
 pub mod deletion_vector;
 pub mod error;
+pub mod expr;
 pub mod file_keys;
 pub mod files;
 pub mod json_scan;

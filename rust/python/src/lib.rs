@@ -97,9 +97,7 @@ fn to_py_err(py: Python<'_>, err: DeltaError) -> PyErr {
             }
             DeltaError::VersionNotFound { .. } => ("VersionNotFoundError", None),
             DeltaError::Unsupported(_) => ("UnsupportedFeatureError", None),
-            DeltaError::InvalidArgument(_) => {
-                return Ok(pyo3::exceptions::PyValueError::new_err(message))
-            }
+            DeltaError::InvalidArgument(_) => ("InvalidArgumentError", None),
             DeltaError::Storage(_) => ("StorageError", None),
             DeltaError::Arrow(_) | DeltaError::Parquet(_) | DeltaError::Internal(_) => {
                 ("DeltaError", None)
@@ -323,6 +321,7 @@ impl RawSnapshot {
             columns,
             row_tracking,
             predicate,
+            row_index: false,
         };
         let planned = py
             .detach(|| Scan::try_new(&snapshot, options))
@@ -351,6 +350,7 @@ impl RawSnapshot {
                 columns,
                 row_tracking: false,
                 predicate: predicate.map(Predicate::from_json).transpose()?,
+                row_index: false,
             })
         };
         let options = build().map_err(|e| to_py_err(py, e))?;
@@ -527,7 +527,7 @@ fn json_checksum(text: &str) -> PyResult<String> {
 /// table at `uri`, whose latest version the caller loaded as `snapshot` (None: no table yet);
 /// returns `(version, written)` (`written` false when nothing was committed).
 #[pyfunction]
-#[pyo3(signature = (uri, data, mode, snapshot=None, partition_by=None, configuration=None, name=None, description=None, storage_options=None, app_transaction=None, commit_info=None, merge_schema=false))]
+#[pyo3(signature = (uri, data, mode, snapshot=None, partition_by=None, configuration=None, name=None, description=None, storage_options=None, app_transaction=None, commit_info=None, merge_schema=false, protocol=None))]
 #[allow(clippy::too_many_arguments)]
 fn write_table(
     py: Python<'_>,
@@ -543,22 +543,21 @@ fn write_table(
     app_transaction: Option<(String, i64)>,
     commit_info: Option<&str>,
     merge_schema: bool,
+    protocol: Option<&str>,
 ) -> PyResult<(u64, bool)> {
     use deltalog_core::write::table::{write_batches, SaveMode, WriteOptions, Written};
     let storage = open_storage(uri, storage_options).map_err(|e| to_py_err(py, e))?;
     let mode = SaveMode::parse(mode).map_err(|e| to_py_err(py, e))?;
     let reader = data.0;
     let schema = reader.schema();
-    let commit_info = match commit_info {
-        Some(text) => match serde_json::from_str::<serde_json::Value>(text) {
-            Ok(serde_json::Value::Object(map)) => map,
-            _ => {
-                return Err(pyo3::exceptions::PyValueError::new_err(
-                    "commit metadata must be a JSON object",
-                ))
-            }
-        },
-        None => serde_json::Map::new(),
+    let commit_info = commit_info_map(commit_info)?;
+    let protocol = match protocol {
+        Some(text) => Some(
+            serde_json::from_str::<serde_json::Value>(text).map_err(|e| {
+                pyo3::exceptions::PyValueError::new_err(format!("protocol must be JSON: {e}"))
+            })?,
+        ),
+        None => None,
     };
     let options = WriteOptions {
         mode,
@@ -569,6 +568,7 @@ fn write_table(
         app_transaction,
         commit_info,
         merge_schema,
+        protocol,
     };
     let batches = reader.map(|b| b.map_err(DeltaError::from));
     let snapshot = snapshot.map(|s| s.snapshot.clone());
@@ -579,6 +579,91 @@ fn write_table(
         Written::Version(v) => (v, true),
         Written::Ignored(v) => (v, false),
     })
+}
+
+/// Parses commit metadata given as a JSON object's text.
+fn commit_info_map(text: Option<&str>) -> PyResult<serde_json::Map<String, serde_json::Value>> {
+    match text {
+        Some(text) => match serde_json::from_str::<serde_json::Value>(text) {
+            Ok(serde_json::Value::Object(map)) => Ok(map),
+            _ => Err(pyo3::exceptions::PyValueError::new_err(
+                "commit metadata must be a JSON object",
+            )),
+        },
+        None => Ok(serde_json::Map::new()),
+    }
+}
+
+/// A SQL expression (`is_sql`) or the JSON form of an `Expr`.
+fn expression(text: &str, is_sql: bool) -> Result<deltalog_core::expr::Expr, DeltaError> {
+    use deltalog_core::expr::Expr;
+    if is_sql {
+        Expr::parse(text)
+    } else {
+        serde_json::from_str::<Expr>(text)
+            .map_err(|e| DeltaError::InvalidArgument(format!("not a deltalog expression: {e}")))
+    }
+}
+
+/// DELETE (`set` None) or UPDATE of the table whose latest version is `snapshot`, for the
+/// rows matching `predicate_sql` (SQL text) or `predicate_json` (a filter predicate's JSON);
+/// all rows when both are None. `set` holds `(column, value, is_sql)`: a SQL expression, or
+/// an expression's JSON. Returns the metrics, with `version` None when nothing changed.
+#[pyfunction]
+#[pyo3(signature = (snapshot, predicate_sql=None, predicate_json=None, set=None, app_transaction=None, commit_info=None))]
+fn dml(
+    py: Python<'_>,
+    snapshot: PyRef<'_, RawSnapshot>,
+    predicate_sql: Option<&str>,
+    predicate_json: Option<&str>,
+    set: Option<Vec<(String, String, bool)>>,
+    app_transaction: Option<(String, i64)>,
+    commit_info: Option<&str>,
+) -> PyResult<Py<PyDict>> {
+    use deltalog_core::expr::Expr;
+    use deltalog_core::write::dml::{execute, Change, DmlOptions};
+    let build = || -> Result<(Option<Expr>, Change), DeltaError> {
+        let predicate = match (predicate_sql, predicate_json) {
+            (Some(sql), _) => Some(Expr::parse(sql)?),
+            (None, Some(json)) => Some(Expr::from(&Predicate::from_json(json)?)),
+            (None, None) => None,
+        };
+        let change = match set {
+            None => Change::Delete,
+            Some(set) => Change::Update(
+                set.into_iter()
+                    .map(|(c, v, sql)| Ok((c, expression(&v, sql)?)))
+                    .collect::<Result<_, DeltaError>>()?,
+            ),
+        };
+        Ok((predicate, change))
+    };
+    let (predicate, change) = build().map_err(|e| to_py_err(py, e))?;
+    let options = DmlOptions {
+        commit_info: commit_info_map(commit_info)?,
+        app_transaction,
+        predicate_text: predicate_sql
+            .map(str::to_string)
+            .or_else(|| predicate.as_ref().map(|p| format!("{p:?}"))),
+    };
+    let snapshot = snapshot.snapshot.clone();
+    let metrics = block_on(py, async move {
+        execute(&snapshot, predicate.as_ref(), change, options).await
+    })?;
+    let out = PyDict::new(py);
+    out.set_item("version", metrics.version)?;
+    out.set_item("num_deleted_rows", metrics.num_deleted_rows)?;
+    out.set_item("num_updated_rows", metrics.num_updated_rows)?;
+    out.set_item("num_copied_rows", metrics.num_copied_rows)?;
+    out.set_item("num_removed_files", metrics.num_removed_files)?;
+    out.set_item("num_added_files", metrics.num_added_files)?;
+    out.set_item("num_added_change_files", metrics.num_added_change_files)?;
+    out.set_item(
+        "num_deletion_vectors_added",
+        metrics.num_deletion_vectors_added,
+    )?;
+    out.set_item("num_files_scanned", metrics.num_files_scanned)?;
+    Ok(out.unbind())
 }
 
 /// The rows of a deletion vector as a RoaringTreemap; keys must fit in 63 bits.
@@ -647,6 +732,7 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<RawBatchStream>()?;
     m.add_function(wrap_pyfunction!(json_checksum, m)?)?;
     m.add_function(wrap_pyfunction!(write_table, m)?)?;
+    m.add_function(wrap_pyfunction!(dml, m)?)?;
     m.add_function(wrap_pyfunction!(dv_serialize, m)?)?;
     m.add_function(wrap_pyfunction!(dv_deserialize, m)?)?;
     m.add_function(wrap_pyfunction!(dv_cardinality, m)?)?;

@@ -41,7 +41,7 @@ use crate::storage::Storage;
 pub use reader::{OpenFile, RowGroupRead};
 pub use task::{
     FileTask, MetadataColumns, ReadSpec, RowTracking, CHANGE_TYPE, COMMIT_TIMESTAMP,
-    COMMIT_VERSION, ROW_COMMIT_VERSION, ROW_ID,
+    COMMIT_VERSION, ROW_COMMIT_VERSION, ROW_ID, ROW_INDEX,
 };
 
 /// Table property enabling row tracking ("Row Tracking").
@@ -62,6 +62,8 @@ pub struct ScanOptions {
     /// Only rows satisfying this predicate: files are pruned by partition values and
     /// statistics, and the rest filtered row by row.
     pub predicate: Option<Predicate>,
+    /// Add [`ROW_INDEX`], each row's index in its data file (for DML).
+    pub row_index: bool,
 }
 
 /// A planned scan of one snapshot.
@@ -151,6 +153,7 @@ fn read_spec(
         MetadataColumns {
             row_tracking,
             change_data,
+            row_index: options.row_index,
         },
         options.predicate,
     )

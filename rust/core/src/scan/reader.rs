@@ -58,6 +58,8 @@ enum Column {
         default: i64,
         add_row_index: bool,
     },
+    /// The row's index in the file.
+    RowIndex,
 }
 
 /// How the file's bytes are read.
@@ -284,6 +286,10 @@ impl OpenFile {
                     row_tracking(materialized, *default, index, len)
                         .map_err(|e| DeltaError::data_file(&self.name, e))?
                 }
+                Column::RowIndex => match &row_index {
+                    Some(index) => Arc::new(index.clone()),
+                    None => return Err(DeltaError::Internal("row index not computed".into())),
+                },
             });
         }
         let options = RecordBatchOptions::new().with_row_count(Some(len));
@@ -322,7 +328,7 @@ impl OpenFile {
                 Column::RowTracking {
                     add_row_index: true,
                     ..
-                }
+                } | Column::RowIndex
             )
         })
     }
@@ -364,6 +370,7 @@ fn resolve_columns(
                 _ => None,
             },
             ColumnSource::Partition { .. }
+            | ColumnSource::RowIndex
             | ColumnSource::CommitVersion
             | ColumnSource::CommitTimestamp => None,
         };
@@ -397,6 +404,7 @@ fn resolve_columns(
                 })?;
                 Column::Constant(value)
             }
+            ColumnSource::RowIndex => Column::RowIndex,
             ColumnSource::RowId => Column::RowTracking {
                 materialized: root.map(position),
                 default: task.base_row_id.ok_or_else(|| {

@@ -29,6 +29,11 @@ pub const COMMIT_VERSION: &str = "_commit_version";
 /// Name of the commit timestamp column of change feeds.
 pub const COMMIT_TIMESTAMP: &str = "_commit_timestamp";
 
+/// Name of the column holding each row's index in its data file (0-based, deleted rows
+/// counted), read by DELETE, UPDATE and MERGE to address rows in deletion vectors ("Deletion
+/// Vector Format": a DV holds row indexes of the file).
+pub const ROW_INDEX: &str = "__deltalog_row_index";
+
 /// Name of the row ID column ("Row IDs").
 pub const ROW_ID: &str = "_row_id";
 /// Name of the row commit version column ("Row Commit Versions").
@@ -56,6 +61,8 @@ pub enum ColumnSource {
     RowId,
     /// `_row_commit_version`.
     RowCommitVersion,
+    /// The row's index in its file ([`ROW_INDEX`]).
+    RowIndex,
     /// `_change_type` of a change feed.
     ChangeType,
     /// `_commit_version` of a change feed.
@@ -72,6 +79,9 @@ pub struct MetadataColumns {
     pub row_tracking: Option<RowTracking>,
     /// `_change_type`, `_commit_version` and `_commit_timestamp` (tasks of a change feed).
     pub change_data: bool,
+    /// [`ROW_INDEX`], the row's index in its data file.
+    #[serde(default)]
+    pub row_index: bool,
 }
 
 /// Everything about a scan that is the same for all its files.
@@ -159,6 +169,9 @@ impl ReadSpec {
                 DataType::Int64,
                 ColumnSource::RowCommitVersion,
             ));
+        }
+        if extra.row_index {
+            added.push((ROW_INDEX, DataType::Int64, ColumnSource::RowIndex));
         }
         if extra.change_data {
             added.push((CHANGE_TYPE, DataType::Utf8, ColumnSource::ChangeType));
@@ -373,6 +386,7 @@ mod tests {
             MetadataColumns {
                 row_tracking: Some(RowTracking::default()),
                 change_data: false,
+                row_index: false,
             },
             None,
         )

@@ -41,6 +41,16 @@ pub struct WrittenFile {
 }
 
 impl WrittenFile {
+    /// The `cdc` action of a change data file ("Add CDC File").
+    pub fn to_cdc_action(&self) -> Value {
+        json!({"cdc": {
+            "path": self.path,
+            "partitionValues": self.partition_values,
+            "size": self.size,
+            "dataChange": false,
+        }})
+    }
+
     /// The `add` action, as JSON.
     pub fn to_action(&self, data_change: bool) -> Value {
         json!({"add": {
@@ -63,6 +73,35 @@ pub struct DataFileOptions {
     pub indexed: IndexedColumns,
     /// Close a file once this many bytes are buffered.
     pub target_file_size: usize,
+    /// A directory under the table root the files go to (`_change_data` for change data
+    /// files), before the partition directories; the table root when `None`.
+    pub directory: Option<String>,
+    /// The start of file names: `part` for data files, `cdc` for change data files.
+    pub file_prefix: &'static str,
+}
+
+impl DataFileOptions {
+    /// Data files of a table with these partition columns and statistics columns.
+    pub fn data(partition_columns: Vec<String>, indexed: IndexedColumns) -> Self {
+        DataFileOptions {
+            partition_columns,
+            indexed,
+            target_file_size: TARGET_FILE_SIZE,
+            directory: None,
+            file_prefix: "part",
+        }
+    }
+
+    /// Change data files ("Add CDC File": under `_change_data/`, no statistics needed).
+    pub fn change_data(partition_columns: Vec<String>) -> Self {
+        DataFileOptions {
+            partition_columns,
+            indexed: IndexedColumns::First(0),
+            target_file_size: TARGET_FILE_SIZE,
+            directory: Some("_change_data".into()),
+            file_prefix: "cdc",
+        }
+    }
 }
 
 /// One open file of one partition.
@@ -198,12 +237,19 @@ impl DataFileWriter {
 
     async fn close(&mut self, file: OpenFile) -> DeltaResult<()> {
         let bytes = file.writer.into_inner()?;
-        let name = format!("part-{}.c000.snappy.parquet", uuid::Uuid::new_v4());
-        let relative = if file.partition_values.is_empty() {
+        let name = format!(
+            "{}-{}.c000.snappy.parquet",
+            self.options.file_prefix,
+            uuid::Uuid::new_v4()
+        );
+        let mut relative = if file.partition_values.is_empty() {
             name
         } else {
             format!("{}/{name}", partition_directory(&file.partition_values))
         };
+        if let Some(dir) = &self.options.directory {
+            relative = format!("{dir}/{relative}");
+        }
         let size = bytes.len() as u64;
         self.storage.put_file(&relative, bytes.into()).await?;
         let modification_time = chrono::Utc::now().timestamp_millis();

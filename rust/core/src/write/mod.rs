@@ -5,9 +5,11 @@
 //! - [`stats`]: the statistics of a file being written ("Per-file Statistics");
 //! - [`data_files`]: record batches into partitioned parquet files and their `add` actions;
 //! - [`transaction`]: put-if-absent commits, conflict checks and retries;
-//! - [`table`]: create, append to and overwrite a table.
+//! - [`table`]: create, append to and overwrite a table;
+//! - [`dml`]: DELETE and UPDATE, with deletion vectors or by rewriting files.
 
 pub mod data_files;
+pub mod dml;
 pub mod partitions;
 pub mod stats;
 pub mod table;

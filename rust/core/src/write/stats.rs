@@ -277,6 +277,85 @@ fn leaf_array(batch: &RecordBatch, path: &[String]) -> Option<(ArrayRef, Option<
     Some((array, nulls))
 }
 
+/// The `stats` JSON of row `row` of parsed statistics (the [`crate::stats::StatsSchema`]
+/// structs a snapshot keeps: `numRecords`, `minValues`, `maxValues`, `nullCount`, physical
+/// names), for an `add` that re-adds a file, e.g. with a new deletion vector. `tightBounds` is
+/// `tight_bounds` ("Per-file Statistics": with deletion vectors the bounds may be wide).
+pub fn stats_json_of_parsed(
+    stats: &arrow::array::StructArray,
+    row: usize,
+    tight_bounds: bool,
+) -> Value {
+    fn values(s: &arrow::array::StructArray, row: usize, is_max: bool) -> Map<String, Value> {
+        let mut out = Map::new();
+        for (field, column) in s.fields().iter().zip(s.columns()) {
+            if let Some(child) = column.as_struct_opt() {
+                let inner = values(child, row, is_max);
+                if !inner.is_empty() {
+                    out.insert(field.name().clone(), Value::Object(inner));
+                }
+                continue;
+            }
+            if !column.is_valid(row) {
+                continue;
+            }
+            let one = column.slice(row, 1);
+            let mut nan = false;
+            let Ok(found) = bounds(&one, &|_| true, &mut nan) else {
+                continue;
+            };
+            let bound = if is_max { found.last() } else { found.first() };
+            if let Some(v) = bound.and_then(|b| b.to_json(is_max)) {
+                out.insert(field.name().clone(), v);
+            }
+        }
+        out
+    }
+    fn counts(s: &arrow::array::StructArray, row: usize) -> Map<String, Value> {
+        let mut out = Map::new();
+        for (field, column) in s.fields().iter().zip(s.columns()) {
+            if let Some(child) = column.as_struct_opt() {
+                let inner = counts(child, row);
+                if !inner.is_empty() {
+                    out.insert(field.name().clone(), Value::Object(inner));
+                }
+            } else if let Some(c) = column.as_primitive_opt::<Int64Type>() {
+                if c.is_valid(row) {
+                    out.insert(field.name().clone(), Value::from(c.value(row)));
+                }
+            }
+        }
+        out
+    }
+    let mut out = Map::new();
+    if let Some(n) = stats
+        .column_by_name("numRecords")
+        .and_then(|c| c.as_primitive_opt::<Int64Type>())
+        .filter(|c| c.is_valid(row))
+    {
+        out.insert("numRecords".into(), Value::from(n.value(row)));
+    }
+    for (key, is_max) in [("minValues", false), ("maxValues", true)] {
+        if let Some(s) = stats.column_by_name(key).and_then(|c| c.as_struct_opt()) {
+            let v = values(s, row, is_max);
+            if !v.is_empty() {
+                out.insert(key.into(), Value::Object(v));
+            }
+        }
+    }
+    if let Some(s) = stats
+        .column_by_name("nullCount")
+        .and_then(|c| c.as_struct_opt())
+    {
+        let v = counts(s, row);
+        if !v.is_empty() {
+            out.insert("nullCount".into(), Value::Object(v));
+        }
+    }
+    out.insert("tightBounds".into(), Value::Bool(tight_bounds));
+    Value::Object(out)
+}
+
 /// The non-null values of a leaf as bounds (only the extreme ones matter, so primitive
 /// columns contribute their min and max).
 fn bounds(
@@ -505,6 +584,24 @@ mod tests {
         assert_eq!(t.as_primitive::<TimestampMicrosecondType>().value(0), 1_000);
         let i = min.column_by_name("i").unwrap();
         assert_eq!(i.as_primitive::<Int32Type>().value(0), -1);
+    }
+
+    #[test]
+    fn parsed_statistics_write_back_as_the_same_json() {
+        let b = batch();
+        let mut c = StatsCollector::new(&b.schema(), &IndexedColumns::First(-1));
+        c.update(&b).unwrap();
+        let written = c.finish();
+        let schema = StatsSchema::new(&b.schema(), &b.schema());
+        let column: ArrayRef = Arc::new(StringArray::from(vec![
+            written.to_string(),
+            written.to_string(),
+        ]));
+        let parsed = schema.parse(Some(&column), None).unwrap();
+        let mut back = stats_json_of_parsed(&parsed, 1, false);
+        assert_eq!(back["tightBounds"], Value::Bool(false));
+        back.as_object_mut().unwrap().remove("tightBounds");
+        assert_eq!(back, written);
     }
 
     #[test]

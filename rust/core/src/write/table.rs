@@ -20,7 +20,7 @@ use crate::scan::columns::{output_field, to_logical};
 use crate::schema::{arrow_to_schema_string, parse_schema_string, ColumnMappingMode};
 use crate::snapshot::Snapshot;
 use crate::storage::Storage;
-use crate::write::data_files::{DataFileOptions, DataFileWriter, TARGET_FILE_SIZE};
+use crate::write::data_files::{DataFileOptions, DataFileWriter};
 use crate::write::stats::IndexedColumns;
 use crate::write::transaction::{Isolation, Transaction};
 
@@ -72,6 +72,9 @@ pub struct WriteOptions {
     /// Add the data's columns the table does not have (`schema_mode="merge"`), as nullable
     /// columns at the end of the schema, with a new `metaData` in the same commit.
     pub merge_schema: bool,
+    /// The `protocol` action of a new table (`None`: reader 1, writer 2). The caller computes
+    /// it from the features the table uses ("Protocol Evolution", table features).
+    pub protocol: Option<Value>,
 }
 
 /// The table a write goes to: the latest snapshot, or none when the table does not exist.
@@ -93,7 +96,8 @@ pub enum Written {
     Ignored(u64),
 }
 
-/// A table schema for `schema` (the incoming data's): Delta types only, every field nullable.
+/// A table schema for `schema` (the incoming data's): Delta types only; top-level fields keep
+/// their nullability (a NOT NULL column stays one, as Delta Spark's CREATE TABLE keeps it).
 fn table_schema_of(schema: &Schema) -> DeltaResult<SchemaRef> {
     let text = arrow_to_schema_string(&Schema::new(
         schema
@@ -102,7 +106,6 @@ fn table_schema_of(schema: &Schema) -> DeltaResult<SchemaRef> {
             .map(|f| {
                 f.as_ref()
                     .clone()
-                    .with_nullable(true)
                     .with_metadata(std::collections::HashMap::<String, String>::new())
             })
             .collect::<Vec<Field>>(),
@@ -187,7 +190,12 @@ where
     let (table_schema, merged) = match (&snapshot, new_fields.is_empty()) {
         (_, true) | (None, _) => (table_schema, false),
         (Some(_), false) if options.merge_schema => {
-            let added = table_schema_of(&Schema::new(new_fields))?;
+            // Existing rows read the new columns as null.
+            let nullable: Vec<Field> = new_fields
+                .into_iter()
+                .map(|f| f.with_nullable(true))
+                .collect();
+            let added = table_schema_of(&Schema::new(nullable))?;
             let mut fields: Vec<Field> = table_schema
                 .fields()
                 .iter()
@@ -225,11 +233,10 @@ where
                 .map(|f| output_field(f))
                 .collect::<Vec<_>>(),
         ),
-        DataFileOptions {
-            partition_columns: partition_columns.clone(),
-            indexed: IndexedColumns::from_config(&config),
-            target_file_size: TARGET_FILE_SIZE,
-        },
+        DataFileOptions::data(
+            partition_columns.clone(),
+            IndexedColumns::from_config(&config),
+        ),
     )?;
     let target = DataType::Struct(table_schema.fields().clone());
     let file_schema = Arc::new(Schema::new(
@@ -251,6 +258,7 @@ where
         let columns = converted.as_struct().columns().to_vec();
         let options = arrow::array::RecordBatchOptions::new().with_row_count(Some(rows));
         let batch = RecordBatch::try_new_with_options(file_schema.clone(), columns, &options)?;
+        crate::write::dml::check_not_null(&table_schema, &batch)?;
         writer.write(&batch).await?;
     }
     let files = writer.finish().await?;
@@ -280,7 +288,9 @@ where
     }
     if snapshot.is_none() {
         txn.add_actions([
-            json!({"protocol": {"minReaderVersion": 1, "minWriterVersion": 2}}),
+            json!({"protocol": options.protocol.clone().unwrap_or_else(
+                || json!({"minReaderVersion": 1, "minWriterVersion": 2}),
+            )}),
             json!({"metaData": {
                 "id": uuid::Uuid::new_v4().to_string(),
                 "name": options.name,
@@ -335,6 +345,12 @@ fn check_writer_rules(
                 .into(),
         ));
     }
+    check_invariants(schema)
+}
+
+/// "Column Invariants": deltalog cannot evaluate `delta.invariants` yet, so a table whose
+/// schema has any is not written.
+pub fn check_invariants(schema: &Schema) -> DeltaResult<()> {
     fn has_invariant(fields: &arrow::datatypes::Fields) -> bool {
         fields.iter().any(|f| {
             f.metadata().contains_key("delta.invariants")
@@ -353,38 +369,11 @@ fn check_writer_rules(
 
 /// `remove` actions for every active file of `snapshot`.
 fn remove_all(snapshot: &Snapshot) -> DeltaResult<Vec<Value>> {
-    use arrow::array::{Array, AsArray};
     let now = chrono::Utc::now().timestamp_millis();
     let mut out = Vec::with_capacity(snapshot.num_files());
     for files in snapshot.files() {
-        let adds = &files.adds;
-        let paths = adds
-            .column_by_name("path")
-            .and_then(|c| c.as_string_opt::<i32>())
-            .ok_or_else(|| DeltaError::Internal("add batch without paths".into()))?;
-        for i in 0..adds.len() {
-            let mut remove = json!({
-                "path": paths.value(i),
-                "deletionTimestamp": now,
-                "dataChange": true,
-                "extendedFileMetadata": true,
-                "partitionValues": crate::model::map_field(adds, "partitionValues", i).unwrap_or_default(),
-            });
-            if let Some(size) = crate::model::i64_field(adds, "size", i) {
-                remove["size"] = json!(size);
-            }
-            if let Some(dv) = adds
-                .column_by_name("deletionVector")
-                .and_then(|c| c.as_struct_opt())
-            {
-                if let Some(d) =
-                    crate::deletion_vector::DvDescriptor::from_row(dv, i, paths.value(i))?
-                {
-                    remove["deletionVector"] =
-                        serde_json::to_value(d).map_err(|e| DeltaError::Internal(e.to_string()))?;
-                }
-            }
-            out.push(json!({ "remove": remove }));
+        for i in 0..files.len() {
+            out.push(crate::write::dml::remove_action(&files.adds, i, now)?);
         }
     }
     Ok(out)

@@ -12,6 +12,9 @@
 //! [`DeltaError::CommitConflict`] naming the winning version and the reason. The table is never
 //! left with a partial commit: the commit file is written in one put.
 
+use std::collections::HashSet;
+use std::sync::Arc;
+
 use object_store::{PutMode, PutOptions, PutPayload};
 use serde_json::{json, Map, Value};
 
@@ -44,6 +47,8 @@ pub struct Transaction {
     engine_info: String,
     /// User fields added to the commitInfo (never replacing deltalog's own).
     custom: Map<String, Value>,
+    /// The files (URI-decoded paths) the transaction read, when it read only those.
+    read_files: Option<Arc<HashSet<String>>>,
 }
 
 impl Transaction {
@@ -64,7 +69,15 @@ impl Transaction {
             app_transaction: None,
             engine_info: format!("deltalog/{}", env!("CARGO_PKG_VERSION")),
             custom: Map::new(),
+            read_files: None,
         }
+    }
+
+    /// Records that the transaction read exactly these files (URI-decoded paths) and nothing
+    /// else of the table, for the conflict rules of the module docs.
+    pub fn with_read_files(mut self, files: HashSet<String>) -> Self {
+        self.read_files = Some(Arc::new(files));
+        self
     }
 
     /// Adds user fields to the commitInfo ("Commit Provenance Information": implementations
@@ -172,6 +185,7 @@ impl Transaction {
         }
         let name = commit_file_name(version);
         let bytes = self.storage.get(&self.storage.log_path(&name)).await?;
+        let mut actions = Vec::new();
         for line in bytes.split(|b| *b == b'\n') {
             if line.iter().all(u8::is_ascii_whitespace) {
                 continue;
@@ -183,13 +197,23 @@ impl Transaction {
                     format!("invalid action JSON: {e}"),
                 )
             })?;
-            let action = |key: &str| value.get(key).filter(|v| !v.is_null());
-            if action("metaData").is_some() || action("protocol").is_some() {
+            actions.push(value);
+        }
+        let action = |value: &'_ Value, key: &str| -> Option<Value> {
+            value.get(key).filter(|v| !v.is_null()).cloned()
+        };
+        let winner_blind = actions.iter().any(|a| {
+            action(a, "commitInfo")
+                .and_then(|c| c.get("isBlindAppend").and_then(Value::as_bool))
+                .unwrap_or(false)
+        });
+        for value in &actions {
+            if action(value, "metaData").is_some() || action(value, "protocol").is_some() {
                 return Err(conflict(
                     "it changed the table's metadata or protocol".into(),
                 ));
             }
-            if let (Some(txn), Some((app_id, _))) = (action("txn"), &self.app_transaction) {
+            if let (Some(txn), Some((app_id, _))) = (action(value, "txn"), &self.app_transaction) {
                 if txn.get("appId").and_then(Value::as_str) == Some(app_id) {
                     return Err(conflict(format!(
                         "it committed a transaction of application {app_id:?} too"
@@ -197,15 +221,41 @@ impl Transaction {
                 }
             }
             let data_change = |key: &str| {
-                action(key)
-                    .is_some_and(|a| a.get("dataChange").and_then(Value::as_bool) != Some(false))
+                action(value, key)
+                    .filter(|a| a.get("dataChange").and_then(Value::as_bool) != Some(false))
             };
-            if self.isolation == Isolation::ReadsData
-                && (data_change("add") || data_change("remove"))
-            {
-                return Err(conflict(
-                    "it changed data files this transaction read".into(),
-                ));
+            if self.isolation == Isolation::BlindAppend {
+                continue;
+            }
+            match &self.read_files {
+                None => {
+                    if data_change("add").is_some() || data_change("remove").is_some() {
+                        return Err(conflict(
+                            "it changed data files this transaction read".into(),
+                        ));
+                    }
+                }
+                Some(read) => {
+                    if let Some(remove) = action(value, "remove") {
+                        let raw = remove.get("path").and_then(Value::as_str).unwrap_or("");
+                        let path = crate::paths::decode_uri_path(raw)
+                            .map(|p| p.into_owned())
+                            .unwrap_or_else(|_| raw.to_string());
+                        if read.contains(&path) {
+                            return Err(conflict(format!(
+                                "it removed or changed the deletion vector of {path}, a file \
+                                 this transaction read"
+                            )));
+                        }
+                    }
+                    if !winner_blind && data_change("add").is_some() {
+                        return Err(conflict(
+                            "it added data files without being a blind append; they may hold \
+                             rows this transaction should have read"
+                                .into(),
+                        ));
+                    }
+                }
             }
         }
         Ok(())
@@ -290,6 +340,60 @@ mod tests {
             .get(&storage.log_path(&commit_file_name(2)))
             .await
             .is_err());
+    }
+
+    #[tokio::test]
+    async fn statements_that_read_files_commute_with_blind_appends_only() {
+        let (_dir, storage) = table().await;
+        txn(&storage, Isolation::BlindAppend, "a")
+            .commit()
+            .await
+            .unwrap();
+        txn(&storage, Isolation::BlindAppend, "b")
+            .commit()
+            .await
+            .unwrap();
+        // A DELETE that read version 2's file "a%20x" (decoded: "a x").
+        let dml = |storage: &Storage| {
+            let mut t = Transaction::new(storage.clone(), Some(2), "DELETE", Isolation::ReadsData)
+                .with_read_files(["a x".to_string()].into());
+            t.add_actions([json!({"remove": {"path": "a%20x", "dataChange": true}})]);
+            t
+        };
+        // A concurrent blind append commutes.
+        txn(&storage, Isolation::BlindAppend, "c")
+            .commit()
+            .await
+            .unwrap();
+        assert_eq!(dml(&storage).commit().await.unwrap(), 4);
+        // A concurrent removal of a file it read conflicts, naming the file.
+        let mut winner = Transaction::new(storage.clone(), Some(4), "DELETE", Isolation::ReadsData);
+        winner.add_actions([json!({"remove": {"path": "a%20x", "dataChange": true}})]);
+        assert_eq!(winner.commit().await.unwrap(), 5);
+        let mut loser = Transaction::new(storage.clone(), Some(4), "DELETE", Isolation::ReadsData)
+            .with_read_files(["a x".to_string()].into());
+        loser.add_actions([json!({"remove": {"path": "a%20x", "dataChange": true}})]);
+        let err = loser.commit().await.unwrap_err();
+        assert!(
+            matches!(&err, DeltaError::CommitConflict { version: 5, reason } if reason.contains("a x")),
+            "{err}"
+        );
+        // Removing another file is fine, but adding files without being a blind append
+        // conflicts (the files might hold rows it should have read).
+        let mut other = Transaction::new(storage.clone(), Some(5), "UPDATE", Isolation::ReadsData);
+        other.add_actions([
+            json!({"remove": {"path": "b", "dataChange": true}}),
+            add("b2"),
+        ]);
+        assert_eq!(other.commit().await.unwrap(), 6);
+        let mut late = Transaction::new(storage.clone(), Some(5), "DELETE", Isolation::ReadsData)
+            .with_read_files(["c".to_string()].into());
+        late.add_actions([json!({"remove": {"path": "c", "dataChange": true}})]);
+        let err = late.commit().await.unwrap_err();
+        assert!(
+            matches!(&err, DeltaError::CommitConflict { version: 6, reason } if reason.contains("blind")),
+            "{err}"
+        );
     }
 
     #[tokio::test]
