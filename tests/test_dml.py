@@ -223,9 +223,7 @@ def test_golden_dv_tables_take_further_deletes(tmp_path: Path, name: str) -> Non
     t = dl.DeltaTable(path)
     assert t.protocol().writer_features and "deletionVectors" in t.protocol().writer_features
     before = t.to_pyarrow_table()
-    column = next(
-        f.name for f in before.schema if pa.types.is_integer(f.type) and f.name != "part"
-    )
+    column = next(f.name for f in before.schema if pa.types.is_integer(f.type) and f.name != "part")
     values = sorted(v for v in before.column(column).to_pylist() if v is not None)
     cut = values[len(values) // 3]
     m = t.delete(f"`{column}` < {cut}")

@@ -225,12 +225,14 @@ def test_support_flags_are_honest() -> None:
     assert all(f.read_supported for f in FEATURES.values() if f.kind == "writer")
     # Writable: the legacy writer-version-2 features (invariants by refusing tables that have
     # any, which deltalog cannot evaluate yet), the change feed and deletion vectors (DELETE
-    # and UPDATE write cdc files and DVs), timestampNtz, and the checkpoint/vacuum features
+    # and UPDATE write cdc files and DVs), column mapping, timestampNtz, and the checkpoint/vacuum
+    # features
     # that govern operations deltalog does not perform yet.
     assert {n for n, f in FEATURES.items() if f.write_supported} == {
         "appendOnly",
         "invariants",
         "changeDataFeed",
+        "columnMapping",
         "deletionVectors",
         "timestampNtz",
         "v2Checkpoint",
@@ -411,8 +413,22 @@ def test_writer_only_features_never_block_reads() -> None:
 def test_writable_requires_reader_features_too() -> None:
     # Writers must also respect reader features ("Table Features").
     with pytest.raises(UnsupportedFeatureError) as err:
-        check_writable(P(2, 7, None, []))
-    assert err.value.features == ["columnMapping"]
+        check_writable(P(3, 7, ["typeWidening"], ["typeWidening"]))
+    assert err.value.features == ["typeWidening"]
+    # Legacy reader version 2 implies columnMapping, which deltalog writes.
+    check_writable(P(2, 7, None, []))
+
+
+def test_unused_writer_features_are_tolerated_with_the_metadata() -> None:
+    # Legacy writer 5 supports CHECK constraints, generated columns, ...: a table that declares
+    # none asks nothing of a writer; one that declares some does.
+    legacy = P(2, 5)
+    check_writable(legacy, "{}", {})
+    with pytest.raises(UnsupportedFeatureError) as err:
+        check_writable(legacy, '{"metadata": {"delta.generationExpression": "a"}}', {})
+    assert err.value.features == ["generatedColumns"]
+    with pytest.raises(UnsupportedFeatureError):
+        check_writable(P(1, 7, None, ["identityColumns"]))
 
 
 def test_empty_feature_lists_are_readable_and_writable() -> None:

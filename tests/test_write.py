@@ -153,14 +153,20 @@ def test_bad_writes_leave_the_table_unchanged(tmp_path: Path) -> None:
 
 def test_features_deltalog_cannot_write_are_refused(tmp_path: Path) -> None:
     path = tmp_path / "t"
-    deltalake.write_deltalake(
-        str(path),
-        data([1], ["a"]),
-        configuration={"delta.enableChangeDataFeed": "true"},
-    )
-    with pytest.raises(dl.UnsupportedFeatureError):
+    deltalake.write_deltalake(str(path), data([1], ["a"]))
+    # Version 1 upgrades the protocol to row tracking, which deltalog does not write yet.
+    upgrade = {
+        "protocol": {
+            "minReaderVersion": 1,
+            "minWriterVersion": 7,
+            "writerFeatures": ["rowTracking", "domainMetadata"],
+        }
+    }
+    (path / "_delta_log" / f"{1:020}.json").write_text(json.dumps(upgrade) + "\n")
+    with pytest.raises(dl.UnsupportedFeatureError) as err:
         dl.write_table(path, data([2], ["a"]), mode="append")
-    assert dl.DeltaTable(path).version() == 0
+    assert "rowTracking" in err.value.features
+    assert dl.DeltaTable(path).version() == 1
 
 
 def _append_many(path: str, worker: int, count: int) -> None:

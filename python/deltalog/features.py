@@ -218,6 +218,8 @@ _REGISTRY: tuple[TableFeature, ...] = (
     ),
     # ---- Reader-writer features.
     # Reader Version 2: "Respect Column Mapping"; Writer Version 5: "Respect Column Mapping".
+    # Writers give new columns ids and physical names and write physical names and parquet
+    # field ids ("Writer Requirements for Column Mapping").
     _reader_writer(
         "columnMapping",
         "Column Mapping",
@@ -225,6 +227,7 @@ _REGISTRY: tuple[TableFeature, ...] = (
         legacy_reader_version=2,
         legacy_writer_version=5,
         enablement_property="delta.columnMapping.mode",
+        write_supported=True,
     ),
     # "Deletion Vectors": readers must honour DVs "even when the `delta.enableDeletionVectors`
     # table property is not set"; the property only governs writing new DVs.
@@ -456,8 +459,34 @@ def check_readable(protocol: ProtocolLike) -> None:
         )
 
 
-def check_writable(protocol: ProtocolLike) -> None:
+def _in_use(name: str, schema_string: str, configuration: Mapping[str, str]) -> bool:
+    """Whether a table uses writer feature ``name``: writers must respect a supported feature,
+    which for these features means checking what the schema or properties declare; with nothing
+    declared there is nothing to respect. Unknown usage counts as in use."""
+    if name == "checkConstraints":  # "CHECK Constraints": `delta.constraints.{name}` properties
+        return any(k.startswith("delta.constraints.") for k in configuration)
+    if name == "generatedColumns":  # "Generated Columns": `delta.generationExpression` metadata
+        return "delta.generationExpression" in schema_string
+    if name == "identityColumns":  # "Identity Columns": `delta.identity.*` metadata
+        return "delta.identity." in schema_string
+    if name == "allowColumnDefaults":  # "Default Columns": `CURRENT_DEFAULT` metadata
+        return "CURRENT_DEFAULT" in schema_string
+    if name == "invariants":  # "Column Invariants": `delta.invariants` metadata
+        return "delta.invariants" in schema_string
+    return True
+
+
+def check_writable(
+    protocol: ProtocolLike,
+    schema_string: str | None = None,
+    configuration: Mapping[str, str] | None = None,
+) -> None:
     """Raise unless deltalog can write (read and then commit to) a table with this protocol.
+
+    With the table's ``schema_string`` and ``configuration``, a writer feature deltalog does not
+    implement is tolerated while the table does not use it (a legacy writer version 5 table
+    supports CHECK constraints and generated columns, but a table with no constraint and no
+    generated column asks nothing of a writer); without them every feature counts.
 
     Writers "must implement and respect all features listed in `writerFeatures`. Because writers
     have to read the table (or only the Delta log) before write, they must implement and respect
@@ -478,6 +507,14 @@ def check_writable(protocol: ProtocolLike) -> None:
         if name not in FEATURES
         or not (FEATURES[name].read_supported and FEATURES[name].write_supported)
     }
+    if schema_string is not None and configuration is not None:
+        unsupported = {
+            name
+            for name in unsupported
+            if name not in FEATURES
+            or FEATURES[name].is_reader_feature
+            or _in_use(name, schema_string, configuration)
+        }
     if unsupported:
         raise UnsupportedFeatureError(
             "deltalog cannot write this table; it requires table features that deltalog cannot "

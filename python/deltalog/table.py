@@ -440,7 +440,8 @@ class DeltaTable:
     ) -> dict[str, Any]:
         # The statement reads the loaded version; commits since are checked as concurrent
         # winners (blind appends commute, a change to a file it read conflicts).
-        features.check_writable(self._protocol)
+        meta = self._raw.metadata()
+        features.check_writable(self._protocol, meta["schema_string"] or "", meta["configuration"])
         raw = self._raw
         sql = predicate if isinstance(predicate, str) else None
         as_filter = None if sql is not None else to_predicate(predicate)

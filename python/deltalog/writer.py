@@ -80,7 +80,7 @@ def new_table_protocol(
     if writer_list is None:
         writer = max(writer, 2)
     protocol = Protocol(reader, writer, reader_list, writer_list)
-    features.check_writable(protocol)
+    features.check_writable(protocol, "", stored)
     action: dict[str, Any] = {"minReaderVersion": reader, "minWriterVersion": writer}
     if reader_list is not None:
         action["readerFeatures"] = reader_list
@@ -166,7 +166,10 @@ def write_table(
     except TableNotFoundError:
         existing = None
     if existing is not None:
-        features.check_writable(Protocol(*existing.protocol()))
+        meta = existing.metadata()
+        features.check_writable(
+            Protocol(*existing.protocol()), meta["schema_string"] or "", meta["configuration"]
+        )
     if schema_mode not in (None, "merge"):
         raise ValueError(f'schema_mode must be None or "merge", not {schema_mode!r}')
     props = commit_properties or CommitProperties()

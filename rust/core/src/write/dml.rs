@@ -42,9 +42,9 @@ use crate::expr::{eval, Expr};
 use crate::paths::decode_uri_path;
 use crate::scan::columns::output_field;
 use crate::scan::{self, FileTask, MetadataColumns, ReadSpec, Scan, ScanOptions, ROW_INDEX};
-use crate::schema::ColumnMappingMode;
 use crate::snapshot::Snapshot;
 use crate::write::data_files::{DataFileOptions, DataFileWriter, WrittenFile};
+use crate::write::mapping::{physical_name, physical_output_schema, to_physical};
 use crate::write::stats::{stats_json_of_parsed, IndexedColumns};
 use crate::write::transaction::{Isolation, Transaction};
 
@@ -212,12 +212,6 @@ pub async fn execute(
     let use_dv = writes_deletion_vectors(snapshot);
     let cdf = is_true(&config, ENABLE_CHANGE_DATA_FEED);
     let writes_files = cdf || !use_dv || matches!(change, Change::Update(_));
-    if writes_files && mode != ColumnMappingMode::None {
-        return Err(DeltaError::Unsupported(format!(
-            "{operation} would write data files to a table with column mapping, which deltalog \
-             does not write yet"
-        )));
-    }
 
     // Plan: the files the predicate may match.
     let skipping = predicate.as_ref().and_then(Expr::skipping_predicate);
@@ -287,12 +281,18 @@ pub async fn execute(
     let data_schema = Arc::new(Schema::new(table_fields.clone()));
     let mut data_writer: Option<DataFileWriter> = None;
     let mut change_writer: Option<DataFileWriter> = None;
-    let cdc_schema = {
-        let mut fields = table_fields.clone();
+    let indexed = IndexedColumns::from_config(&config);
+    // Files hold physical columns ("Writer Requirements for Column Mapping").
+    let data_physical = physical_output_schema(&schema, &data_schema, mode)?;
+    let cdc_physical = {
+        let mut fields: Vec<_> = data_physical.fields().iter().cloned().collect();
         fields.push(Arc::new(Field::new(CHANGE_TYPE, DataType::Utf8, true)));
         Arc::new(Schema::new(fields))
     };
-    let indexed = IndexedColumns::from_config(&config);
+    let physical_partitions: Vec<String> = partition_columns
+        .iter()
+        .map(|p| physical_name(&schema, p, mode))
+        .collect();
     let mut removed: Vec<FileTask> = Vec::new();
     let mut new_vectors: Vec<(FileTask, RoaringTreemap)> = Vec::new();
     while let Some(file) = reads.try_next().await? {
@@ -338,14 +338,14 @@ pub async fn execute(
             if data_writer.is_none() {
                 data_writer = Some(DataFileWriter::try_new(
                     storage.clone(),
-                    &data_schema,
-                    DataFileOptions::data(partition_columns.clone(), indexed.clone()),
+                    &data_physical,
+                    DataFileOptions::data(physical_partitions.clone(), indexed.clone()),
                 )?);
             }
             if let Some(w) = data_writer.as_mut() {
                 for b in &data_out {
                     check_not_null(&schema, b)?;
-                    w.write(b).await?;
+                    w.write(&to_physical(b, &data_physical)?).await?;
                 }
             }
         }
@@ -353,13 +353,14 @@ pub async fn execute(
             if change_writer.is_none() {
                 change_writer = Some(DataFileWriter::try_new(
                     storage.clone(),
-                    &cdc_schema,
-                    DataFileOptions::change_data(partition_columns.clone()),
+                    &cdc_physical,
+                    DataFileOptions::change_data(physical_partitions.clone()),
                 )?);
             }
             if let Some(w) = change_writer.as_mut() {
                 for (b, kind) in &change_out {
-                    w.write(&with_change_type(b, kind, &cdc_schema)?).await?;
+                    let b = to_physical(b, &data_physical)?;
+                    w.write(&with_change_type(&b, kind, &cdc_physical)?).await?;
                 }
             }
         }

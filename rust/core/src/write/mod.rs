@@ -6,10 +6,12 @@
 //! - [`data_files`]: record batches into partitioned parquet files and their `add` actions;
 //! - [`transaction`]: put-if-absent commits, conflict checks and retries;
 //! - [`table`]: create, append to and overwrite a table;
+//! - [`mapping`]: column mapping for writers (ids, physical names, physical batches);
 //! - [`dml`]: DELETE and UPDATE, with deletion vectors or by rewriting files.
 
 pub mod data_files;
 pub mod dml;
+pub mod mapping;
 pub mod partitions;
 pub mod stats;
 pub mod table;

@@ -21,6 +21,9 @@ use crate::schema::{arrow_to_schema_string, parse_schema_string, ColumnMappingMo
 use crate::snapshot::Snapshot;
 use crate::storage::Storage;
 use crate::write::data_files::{DataFileOptions, DataFileWriter};
+use crate::write::mapping::{
+    assign_ids, max_id_of, physical_name, physical_output_schema, to_physical, MAX_COLUMN_ID,
+};
 use crate::write::stats::IndexedColumns;
 use crate::write::transaction::{Isolation, Transaction};
 
@@ -151,13 +154,8 @@ where
                 return Ok(Written::Ignored(s.version()));
             }
         }
-        if s.column_mapping_mode()? != ColumnMappingMode::None {
-            return Err(DeltaError::Unsupported(
-                "writing tables with column mapping is not supported yet".into(),
-            ));
-        }
     }
-    let (table_schema, partition_columns, config) = match &snapshot {
+    let (table_schema, partition_columns, mut config) = match &snapshot {
         Some(s) => {
             let metadata = s.metadata()?;
             if let Some(p) = &options.partition_by {
@@ -180,6 +178,19 @@ where
             options.configuration.clone(),
         ),
     };
+    // "Column Mapping": a new table's columns get ids and physical names.
+    let mode = match &snapshot {
+        Some(s) => s.column_mapping_mode()?,
+        None => crate::write::mapping::mode_of_config(&config)?,
+    };
+    let table_schema = if snapshot.is_none() && mode != ColumnMappingMode::None {
+        let mut max_id = 0;
+        let fields = assign_ids(table_schema.fields(), &mut max_id);
+        config.insert(MAX_COLUMN_ID.into(), max_id.to_string());
+        Arc::new(Schema::new(fields))
+    } else {
+        table_schema
+    };
     // Columns the table does not have: added with schema_mode="merge", an error otherwise.
     let new_fields: Vec<Field> = schema
         .fields()
@@ -195,7 +206,16 @@ where
                 .into_iter()
                 .map(|f| f.with_nullable(true))
                 .collect();
-            let added = table_schema_of(&Schema::new(nullable))?;
+            let mut added = table_schema_of(&Schema::new(nullable))?;
+            if mode != ColumnMappingMode::None {
+                let mut max_id = config
+                    .get(MAX_COLUMN_ID)
+                    .and_then(|v| v.parse::<i64>().ok())
+                    .unwrap_or(0)
+                    .max(max_id_of(table_schema.fields()));
+                added = Arc::new(Schema::new(assign_ids(added.fields(), &mut max_id)));
+                config.insert(MAX_COLUMN_ID.into(), max_id.to_string());
+            }
             let mut fields: Vec<Field> = table_schema
                 .fields()
                 .iter()
@@ -224,20 +244,6 @@ where
         }
     }
     check_writer_rules(&table_schema, &config, snapshot.is_some(), options.mode)?;
-    let mut writer = DataFileWriter::try_new(
-        storage.clone(),
-        &Schema::new(
-            table_schema
-                .fields()
-                .iter()
-                .map(|f| output_field(f))
-                .collect::<Vec<_>>(),
-        ),
-        DataFileOptions::data(
-            partition_columns.clone(),
-            IndexedColumns::from_config(&config),
-        ),
-    )?;
     let target = DataType::Struct(table_schema.fields().clone());
     let file_schema = Arc::new(Schema::new(
         table_schema
@@ -246,6 +252,19 @@ where
             .map(|f| output_field(f))
             .collect::<Vec<_>>(),
     ));
+    // Data files hold physical columns ("Writer Requirements for Column Mapping").
+    let physical = physical_output_schema(&table_schema, &file_schema, mode)?;
+    let mut writer = DataFileWriter::try_new(
+        storage.clone(),
+        &physical,
+        DataFileOptions::data(
+            partition_columns
+                .iter()
+                .map(|p| physical_name(&table_schema, p, mode))
+                .collect(),
+            IndexedColumns::from_config(&config),
+        ),
+    )?;
     for batch in batches {
         let batch = batch?;
         // Columns by name, converted only where no value changes meaning (the reader's rules:
@@ -259,7 +278,7 @@ where
         let options = arrow::array::RecordBatchOptions::new().with_row_count(Some(rows));
         let batch = RecordBatch::try_new_with_options(file_schema.clone(), columns, &options)?;
         crate::write::dml::check_not_null(&table_schema, &batch)?;
-        writer.write(&batch).await?;
+        writer.write(&to_physical(&batch, &physical)?).await?;
     }
     let files = writer.finish().await?;
 
@@ -315,7 +334,7 @@ where
                        "options": m.format_options},
             "schemaString": arrow_to_schema_string(&table_schema).map_err(|e| DeltaError::Internal(e.0))?,
             "partitionColumns": m.partition_columns,
-            "configuration": m.configuration,
+            "configuration": config,
             "createdTime": m.created_time,
         }})]);
     }
