@@ -232,8 +232,10 @@ def test_support_flags_are_honest() -> None:
         "appendOnly",
         "invariants",
         "changeDataFeed",
+        "checkConstraints",
         "columnMapping",
         "deletionVectors",
+        "generatedColumns",
         "timestampNtz",
         "v2Checkpoint",
         "vacuumProtocolCheck",
@@ -342,11 +344,9 @@ def test_article_example_with_deletion_vectors() -> None:
     assert reader_features_of(p) == {"deletionVectors"}
     assert len(writer_features_of(p)) == 6
     check_readable(p)
-    with pytest.raises(UnsupportedFeatureError) as err:
-        check_writable(p)
-    assert err.value.features == sorted(
-        n for n in writer_features_of(p) if not FEATURES[n].write_supported
-    )
+    # Every feature of the article's example is writable now.
+    assert all(FEATURES[n].write_supported for n in writer_features_of(p))
+    check_writable(p)
 
 
 @pytest.mark.parametrize(
@@ -425,8 +425,8 @@ def test_unused_writer_features_are_tolerated_with_the_metadata() -> None:
     legacy = P(2, 5)
     check_writable(legacy, "{}", {})
     with pytest.raises(UnsupportedFeatureError) as err:
-        check_writable(legacy, '{"metadata": {"delta.generationExpression": "a"}}', {})
-    assert err.value.features == ["generatedColumns"]
+        check_writable(P(2, 6), '{"metadata": {"delta.identity.start": 1}}', {})
+    assert err.value.features == ["identityColumns"]
     with pytest.raises(UnsupportedFeatureError):
         check_writable(P(1, 7, None, ["identityColumns"]))
 

@@ -11,6 +11,7 @@ from deltalog import features
 from deltalog._native import __version__
 from deltalog.exceptions import (
     CommitConflictError,
+    ConstraintViolationError,
     CorruptDataFileError,
     CorruptDeletionVectorError,
     CorruptLogError,
@@ -25,12 +26,14 @@ from deltalog.exceptions import (
 from deltalog.expressions import Column, Expr, col
 from deltalog.scan import DeltaScan, ScanTask, read_task
 from deltalog.table import DeltaTable, Metadata, Protocol
+from deltalog.transaction import Transaction, write_files
 from deltalog.writer import CommitProperties, write_table
 
 __all__ = [
     "Column",
     "CommitConflictError",
     "CommitProperties",
+    "ConstraintViolationError",
     "CorruptDataFileError",
     "CorruptDeletionVectorError",
     "CorruptLogError",
@@ -45,11 +48,13 @@ __all__ = [
     "ScanTask",
     "StorageError",
     "TableNotFoundError",
+    "Transaction",
     "UnsupportedFeatureError",
     "VersionNotFoundError",
     "__version__",
     "col",
     "features",
     "read_task",
+    "write_files",
     "write_table",
 ]

@@ -113,3 +113,33 @@ def dml(
 ) -> dict[str, Any]:
     """DELETE (`set` None) or UPDATE of the latest version `snapshot`; the metrics, with
     `version` None when nothing changed. `set` holds `(column, value, is_sql)`."""
+
+def write_files(snapshot: RawSnapshot, data: pa.RecordBatchReader) -> list[str]:
+    """Writes data files of the table (its schema, partitioning, column mapping, statistics and
+    rules) without committing; their `add` actions as JSON texts."""
+
+def commit_actions(
+    uri: str,
+    read_version: int | None,
+    operation: str,
+    actions: list[str],
+    parameters: str | None = None,
+    blind_append: bool = False,
+    read_files: list[str] | None = None,
+    app_transaction: tuple[str, int] | None = None,
+    commit_info: str | None = None,
+    storage_options: dict[str, str] | None = None,
+) -> int:
+    """Commits JSON actions as the version after `read_version`; the version committed."""
+
+def count_violations(snapshot: RawSnapshot, sql: str) -> int:
+    """Rows of the snapshot for which the SQL condition is false or unknown."""
+
+def parse_expression(sql: str) -> str:
+    """The JSON form of a SQL expression (raises InvalidArgumentError when it does not parse)."""
+
+def restore_actions(current: RawSnapshot, target: RawSnapshot) -> tuple[list[str], int, int]:
+    """Actions restoring `target`'s content on top of `current`: (actions, restored, removed)."""
+
+def remove_actions(snapshot: RawSnapshot, paths: list[str]) -> list[str]:
+    """`remove` actions (JSON texts) for active files of the snapshot (URI-decoded paths)."""

@@ -1,8 +1,8 @@
 """The ``deltalog`` command line: inspect tables from a shell.
 
-    deltalog info PATH [--version N | --timestamp TS]
-    deltalog files PATH [--version N]
-    deltalog history PATH [--limit N]
+deltalog info PATH [--version N | --timestamp TS]
+deltalog files PATH [--version N]
+deltalog history PATH [--limit N]
 """
 
 from __future__ import annotations

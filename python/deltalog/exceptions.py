@@ -116,12 +116,31 @@ class InvalidArgumentError(DeltaError, ValueError):
     NULL). Also a ``ValueError``."""
 
 
+class ConstraintViolationError(InvalidArgumentError):
+    """Written rows break a CHECK constraint, a column invariant or a generated column's
+    expression; nothing was committed.
+
+    Attributes:
+        constraint: what was violated (``CHECK constraint positive``, ``invariant of column x``,
+            ``generated column g``).
+        expression: its SQL expression.
+    """
+
+    def __init__(
+        self, message: str, constraint: str | None = None, expression: str | None = None
+    ) -> None:
+        super().__init__(message)
+        self.constraint = constraint
+        self.expression = expression
+
+
 class StorageError(DeltaError):
     """The storage layer (local disk or object store) failed."""
 
 
 __all__ = [
     "CommitConflictError",
+    "ConstraintViolationError",
     "CorruptDataFileError",
     "CorruptDeletionVectorError",
     "CorruptLogError",

@@ -165,12 +165,13 @@ _REGISTRY: tuple[TableFeature, ...] = (
         enablement_property="delta.appendOnly",
     ),
     # "Column Invariants": on Writer Versions 2..6 "Column Invariants are always enabled"; the
-    # invariants themselves live in the schema (column metadata `delta.invariants`).
-    # deltalog cannot evaluate invariants yet: it refuses to write to a table whose schema has
-    # any (never violating them), which is what makes the feature writable.
+    # invariants themselves live in the schema (column metadata `delta.invariants`) and are
+    # evaluated on every written row.
     _writer("invariants", "Column Invariants", write_supported=True, legacy_writer_version=2),
     # Writer Version 3: "Respect CHECK constraints" (constraints are `delta.constraints.*` keys).
-    _writer("checkConstraints", "CHECK Constraints", legacy_writer_version=3),
+    # Rows are checked against `delta.constraints.*` on every write (deltalog's SQL evaluator);
+    # a constraint it cannot evaluate makes the table unwritable rather than unchecked.
+    _writer("checkConstraints", "CHECK Constraints", legacy_writer_version=3, write_supported=True),
     # Writer Version 4: "Respect Change Data Feed", "Respect Generated Columns".
     # DELETE and UPDATE write `_change_data/` files when the property is true; appends need
     # none ("Writer Requirements for AddCDCFile").
@@ -181,7 +182,8 @@ _REGISTRY: tuple[TableFeature, ...] = (
         enablement_property="delta.enableChangeDataFeed",
         write_supported=True,
     ),
-    _writer("generatedColumns", "Generated Columns", legacy_writer_version=4),
+    # Generated columns are computed when the data leaves them out and verified otherwise.
+    _writer("generatedColumns", "Generated Columns", legacy_writer_version=4, write_supported=True),
     # Writer Version 6: "Respect Identity Columns".
     _writer("identityColumns", "Identity Columns", legacy_writer_version=6),
     # ---- Writer-only features that need Writer Version 7.

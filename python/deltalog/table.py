@@ -24,6 +24,9 @@ from deltalog.writer import CommitProperties
 if TYPE_CHECKING:
     import pandas as pd
 
+    from deltalog.alter import TableAlterer
+    from deltalog.transaction import Transaction
+
 TimestampLike = _dt.datetime | _dt.date | str | int
 _EPOCH = _dt.datetime(1970, 1, 1, tzinfo=_dt.timezone.utc)
 
@@ -357,7 +360,6 @@ class DeltaTable:
 
     # -- DML -----------------------------------------------------------------------------
 
-
     def delete(
         self,
         predicate: str | FilterLike | None = None,
@@ -453,12 +455,77 @@ class DeltaTable:
             as_filter.to_json() if as_filter is not None else None,
             assignments,
             app,
-            json.dumps(dict(props.custom_metadata), default=str)
-            if props.custom_metadata
-            else None,
+            json.dumps(dict(props.custom_metadata), default=str) if props.custom_metadata else None,
         )
         self.update_incremental()
         return metrics
+
+    # -- table changes -----------------------------------------------------------------------
+
+    @property
+    def alter(self) -> TableAlterer:
+        """Properties, CHECK constraints and table features (see :mod:`deltalog.alter`)."""
+        from deltalog.alter import TableAlterer
+
+        return TableAlterer(self)
+
+    def transaction(self, operation: str = "WRITE", **parameters: Any) -> Transaction:
+        """A transaction from the loaded version that commits actions produced anywhere (e.g.
+        by :func:`deltalog.write_files` on Spark executors) as one version."""
+        from deltalog.transaction import Transaction
+
+        return Transaction(self, operation, parameters)
+
+    def restore(
+        self,
+        target: int | TimestampLike,
+        commit_properties: CommitProperties | None = None,
+    ) -> dict[str, Any]:
+        """Makes the table's content that of an earlier version (an int) or of the version
+        current at a time, as a new commit (``RESTORE``): files active then but not now are
+        re-added, files active now but not then removed, the metadata restored; the protocol
+        is kept (never downgraded). Files removed by VACUUM cannot come back
+        (``DataFileNotFoundError``, nothing committed).
+
+        Returns:
+            ``version``, ``num_restored_files``, ``num_removed_files``.
+        """
+        latest = self._raw.load_version(None)
+        meta = latest.metadata()
+        features.check_writable(
+            Protocol(*latest.protocol()), meta["schema_string"] or "", meta["configuration"]
+        )
+        if isinstance(target, int) and not isinstance(target, bool):
+            version = target
+        else:
+            version = latest.version_at_timestamp(_timestamp_ms(target))
+        if version >= latest.version():
+            raise ValueError(
+                f"can only restore an earlier version than the latest ({latest.version()})"
+            )
+        old = latest.load_version(version)
+        features.check_readable(Protocol(*old.protocol()))
+        actions, restored, removed = _native.restore_actions(latest, old)
+        props = commit_properties or CommitProperties()
+        app = (props.app_id, props.app_version) if props.app_id is not None else None
+        committed = _native.commit_actions(
+            self.table_uri,
+            latest.version(),
+            "RESTORE",
+            actions,
+            json.dumps({"version": version}),
+            False,
+            None,
+            app,
+            json.dumps(dict(props.custom_metadata), default=str) if props.custom_metadata else None,
+            self._storage_options,
+        )
+        self.update_incremental()
+        return {
+            "version": committed,
+            "num_restored_files": restored,
+            "num_removed_files": removed,
+        }
 
     # -- change data feed ------------------------------------------------------------------
 

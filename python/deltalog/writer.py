@@ -54,6 +54,21 @@ def _has_timestamp_ntz(t: pa.DataType) -> bool:
     return False
 
 
+def _field_metadata_keys(schema: pa.Schema) -> set[bytes]:
+    """The field metadata keys used anywhere in ``schema`` (nested struct fields included)."""
+    keys: set[bytes] = set()
+
+    def visit(field: pa.Field) -> None:
+        keys.update((field.metadata or {}).keys())
+        if pa.types.is_struct(field.type):
+            for i in range(field.type.num_fields):
+                visit(field.type.field(i))
+
+    for f in schema:
+        visit(f)
+    return keys
+
+
 def new_table_protocol(
     schema: pa.Schema,
     configuration: Mapping[str, str] | None,
@@ -76,6 +91,13 @@ def new_table_protocol(
     needed, stored = features.features_for_configuration(configuration or {}, table_features)
     if any(_has_timestamp_ntz(f.type) for f in schema):
         needed = needed | {"timestampNtz"}
+    if any(k.startswith("delta.constraints.") for k in stored):
+        needed = needed | {"checkConstraints"}
+    declared = _field_metadata_keys(schema)
+    if b"delta.generationExpression" in declared:
+        needed = needed | {"generatedColumns"}
+    if b"delta.invariants" in declared:
+        needed = needed | {"invariants"}
     reader, writer, reader_list, writer_list = features.min_protocol_for(needed)
     if writer_list is None:
         writer = max(writer, 2)
@@ -198,4 +220,3 @@ def write_table(
     if isinstance(table_or_uri, DeltaTable):
         table_or_uri.update_incremental()
     return version
-

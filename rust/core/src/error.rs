@@ -41,6 +41,16 @@ pub enum DeltaError {
     #[error("commit conflict at version {version}: {reason}")]
     CommitConflict { version: u64, reason: String },
 
+    /// Written rows break a rule of the table: a CHECK constraint, a column invariant or a
+    /// generated column's expression ("CHECK Constraints", "Column Invariants", "Generated
+    /// Columns"); nothing was committed.
+    #[error("{constraint} ({expression}) violated: {detail}")]
+    ConstraintViolation {
+        constraint: String,
+        expression: String,
+        detail: String,
+    },
+
     /// The requested version or timestamp cannot be served.
     #[error("version not found: {message}")]
     VersionNotFound { message: String },

@@ -95,6 +95,16 @@ fn to_py_err(py: Python<'_>, err: DeltaError) -> PyErr {
                 kw.set_item("reason", reason)?;
                 ("CommitConflictError", Some(kw))
             }
+            DeltaError::ConstraintViolation {
+                constraint,
+                expression,
+                ..
+            } => {
+                let kw = PyDict::new(py);
+                kw.set_item("constraint", constraint)?;
+                kw.set_item("expression", expression)?;
+                ("ConstraintViolationError", Some(kw))
+            }
             DeltaError::VersionNotFound { .. } => ("VersionNotFoundError", None),
             DeltaError::Unsupported(_) => ("UnsupportedFeatureError", None),
             DeltaError::InvalidArgument(_) => ("InvalidArgumentError", None),
@@ -569,6 +579,7 @@ fn write_table(
         commit_info,
         merge_schema,
         protocol,
+        commit: true,
     };
     let batches = reader.map(|b| b.map_err(DeltaError::from));
     let snapshot = snapshot.map(|s| s.snapshot.clone());
@@ -578,7 +589,163 @@ fn write_table(
     Ok(match written {
         Written::Version(v) => (v, true),
         Written::Ignored(v) => (v, false),
+        Written::Files(_) => return Err(PyRuntimeError::new_err("files written, not committed")),
     })
+}
+
+/// Writes `data` as data files of the table whose latest version is `snapshot`, without
+/// committing them; returns their `add` actions as JSON texts.
+#[pyfunction]
+#[pyo3(signature = (snapshot, data))]
+fn write_files(
+    py: Python<'_>,
+    snapshot: PyRef<'_, RawSnapshot>,
+    data: arrow::pyarrow::PyArrowType<arrow::ffi_stream::RecordBatchStreamReader>,
+) -> PyResult<Vec<String>> {
+    use deltalog_core::write::table::{write_batches, SaveMode, WriteOptions, Written};
+    let snapshot = snapshot.snapshot.clone();
+    let storage = snapshot.storage().clone();
+    let reader = data.0;
+    let schema = reader.schema();
+    let options = WriteOptions {
+        mode: SaveMode::Append,
+        partition_by: None,
+        configuration: Default::default(),
+        name: None,
+        description: None,
+        app_transaction: None,
+        commit_info: Default::default(),
+        merge_schema: false,
+        protocol: None,
+        commit: false,
+    };
+    let batches = reader.map(|b| b.map_err(DeltaError::from));
+    let written = block_on(py, async move {
+        write_batches(&storage, Some(snapshot), schema.as_ref(), batches, options).await
+    })?;
+    match written {
+        Written::Files(actions) => Ok(actions.iter().map(|a| a.to_string()).collect()),
+        _ => Err(PyRuntimeError::new_err("expected uncommitted files")),
+    }
+}
+
+/// Commits `actions` (JSON texts, one action each) to the table at `uri` as the version after
+/// `read_version` (None: creating the table), under the conflict rules of
+/// `deltalog_core::write::transaction`: `blind_append` commutes with other writers;
+/// `read_files` (URI-decoded paths) names the files the transaction read, when it read only
+/// those. Returns the version committed.
+#[pyfunction]
+#[pyo3(signature = (uri, read_version, operation, actions, parameters=None, blind_append=false, read_files=None, app_transaction=None, commit_info=None, storage_options=None))]
+#[allow(clippy::too_many_arguments)]
+fn commit_actions(
+    py: Python<'_>,
+    uri: &str,
+    read_version: Option<u64>,
+    operation: &str,
+    actions: Vec<String>,
+    parameters: Option<&str>,
+    blind_append: bool,
+    read_files: Option<Vec<String>>,
+    app_transaction: Option<(String, i64)>,
+    commit_info: Option<&str>,
+    storage_options: Option<HashMap<String, String>>,
+) -> PyResult<u64> {
+    use deltalog_core::write::transaction::{Isolation, Transaction};
+    let storage = open_storage(uri, storage_options).map_err(|e| to_py_err(py, e))?;
+    let parsed = actions
+        .iter()
+        .map(|a| serde_json::from_str::<serde_json::Value>(a))
+        .collect::<Result<Vec<_>, _>>()
+        .map_err(|e| {
+            pyo3::exceptions::PyValueError::new_err(format!("an action is not JSON: {e}"))
+        })?;
+    let isolation = if blind_append {
+        Isolation::BlindAppend
+    } else {
+        Isolation::ReadsData
+    };
+    let mut txn = Transaction::new(storage, read_version, operation, isolation)
+        .with_commit_info(commit_info_map(commit_info)?);
+    for (k, v) in commit_info_map(parameters)? {
+        txn = txn.with_parameter(&k, v);
+    }
+    if let Some(files) = read_files {
+        txn = txn.with_read_files(files.into_iter().collect());
+    }
+    if let Some((app, v)) = app_transaction {
+        txn = txn.with_app_transaction(app, v);
+    }
+    txn.add_actions(parsed);
+    block_on(py, async move { txn.commit().await })
+}
+
+/// The actions that restore the content of `target` on top of `current` (the latest version):
+/// `(actions as JSON texts, files restored, files removed)`.
+#[pyfunction]
+fn restore_actions(
+    py: Python<'_>,
+    current: PyRef<'_, RawSnapshot>,
+    target: PyRef<'_, RawSnapshot>,
+) -> PyResult<(Vec<String>, u64, u64)> {
+    let (actions, restored, removed) =
+        deltalog_core::write::restore::restore_actions(&current.snapshot, &target.snapshot)
+            .map_err(|e| to_py_err(py, e))?;
+    Ok((
+        actions.iter().map(|a| a.to_string()).collect(),
+        restored,
+        removed,
+    ))
+}
+
+/// `remove` actions (JSON texts) for active files of `snapshot` (URI-decoded paths).
+#[pyfunction]
+fn remove_actions(
+    py: Python<'_>,
+    snapshot: PyRef<'_, RawSnapshot>,
+    paths: Vec<String>,
+) -> PyResult<Vec<String>> {
+    let wanted: std::collections::HashSet<String> = paths.iter().cloned().collect();
+    let now = chrono_now_ms();
+    let found = deltalog_core::write::dml::file_actions(&snapshot.snapshot, &wanted, now)
+        .map_err(|e| to_py_err(py, e))?;
+    paths
+        .iter()
+        .map(|p| {
+            found
+                .get(p)
+                .map(|(_, remove)| remove.to_string())
+                .ok_or_else(|| {
+                    to_py_err(
+                        py,
+                        DeltaError::InvalidArgument(format!("{p} is not an active file")),
+                    )
+                })
+        })
+        .collect()
+}
+
+fn chrono_now_ms() -> i64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_millis() as i64)
+        .unwrap_or(0)
+}
+
+/// How many rows of `snapshot` violate the boolean SQL expression `sql` (false or unknown).
+#[pyfunction]
+fn count_violations(py: Python<'_>, snapshot: PyRef<'_, RawSnapshot>, sql: &str) -> PyResult<u64> {
+    let snapshot = snapshot.snapshot.clone();
+    let sql = sql.to_string();
+    block_on(py, async move {
+        deltalog_core::write::constraints::count_violations(&snapshot, &sql).await
+    })
+}
+
+/// Whether `sql` parses as a SQL expression deltalog evaluates; the error names what is wrong.
+#[pyfunction]
+fn parse_expression(py: Python<'_>, sql: &str) -> PyResult<String> {
+    let expr = deltalog_core::expr::Expr::parse(sql).map_err(|e| to_py_err(py, e))?;
+    serde_json::to_string(&expr).map_err(|e| PyRuntimeError::new_err(e.to_string()))
 }
 
 /// Parses commit metadata given as a JSON object's text.
@@ -733,6 +900,12 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(json_checksum, m)?)?;
     m.add_function(wrap_pyfunction!(write_table, m)?)?;
     m.add_function(wrap_pyfunction!(dml, m)?)?;
+    m.add_function(wrap_pyfunction!(write_files, m)?)?;
+    m.add_function(wrap_pyfunction!(commit_actions, m)?)?;
+    m.add_function(wrap_pyfunction!(count_violations, m)?)?;
+    m.add_function(wrap_pyfunction!(restore_actions, m)?)?;
+    m.add_function(wrap_pyfunction!(remove_actions, m)?)?;
+    m.add_function(wrap_pyfunction!(parse_expression, m)?)?;
     m.add_function(wrap_pyfunction!(dv_serialize, m)?)?;
     m.add_function(wrap_pyfunction!(dv_deserialize, m)?)?;
     m.add_function(wrap_pyfunction!(dv_cardinality, m)?)?;

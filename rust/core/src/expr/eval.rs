@@ -566,6 +566,22 @@ fn call(function: Function, args: Vec<Value>, n: usize) -> Res<Value> {
             Value::Array(Arc::new(out))
         }
         Function::Concat => concat(args, n)?,
+        Function::Year | Function::Month | Function::Day | Function::Hour => {
+            use arrow::compute::kernels::temporal::{date_part, DatePart};
+            let a = materialize(one(&args)?, n)?;
+            let part = match function {
+                Function::Year => DatePart::Year,
+                Function::Month => DatePart::Month,
+                Function::Day => DatePart::Day,
+                _ => DatePart::Hour,
+            };
+            let a = match a.data_type() {
+                t if is_string(t) => cast_with_options(&a, &DataType::Date32, &strict())
+                    .map_err(|e| e.to_string())?,
+                _ => a,
+            };
+            Value::Array(date_part(&a, part).map_err(|e| e.to_string())?)
+        }
         Function::Abs => {
             let a = materialize(one(&args)?, n)?;
             if !a.data_type().is_numeric() {
@@ -708,6 +724,13 @@ mod tests {
                 .iter()
                 .collect::<Vec<_>>(),
             [Some(1), Some(5), None, Some(9)]
+        );
+        let v = values("year(d) * 100 + month(d) + day(d)");
+        assert_eq!(
+            v.as_primitive::<arrow::datatypes::Int32Type>()
+                .iter()
+                .collect::<Vec<_>>(),
+            [Some(197002), Some(197003), Some(197004), None]
         );
         let v = values("length(s)");
         assert_eq!(

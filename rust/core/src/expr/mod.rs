@@ -48,6 +48,11 @@ pub enum Function {
     /// `concat(a, b, ...)`: null when any argument is null (Spark's rule).
     Concat,
     Abs,
+    /// Parts of dates and timestamps (of timestamps in UTC), as ints.
+    Year,
+    Month,
+    Day,
+    Hour,
 }
 
 impl Function {
@@ -59,6 +64,10 @@ impl Function {
             "length" | "char_length" | "character_length" => Function::Length,
             "concat" => Function::Concat,
             "abs" => Function::Abs,
+            "year" => Function::Year,
+            "month" => Function::Month,
+            "day" | "dayofmonth" => Function::Day,
+            "hour" => Function::Hour,
             _ => return None,
         })
     }

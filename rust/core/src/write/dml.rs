@@ -43,6 +43,7 @@ use crate::paths::decode_uri_path;
 use crate::scan::columns::output_field;
 use crate::scan::{self, FileTask, MetadataColumns, ReadSpec, Scan, ScanOptions, ROW_INDEX};
 use crate::snapshot::Snapshot;
+use crate::write::constraints::TableRules;
 use crate::write::data_files::{DataFileOptions, DataFileWriter, WrittenFile};
 use crate::write::mapping::{physical_name, physical_output_schema, to_physical};
 use crate::write::stats::{stats_json_of_parsed, IndexedColumns};
@@ -162,7 +163,7 @@ pub async fn execute(
              (spec: \"Append-only Tables\")"
         )));
     }
-    crate::write::table::check_invariants(&schema)?;
+    let rules = TableRules::of(&schema, &config)?;
     if let Some((app, version)) = &options.app_transaction {
         if snapshot
             .transactions()
@@ -324,6 +325,11 @@ pub async fn execute(
                 Change::Delete => change_out.push((hit, "delete")),
                 Change::Update(_) => {
                     let updated = apply(&hit, &assignments, &schema)?;
+                    // Generated columns follow the columns they are computed from, unless set.
+                    let updated = rules.fill_generated(&updated, &|i| {
+                        !rules.is_generated(i) || assignments.iter().any(|(a, _)| *a == i)
+                    })?;
+                    rules.check(&updated)?;
                     change_out.push((hit, "update_preimage"));
                     change_out.push((updated.clone(), "update_postimage"));
                     data_out.push(updated);
@@ -575,8 +581,8 @@ pub fn check_not_null(table: &Schema, batch: &RecordBatch) -> DeltaResult<()> {
 }
 
 /// For the active files of `snapshot` whose (URI-decoded) paths are in `paths`: an `add`
-/// that re-adds the file unchanged (statistics kept, `tightBounds` false) and the `remove`
-/// that removes it, keyed by decoded path.
+/// that re-adds the logical file unchanged (deletion vector and statistics kept, `tightBounds`
+/// false) and the `remove` that removes it, keyed by decoded path.
 pub fn file_actions(
     snapshot: &Snapshot,
     paths: &HashSet<String>,
@@ -623,6 +629,9 @@ pub fn file_actions(
             }
             if let Some(p) = crate::model::str_field(adds, "clusteringProvider", i) {
                 add.insert("clusteringProvider".into(), json!(p));
+            }
+            if let Some(dv) = remove["remove"].get("deletionVector") {
+                add.insert("deletionVector".into(), dv.clone());
             }
             out.insert(
                 decoded.into_owned(),

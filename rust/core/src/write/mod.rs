@@ -6,13 +6,17 @@
 //! - [`data_files`]: record batches into partitioned parquet files and their `add` actions;
 //! - [`transaction`]: put-if-absent commits, conflict checks and retries;
 //! - [`table`]: create, append to and overwrite a table;
+//! - [`constraints`]: CHECK constraints, invariants and generated columns of written rows;
 //! - [`mapping`]: column mapping for writers (ids, physical names, physical batches);
+//! - [`restore`]: RESTORE to an earlier version's content;
 //! - [`dml`]: DELETE and UPDATE, with deletion vectors or by rewriting files.
 
+pub mod constraints;
 pub mod data_files;
 pub mod dml;
 pub mod mapping;
 pub mod partitions;
+pub mod restore;
 pub mod stats;
 pub mod table;
 pub mod transaction;

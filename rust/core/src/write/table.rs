@@ -20,6 +20,7 @@ use crate::scan::columns::{output_field, to_logical};
 use crate::schema::{arrow_to_schema_string, parse_schema_string, ColumnMappingMode};
 use crate::snapshot::Snapshot;
 use crate::storage::Storage;
+use crate::write::constraints::TableRules;
 use crate::write::data_files::{DataFileOptions, DataFileWriter};
 use crate::write::mapping::{
     assign_ids, max_id_of, physical_name, physical_output_schema, to_physical, MAX_COLUMN_ID,
@@ -78,6 +79,9 @@ pub struct WriteOptions {
     /// The `protocol` action of a new table (`None`: reader 1, writer 2). The caller computes
     /// it from the features the table uses ("Protocol Evolution", table features).
     pub protocol: Option<Value>,
+    /// Commit the files (`true`), or only write them and return their `add` actions
+    /// ([`Written::Files`]) for a transaction that commits them elsewhere.
+    pub commit: bool,
 }
 
 /// The table a write goes to: the latest snapshot, or none when the table does not exist.
@@ -90,14 +94,24 @@ pub async fn latest_snapshot(storage: &Storage) -> DeltaResult<Option<Snapshot>>
 }
 
 /// The outcome of a write.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Written {
     /// Committed as this version.
     Version(u64),
     /// Nothing written (`ignore` on an existing table, or an application transaction that is
     /// already committed).
     Ignored(u64),
+    /// Data files written but not committed (`commit: false`): their `add` actions.
+    Files(Vec<Value>),
 }
+
+/// Field metadata a new table keeps from the data's schema: generated columns, invariants and
+/// comments ("Generated Columns", "Column Invariants").
+const KEPT_FIELD_METADATA: [&str; 3] = [
+    crate::write::constraints::GENERATION_KEY,
+    crate::write::constraints::INVARIANTS_KEY,
+    "comment",
+];
 
 /// A table schema for `schema` (the incoming data's): Delta types only; top-level fields keep
 /// their nullability (a NOT NULL column stays one, as Delta Spark's CREATE TABLE keeps it).
@@ -107,9 +121,14 @@ fn table_schema_of(schema: &Schema) -> DeltaResult<SchemaRef> {
             .fields()
             .iter()
             .map(|f| {
-                f.as_ref()
-                    .clone()
-                    .with_metadata(std::collections::HashMap::<String, String>::new())
+                // Field metadata that declares Delta rules or documentation is kept.
+                let kept: std::collections::HashMap<String, String> = f
+                    .metadata()
+                    .iter()
+                    .filter(|(k, _)| KEPT_FIELD_METADATA.contains(&k.as_str()))
+                    .map(|(k, v)| (k.clone(), v.clone()))
+                    .collect();
+                f.as_ref().clone().with_metadata(kept)
             })
             .collect::<Vec<Field>>(),
     ))
@@ -243,7 +262,14 @@ where
             )));
         }
     }
-    check_writer_rules(&table_schema, &config, snapshot.is_some(), options.mode)?;
+    check_writer_rules(&config, snapshot.is_some(), options.mode)?;
+    let rules = TableRules::of(&table_schema, &config)?;
+    // Table columns the data provides (the others are nulls, or computed when generated).
+    let provided: Vec<bool> = table_schema
+        .fields()
+        .iter()
+        .map(|f| schema.field_with_name(f.name()).is_ok())
+        .collect();
     let target = DataType::Struct(table_schema.fields().clone());
     let file_schema = Arc::new(Schema::new(
         table_schema
@@ -277,10 +303,27 @@ where
         let columns = converted.as_struct().columns().to_vec();
         let options = arrow::array::RecordBatchOptions::new().with_row_count(Some(rows));
         let batch = RecordBatch::try_new_with_options(file_schema.clone(), columns, &options)?;
+        let batch = if rules.is_empty() {
+            batch
+        } else {
+            let filled = rules.fill_generated(&batch, &|i| provided[i])?;
+            rules.check(&filled)?;
+            filled
+        };
         crate::write::dml::check_not_null(&table_schema, &batch)?;
         writer.write(&to_physical(&batch, &physical)?).await?;
     }
     let files = writer.finish().await?;
+    if !options.commit {
+        if snapshot.is_none() || merged {
+            return Err(DeltaError::InvalidArgument(
+                "files written without a commit must fit an existing table's schema".into(),
+            ));
+        }
+        return Ok(Written::Files(
+            files.iter().map(|f| f.to_action(true)).collect(),
+        ));
+    }
 
     let read_version = snapshot.as_ref().map(Snapshot::version);
     let (operation, isolation) = match (&snapshot, options.mode) {
@@ -345,11 +388,10 @@ where
     Ok(Written::Version(txn.commit().await?))
 }
 
-/// The rules of the writer features deltalog honours: "Append-only Tables" (no overwrite of
-/// an existing table when `delta.appendOnly` is true) and "Column Invariants" (which deltalog
-/// cannot evaluate yet, so a table whose schema has any is not written).
+/// "Append-only Tables": no overwrite of an existing table when `delta.appendOnly` is true.
+/// (Row rules, CHECK constraints, invariants and generated columns, are
+/// [`crate::write::constraints`].)
 fn check_writer_rules(
-    schema: &Schema,
     config: &BTreeMap<String, String>,
     exists: bool,
     mode: SaveMode,
@@ -361,25 +403,6 @@ fn check_writer_rules(
         return Err(DeltaError::InvalidArgument(
             "the table is append-only (delta.appendOnly = true): it cannot be overwritten \
              (spec: \"Append-only Tables\")"
-                .into(),
-        ));
-    }
-    check_invariants(schema)
-}
-
-/// "Column Invariants": deltalog cannot evaluate `delta.invariants` yet, so a table whose
-/// schema has any is not written.
-pub fn check_invariants(schema: &Schema) -> DeltaResult<()> {
-    fn has_invariant(fields: &arrow::datatypes::Fields) -> bool {
-        fields.iter().any(|f| {
-            f.metadata().contains_key("delta.invariants")
-                || matches!(f.data_type(), arrow::datatypes::DataType::Struct(c) if has_invariant(c))
-        })
-    }
-    if has_invariant(schema.fields()) {
-        return Err(DeltaError::Unsupported(
-            "the table has column invariants, which deltalog cannot check yet; it refuses to \
-             write rather than risk violating them (spec: \"Column Invariants\")"
                 .into(),
         ));
     }

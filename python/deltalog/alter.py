@@ -1,0 +1,214 @@
+"""ALTER TABLE: properties, CHECK constraints and table features (``DeltaTable.alter``).
+
+Each change is one commit with a new ``metaData`` and, where a feature needs it, a ``protocol``
+upgraded to the smallest protocol supporting the table's features plus the new ones (spec
+"Protocol Evolution"; never downgraded). A metadata change conflicts with any concurrent data
+change or metadata change (``CommitConflictError``), as in Delta Spark: concurrent writers did
+not see the new rules.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable, Mapping
+from typing import TYPE_CHECKING, Any
+
+from deltalog import _native, features
+from deltalog.exceptions import ConstraintViolationError
+
+if TYPE_CHECKING:
+    from deltalog.table import DeltaTable
+    from deltalog.writer import CommitProperties
+
+_CONSTRAINT_PREFIX = "delta.constraints."
+
+
+class TableAlterer:
+    """Schema-level changes of one table; ``DeltaTable(...).alter``."""
+
+    def __init__(self, table: DeltaTable) -> None:
+        self._table = table
+
+    # -- helpers -------------------------------------------------------------------------
+
+    def _metadata_action(self, configuration: Mapping[str, str]) -> dict[str, Any]:
+        m = self._table._raw.metadata()
+        return {
+            "metaData": {
+                "id": m["id"],
+                "name": m["name"],
+                "description": m["description"],
+                "format": {
+                    "provider": m["format_provider"] or "parquet",
+                    "options": dict(m["format_options"]),
+                },
+                "schemaString": m["schema_string"],
+                "partitionColumns": list(m["partition_columns"]),
+                "configuration": dict(configuration),
+                "createdTime": m["created_time"],
+            }
+        }
+
+    def _protocol_action(self, new_features: Iterable[str]) -> dict[str, Any] | None:
+        """The protocol supporting the table's features plus ``new_features``; None when the
+        current one already does."""
+        current = self._table.protocol()
+        have = features.reader_features_of(current) | features.writer_features_of(current)
+        wanted = have | frozenset(new_features)
+        if wanted == have:
+            return None
+        reader, writer, reader_list, writer_list = features.min_protocol_for(wanted)
+        reader = max(reader, current.min_reader_version)
+        writer = max(writer, current.min_writer_version)
+        if writer >= features.TABLE_FEATURES_WRITER_VERSION and writer_list is None:
+            writer_list = sorted(wanted)
+        if reader >= features.TABLE_FEATURES_READER_VERSION and reader_list is None:
+            reader_list = sorted(n for n in wanted if features.FEATURES[n].is_reader_feature)
+        action: dict[str, Any] = {"minReaderVersion": reader, "minWriterVersion": writer}
+        if reader_list is not None:
+            action["readerFeatures"] = reader_list
+        if writer_list is not None:
+            action["writerFeatures"] = writer_list
+        from deltalog.table import Protocol
+
+        features.check_writable(Protocol(reader, writer, reader_list, writer_list))
+        return {"protocol": action}
+
+    def _commit(
+        self,
+        operation: str,
+        parameters: Mapping[str, Any],
+        configuration: Mapping[str, str],
+        new_features: Iterable[str] = (),
+        commit_properties: CommitProperties | None = None,
+    ) -> int:
+        from deltalog.writer import CommitProperties
+
+        table = self._table
+        meta = table._raw.metadata()
+        features.check_writable(
+            table.protocol(), meta["schema_string"] or "", meta["configuration"]
+        )
+        actions = []
+        protocol = self._protocol_action(new_features)
+        if protocol is not None:
+            actions.append(json.dumps(protocol))
+        actions.append(json.dumps(self._metadata_action(configuration)))
+        props = commit_properties or CommitProperties()
+        app = (props.app_id, props.app_version) if props.app_id is not None else None
+        version = _native.commit_actions(
+            table.table_uri,
+            table.version(),
+            operation,
+            actions,
+            json.dumps(dict(parameters), default=str),
+            False,
+            None,
+            app,
+            json.dumps(dict(props.custom_metadata), default=str) if props.custom_metadata else None,
+            table._storage_options,
+        )
+        table.update_incremental()
+        return version
+
+    # -- operations ----------------------------------------------------------------------
+
+    def set_properties(
+        self,
+        properties: Mapping[str, str],
+        commit_properties: CommitProperties | None = None,
+    ) -> int:
+        """Sets table properties (``SET TBLPROPERTIES``). Properties that enable a feature
+        (``delta.enableDeletionVectors``, ``delta.enableChangeDataFeed``, ...) and
+        ``delta.feature.<name> = supported`` upgrade the protocol with it. Returns the version.
+        """
+        wanted, stored = features.features_for_configuration(properties)
+        if any(k.startswith(_CONSTRAINT_PREFIX) for k in stored):
+            raise ValueError("add CHECK constraints with add_constraint, which checks the rows")
+        if "columnMapping" in wanted and self._table.column_mapping_mode() == "none":
+            raise ValueError(
+                "enabling column mapping on an existing table is not supported yet (its "
+                "columns would need ids and physical names)"
+            )
+        config = dict(self._table.metadata().configuration)
+        config.update(stored)
+        return self._commit(
+            "SET TBLPROPERTIES",
+            {"properties": json.dumps(dict(properties))},
+            config,
+            wanted,
+            commit_properties,
+        )
+
+    def unset_properties(
+        self, keys: Iterable[str], commit_properties: CommitProperties | None = None
+    ) -> int:
+        """Removes table properties (``UNSET TBLPROPERTIES``); absent keys are ignored."""
+        keys = list(keys)
+        if any(k.startswith(_CONSTRAINT_PREFIX) for k in keys):
+            raise ValueError("drop CHECK constraints with drop_constraint")
+        config = {k: v for k, v in self._table.metadata().configuration.items() if k not in keys}
+        return self._commit(
+            "UNSET TBLPROPERTIES", {"properties": json.dumps(keys)}, config, (), commit_properties
+        )
+
+    def add_feature(
+        self, names: str | Iterable[str], commit_properties: CommitProperties | None = None
+    ) -> int:
+        """Adds table features to the protocol (``delta.feature.<name> = supported``)."""
+        names = [names] if isinstance(names, str) else list(names)
+        features.features_for_configuration({}, names)  # unknown names raise
+        return self._commit(
+            "SET TBLPROPERTIES",
+            {"properties": json.dumps({f"delta.feature.{n}": "supported" for n in names})},
+            self._table.metadata().configuration,
+            names,
+            commit_properties,
+        )
+
+    def add_constraint(
+        self, constraints: Mapping[str, str], commit_properties: CommitProperties | None = None
+    ) -> int:
+        """Adds CHECK constraints (name -> SQL boolean expression; spec "CHECK Constraints").
+        Every existing row must satisfy them (false or unknown violates):
+        ``ConstraintViolationError`` otherwise, and nothing is committed."""
+        if len(constraints) != 1:
+            raise ValueError("add one constraint at a time (as ALTER TABLE ADD CONSTRAINT)")
+        ((name, sql),) = constraints.items()
+        config = dict(self._table.metadata().configuration)
+        key = _CONSTRAINT_PREFIX + name.lower()
+        if key in config:
+            raise ValueError(f"the table already has a constraint {name!r}: {config[key]}")
+        _native.parse_expression(sql)
+        bad = _native.count_violations(self._table._raw, sql)
+        if bad:
+            raise ConstraintViolationError(
+                f"CHECK constraint {name} ({sql}) violated by {bad} existing row(s)",
+                constraint=f"CHECK constraint {name}",
+                expression=sql,
+            )
+        config[key] = sql
+        return self._commit(
+            "ADD CONSTRAINT",
+            {"name": name, "expr": sql},
+            config,
+            ["checkConstraints"],
+            commit_properties,
+        )
+
+    def drop_constraint(
+        self,
+        name: str,
+        raise_if_not_exists: bool = True,
+        commit_properties: CommitProperties | None = None,
+    ) -> int | None:
+        """Drops a CHECK constraint; returns the version, or None when there was none to drop
+        and ``raise_if_not_exists`` is false."""
+        config = dict(self._table.metadata().configuration)
+        key = _CONSTRAINT_PREFIX + name.lower()
+        if key not in config:
+            if raise_if_not_exists:
+                raise ValueError(f"the table has no constraint {name!r}")
+            return None
+        del config[key]
+        return self._commit("DROP CONSTRAINT", {"name": name}, config, (), commit_properties)

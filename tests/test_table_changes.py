@@ -1,0 +1,214 @@
+"""CHECK constraints, invariants and generated columns on every write; ALTER (properties,
+features, constraints); distributed writes (write_files + transaction); RESTORE; and racing
+metadata changes."""
+
+from __future__ import annotations
+
+import json
+import multiprocessing
+import pickle
+from pathlib import Path
+
+import deltalake
+import pyarrow as pa
+import pytest
+
+import deltalog as dl
+
+
+def ids(path: Path) -> list[int]:
+    return sorted(dl.DeltaTable(path).to_pyarrow_table(columns=["id"]).column("id").to_pylist())
+
+
+def table(values: list[int], part: str = "a") -> pa.Table:
+    return pa.table({"id": pa.array(values, pa.int64()), "part": [part] * len(values)})
+
+
+def test_check_constraints_are_validated_and_enforced(tmp_path: Path) -> None:
+    path = tmp_path / "t"
+    dl.write_table(path, table([1, 2, 3]))
+    t = dl.DeltaTable(path)
+    with pytest.raises(dl.ConstraintViolationError) as err:
+        t.alter.add_constraint({"small": "id < 3"})
+    assert "1 existing row" in str(err.value)
+    assert t.version() == 0
+    t.alter.add_constraint({"positive": "id > 0"})
+    p = t.protocol()
+    assert (p.min_reader_version, p.min_writer_version) == (1, 3)
+    assert t.metadata().configuration["delta.constraints.positive"] == "id > 0"
+    # Appends, updates and deletes that keep the rule pass; violations change nothing.
+    dl.write_table(path, table([4]), mode="append")
+    with pytest.raises(dl.ConstraintViolationError) as err:
+        dl.write_table(path, table([5, -1]), mode="append")
+    assert err.value.constraint == "CHECK constraint positive"
+    assert "id = -1" in str(err.value)
+    with pytest.raises(dl.ConstraintViolationError):
+        t.update({"id": "id - 10"}, "id = 2")
+    # NULL makes the check unknown, which violates it (as in Delta Spark).
+    with pytest.raises(dl.ConstraintViolationError):
+        dl.write_table(
+            path, pa.table({"id": pa.array([None], pa.int64()), "part": ["a"]}), mode="append"
+        )
+    assert ids(path) == [1, 2, 3, 4]
+    t.update_incremental()  # statements act on the loaded version
+    # deltalake honours deltalog's constraint too.
+    with pytest.raises(Exception, match=r"(?i)constraint|invariant|violat|validation"):
+        deltalake.write_deltalake(str(path), table([-5]), mode="append")
+    t.alter.drop_constraint("positive")
+    dl.write_table(path, table([-7]), mode="append")
+    assert ids(path) == [-7, 1, 2, 3, 4]
+    assert t.alter.drop_constraint("positive", raise_if_not_exists=False) is None
+
+
+def test_deltalake_constraints_are_enforced(tmp_path: Path) -> None:
+    path = tmp_path / "t"
+    deltalake.write_deltalake(str(path), table([1]))
+    deltalake.DeltaTable(str(path)).alter.add_constraint({"c": "id < 100"})
+    with pytest.raises(dl.ConstraintViolationError):
+        dl.write_table(path, table([100]), mode="append")
+    dl.write_table(path, table([99]), mode="append")
+    assert ids(path) == [1, 99]
+
+
+def test_generated_columns_are_computed_and_checked(tmp_path: Path) -> None:
+    path = tmp_path / "t"
+    schema = pa.schema(
+        [
+            pa.field("id", pa.int64()),
+            pa.field("double", pa.int64(), metadata={"delta.generationExpression": "id * 2"}),
+        ]
+    )
+    dl.DeltaTable.create(path, schema)
+    t = dl.DeltaTable(path)
+    assert t.protocol().min_writer_version == 4
+    dl.write_table(path, pa.table({"id": [1, 2]}), mode="append")  # computed
+    dl.write_table(path, pa.table({"id": [3], "double": [6]}), mode="append")  # checked
+    with pytest.raises(dl.ConstraintViolationError, match="generated column double"):
+        dl.write_table(path, pa.table({"id": [4], "double": [7]}), mode="append")
+    # Statements act on the loaded version (as deltalake's do): reload first.
+    t.update_incremental()
+    t.update({"id": "id + 10"}, "id = 1")  # the generated column follows
+    rows = sorted(dl.DeltaTable(path).to_pyarrow_table().to_pylist(), key=lambda r: r["id"])
+    assert rows == [
+        {"id": 2, "double": 4},
+        {"id": 3, "double": 6},
+        {"id": 11, "double": 22},
+    ]
+    # deltalake reads the generated values.
+    peer = deltalake.DeltaTable(str(path)).to_pyarrow_table().to_pylist()
+    assert sorted(r["double"] for r in peer) == [4, 6, 22]
+
+
+def test_invariants_are_enforced(tmp_path: Path) -> None:
+    path = tmp_path / "t"
+    invariant = json.dumps({"expression": {"expression": "id < 10"}})
+    schema = pa.schema([pa.field("id", pa.int64(), metadata={"delta.invariants": invariant})])
+    dl.DeltaTable.create(path, schema)
+    dl.write_table(path, pa.table({"id": [9]}), mode="append")
+    with pytest.raises(dl.ConstraintViolationError, match="invariant of column id"):
+        dl.write_table(path, pa.table({"id": [10]}), mode="append")
+    assert ids(path) == [9]
+
+
+def test_set_properties_and_features_upgrade_the_protocol(tmp_path: Path) -> None:
+    path = tmp_path / "t"
+    dl.write_table(path, table([1, 2, 3]))
+    t = dl.DeltaTable(path)
+    t.alter.set_properties({"delta.enableChangeDataFeed": "true", "owner": "me"})
+    assert (t.protocol().min_reader_version, t.protocol().min_writer_version) == (1, 4)
+    assert t.metadata().configuration["owner"] == "me"
+    t.alter.set_properties({"delta.enableDeletionVectors": "true"})
+    p = t.protocol()
+    assert (p.min_reader_version, p.min_writer_version) == (3, 7)
+    assert p.reader_features == ["deletionVectors"]
+    # The legacy features writer version 4 implied stay supported, listed.
+    assert {"appendOnly", "invariants", "checkConstraints", "changeDataFeed"} <= set(
+        p.writer_features or []
+    )
+    # Now deletes write deletion vectors, and change data files.
+    m = t.delete("id = 2")
+    assert m["num_deletion_vectors_added"] == 1
+    assert [
+        r["_change_type"] for r in t.load_cdf(starting_version=t.version()).read_all().to_pylist()
+    ] == ["delete"]
+    t.alter.add_feature("timestampNtz")
+    assert "timestampNtz" in (t.protocol().writer_features or [])
+    t.alter.unset_properties(["owner"])
+    assert "owner" not in t.metadata().configuration
+    with pytest.raises(dl.UnsupportedFeatureError):
+        t.alter.add_feature("noSuchFeature")
+    history = [h["operation"] for h in t.history()]
+    assert history[:2] == ["UNSET TBLPROPERTIES", "SET TBLPROPERTIES"]
+
+
+def test_racing_metadata_changes_conflict(tmp_path: Path) -> None:
+    path = tmp_path / "t"
+    dl.write_table(path, table([1]))
+    first, second = dl.DeltaTable(path), dl.DeltaTable(path)
+    first.alter.set_properties({"a": "1"})
+    with pytest.raises(dl.CommitConflictError) as err:
+        second.alter.set_properties({"b": "2"})
+    assert "metadata" in str(err.value)
+    assert dl.DeltaTable(path).metadata().configuration == {"a": "1"}
+    # A metadata change also conflicts with a concurrent append (its rows were not checked).
+    third = dl.DeltaTable(path)
+    dl.write_table(path, table([-1]), mode="append")
+    with pytest.raises(dl.CommitConflictError):
+        third.alter.add_constraint({"positive": "id > 0"})
+
+
+def _worker_write(path: str, values: list[int]) -> bytes:
+    t = dl.DeltaTable(path)
+    return pickle.dumps(dl.write_files(t, table(values, "w")))
+
+
+def test_files_written_by_workers_committed_once(tmp_path: Path) -> None:
+    path = tmp_path / "t"
+    dl.write_table(path, table([0]), partition_by=["part"])
+    ctx = multiprocessing.get_context("spawn")
+    with ctx.Pool(2) as pool:
+        results = pool.starmap(_worker_write, [(str(path), [1, 2]), (str(path), [3])])
+    adds = [a for r in results for a in pickle.loads(r)]
+    assert all(a["add"]["path"].startswith("part=w/") for a in adds)
+    assert json.loads(adds[0]["add"]["stats"])["numRecords"] >= 1
+    t = dl.DeltaTable(path)
+    assert ids(path) == [0]  # nothing committed yet
+    version = (
+        t.transaction(operation="WRITE", mode="Append")
+        .add_actions(adds)
+        .commit(dl.CommitProperties(app_id="job", app_version=1))
+    )
+    assert version == 1
+    assert ids(path) == [0, 1, 2, 3]
+    assert t.transactions() == {"job": 1}
+    info = t.history(1)[0]
+    assert info["operation"] == "WRITE" and info["isBlindAppend"] is True
+    # A transaction replacing a file: remove + add.
+    old = [f for f in t.files() if f.startswith("part=a")]
+    txn = t.transaction(operation="DELETE")
+    txn.remove_files(old)
+    assert txn.commit() == 2
+    assert ids(path) == [1, 2, 3]
+    with pytest.raises(ValueError):
+        t.transaction().add_actions([{"bogus": {}}])
+    with pytest.raises(dl.DeltaError):
+        dl.write_files(t, pa.table({"nope": [1]}))
+
+
+def test_restore_brings_back_files_and_deletion_vectors(tmp_path: Path) -> None:
+    path = tmp_path / "t"
+    dl.write_table(path, table([1, 2, 3]), configuration={"delta.enableDeletionVectors": "true"})
+    dl.write_table(path, table([4]), mode="append")
+    t = dl.DeltaTable(path)
+    t.delete("id = 2")  # version 2: a DV
+    dl.write_table(path, table([9]), mode="overwrite")  # version 3
+    t.update_incremental()
+    m = t.restore(2)
+    assert m["version"] == 4
+    assert m["num_restored_files"] == 2 and m["num_removed_files"] == 1
+    assert ids(path) == [1, 3, 4]
+    t.restore(0)
+    assert ids(path) == [1, 2, 3]
+    assert t.history(1)[0]["operation"] == "RESTORE"
+    with pytest.raises(ValueError):
+        t.restore(t.version())
