@@ -27,34 +27,26 @@ use std::collections::{BTreeMap, HashMap, HashSet};
 use std::sync::Arc;
 
 use arrow::array::{
-    Array, ArrayRef, AsArray, BooleanArray, RecordBatch, RecordBatchOptions, StringArray,
-    StructArray,
+    Array, ArrayRef, AsArray, BooleanArray, RecordBatch, RecordBatchOptions, StructArray,
 };
-use arrow::compute::{filter_record_batch, not};
-use arrow::datatypes::{DataType, Field, Int64Type, Schema, SchemaRef};
+use arrow::compute::filter_record_batch;
+use arrow::datatypes::{Int64Type, Schema, SchemaRef};
 use futures::{StreamExt, TryStreamExt};
 use roaring::RoaringTreemap;
 use serde_json::{json, Map, Value};
 
-use crate::deletion_vector::{dv_file, z85_encode, DvDescriptor};
+use crate::deletion_vector::DvDescriptor;
 use crate::error::{DeltaError, DeltaResult};
 use crate::expr::{eval, Expr};
 use crate::paths::decode_uri_path;
 use crate::scan::columns::output_field;
 use crate::scan::{self, FileTask, MetadataColumns, ReadSpec, Scan, ScanOptions, ROW_INDEX};
 use crate::snapshot::Snapshot;
-use crate::write::constraints::TableRules;
-use crate::write::data_files::{DataFileOptions, DataFileWriter, WrittenFile};
-use crate::write::mapping::{physical_name, physical_output_schema, to_physical};
-use crate::write::stats::{stats_json_of_parsed, IndexedColumns};
-use crate::write::transaction::{Isolation, Transaction};
+use crate::write::rewrite::Rewriter;
+use crate::write::stats::stats_json_of_parsed;
 
 /// Table property: write deletion vectors ("Deletion Vectors").
 pub const ENABLE_DELETION_VECTORS: &str = "delta.enableDeletionVectors";
-/// Table property: write change data files ("Add CDC File").
-pub const ENABLE_CHANGE_DATA_FEED: &str = "delta.enableChangeDataFeed";
-/// The change type column of change data files.
-const CHANGE_TYPE: &str = "_change_type";
 
 /// What a DML statement changes.
 #[derive(Debug, Clone)]
@@ -92,21 +84,6 @@ pub struct DmlMetrics {
     pub num_deletion_vectors_added: u64,
     /// Files the plan read (after pruning and skipping).
     pub num_files_scanned: u64,
-}
-
-impl DmlMetrics {
-    /// Delta Spark's `operationMetrics` (values as strings).
-    fn operation_metrics(&self) -> Value {
-        json!({
-            "numDeletedRows": self.num_deleted_rows.to_string(),
-            "numUpdatedRows": self.num_updated_rows.to_string(),
-            "numCopiedRows": self.num_copied_rows.to_string(),
-            "numRemovedFiles": self.num_removed_files.to_string(),
-            "numAddedFiles": self.num_added_files.to_string(),
-            "numAddedChangeFiles": self.num_added_change_files.to_string(),
-            "numDeletionVectorsAdded": self.num_deletion_vectors_added.to_string(),
-        })
-    }
 }
 
 fn is_true(config: &BTreeMap<String, String>, key: &str) -> bool {
@@ -163,7 +140,8 @@ pub async fn execute(
              (spec: \"Append-only Tables\")"
         )));
     }
-    let rules = TableRules::of(&schema, &config)?;
+    // The table's rules are parsed up front: one deltalog cannot evaluate fails here.
+    let mut rewriter = Rewriter::try_new(snapshot)?;
     if let Some((app, version)) = &options.app_transaction {
         if snapshot
             .transactions()
@@ -210,9 +188,9 @@ pub async fn execute(
             out
         }
     };
-    let use_dv = writes_deletion_vectors(snapshot);
-    let cdf = is_true(&config, ENABLE_CHANGE_DATA_FEED);
-    let writes_files = cdf || !use_dv || matches!(change, Change::Update(_));
+    let writes_files = rewriter.writes_changes()
+        || !rewriter.uses_deletion_vectors()
+        || matches!(change, Change::Update(_));
 
     // Plan: the files the predicate may match.
     let skipping = predicate.as_ref().and_then(Expr::skipping_predicate);
@@ -278,184 +256,51 @@ pub async fn execute(
     futures::pin_mut!(reads);
 
     // Change and write, file by file.
-    let table_fields: Vec<_> = schema.fields().iter().map(|f| output_field(f)).collect();
-    let data_schema = Arc::new(Schema::new(table_fields.clone()));
-    let mut data_writer: Option<DataFileWriter> = None;
-    let mut change_writer: Option<DataFileWriter> = None;
-    let indexed = IndexedColumns::from_config(&config);
-    // Files hold physical columns ("Writer Requirements for Column Mapping").
-    let data_physical = physical_output_schema(&schema, &data_schema, mode)?;
-    let cdc_physical = {
-        let mut fields: Vec<_> = data_physical.fields().iter().cloned().collect();
-        fields.push(Arc::new(Field::new(CHANGE_TYPE, DataType::Utf8, true)));
-        Arc::new(Schema::new(fields))
-    };
-    let physical_partitions: Vec<String> = partition_columns
-        .iter()
-        .map(|p| physical_name(&schema, p, mode))
-        .collect();
-    let mut removed: Vec<FileTask> = Vec::new();
-    let mut new_vectors: Vec<(FileTask, RoaringTreemap)> = Vec::new();
+    let data_schema = rewriter.data_schema().clone();
+    let (mut deleted, mut updated_rows) = (0u64, 0u64);
     while let Some(file) = reads.try_next().await? {
         if file.matched.is_empty() {
             continue;
         }
-        let matched_count = file.matched.len();
-        let whole = matched_count == file.rows;
-        let via_dv = use_dv && !whole;
-        // Rows written: survivors (copy on write) and updated rows.
-        let mut data_out: Vec<RecordBatch> = Vec::new();
-        let mut change_out: Vec<(RecordBatch, &'static str)> = Vec::new();
+        let mut parts: Vec<(RecordBatch, BooleanArray)> = Vec::with_capacity(file.batches.len());
         for (batch, mask) in file.batches.iter().zip(&file.masks) {
             let table_part = drop_row_index(batch, &data_schema)?;
-            if mask.true_count() == 0 {
-                if !via_dv {
-                    metrics.num_copied_rows += batch.num_rows() as u64;
-                    data_out.push(table_part);
-                }
-                continue;
-            }
-            let hit = filter_record_batch(&table_part, mask)?;
-            if !via_dv && mask.false_count() > 0 {
-                let rest = filter_record_batch(&table_part, &not(mask)?)?;
-                metrics.num_copied_rows += rest.num_rows() as u64;
-                data_out.push(rest);
-            }
-            match &change {
-                Change::Delete => change_out.push((hit, "delete")),
-                Change::Update(_) => {
-                    let updated = apply(&hit, &assignments, &schema)?;
-                    // Generated columns follow the columns they are computed from, unless set.
-                    let updated = rules.fill_generated(&updated, &|i| {
-                        !rules.is_generated(i) || assignments.iter().any(|(a, _)| *a == i)
-                    })?;
-                    rules.check(&updated)?;
-                    change_out.push((hit, "update_preimage"));
-                    change_out.push((updated.clone(), "update_postimage"));
-                    data_out.push(updated);
+            if mask.true_count() > 0 {
+                let hit = filter_record_batch(&table_part, mask)?;
+                match &change {
+                    Change::Delete => rewriter.write_changes(&hit, "delete").await?,
+                    Change::Update(_) => {
+                        let rules = rewriter.rules();
+                        let updated = apply(&hit, &assignments, &schema)?;
+                        // Generated columns follow the columns they come from, unless set.
+                        let updated = rules.fill_generated(&updated, &|i| {
+                            !rules.is_generated(i) || assignments.iter().any(|(a, _)| *a == i)
+                        })?;
+                        rules.check(&updated)?;
+                        rewriter.write_changes(&hit, "update_preimage").await?;
+                        rewriter.write_changes(&updated, "update_postimage").await?;
+                        rewriter.write_rows(&updated).await?;
+                    }
                 }
             }
+            parts.push((table_part, mask.clone()));
         }
         match change {
-            Change::Delete => metrics.num_deleted_rows += matched_count,
-            Change::Update(_) => metrics.num_updated_rows += matched_count,
+            Change::Delete => deleted += file.matched.len(),
+            Change::Update(_) => updated_rows += file.matched.len(),
         }
-        if !data_out.is_empty() {
-            if data_writer.is_none() {
-                data_writer = Some(DataFileWriter::try_new(
-                    storage.clone(),
-                    &data_physical,
-                    DataFileOptions::data(physical_partitions.clone(), indexed.clone()),
-                )?);
-            }
-            if let Some(w) = data_writer.as_mut() {
-                for b in &data_out {
-                    check_not_null(&schema, b)?;
-                    w.write(&to_physical(b, &data_physical)?).await?;
-                }
-            }
-        }
-        if cdf {
-            if change_writer.is_none() {
-                change_writer = Some(DataFileWriter::try_new(
-                    storage.clone(),
-                    &cdc_physical,
-                    DataFileOptions::change_data(physical_partitions.clone()),
-                )?);
-            }
-            if let Some(w) = change_writer.as_mut() {
-                for (b, kind) in &change_out {
-                    let b = to_physical(b, &data_physical)?;
-                    w.write(&with_change_type(&b, kind, &cdc_physical)?).await?;
-                }
-            }
-        }
-        if via_dv {
-            let mut bitmap = match &file.task.deletion_vector {
-                Some(dv) => dv.load(&storage, &file.task.path).await?,
-                None => RoaringTreemap::new(),
-            };
-            bitmap |= &file.matched;
-            new_vectors.push((file.task, bitmap));
-        } else {
-            removed.push(file.task);
-        }
+        rewriter
+            .change_file(file.task, &file.matched, file.rows, &parts)
+            .await?;
     }
-    if removed.is_empty() && new_vectors.is_empty() {
+    metrics.num_deleted_rows = deleted;
+    metrics.num_updated_rows = updated_rows;
+    if rewriter.is_empty() {
         return Ok(metrics);
     }
-
-    // Actions: removes of changed files, re-adds with new DVs, new data and change files.
-    let now = chrono::Utc::now().timestamp_millis();
-    let touched: HashSet<String> = removed
-        .iter()
-        .chain(new_vectors.iter().map(|(t, _)| t))
-        .map(|t| t.path.clone())
-        .collect();
-    let originals = file_actions(snapshot, &touched, now)?;
-    let mut actions: Vec<Value> = Vec::new();
-    for task in &removed {
-        let (_, remove) = originals
-            .get(&task.path)
-            .ok_or_else(|| DeltaError::Internal(format!("{} is not an active file", task.path)))?;
-        actions.push(remove.clone());
-    }
-    metrics.num_removed_files = removed.len() as u64;
-    if !new_vectors.is_empty() {
-        let bitmaps: Vec<RoaringTreemap> = new_vectors.iter().map(|(_, b)| b.clone()).collect();
-        let (bytes, places) = dv_file(&bitmaps);
-        let id = uuid::Uuid::new_v4();
-        storage
-            .put_file(&format!("deletion_vector_{id}.bin"), bytes.into())
-            .await?;
-        let encoded = z85_encode(id.as_bytes());
-        for ((task, bitmap), (offset, size)) in new_vectors.iter().zip(places) {
-            let (add, remove) = originals.get(&task.path).ok_or_else(|| {
-                DeltaError::Internal(format!("{} is not an active file", task.path))
-            })?;
-            let descriptor = DvDescriptor {
-                storage_type: "u".into(),
-                path_or_inline_dv: encoded.clone(),
-                offset: Some(offset),
-                size_in_bytes: size,
-                cardinality: bitmap.len() as i64,
-            };
-            let mut add = add.clone();
-            add["add"]["deletionVector"] = serde_json::to_value(&descriptor)
-                .map_err(|e| DeltaError::Internal(e.to_string()))?;
-            actions.push(remove.clone());
-            actions.push(add);
-        }
-        metrics.num_deletion_vectors_added = new_vectors.len() as u64;
-        metrics.num_removed_files += new_vectors.len() as u64;
-        metrics.num_added_files += new_vectors.len() as u64;
-    }
-    let written: Vec<WrittenFile> = match data_writer {
-        Some(w) => w.finish().await?,
-        None => Vec::new(),
-    };
-    metrics.num_added_files += written.len() as u64;
-    actions.extend(written.iter().map(|f| f.to_action(true)));
-    let changes: Vec<WrittenFile> = match change_writer {
-        Some(w) => w.finish().await?,
-        None => Vec::new(),
-    };
-    metrics.num_added_change_files = changes.len() as u64;
-    actions.extend(changes.iter().map(WrittenFile::to_cdc_action));
-
-    let mut info = options.commit_info.clone();
-    info.insert("operationMetrics".into(), metrics.operation_metrics());
-    let read: HashSet<String> = tasks.iter().map(|t| t.path.clone()).collect();
-    let mut txn = Transaction::new(
-        storage.clone(),
-        Some(snapshot.version()),
-        operation,
-        Isolation::ReadsData,
-    )
-    .with_read_files(read)
-    .with_commit_info(info);
+    let mut parameters = Map::new();
     if let Some(text) = &options.predicate_text {
-        txn = txn.with_parameter("predicate", json!(text));
+        parameters.insert("predicate".into(), json!(text));
     }
     if let Change::Update(set) = &change {
         // The assignments as Delta Spark shows them: column -> expression.
@@ -468,13 +313,29 @@ pub async fn execute(
                 )
             })
             .collect();
-        txn = txn.with_parameter("set", Value::Object(shown));
+        parameters.insert("set".into(), Value::Object(shown));
     }
-    if let Some((app, version)) = options.app_transaction.clone() {
-        txn = txn.with_app_transaction(app, version);
-    }
-    txn.add_actions(actions);
-    metrics.version = Some(txn.commit().await?);
+    let mut own = Map::new();
+    own.insert("numDeletedRows".into(), json!(deleted.to_string()));
+    own.insert("numUpdatedRows".into(), json!(updated_rows.to_string()));
+    let read: HashSet<String> = tasks.iter().map(|t| t.path.clone()).collect();
+    let (version, counts) = rewriter
+        .commit(
+            snapshot,
+            operation,
+            read,
+            parameters,
+            own,
+            options.commit_info.clone(),
+            options.app_transaction.clone(),
+        )
+        .await?;
+    metrics.version = Some(version);
+    metrics.num_copied_rows = counts.copied_rows;
+    metrics.num_removed_files = counts.removed_files;
+    metrics.num_added_files = counts.added_files;
+    metrics.num_added_change_files = counts.added_change_files;
+    metrics.num_deletion_vectors_added = counts.deletion_vectors_added;
     Ok(metrics)
 }
 
@@ -524,22 +385,6 @@ fn drop_row_index(batch: &RecordBatch, schema: &SchemaRef) -> DeltaResult<Record
     Ok(RecordBatch::try_new_with_options(
         schema.clone(),
         batch.columns()[..n].to_vec(),
-        &options,
-    )?)
-}
-
-/// `batch` with `_change_type` = `kind` in every row.
-fn with_change_type(
-    batch: &RecordBatch,
-    kind: &str,
-    schema: &SchemaRef,
-) -> DeltaResult<RecordBatch> {
-    let mut columns = batch.columns().to_vec();
-    columns.push(Arc::new(StringArray::from(vec![kind; batch.num_rows()])));
-    let options = RecordBatchOptions::new().with_row_count(Some(batch.num_rows()));
-    Ok(RecordBatch::try_new_with_options(
-        schema.clone(),
-        columns,
         &options,
     )?)
 }

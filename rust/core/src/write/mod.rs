@@ -9,6 +9,7 @@
 //! - [`constraints`]: CHECK constraints, invariants and generated columns of written rows;
 //! - [`mapping`]: column mapping for writers (ids, physical names, physical batches);
 //! - [`restore`]: RESTORE to an earlier version's content;
+//! - [`rewrite`]: files changed row by row (DVs or copy on write), new rows, one commit;
 //! - [`dml`]: DELETE and UPDATE, with deletion vectors or by rewriting files.
 
 pub mod constraints;
@@ -17,6 +18,7 @@ pub mod dml;
 pub mod mapping;
 pub mod partitions;
 pub mod restore;
+pub mod rewrite;
 pub mod stats;
 pub mod table;
 pub mod transaction;
