@@ -143,3 +143,15 @@ def restore_actions(current: RawSnapshot, target: RawSnapshot) -> tuple[list[str
 
 def remove_actions(snapshot: RawSnapshot, paths: list[str]) -> list[str]:
     """`remove` actions (JSON texts) for active files of the snapshot (URI-decoded paths)."""
+
+def merge(
+    snapshot: RawSnapshot,
+    source: pa.RecordBatchReader,
+    predicate: str,
+    source_alias: str,
+    target_alias: str,
+    clauses: str,
+    app_transaction: tuple[str, int] | None = None,
+    commit_info: str | None = None,
+) -> dict[str, Any]:
+    """MERGE `source` into the snapshot's table; the metrics (`version` None: no change)."""

@@ -25,6 +25,7 @@ if TYPE_CHECKING:
     import pandas as pd
 
     from deltalog.alter import TableAlterer
+    from deltalog.merge import TableMerger
     from deltalog.transaction import Transaction
 
 TimestampLike = _dt.datetime | _dt.date | str | int
@@ -459,6 +460,23 @@ class DeltaTable:
         )
         self.update_incremental()
         return metrics
+
+    def merge(
+        self,
+        source: Any,
+        predicate: str,
+        source_alias: str = "source",
+        target_alias: str = "target",
+        commit_properties: CommitProperties | None = None,
+    ) -> TableMerger:
+        """Starts a MERGE of ``source`` (a pyarrow Table/RecordBatchReader, pandas or polars
+        frame, or any Arrow stream) into the loaded version, matched by ``predicate`` (SQL
+        over ``<target_alias>.col`` and ``<source_alias>.col``, with at least one equality
+        between a target and a source column). Add ``when_*`` clauses, then ``execute()``
+        (see :mod:`deltalog.merge`)."""
+        from deltalog.merge import TableMerger
+
+        return TableMerger(self, source, predicate, source_alias, target_alias, commit_properties)
 
     # -- table changes -----------------------------------------------------------------------
 

@@ -679,6 +679,60 @@ fn commit_actions(
     block_on(py, async move { txn.commit().await })
 }
 
+/// MERGE of `source` into the table whose loaded version is `snapshot`: `clauses` is the
+/// JSON list of `deltalog_core::write::merge::MergeClause`. Returns the metrics, with
+/// `version` None when nothing changed.
+#[pyfunction]
+#[pyo3(signature = (snapshot, source, predicate, source_alias, target_alias, clauses, app_transaction=None, commit_info=None))]
+#[allow(clippy::too_many_arguments)]
+fn merge(
+    py: Python<'_>,
+    snapshot: PyRef<'_, RawSnapshot>,
+    source: arrow::pyarrow::PyArrowType<arrow::ffi_stream::RecordBatchStreamReader>,
+    predicate: String,
+    source_alias: String,
+    target_alias: String,
+    clauses: &str,
+    app_transaction: Option<(String, i64)>,
+    commit_info: Option<&str>,
+) -> PyResult<Py<PyDict>> {
+    use deltalog_core::write::merge::{merge, MergeClause, MergeSpec};
+    let clauses: Vec<MergeClause> = serde_json::from_str(clauses).map_err(|e| {
+        pyo3::exceptions::PyValueError::new_err(format!("malformed MERGE clauses: {e}"))
+    })?;
+    let reader = source.0;
+    let source_schema = reader.schema();
+    let batches = py
+        .detach(|| reader.collect::<Result<Vec<_>, _>>())
+        .map_err(|e| to_py_err(py, DeltaError::from(e)))?;
+    let spec = MergeSpec {
+        source: batches,
+        source_schema,
+        predicate,
+        source_alias,
+        target_alias,
+        clauses,
+    };
+    let info = commit_info_map(commit_info)?;
+    let snapshot = snapshot.snapshot.clone();
+    let m = block_on(py, async move {
+        merge(&snapshot, spec, info, app_transaction).await
+    })?;
+    let out = PyDict::new(py);
+    out.set_item("version", m.version)?;
+    out.set_item("num_source_rows", m.num_source_rows)?;
+    out.set_item("num_target_rows_inserted", m.num_target_rows_inserted)?;
+    out.set_item("num_target_rows_updated", m.num_target_rows_updated)?;
+    out.set_item("num_target_rows_deleted", m.num_target_rows_deleted)?;
+    out.set_item("num_target_rows_copied", m.num_target_rows_copied)?;
+    out.set_item("num_target_files_scanned", m.num_target_files_scanned)?;
+    out.set_item("num_target_files_added", m.num_target_files_added)?;
+    out.set_item("num_target_files_removed", m.num_target_files_removed)?;
+    out.set_item("num_deletion_vectors_added", m.num_deletion_vectors_added)?;
+    out.set_item("num_added_change_files", m.num_added_change_files)?;
+    Ok(out.unbind())
+}
+
 /// The actions that restore the content of `target` on top of `current` (the latest version):
 /// `(actions as JSON texts, files restored, files removed)`.
 #[pyfunction]
@@ -904,6 +958,7 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(commit_actions, m)?)?;
     m.add_function(wrap_pyfunction!(count_violations, m)?)?;
     m.add_function(wrap_pyfunction!(restore_actions, m)?)?;
+    m.add_function(wrap_pyfunction!(merge, m)?)?;
     m.add_function(wrap_pyfunction!(remove_actions, m)?)?;
     m.add_function(wrap_pyfunction!(parse_expression, m)?)?;
     m.add_function(wrap_pyfunction!(dv_serialize, m)?)?;

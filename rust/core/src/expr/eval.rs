@@ -291,23 +291,27 @@ fn strings(v: Value, n: usize) -> Res<StringArray> {
     Ok(a.as_string::<i32>().clone())
 }
 
+/// Column `name` of `batch`: a column of that name, else the longest prefix of its dotted
+/// parts that names a column (which may itself hold dots, as `target.x` does in MERGE),
+/// followed by struct fields.
 fn column(batch: &RecordBatch, name: &str) -> Res<ArrayRef> {
     if let Some(c) = batch.column_by_name(name) {
         return Ok(c.clone());
     }
-    let mut parts = name.split('.');
-    let first = parts.next().unwrap_or_default();
-    let mut current = batch
-        .column_by_name(first)
-        .cloned()
-        .ok_or_else(|| format!("no column {name:?}"))?;
-    for part in parts {
-        let s = current
-            .as_struct_opt()
-            .ok_or_else(|| format!("no column {name:?}"))?;
-        let child = s
-            .column_by_name(part)
-            .ok_or_else(|| format!("no column {name:?}"))?;
+    let missing = || format!("no column {name:?}");
+    let dots: Vec<usize> = name.match_indices('.').map(|(i, _)| i).collect();
+    let (mut current, rest) = dots
+        .iter()
+        .rev()
+        .find_map(|&i| {
+            batch
+                .column_by_name(&name[..i])
+                .map(|c| (c.clone(), &name[i + 1..]))
+        })
+        .ok_or_else(missing)?;
+    for part in rest.split('.') {
+        let s = current.as_struct_opt().ok_or_else(missing)?;
+        let child = s.column_by_name(part).ok_or_else(missing)?;
         // A null struct makes its fields null.
         current = match s.nulls() {
             Some(nulls) if nulls.null_count() > 0 => {

@@ -285,6 +285,33 @@ impl Expr {
         }
     }
 
+    /// The expression with every column name `c` replaced by `rename(c)`.
+    pub fn rename_columns(&self, rename: &dyn Fn(&str) -> String) -> Expr {
+        let mut out = self.clone();
+        out.visit_mut(&mut |e| {
+            if let Expr::Column(c) = e {
+                *c = rename(c);
+            }
+        });
+        out
+    }
+
+    /// The conjuncts of an `AND` chain (the expression itself otherwise).
+    pub fn conjuncts(&self) -> Vec<&Expr> {
+        match self {
+            Expr::Binary {
+                op: BinaryOp::And,
+                left,
+                right,
+            } => {
+                let mut out = left.conjuncts();
+                out.extend(right.conjuncts());
+                out
+            }
+            other => vec![other],
+        }
+    }
+
     /// A [`Predicate`] that every row satisfying this expression satisfies too, for
     /// skipping files (`None`: nothing can be skipped). Conjuncts the predicate type cannot
     /// express are left out, which only weakens it; a disjunction or negation needs its parts
@@ -433,7 +460,8 @@ impl From<&Predicate> for Expr {
 }
 
 /// `name` in the spelling of `fields`: an exact match, else the one case-insensitive match;
-/// dotted names walk into struct columns.
+/// a dotted name is a column (the longest prefix that names one, since columns may hold dots)
+/// followed by struct fields.
 fn resolve_name(fields: &Fields, name: &str) -> DeltaResult<String> {
     let find = |fields: &Fields, part: &str| -> Option<(String, DataType)> {
         if let Some(f) = fields.iter().find(|f| f.name() == part) {
@@ -447,34 +475,37 @@ fn resolve_name(fields: &Fields, name: &str) -> DeltaResult<String> {
             _ => None,
         }
     };
+    let unknown = || {
+        DeltaError::InvalidArgument(format!(
+            "the expression names an unknown column {name:?} (columns: {})",
+            fields
+                .iter()
+                .map(|f| f.name().as_str())
+                .collect::<Vec<_>>()
+                .join(", ")
+        ))
+    };
     if let Some((n, _)) = find(fields, name) {
         return Ok(n);
     }
-    // A path into struct columns.
-    let mut current = fields.clone();
-    let mut resolved = Vec::new();
-    for part in name.split('.') {
-        match find(&current, part) {
-            Some((n, dt)) => {
-                resolved.push(n);
-                current = match dt {
-                    DataType::Struct(children) => children,
-                    _ => Fields::empty(),
-                };
-            }
-            None => {
-                return Err(DeltaError::InvalidArgument(format!(
-                    "the expression names an unknown column {name:?} (columns: {})",
-                    fields
-                        .iter()
-                        .map(|f| f.name().as_str())
-                        .collect::<Vec<_>>()
-                        .join(", ")
-                )))
-            }
+    let dots: Vec<usize> = name.match_indices('.').map(|(i, _)| i).collect();
+    for &i in dots.iter().rev() {
+        let Some((top, dt)) = find(fields, &name[..i]) else {
+            continue;
+        };
+        let mut resolved = vec![top];
+        let mut current = dt;
+        for part in name[i + 1..].split('.') {
+            let DataType::Struct(children) = &current else {
+                return Err(unknown());
+            };
+            let (n, dt) = find(children, part).ok_or_else(unknown)?;
+            resolved.push(n);
+            current = dt;
         }
+        return Ok(resolved.join("."));
     }
-    Ok(resolved.join("."))
+    Err(unknown())
 }
 
 #[cfg(test)]

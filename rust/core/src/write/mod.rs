@@ -8,6 +8,7 @@
 //! - [`table`]: create, append to and overwrite a table;
 //! - [`constraints`]: CHECK constraints, invariants and generated columns of written rows;
 //! - [`mapping`]: column mapping for writers (ids, physical names, physical batches);
+//! - [`merge`]: MERGE (hash join of a source with the table, clauses, DVs or rewrites);
 //! - [`restore`]: RESTORE to an earlier version's content;
 //! - [`rewrite`]: files changed row by row (DVs or copy on write), new rows, one commit;
 //! - [`dml`]: DELETE and UPDATE, with deletion vectors or by rewriting files.
@@ -16,6 +17,7 @@ pub mod constraints;
 pub mod data_files;
 pub mod dml;
 pub mod mapping;
+pub mod merge;
 pub mod partitions;
 pub mod restore;
 pub mod rewrite;
