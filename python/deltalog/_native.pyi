@@ -99,6 +99,8 @@ def write_table(
     commit_info: str | None = None,
     merge_schema: bool = False,
     protocol: str | None = None,
+    overwrite_schema: bool = False,
+    predicate: str | None = None,
 ) -> tuple[int, bool]:
     """Writes `data` to the table at `uri`; `(version, written)`. `protocol` is the JSON
     `protocol` action of a new table."""

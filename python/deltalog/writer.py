@@ -141,8 +141,9 @@ def write_table(
     description: str | None = None,
     storage_options: Mapping[str, str] | None = None,
     commit_properties: CommitProperties | None = None,
-    schema_mode: Literal["merge"] | None = None,
+    schema_mode: Literal["merge", "overwrite"] | None = None,
     table_features: Iterable[str] | None = None,
+    predicate: str | None = None,
 ) -> int:
     """Writes ``data`` to the Delta table at ``table_or_uri`` and returns the new version.
 
@@ -160,6 +161,12 @@ def write_table(
             commitInfo fields.
         schema_mode: ``"merge"`` adds the data's columns the table does not have (as nullable
             columns; existing rows read them as null). Without it such columns are an error.
+            ``"overwrite"`` (with ``mode="overwrite"``) replaces the table's schema, and its
+            partitioning when ``partition_by`` is given, by the data's.
+        predicate: with ``mode="overwrite"``, replace only the rows matching this SQL
+            predicate (Delta's ``replaceWhere``, e.g. ``"day >= '2026-01-01'"``); every written
+            row must match it. Matching rows are removed with deletion vectors or by rewriting
+            their files, as DELETE does.
         table_features: table features a new table supports from the start (also
             ``configuration={"delta.feature.<name>": "supported"}``); enablement properties
             such as ``delta.enableDeletionVectors=true`` add their feature themselves.
@@ -192,8 +199,12 @@ def write_table(
         features.check_writable(
             Protocol(*existing.protocol()), meta["schema_string"] or "", meta["configuration"]
         )
-    if schema_mode not in (None, "merge"):
-        raise ValueError(f'schema_mode must be None or "merge", not {schema_mode!r}')
+    if schema_mode not in (None, "merge", "overwrite"):
+        raise ValueError(f'schema_mode must be None, "merge" or "overwrite", not {schema_mode!r}')
+    if schema_mode == "overwrite" and mode != "overwrite":
+        raise ValueError('schema_mode="overwrite" needs mode="overwrite"')
+    if predicate is not None and mode != "overwrite":
+        raise ValueError('a predicate (replaceWhere) needs mode="overwrite"')
     props = commit_properties or CommitProperties()
     app = (props.app_id, props.app_version) if props.app_id is not None else None
     reader = _reader(data)
@@ -216,6 +227,8 @@ def write_table(
         json.dumps(dict(props.custom_metadata), default=str) if props.custom_metadata else None,
         schema_mode == "merge",
         protocol,
+        schema_mode == "overwrite",
+        predicate,
     )
     if isinstance(table_or_uri, DeltaTable):
         table_or_uri.update_incremental()

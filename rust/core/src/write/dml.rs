@@ -124,12 +124,8 @@ pub async fn execute(
     change: Change,
     options: DmlOptions,
 ) -> DeltaResult<DmlMetrics> {
-    let storage = snapshot.storage().clone();
     let config = snapshot.configuration();
     let schema = snapshot.schema()?;
-    let metadata = snapshot.metadata()?;
-    let partition_columns = metadata.partition_columns.clone();
-    let mode = snapshot.column_mapping_mode()?;
     let operation = match change {
         Change::Delete => "DELETE",
         Change::Update(_) => "UPDATE",
@@ -188,12 +184,97 @@ pub async fn execute(
             out
         }
     };
+    let applied = apply_change(
+        snapshot,
+        predicate.as_ref(),
+        &change,
+        &assignments,
+        &mut rewriter,
+    )
+    .await?;
+    let mut metrics = DmlMetrics {
+        num_files_scanned: applied.files_scanned,
+        ..Default::default()
+    };
+    let (deleted, updated_rows) = match change {
+        Change::Delete => (applied.changed_rows, 0),
+        Change::Update(_) => (0, applied.changed_rows),
+    };
+    metrics.num_deleted_rows = deleted;
+    metrics.num_updated_rows = updated_rows;
+    if rewriter.is_empty() {
+        return Ok(metrics);
+    }
+    let mut parameters = Map::new();
+    if let Some(text) = &options.predicate_text {
+        parameters.insert("predicate".into(), json!(text));
+    }
+    if let Change::Update(set) = &change {
+        // The assignments as Delta Spark shows them: column -> expression.
+        let shown: Map<String, Value> = set
+            .iter()
+            .map(|(c, e)| {
+                (
+                    c.clone(),
+                    json!(serde_json::to_string(e).unwrap_or_default()),
+                )
+            })
+            .collect();
+        parameters.insert("set".into(), Value::Object(shown));
+    }
+    let mut own = Map::new();
+    own.insert("numDeletedRows".into(), json!(deleted.to_string()));
+    own.insert("numUpdatedRows".into(), json!(updated_rows.to_string()));
+    let read = applied.read;
+    let (version, counts) = rewriter
+        .commit(
+            snapshot,
+            operation,
+            read,
+            parameters,
+            own,
+            options.commit_info.clone(),
+            options.app_transaction.clone(),
+        )
+        .await?;
+    metrics.version = Some(version);
+    metrics.num_copied_rows = counts.copied_rows;
+    metrics.num_removed_files = counts.removed_files;
+    metrics.num_added_files = counts.added_files;
+    metrics.num_added_change_files = counts.added_change_files;
+    metrics.num_deletion_vectors_added = counts.deletion_vectors_added;
+    Ok(metrics)
+}
+
+/// What [`apply_change`] did.
+pub struct Applied {
+    /// The files read (URI-decoded paths), for the conflict rules.
+    pub read: HashSet<String>,
+    pub files_scanned: u64,
+    /// Rows deleted or updated.
+    pub changed_rows: u64,
+}
+
+/// Applies `change` to the rows of `snapshot` matching `predicate` (resolved against the
+/// table; every row when `None`) through `rewriter`, which the caller commits. UPDATE's
+/// `assignments` are table column indexes with their (cast) values.
+pub async fn apply_change(
+    snapshot: &Snapshot,
+    predicate: Option<&Expr>,
+    change: &Change,
+    assignments: &[(usize, Expr)],
+    rewriter: &mut Rewriter,
+) -> DeltaResult<Applied> {
+    let storage = snapshot.storage().clone();
+    let schema = snapshot.schema()?;
+    let partition_columns = snapshot.metadata()?.partition_columns.clone();
+    let mode = snapshot.column_mapping_mode()?;
     let writes_files = rewriter.writes_changes()
         || !rewriter.uses_deletion_vectors()
         || matches!(change, Change::Update(_));
 
     // Plan: the files the predicate may match.
-    let skipping = predicate.as_ref().and_then(Expr::skipping_predicate);
+    let skipping = predicate.and_then(Expr::skipping_predicate);
     let planned = Scan::try_new(
         snapshot,
         ScanOptions {
@@ -203,15 +284,11 @@ pub async fn execute(
         },
     )?;
     let tasks = planned.tasks().to_vec();
-    let mut metrics = DmlMetrics {
-        num_files_scanned: tasks.len() as u64,
-        ..Default::default()
-    };
     // Read: every live row, all columns unless only the predicate's are needed.
     let columns = if writes_files {
         None
     } else {
-        Some(predicate.as_ref().map(Expr::columns).unwrap_or_default())
+        Some(predicate.map(Expr::columns).unwrap_or_default())
     };
     let columns = columns.map(|names| {
         names
@@ -244,7 +321,7 @@ pub async fn execute(
     let keep_rows = writes_files;
     let reads = futures::stream::iter(tasks.clone())
         .map(|task| {
-            let (storage, spec, predicate) = (storage.clone(), spec.clone(), predicate.clone());
+            let (storage, spec, predicate) = (storage.clone(), spec.clone(), predicate.cloned());
             async move {
                 let batches: Vec<RecordBatch> = scan::execute(storage, spec, vec![task.clone()], 1)
                     .try_collect()
@@ -257,7 +334,7 @@ pub async fn execute(
 
     // Change and write, file by file.
     let data_schema = rewriter.data_schema().clone();
-    let (mut deleted, mut updated_rows) = (0u64, 0u64);
+    let mut changed_rows = 0u64;
     while let Some(file) = reads.try_next().await? {
         if file.matched.is_empty() {
             continue;
@@ -267,11 +344,11 @@ pub async fn execute(
             let table_part = drop_row_index(batch, &data_schema)?;
             if mask.true_count() > 0 {
                 let hit = filter_record_batch(&table_part, mask)?;
-                match &change {
+                match change {
                     Change::Delete => rewriter.write_changes(&hit, "delete").await?,
                     Change::Update(_) => {
                         let rules = rewriter.rules();
-                        let updated = apply(&hit, &assignments, &schema)?;
+                        let updated = apply(&hit, assignments, &schema)?;
                         // Generated columns follow the columns they come from, unless set.
                         let updated = rules.fill_generated(&updated, &|i| {
                             !rules.is_generated(i) || assignments.iter().any(|(a, _)| *a == i)
@@ -285,58 +362,16 @@ pub async fn execute(
             }
             parts.push((table_part, mask.clone()));
         }
-        match change {
-            Change::Delete => deleted += file.matched.len(),
-            Change::Update(_) => updated_rows += file.matched.len(),
-        }
+        changed_rows += file.matched.len();
         rewriter
             .change_file(file.task, &file.matched, file.rows, &parts)
             .await?;
     }
-    metrics.num_deleted_rows = deleted;
-    metrics.num_updated_rows = updated_rows;
-    if rewriter.is_empty() {
-        return Ok(metrics);
-    }
-    let mut parameters = Map::new();
-    if let Some(text) = &options.predicate_text {
-        parameters.insert("predicate".into(), json!(text));
-    }
-    if let Change::Update(set) = &change {
-        // The assignments as Delta Spark shows them: column -> expression.
-        let shown: Map<String, Value> = set
-            .iter()
-            .map(|(c, e)| {
-                (
-                    c.clone(),
-                    json!(serde_json::to_string(e).unwrap_or_default()),
-                )
-            })
-            .collect();
-        parameters.insert("set".into(), Value::Object(shown));
-    }
-    let mut own = Map::new();
-    own.insert("numDeletedRows".into(), json!(deleted.to_string()));
-    own.insert("numUpdatedRows".into(), json!(updated_rows.to_string()));
-    let read: HashSet<String> = tasks.iter().map(|t| t.path.clone()).collect();
-    let (version, counts) = rewriter
-        .commit(
-            snapshot,
-            operation,
-            read,
-            parameters,
-            own,
-            options.commit_info.clone(),
-            options.app_transaction.clone(),
-        )
-        .await?;
-    metrics.version = Some(version);
-    metrics.num_copied_rows = counts.copied_rows;
-    metrics.num_removed_files = counts.removed_files;
-    metrics.num_added_files = counts.added_files;
-    metrics.num_added_change_files = counts.added_change_files;
-    metrics.num_deletion_vectors_added = counts.deletion_vectors_added;
-    Ok(metrics)
+    Ok(Applied {
+        read: tasks.iter().map(|t| t.path.clone()).collect(),
+        files_scanned: tasks.len() as u64,
+        changed_rows,
+    })
 }
 
 /// Evaluates the predicate on a file's live rows.

@@ -230,19 +230,12 @@ impl Rewriter {
         self.removed.is_empty() && self.new_vectors.is_empty() && self.data_writer.is_none()
     }
 
-    /// Commits the changes as the version after `snapshot`'s, having read the files `read`.
-    /// `metrics` are the operation's own (`numDeletedRows`, ...); the file counts are added.
-    #[allow(clippy::too_many_arguments)]
-    pub async fn commit(
+    /// The actions of the changes so far (removes, re-adds with new deletion vectors, new data
+    /// and change files), after closing every file and writing the DV file.
+    pub async fn into_actions(
         mut self,
         snapshot: &Snapshot,
-        operation: &str,
-        read: HashSet<String>,
-        parameters: Map<String, Value>,
-        mut metrics: Map<String, Value>,
-        mut commit_info: Map<String, Value>,
-        app_transaction: Option<(String, i64)>,
-    ) -> DeltaResult<(u64, FileCounts)> {
+    ) -> DeltaResult<(Vec<Value>, FileCounts)> {
         let now = chrono::Utc::now().timestamp_millis();
         let touched: HashSet<String> = self
             .removed
@@ -303,8 +296,26 @@ impl Rewriter {
         self.counts.added_change_files += changes.len() as u64;
         actions.extend(changes.iter().map(WrittenFile::to_cdc_action));
 
+        Ok((actions, self.counts))
+    }
+
+    /// Commits the changes as the version after `snapshot`'s, having read the files `read`.
+    /// `metrics` are the operation's own (`numDeletedRows`, ...); the file counts are added.
+    #[allow(clippy::too_many_arguments)]
+    pub async fn commit(
+        self,
+        snapshot: &Snapshot,
+        operation: &str,
+        read: HashSet<String>,
+        parameters: Map<String, Value>,
+        mut metrics: Map<String, Value>,
+        mut commit_info: Map<String, Value>,
+        app_transaction: Option<(String, i64)>,
+    ) -> DeltaResult<(u64, FileCounts)> {
+        let storage = self.storage.clone();
+        let (actions, counts) = self.into_actions(snapshot).await?;
         // Delta Spark's operationMetrics (values as strings).
-        let c = &self.counts;
+        let c = &counts;
         for (k, v) in [
             ("numCopiedRows", c.copied_rows),
             ("numRemovedFiles", c.removed_files),
@@ -316,7 +327,7 @@ impl Rewriter {
         }
         commit_info.insert("operationMetrics".into(), Value::Object(metrics));
         let mut txn = Transaction::new(
-            self.storage.clone(),
+            storage,
             Some(snapshot.version()),
             operation,
             Isolation::ReadsData,
@@ -331,6 +342,6 @@ impl Rewriter {
         }
         txn.add_actions(actions);
         let version = txn.commit().await?;
-        Ok((version, self.counts))
+        Ok((version, counts))
     }
 }

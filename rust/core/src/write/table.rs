@@ -25,6 +25,7 @@ use crate::write::data_files::{DataFileOptions, DataFileWriter};
 use crate::write::mapping::{
     assign_ids, max_id_of, physical_name, physical_output_schema, to_physical, MAX_COLUMN_ID,
 };
+use crate::write::rewrite::Rewriter;
 use crate::write::stats::IndexedColumns;
 use crate::write::transaction::{Isolation, Transaction};
 
@@ -79,6 +80,12 @@ pub struct WriteOptions {
     /// The `protocol` action of a new table (`None`: reader 1, writer 2). The caller computes
     /// it from the features the table uses ("Protocol Evolution", table features).
     pub protocol: Option<Value>,
+    /// Replace the table's schema (and partitioning, with `partition_by`) by the data's
+    /// (`schema_mode="overwrite"`, with mode overwrite only).
+    pub overwrite_schema: bool,
+    /// Overwrite only the rows matching this SQL predicate (Delta's `replaceWhere`); every
+    /// written row must match it.
+    pub replace_where: Option<String>,
     /// Commit the files (`true`), or only write them and return their `add` actions
     /// ([`Written::Files`]) for a transaction that commits them elsewhere.
     pub commit: bool,
@@ -174,7 +181,42 @@ where
             }
         }
     }
+    let replace_schema = options.overwrite_schema && snapshot.is_some();
+    if options.overwrite_schema && options.mode != SaveMode::Overwrite {
+        return Err(DeltaError::InvalidArgument(
+            "schema_mode=\"overwrite\" needs mode=\"overwrite\"".into(),
+        ));
+    }
+    if options.replace_where.is_some() && (options.mode != SaveMode::Overwrite || replace_schema) {
+        return Err(DeltaError::InvalidArgument(
+            "a predicate (replaceWhere) needs mode=\"overwrite\" and the table's schema".into(),
+        ));
+    }
     let (table_schema, partition_columns, mut config) = match &snapshot {
+        Some(s) if replace_schema => {
+            let metadata = s.metadata()?;
+            let mut config = s.configuration();
+            let mut fields = table_schema_of(schema)?.fields().clone();
+            let mode = s.column_mapping_mode()?;
+            if mode != ColumnMappingMode::None {
+                // New columns, new ids: continue after the largest id ever used.
+                let mut max_id = config
+                    .get(MAX_COLUMN_ID)
+                    .and_then(|v| v.parse::<i64>().ok())
+                    .unwrap_or(0)
+                    .max(max_id_of(s.schema()?.fields()));
+                fields = assign_ids(&fields, &mut max_id);
+                config.insert(MAX_COLUMN_ID.into(), max_id.to_string());
+            }
+            (
+                Arc::new(Schema::new(fields)),
+                options
+                    .partition_by
+                    .clone()
+                    .unwrap_or_else(|| metadata.partition_columns.clone()),
+                config,
+            )
+        }
         Some(s) => {
             let metadata = s.metadata()?;
             if let Some(p) = &options.partition_by {
@@ -218,6 +260,7 @@ where
         .map(|f| f.as_ref().clone())
         .collect();
     let (table_schema, merged) = match (&snapshot, new_fields.is_empty()) {
+        (Some(_), _) if replace_schema => (table_schema, true),
         (_, true) | (None, _) => (table_schema, false),
         (Some(_), false) if options.merge_schema => {
             // Existing rows read the new columns as null.
@@ -291,6 +334,17 @@ where
             IndexedColumns::from_config(&config),
         ),
     )?;
+    // replaceWhere: the rows matching the predicate are deleted (DVs or rewrites) and the new
+    // rows, which must all match it, written through the same rewriter.
+    let replace = match (&snapshot, &options.replace_where) {
+        (Some(s), Some(sql)) => {
+            let predicate = crate::expr::Expr::parse(sql)?.resolve(&table_schema)?;
+            Some((s, predicate, Rewriter::try_new(s)?))
+        }
+        _ => None,
+    };
+    let mut replace = replace;
+    let replace_text = options.replace_where.clone();
     for batch in batches {
         let batch = batch?;
         // Columns by name, converted only where no value changes meaning (the reader's rules:
@@ -311,6 +365,20 @@ where
             filled
         };
         crate::write::dml::check_not_null(&table_schema, &batch)?;
+        if let Some((_, predicate, rewriter)) = replace.as_mut() {
+            let fits = crate::expr::eval::matches(predicate, &batch)?;
+            if fits.false_count() > 0 {
+                return Err(DeltaError::InvalidArgument(format!(
+                    "{} written row(s) do not match the overwrite's predicate {:?} \
+                     (replaceWhere): nothing was written",
+                    fits.false_count(),
+                    replace_text.as_deref().unwrap_or_default()
+                )));
+            }
+            rewriter.write_changes(&batch, "insert").await?;
+            rewriter.write_rows(&batch).await?;
+            continue;
+        }
         writer.write(&to_physical(&batch, &physical)?).await?;
     }
     let files = writer.finish().await?;
@@ -368,7 +436,14 @@ where
     if let (Some(s), true) = (&snapshot, merged) {
         // "Change Metadata": the new schema replaces the old in the same commit.
         let m = s.metadata()?;
-        txn = txn.with_parameter("mergeSchema", json!(true));
+        txn = txn.with_parameter(
+            if replace_schema {
+                "overwriteSchema"
+            } else {
+                "mergeSchema"
+            },
+            json!(true),
+        );
         txn.add_actions([json!({"metaData": {
             "id": m.id,
             "name": m.name,
@@ -376,12 +451,26 @@ where
             "format": {"provider": m.format_provider.clone().unwrap_or_else(|| "parquet".into()),
                        "options": m.format_options},
             "schemaString": arrow_to_schema_string(&table_schema).map_err(|e| DeltaError::Internal(e.0))?,
-            "partitionColumns": m.partition_columns,
+            "partitionColumns": partition_columns,
             "configuration": config,
             "createdTime": m.created_time,
         }})]);
     }
-    if let (Some(s), SaveMode::Overwrite) = (&snapshot, options.mode) {
+    if let Some((s, predicate, mut rewriter)) = replace {
+        let applied = crate::write::dml::apply_change(
+            s,
+            Some(&predicate),
+            &crate::write::dml::Change::Delete,
+            &[],
+            &mut rewriter,
+        )
+        .await?;
+        let (actions, _) = rewriter.into_actions(s).await?;
+        txn = txn
+            .with_read_files(applied.read)
+            .with_parameter("predicate", json!(options.replace_where));
+        txn.add_actions(actions);
+    } else if let (Some(s), SaveMode::Overwrite) = (&snapshot, options.mode) {
         txn.add_actions(remove_all(s)?);
     }
     txn.add_actions(files.iter().map(|f| f.to_action(true)));
