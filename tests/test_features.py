@@ -235,7 +235,9 @@ def test_support_flags_are_honest() -> None:
         "checkConstraints",
         "columnMapping",
         "deletionVectors",
+        "domainMetadata",
         "generatedColumns",
+        "inCommitTimestamps",
         "timestampNtz",
         "v2Checkpoint",
         "vacuumProtocolCheck",
@@ -407,7 +409,7 @@ def test_writer_only_features_never_block_reads() -> None:
     check_readable(p)
     with pytest.raises(UnsupportedFeatureError) as err:
         check_writable(p)
-    assert err.value.features == ["domainMetadata", "rowTracking", "someFutureWriterFeature"]
+    assert err.value.features == ["rowTracking", "someFutureWriterFeature"]
 
 
 def test_writable_requires_reader_features_too() -> None:

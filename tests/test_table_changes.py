@@ -4,6 +4,7 @@ metadata changes."""
 
 from __future__ import annotations
 
+import itertools
 import json
 import multiprocessing
 import pickle
@@ -212,3 +213,62 @@ def test_restore_brings_back_files_and_deletion_vectors(tmp_path: Path) -> None:
     assert t.history(1)[0]["operation"] == "RESTORE"
     with pytest.raises(ValueError):
         t.restore(t.version())
+
+
+def _commit_infos(path: Path) -> list[dict]:
+    out = []
+    for f in sorted((path / "_delta_log").glob("*.json")):
+        first = json.loads(f.read_text().splitlines()[0])
+        out.append(first)
+    return out
+
+
+def test_in_commit_timestamps_on_a_new_table(tmp_path: Path) -> None:
+    path = tmp_path / "t"
+    config = {"delta.enableInCommitTimestamps": "true"}
+    dl.write_table(path, table([1]), configuration=config)
+    for i in range(3):
+        dl.write_table(path, table([i]), mode="append")
+    t = dl.DeltaTable(path)
+    assert "inCommitTimestamps" in (t.protocol().writer_features or [])
+    firsts = _commit_infos(path)
+    # commitInfo is the first action of every commit and carries a strictly increasing ICT.
+    icts = [f["commitInfo"]["inCommitTimestamp"] for f in firsts]
+    assert all(b > a for a, b in itertools.pairwise(icts))
+    assert [h["timestamp"] for h in reversed(t.history())] == icts
+    t.delete("id = 0")
+    assert _commit_infos(path)[-1]["commitInfo"]["inCommitTimestamp"] > icts[-1]
+
+
+def test_enabling_in_commit_timestamps_records_where_they_start(tmp_path: Path) -> None:
+    path = tmp_path / "t"
+    dl.write_table(path, table([1]))
+    t = dl.DeltaTable(path)
+    version = t.alter.set_properties({"delta.enableInCommitTimestamps": "true"})
+    config = t.metadata().configuration
+    assert config["delta.inCommitTimestampEnablementVersion"] == str(version)
+    ict = _commit_infos(path)[version]["commitInfo"]["inCommitTimestamp"]
+    assert config["delta.inCommitTimestampEnablementTimestamp"] == str(ict)
+    dl.write_table(path, table([2]), mode="append")
+    assert _commit_infos(path)[-1]["commitInfo"]["inCommitTimestamp"] > ict
+
+
+def test_user_metadata_domains(tmp_path: Path) -> None:
+    path = tmp_path / "t"
+    dl.write_table(path, table([1]))
+    t = dl.DeltaTable(path)
+    t.alter.set_domain_metadata("app.settings", '{"owner": "etl"}')
+    assert t.domain_metadata() == {"app.settings": '{"owner": "etl"}'}
+    assert "domainMetadata" in (t.protocol().writer_features or [])
+    dl.write_table(path, table([2]), mode="append")  # writers keep domains
+    t.update_incremental()
+    assert t.domain_metadata() == {"app.settings": '{"owner": "etl"}'}
+    with pytest.raises(ValueError, match="delta"):
+        t.alter.set_domain_metadata("delta.rowTracking", "{}")
+    # Two commits changing one domain conflict.
+    other = dl.DeltaTable(path)
+    t.alter.set_domain_metadata("app.settings", "v2")
+    with pytest.raises(dl.CommitConflictError, match="domain"):
+        other.alter.set_domain_metadata("app.settings", "v3")
+    t.alter.remove_domain_metadata("app.settings")
+    assert t.domain_metadata() == {}

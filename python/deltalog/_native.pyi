@@ -131,8 +131,11 @@ def commit_actions(
     app_transaction: tuple[str, int] | None = None,
     commit_info: str | None = None,
     storage_options: dict[str, str] | None = None,
+    snapshot: RawSnapshot | None = None,
+    enable_in_commit_timestamps: bool = False,
 ) -> int:
-    """Commits JSON actions as the version after `read_version`; the version committed."""
+    """Commits JSON actions as the version after `read_version` (following the table rules of
+    `snapshot`, the read version: in-commit timestamps); the version committed."""
 
 def count_violations(snapshot: RawSnapshot, sql: str) -> int:
     """Rows of the snapshot for which the SQL condition is false or unknown."""

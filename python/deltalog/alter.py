@@ -21,6 +21,7 @@ if TYPE_CHECKING:
     from deltalog.writer import CommitProperties
 
 _CONSTRAINT_PREFIX = "delta.constraints."
+_ICT = "delta.enableInCommitTimestamps"
 
 
 class TableAlterer:
@@ -78,9 +79,10 @@ class TableAlterer:
         self,
         operation: str,
         parameters: Mapping[str, Any],
-        configuration: Mapping[str, str],
+        configuration: Mapping[str, str] | None,
         new_features: Iterable[str] = (),
         commit_properties: CommitProperties | None = None,
+        extra_actions: Iterable[dict[str, Any]] = (),
     ) -> int:
         from deltalog.writer import CommitProperties
 
@@ -93,7 +95,14 @@ class TableAlterer:
         protocol = self._protocol_action(new_features)
         if protocol is not None:
             actions.append(json.dumps(protocol))
-        actions.append(json.dumps(self._metadata_action(configuration)))
+        enabling_ict = False
+        if configuration is not None:
+            actions.append(json.dumps(self._metadata_action(configuration)))
+            # "In-Commit Timestamps": enabling it on an existing table records the version and
+            # timestamp it starts from (the core fills them in at commit).
+            was = features._is_true(meta["configuration"].get(_ICT))
+            enabling_ict = features._is_true(configuration.get(_ICT)) and not was
+        actions.extend(json.dumps(a) for a in extra_actions)
         props = commit_properties or CommitProperties()
         app = (props.app_id, props.app_version) if props.app_id is not None else None
         version = _native.commit_actions(
@@ -107,6 +116,8 @@ class TableAlterer:
             app,
             json.dumps(dict(props.custom_metadata), default=str) if props.custom_metadata else None,
             table._storage_options,
+            table._raw,
+            enabling_ict,
         )
         table.update_incremental()
         return version
@@ -212,3 +223,49 @@ class TableAlterer:
             return None
         del config[key]
         return self._commit("DROP CONSTRAINT", {"name": name}, config, (), commit_properties)
+
+    def set_domain_metadata(
+        self,
+        domain: str,
+        configuration: str,
+        commit_properties: CommitProperties | None = None,
+    ) -> int:
+        """Sets the configuration (any string, often JSON) of a user metadata domain (spec
+        "Domain Metadata"); adds the ``domainMetadata`` feature when the table lacks it.
+        Domains starting with ``delta.`` belong to Delta itself and are refused. A concurrent
+        commit changing the same domain conflicts."""
+        self._check_domain(domain)
+        action = {
+            "domainMetadata": {"domain": domain, "configuration": configuration, "removed": False}
+        }
+        return self._commit(
+            "SET DOMAIN METADATA",
+            {"domain": domain},
+            None,
+            ["domainMetadata"],
+            commit_properties,
+            [action],
+        )
+
+    def remove_domain_metadata(
+        self, domain: str, commit_properties: CommitProperties | None = None
+    ) -> int:
+        """Removes a user metadata domain (a tombstone, spec "Domain Metadata")."""
+        self._check_domain(domain)
+        current = self._table.domain_metadata()
+        if domain not in current:
+            raise ValueError(f"the table has no metadata domain {domain!r}")
+        action = {
+            "domainMetadata": {"domain": domain, "configuration": current[domain], "removed": True}
+        }
+        return self._commit(
+            "REMOVE DOMAIN METADATA", {"domain": domain}, None, (), commit_properties, [action]
+        )
+
+    @staticmethod
+    def _check_domain(domain: str) -> None:
+        if not domain or domain.lower().startswith("delta."):
+            raise ValueError(
+                f"{domain!r} is not a user domain: domains starting with 'delta.' are Delta's "
+                'own (spec "Domain Metadata")'
+            )

@@ -196,7 +196,9 @@ _REGISTRY: tuple[TableFeature, ...] = (
         enablement_property="delta.enableRowTracking",
         requires=("domainMetadata",),
     ),
-    _writer("domainMetadata", "Domain Metadata"),
+    # Writers keep every domain as it is; user domains are set through `alter` (`delta.`
+    # domains are refused) and concurrent changes of one domain conflict.
+    _writer("domainMetadata", "Domain Metadata", write_supported=True),
     # "Iceberg Compatibility V1/V2": "Since this table feature depends on Column Mapping, the table
     # must be on Reader Version = 2, or ... `columnMapping` must exist in ... `readerFeatures`."
     _writer(
@@ -213,10 +215,13 @@ _REGISTRY: tuple[TableFeature, ...] = (
     ),
     # "Clustered Table": "The feature `domainMetadata` is required in ... `writerFeatures`."
     _writer("clustering", "Clustered Table", requires=("domainMetadata",)),
+    # Every commit writes `inCommitTimestamp` first while enabled, monotonic across winners;
+    # enabling it records the enablement version and timestamp.
     _writer(
         "inCommitTimestamps",
         "In-Commit Timestamps",
         enablement_property="delta.enableInCommitTimestamps",
+        write_supported=True,
     ),
     # ---- Reader-writer features.
     # Reader Version 2: "Respect Column Mapping"; Writer Version 5: "Respect Column Mapping".

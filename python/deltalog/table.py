@@ -537,6 +537,7 @@ class DeltaTable:
             app,
             json.dumps(dict(props.custom_metadata), default=str) if props.custom_metadata else None,
             self._storage_options,
+            latest,
         )
         self.update_incremental()
         return {

@@ -129,6 +129,7 @@ class Transaction:
             app,
             json.dumps(dict(props.custom_metadata), default=str) if props.custom_metadata else None,
             self._table._storage_options,
+            self._table._raw,
         )
         self._committed = version
         self._table.update_incremental()

@@ -641,7 +641,7 @@ fn write_files(
 /// `read_files` (URI-decoded paths) names the files the transaction read, when it read only
 /// those. Returns the version committed.
 #[pyfunction]
-#[pyo3(signature = (uri, read_version, operation, actions, parameters=None, blind_append=false, read_files=None, app_transaction=None, commit_info=None, storage_options=None))]
+#[pyo3(signature = (uri, read_version, operation, actions, parameters=None, blind_append=false, read_files=None, app_transaction=None, commit_info=None, storage_options=None, snapshot=None, enable_in_commit_timestamps=false))]
 #[allow(clippy::too_many_arguments)]
 fn commit_actions(
     py: Python<'_>,
@@ -655,6 +655,8 @@ fn commit_actions(
     app_transaction: Option<(String, i64)>,
     commit_info: Option<&str>,
     storage_options: Option<HashMap<String, String>>,
+    snapshot: Option<PyRef<'_, RawSnapshot>>,
+    enable_in_commit_timestamps: bool,
 ) -> PyResult<u64> {
     use deltalog_core::write::transaction::{Isolation, Transaction};
     let storage = open_storage(uri, storage_options).map_err(|e| to_py_err(py, e))?;
@@ -680,6 +682,15 @@ fn commit_actions(
     }
     if let Some((app, v)) = app_transaction {
         txn = txn.with_app_transaction(app, v);
+    }
+    if let Some(s) = &snapshot {
+        txn = txn.for_table(&s.snapshot);
+    }
+    if enable_in_commit_timestamps {
+        let previous = snapshot
+            .as_ref()
+            .and_then(|s| s.snapshot.in_commit_timestamp());
+        txn = txn.with_in_commit_timestamps(previous, true);
     }
     txn.add_actions(parsed);
     block_on(py, async move { txn.commit().await })

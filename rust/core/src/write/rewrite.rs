@@ -333,7 +333,8 @@ impl Rewriter {
             Isolation::ReadsData,
         )
         .with_read_files(read)
-        .with_commit_info(commit_info);
+        .with_commit_info(commit_info)
+        .for_table(snapshot);
         for (k, v) in parameters {
             txn = txn.with_parameter(&k, v);
         }

@@ -416,6 +416,13 @@ where
     if let Some((app, version)) = options.app_transaction.clone() {
         txn = txn.with_app_transaction(app, version);
     }
+    txn = match &snapshot {
+        Some(s) => txn.for_table(s),
+        None if crate::write::transaction::in_commit_timestamps_enabled(&config) => {
+            txn.with_in_commit_timestamps(None, false)
+        }
+        None => txn,
+    };
     if snapshot.is_none() {
         txn.add_actions([
             json!({"protocol": options.protocol.clone().unwrap_or_else(

@@ -22,6 +22,16 @@ use crate::error::{DeltaError, DeltaResult};
 use crate::log_path::commit_file_name;
 use crate::storage::Storage;
 
+/// Table property enabling in-commit timestamps ("In-Commit Timestamps").
+pub const ENABLE_IN_COMMIT_TIMESTAMPS: &str = "delta.enableInCommitTimestamps";
+
+/// Whether `config` turns in-commit timestamps on.
+pub fn in_commit_timestamps_enabled(config: &std::collections::BTreeMap<String, String>) -> bool {
+    config
+        .get(ENABLE_IN_COMMIT_TIMESTAMPS)
+        .is_some_and(|v| v.trim().eq_ignore_ascii_case("true"))
+}
+
 /// How many versions a transaction tries before giving up.
 pub const MAX_ATTEMPTS: usize = 100;
 
@@ -49,6 +59,17 @@ pub struct Transaction {
     custom: Map<String, Value>,
     /// The files (URI-decoded paths) the transaction read, when it read only those.
     read_files: Option<Arc<HashSet<String>>>,
+    /// In-commit timestamps ("In-Commit Timestamps"), when the table has them enabled.
+    ict: Option<InCommitTimestamps>,
+}
+
+/// The in-commit timestamp state of a transaction.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct InCommitTimestamps {
+    /// The previous commit's in-commit timestamp (none before the table's first such commit).
+    previous: Option<i64>,
+    /// This commit enables the feature: its `metaData` gets the enablement properties.
+    enabling: bool,
 }
 
 impl Transaction {
@@ -70,7 +91,29 @@ impl Transaction {
             engine_info: format!("deltalog/{}", env!("CARGO_PKG_VERSION")),
             custom: Map::new(),
             read_files: None,
+            ict: None,
         }
+    }
+
+    /// Follows the rules `snapshot` (the read version) sets for every commit: in-commit
+    /// timestamps when `delta.enableInCommitTimestamps` is true.
+    pub fn for_table(self, snapshot: &crate::Snapshot) -> Self {
+        if in_commit_timestamps_enabled(&snapshot.configuration()) {
+            let previous = snapshot.in_commit_timestamp();
+            self.with_in_commit_timestamps(previous, false)
+        } else {
+            self
+        }
+    }
+
+    /// Writes in-commit timestamps ("Writer Requirements for In-Commit Timestamps"): the
+    /// commitInfo comes first and carries `inCommitTimestamp`, greater than `previous` (the
+    /// read version's; the winners' after a lost race) and at least the clock's time. With
+    /// `enabling`, this commit turns the feature on: its `metaData` action records
+    /// `delta.inCommitTimestampEnablementVersion` and `...EnablementTimestamp`.
+    pub fn with_in_commit_timestamps(mut self, previous: Option<i64>, enabling: bool) -> Self {
+        self.ict = Some(InCommitTimestamps { previous, enabling });
+        self
     }
 
     /// Records that the transaction read exactly these files (URI-decoded paths) and nothing
@@ -108,8 +151,9 @@ impl Transaction {
     pub async fn commit(self) -> DeltaResult<u64> {
         let mut version = self.read_version.map_or(0, |v| v + 1);
         let txn_id = uuid::Uuid::new_v4().to_string();
+        let mut ict = self.ict;
         for _ in 0..MAX_ATTEMPTS {
-            let text = self.commit_text(&txn_id)?;
+            let text = self.commit_text(&txn_id, version, ict)?;
             let location = self.storage.log_path(&commit_file_name(version));
             let options = PutOptions::from(PutMode::Create);
             match self
@@ -120,7 +164,10 @@ impl Transaction {
             {
                 Ok(_) => return Ok(version),
                 Err(object_store::Error::AlreadyExists { .. }) => {
-                    self.check_winner(version).await?;
+                    let winner_ict = self.check_winner(version).await?;
+                    if let (Some(state), Some(t)) = (ict.as_mut(), winner_ict) {
+                        state.previous = Some(state.previous.map_or(t, |p| p.max(t)));
+                    }
                     version += 1;
                 }
                 Err(e) => return Err(e.into()),
@@ -132,13 +179,21 @@ impl Transaction {
         })
     }
 
-    /// The commit file: commitInfo first, then the actions, one per line.
-    fn commit_text(&self, txn_id: &str) -> DeltaResult<String> {
+    /// The commit file of `version`: commitInfo first, then the actions, one per line.
+    fn commit_text(
+        &self,
+        txn_id: &str,
+        version: u64,
+        ict: Option<InCommitTimestamps>,
+    ) -> DeltaResult<String> {
+        let now = chrono::Utc::now().timestamp_millis();
+        let in_commit = ict.map(|s| s.previous.map_or(now, |p| now.max(p + 1)));
         let mut info = Map::new();
-        info.insert(
-            "timestamp".into(),
-            json!(chrono::Utc::now().timestamp_millis()),
-        );
+        if let Some(t) = in_commit {
+            // "inCommitTimestamp" first, and the commit's timestamp is the same instant.
+            info.insert("inCommitTimestamp".into(), json!(t));
+        }
+        info.insert("timestamp".into(), json!(in_commit.unwrap_or(now)));
         info.insert("operation".into(), json!(self.operation));
         info.insert(
             "operationParameters".into(),
@@ -170,15 +225,35 @@ impl Transaction {
                     "an action must be a JSON object: {action}"
                 )));
             }
-            lines.push(action.to_string());
+            match (ict, in_commit, action.get("metaData")) {
+                (Some(InCommitTimestamps { enabling: true, .. }), Some(t), Some(_)) => {
+                    let mut action = action.clone();
+                    if let Some(config) = action
+                        .pointer_mut("/metaData/configuration")
+                        .and_then(Value::as_object_mut)
+                    {
+                        config.insert(
+                            "delta.inCommitTimestampEnablementVersion".into(),
+                            json!(version.to_string()),
+                        );
+                        config.insert(
+                            "delta.inCommitTimestampEnablementTimestamp".into(),
+                            json!(t.to_string()),
+                        );
+                    }
+                    lines.push(action.to_string());
+                }
+                _ => lines.push(action.to_string()),
+            }
         }
         let mut text = lines.join("\n");
         text.push('\n');
         Ok(text)
     }
 
-    /// Checks the commit that won `version` against this transaction.
-    async fn check_winner(&self, version: u64) -> DeltaResult<()> {
+    /// Checks the commit that won `version` against this transaction; returns the winner's
+    /// in-commit timestamp, if it has one.
+    async fn check_winner(&self, version: u64) -> DeltaResult<Option<i64>> {
         let conflict = |reason: String| DeltaError::CommitConflict { version, reason };
         if self.read_version.is_none() {
             return Err(conflict("the table was created concurrently".into()));
@@ -202,6 +277,15 @@ impl Transaction {
         let action = |value: &'_ Value, key: &str| -> Option<Value> {
             value.get(key).filter(|v| !v.is_null()).cloned()
         };
+        let winner_ict = actions.iter().find_map(|a| {
+            action(a, "commitInfo").and_then(|c| c.get("inCommitTimestamp").and_then(Value::as_i64))
+        });
+        // "Domain Metadata": two commits changing one domain conflict.
+        let own_domains: HashSet<&str> = self
+            .actions
+            .iter()
+            .filter_map(|a| a.pointer("/domainMetadata/domain").and_then(Value::as_str))
+            .collect();
         let winner_blind = actions.iter().any(|a| {
             action(a, "commitInfo")
                 .and_then(|c| c.get("isBlindAppend").and_then(Value::as_bool))
@@ -217,6 +301,15 @@ impl Transaction {
                 if txn.get("appId").and_then(Value::as_str) == Some(app_id) {
                     return Err(conflict(format!(
                         "it committed a transaction of application {app_id:?} too"
+                    )));
+                }
+            }
+            if let Some(domain) = action(value, "domainMetadata")
+                .and_then(|d| d.get("domain").and_then(Value::as_str).map(str::to_string))
+            {
+                if own_domains.contains(domain.as_str()) {
+                    return Err(conflict(format!(
+                        "it changed the metadata domain {domain:?} too"
                     )));
                 }
             }
@@ -258,7 +351,7 @@ impl Transaction {
                 }
             }
         }
-        Ok(())
+        Ok(winner_ict)
     }
 }
 
