@@ -104,6 +104,10 @@ impl DataFileOptions {
     }
 }
 
+/// Rows handed to one encoding step: batches are cut to this size, so that files roll over
+/// at the target size and lanes share the work.
+const SLICE_ROWS: usize = 128 * 1024;
+
 /// One open file of one partition.
 struct OpenFile {
     writer: ArrowWriter<Vec<u8>>,
@@ -111,7 +115,19 @@ struct OpenFile {
     partition_values: Vec<(String, Option<String>)>,
 }
 
-/// Writes record batches of one table into data files.
+/// The files one encoding lane has open, by partition key.
+type LaneFiles = BTreeMap<Vec<Option<String>>, OpenFile>;
+
+/// One lane: its open files, or the blocking task encoding into them (which hands them back
+/// with the files it filled).
+enum Lane {
+    Idle(LaneFiles),
+    Busy(tokio::task::JoinHandle<DeltaResult<(LaneFiles, Vec<OpenFile>)>>),
+}
+
+/// Writes record batches of one table into data files. Slices of the input are encoded on
+/// `available_parallelism` lanes, each a blocking task with its own open files (one per
+/// partition), so large writes use every core and produce files of about the target size.
 pub struct DataFileWriter {
     storage: Storage,
     /// The schema of the files: the batches' schema without the partition columns.
@@ -121,7 +137,8 @@ pub struct DataFileWriter {
     /// Column indexes of the stored columns in the input batches.
     data_indexes: Vec<usize>,
     options: DataFileOptions,
-    open: BTreeMap<Vec<Option<String>>, OpenFile>,
+    lanes: Vec<Lane>,
+    next_lane: usize,
     written: Vec<WrittenFile>,
 }
 
@@ -143,13 +160,15 @@ impl DataFileWriter {
             .filter(|i| !partition_indexes.contains(i))
             .collect();
         let file_schema = Arc::new(schema.project(&data_indexes)?);
+        let lanes = std::thread::available_parallelism().map_or(2, |n| n.get());
         Ok(DataFileWriter {
             storage,
             file_schema,
             partition_indexes,
             data_indexes,
             options,
-            open: BTreeMap::new(),
+            lanes: (0..lanes).map(|_| Lane::Idle(BTreeMap::new())).collect(),
+            next_lane: 0,
             written: Vec::new(),
         })
     }
@@ -162,7 +181,7 @@ impl DataFileWriter {
         // Rows of each partition (partitions in key order).
         let mut groups: BTreeMap<Vec<Option<String>>, Vec<u32>> = BTreeMap::new();
         if self.partition_indexes.is_empty() {
-            groups.insert(Vec::new(), (0..batch.num_rows() as u32).collect());
+            groups.insert(Vec::new(), Vec::new());
         } else {
             let columns: Vec<&ArrayRef> = self
                 .partition_indexes
@@ -186,66 +205,99 @@ impl DataFileWriter {
             } else {
                 take_record_batch(&data, &UInt32Array::from(rows))?
             };
-            self.write_partition(key, &part).await?;
-        }
-        Ok(())
-    }
-
-    async fn write_partition(
-        &mut self,
-        key: Vec<Option<String>>,
-        batch: &RecordBatch,
-    ) -> DeltaResult<()> {
-        if !self.open.contains_key(&key) {
-            let props = WriterProperties::builder()
-                .set_compression(Compression::SNAPPY)
-                .build();
-            let writer = ArrowWriter::try_new(Vec::new(), self.file_schema.clone(), Some(props))?;
-            let partition_values = self
-                .options
-                .partition_columns
-                .iter()
-                .cloned()
-                .zip(key.iter().cloned())
-                .collect();
-            let stats = StatsCollector::new(&self.file_schema, &self.options.indexed);
-            self.open.insert(
-                key.clone(),
-                OpenFile {
-                    writer,
-                    stats,
-                    partition_values,
-                },
-            );
-        }
-        let full = {
-            let Some(file) = self.open.get_mut(&key) else {
-                return Err(DeltaError::Internal("partition writer vanished".into()));
-            };
-            file.writer.write(batch)?;
-            file.stats.update(batch).map_err(DeltaError::Internal)?;
-            file.writer.in_progress_size() + file.writer.bytes_written()
-                >= self.options.target_file_size
-        };
-        if full {
-            if let Some(file) = self.open.remove(&key) {
-                self.close(file).await?;
+            let mut offset = 0;
+            while offset < part.num_rows() {
+                let len = SLICE_ROWS.min(part.num_rows() - offset);
+                self.dispatch(key.clone(), part.slice(offset, len)).await?;
+                offset += len;
             }
         }
         Ok(())
     }
 
+    /// Hands a slice of one partition to the next lane, once that lane's previous slice is
+    /// encoded (closing the files it filled).
+    async fn dispatch(&mut self, key: Vec<Option<String>>, slice: RecordBatch) -> DeltaResult<()> {
+        let lane = self.next_lane;
+        self.next_lane = (self.next_lane + 1) % self.lanes.len();
+        let mut files = self.settle(lane).await?;
+        let (file_schema, options) = (self.file_schema.clone(), self.options.clone());
+        self.lanes[lane] = Lane::Busy(tokio::task::spawn_blocking(move || {
+            if !files.contains_key(&key) {
+                let props = WriterProperties::builder()
+                    .set_compression(Compression::SNAPPY)
+                    .build();
+                let writer = ArrowWriter::try_new(Vec::new(), file_schema.clone(), Some(props))?;
+                let partition_values = options
+                    .partition_columns
+                    .iter()
+                    .cloned()
+                    .zip(key.iter().cloned())
+                    .collect();
+                let stats = StatsCollector::new(&file_schema, &options.indexed);
+                files.insert(
+                    key.clone(),
+                    OpenFile {
+                        writer,
+                        stats,
+                        partition_values,
+                    },
+                );
+            }
+            let mut full = Vec::new();
+            if let Some(file) = files.get_mut(&key) {
+                file.writer.write(&slice)?;
+                file.stats.update(&slice).map_err(DeltaError::Internal)?;
+                if file.writer.in_progress_size() + file.writer.bytes_written()
+                    >= options.target_file_size
+                {
+                    full.extend(files.remove(&key));
+                }
+            }
+            Ok((files, full))
+        }));
+        Ok(())
+    }
+
+    /// Waits for lane `lane`'s encoding, closes the files it filled, and returns its open
+    /// files.
+    async fn settle(&mut self, lane: usize) -> DeltaResult<LaneFiles> {
+        let state = std::mem::replace(&mut self.lanes[lane], Lane::Idle(BTreeMap::new()));
+        match state {
+            Lane::Idle(files) => Ok(files),
+            Lane::Busy(task) => {
+                let (files, full) = task.await.map_err(|e| {
+                    DeltaError::Internal(format!("encoding a data file failed: {e}"))
+                })??;
+                for file in full {
+                    self.close(file).await?;
+                }
+                Ok(files)
+            }
+        }
+    }
+
     async fn close(&mut self, file: OpenFile) -> DeltaResult<()> {
-        let bytes = file.writer.into_inner()?;
+        let OpenFile {
+            writer,
+            stats,
+            partition_values,
+        } = file;
+        let (bytes, stats) = tokio::task::spawn_blocking(move || {
+            let stats = stats.finish().to_string();
+            writer.into_inner().map(|b| (b, stats))
+        })
+        .await
+        .map_err(|e| DeltaError::Internal(format!("closing a data file failed: {e}")))??;
         let name = format!(
             "{}-{}.c000.snappy.parquet",
             self.options.file_prefix,
             uuid::Uuid::new_v4()
         );
-        let mut relative = if file.partition_values.is_empty() {
+        let mut relative = if partition_values.is_empty() {
             name
         } else {
-            format!("{}/{name}", partition_directory(&file.partition_values))
+            format!("{}/{name}", partition_directory(&partition_values))
         };
         if let Some(dir) = &self.options.directory {
             relative = format!("{dir}/{relative}");
@@ -255,19 +307,21 @@ impl DataFileWriter {
         let modification_time = chrono::Utc::now().timestamp_millis();
         self.written.push(WrittenFile {
             path: path_uri(&relative),
-            partition_values: file.partition_values.into_iter().collect(),
+            partition_values: partition_values.into_iter().collect(),
             size,
             modification_time,
-            stats: file.stats.finish().to_string(),
+            stats,
         });
         Ok(())
     }
 
     /// Closes every open file; the written files in the order they were closed.
     pub async fn finish(mut self) -> DeltaResult<Vec<WrittenFile>> {
-        let open = std::mem::take(&mut self.open);
-        for (_, file) in open {
-            self.close(file).await?;
+        for lane in 0..self.lanes.len() {
+            let files = self.settle(lane).await?;
+            for (_, file) in files {
+                self.close(file).await?;
+            }
         }
         Ok(self.written)
     }
