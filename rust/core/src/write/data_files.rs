@@ -108,11 +108,36 @@ impl DataFileOptions {
 /// at the target size and lanes share the work.
 const SLICE_ROWS: usize = 128 * 1024;
 
+/// Where an open file's bytes go: straight to a local file (memory stays bounded by the row
+/// group being encoded), or a buffer put to an object store when the file is closed.
+enum Sink {
+    Local(std::io::BufWriter<std::fs::File>),
+    Memory(Vec<u8>),
+}
+
+impl std::io::Write for Sink {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        match self {
+            Sink::Local(f) => f.write(buf),
+            Sink::Memory(v) => v.write(buf),
+        }
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        match self {
+            Sink::Local(f) => f.flush(),
+            Sink::Memory(_) => Ok(()),
+        }
+    }
+}
+
 /// One open file of one partition.
 struct OpenFile {
-    writer: ArrowWriter<Vec<u8>>,
+    writer: ArrowWriter<Sink>,
     stats: StatsCollector,
     partition_values: Vec<(String, Option<String>)>,
+    /// The table-relative path the file gets.
+    relative: String,
 }
 
 /// The files one encoding lane has open, by partition key.
@@ -222,18 +247,34 @@ impl DataFileWriter {
         self.next_lane = (self.next_lane + 1) % self.lanes.len();
         let mut files = self.settle(lane).await?;
         let (file_schema, options) = (self.file_schema.clone(), self.options.clone());
+        let storage = self.storage.clone();
         self.lanes[lane] = Lane::Busy(tokio::task::spawn_blocking(move || {
             if !files.contains_key(&key) {
-                let props = WriterProperties::builder()
-                    .set_compression(Compression::SNAPPY)
-                    .build();
-                let writer = ArrowWriter::try_new(Vec::new(), file_schema.clone(), Some(props))?;
-                let partition_values = options
+                let partition_values: Vec<(String, Option<String>)> = options
                     .partition_columns
                     .iter()
                     .cloned()
                     .zip(key.iter().cloned())
                     .collect();
+                let relative = file_path(&options, &partition_values);
+                let sink = match storage.file_location(&relative)? {
+                    crate::storage::FileLocation::Local(path) => {
+                        if let Some(dir) = path.parent() {
+                            std::fs::create_dir_all(dir).map_err(|e| write_error(&relative, e))?;
+                        }
+                        let file = std::fs::OpenOptions::new()
+                            .write(true)
+                            .create_new(true)
+                            .open(&path)
+                            .map_err(|e| write_error(&relative, e))?;
+                        Sink::Local(std::io::BufWriter::with_capacity(1 << 20, file))
+                    }
+                    crate::storage::FileLocation::Store(_) => Sink::Memory(Vec::new()),
+                };
+                let props = WriterProperties::builder()
+                    .set_compression(Compression::SNAPPY)
+                    .build();
+                let writer = ArrowWriter::try_new(sink, file_schema.clone(), Some(props))?;
                 let stats = StatsCollector::new(&file_schema, &options.indexed);
                 files.insert(
                     key.clone(),
@@ -241,6 +282,7 @@ impl DataFileWriter {
                         writer,
                         stats,
                         partition_values,
+                        relative,
                     },
                 );
             }
@@ -282,28 +324,32 @@ impl DataFileWriter {
             writer,
             stats,
             partition_values,
+            relative,
         } = file;
-        let (bytes, stats) = tokio::task::spawn_blocking(move || {
+        let name = relative.clone();
+        let (sink, stats) = tokio::task::spawn_blocking(move || {
             let stats = stats.finish().to_string();
-            writer.into_inner().map(|b| (b, stats))
+            let mut sink = writer.into_inner()?;
+            std::io::Write::flush(&mut sink).map_err(|e| write_error(&name, e))?;
+            Ok::<_, DeltaError>((sink, stats))
         })
         .await
         .map_err(|e| DeltaError::Internal(format!("closing a data file failed: {e}")))??;
-        let name = format!(
-            "{}-{}.c000.snappy.parquet",
-            self.options.file_prefix,
-            uuid::Uuid::new_v4()
-        );
-        let mut relative = if partition_values.is_empty() {
-            name
-        } else {
-            format!("{}/{name}", partition_directory(&partition_values))
+        let size = match sink {
+            Sink::Local(file) => {
+                let file = file
+                    .into_inner()
+                    .map_err(|e| write_error(&relative, e.into_error()))?;
+                file.metadata()
+                    .map_err(|e| write_error(&relative, e))?
+                    .len()
+            }
+            Sink::Memory(bytes) => {
+                let size = bytes.len() as u64;
+                self.storage.put_file(&relative, bytes.into()).await?;
+                size
+            }
         };
-        if let Some(dir) = &self.options.directory {
-            relative = format!("{dir}/{relative}");
-        }
-        let size = bytes.len() as u64;
-        self.storage.put_file(&relative, bytes.into()).await?;
         let modification_time = chrono::Utc::now().timestamp_millis();
         self.written.push(WrittenFile {
             path: path_uri(&relative),
@@ -325,4 +371,29 @@ impl DataFileWriter {
         }
         Ok(self.written)
     }
+}
+
+/// The table-relative path of a new file: `[<directory>/][<partition dirs>/]<prefix>-<uuid>...`.
+fn file_path(options: &DataFileOptions, partition_values: &[(String, Option<String>)]) -> String {
+    let name = format!(
+        "{}-{}.c000.snappy.parquet",
+        options.file_prefix,
+        uuid::Uuid::new_v4()
+    );
+    let mut relative = if partition_values.is_empty() {
+        name
+    } else {
+        format!("{}/{name}", partition_directory(partition_values))
+    };
+    if let Some(dir) = &options.directory {
+        relative = format!("{dir}/{relative}");
+    }
+    relative
+}
+
+fn write_error(path: &str, e: std::io::Error) -> DeltaError {
+    DeltaError::Storage(object_store::Error::Generic {
+        store: "LocalFileSystem",
+        source: format!("writing {path}: {e}").into(),
+    })
 }
