@@ -237,6 +237,7 @@ def test_support_flags_are_honest() -> None:
         "deletionVectors",
         "domainMetadata",
         "generatedColumns",
+        "identityColumns",
         "inCommitTimestamps",
         "timestampNtz",
         "v2Checkpoint",
@@ -427,10 +428,9 @@ def test_unused_writer_features_are_tolerated_with_the_metadata() -> None:
     legacy = P(2, 5)
     check_writable(legacy, "{}", {})
     with pytest.raises(UnsupportedFeatureError) as err:
-        check_writable(P(2, 6), '{"metadata": {"delta.identity.start": 1}}', {})
-    assert err.value.features == ["identityColumns"]
-    with pytest.raises(UnsupportedFeatureError):
-        check_writable(P(1, 7, None, ["identityColumns"]))
+        check_writable(P(1, 7, None, ["allowColumnDefaults"]), '"CURRENT_DEFAULT"', {})
+    assert err.value.features == ["allowColumnDefaults"]
+    check_writable(P(1, 7, None, ["allowColumnDefaults"]), "{}", {})
 
 
 def test_empty_feature_lists_are_readable_and_writable() -> None:

@@ -272,3 +272,56 @@ def test_user_metadata_domains(tmp_path: Path) -> None:
         other.alter.set_domain_metadata("app.settings", "v3")
     t.alter.remove_domain_metadata("app.settings")
     assert t.domain_metadata() == {}
+
+
+def identity_schema(explicit: bool = False) -> pa.Schema:
+    meta = {
+        "delta.identity.start": "100",
+        "delta.identity.step": "10",
+        "delta.identity.allowExplicitInsert": "true" if explicit else "false",
+    }
+    return pa.schema([pa.field("id", pa.int64(), metadata=meta), pa.field("v", pa.string())])
+
+
+def test_identity_columns_generate_values(tmp_path: Path) -> None:
+    path = tmp_path / "t"
+    dl.DeltaTable.create(path, identity_schema())
+    t = dl.DeltaTable(path)
+    assert t.protocol().min_writer_version == 6
+    dl.write_table(path, pa.table({"v": ["a", "b"]}), mode="append")
+    dl.write_table(path, pa.table({"v": ["c"]}), mode="append")
+    got = sorted(dl.DeltaTable(path).to_pyarrow_table().to_pylist(), key=lambda r: r["id"])
+    assert got == [{"id": 100, "v": "a"}, {"id": 110, "v": "b"}, {"id": 120, "v": "c"}]
+    field = json.loads(dl.DeltaTable(path).metadata().schema_string)["fields"][0]
+    assert field["metadata"]["delta.identity.highWaterMark"] == 120
+    # Explicit values are refused without allowExplicitInsert; the table is unchanged.
+    with pytest.raises(dl.InvalidArgumentError, match="identity"):
+        dl.write_table(path, pa.table({"id": [5], "v": ["x"]}), mode="append")
+    t.update_incremental()
+    with pytest.raises(dl.InvalidArgumentError, match="identity"):
+        t.update({"id": "0"})
+    # MERGE inserts get generated values too.
+    (
+        t.merge(pa.table({"v": ["c", "d"]}), "target.v = source.v")
+        .when_not_matched_insert({"v": "source.v"})
+        .execute()
+    )
+    got = sorted(dl.DeltaTable(path).to_pyarrow_table().to_pylist(), key=lambda r: r["id"])
+    assert got[-1] == {"id": 130, "v": "d"}
+    # deltalake reads the generated values.
+    peer = deltalake.DeltaTable(str(path)).to_pyarrow_table().to_pylist()
+    assert sorted(r["id"] for r in peer) == [100, 110, 120, 130]
+
+
+def test_identity_overflow_and_explicit_inserts(tmp_path: Path) -> None:
+    path = tmp_path / "t"
+    dl.DeltaTable.create(path, identity_schema(explicit=True))
+    dl.write_table(path, pa.table({"id": [7], "v": ["mine"]}), mode="append")
+    assert dl.DeltaTable(path).to_pyarrow_table().column("id").to_pylist() == [7]
+    meta = {"delta.identity.start": str(2**63 - 2), "delta.identity.step": "1"}
+    schema = pa.schema([pa.field("id", pa.int64(), metadata=meta), pa.field("v", pa.string())])
+    big = tmp_path / "big"
+    dl.DeltaTable.create(big, schema)
+    with pytest.raises(dl.InvalidArgumentError, match="overflow"):
+        dl.write_table(big, pa.table({"v": ["a", "b", "c"]}), mode="append")
+    assert dl.DeltaTable(big).version() == 0

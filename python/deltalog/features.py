@@ -185,7 +185,9 @@ _REGISTRY: tuple[TableFeature, ...] = (
     # Generated columns are computed when the data leaves them out and verified otherwise.
     _writer("generatedColumns", "Generated Columns", legacy_writer_version=4, write_supported=True),
     # Writer Version 6: "Respect Identity Columns".
-    _writer("identityColumns", "Identity Columns", legacy_writer_version=6),
+    # Values are generated past the high-water mark (moved in the same commit); explicit values
+    # only with allowExplicitInsert; overflow refused.
+    _writer("identityColumns", "Identity Columns", legacy_writer_version=6, write_supported=True),
     # ---- Writer-only features that need Writer Version 7.
     # "Default Columns": "The table must be on Writer Version 7".
     _writer("allowColumnDefaults", "Default Columns"),

@@ -98,6 +98,8 @@ def new_table_protocol(
         needed = needed | {"generatedColumns"}
     if b"delta.invariants" in declared:
         needed = needed | {"invariants"}
+    if b"delta.identity.start" in declared:
+        needed = needed | {"identityColumns"}
     reader, writer, reader_list, writer_list = features.min_protocol_for(needed)
     if writer_list is None:
         writer = max(writer, 2)

@@ -170,6 +170,12 @@ pub async fn execute(
                         "UPDATE can only set top-level columns, not {name:?}"
                     ))
                 })?;
+                if crate::write::identity::IdentityColumns::of(&schema)?.refuses_values(index) {
+                    return Err(DeltaError::InvalidArgument(format!(
+                        "UPDATE cannot set identity column {column:?} (its values are \
+                         generated; spec: \"Identity Columns\")"
+                    )));
+                }
                 if out.iter().any(|(i, _)| *i == index) {
                     return Err(DeltaError::InvalidArgument(format!(
                         "UPDATE sets column {column:?} twice"

@@ -480,6 +480,19 @@ pub async fn merge(
             values,
         });
     }
+    let mut identities = crate::write::identity::IdentityColumns::of(&schema)?;
+    for clause in &compiled {
+        if clause.kind != ClauseKind::NotMatched {
+            if let Some(i) =
+                (0..n_target).find(|&i| clause.values[i].is_some() && identities.refuses_values(i))
+            {
+                return Err(bad(format!(
+                    "MERGE cannot update identity column {:?} (its values are generated)",
+                    data_schema.field(i).name()
+                )));
+            }
+        }
+    }
     let of_kind = |k: ClauseKind| compiled.iter().filter(|c| c.kind == k).collect::<Vec<_>>();
     let (matched_clauses, insert_clauses, by_source_clauses) = (
         of_kind(ClauseKind::Matched),
@@ -786,7 +799,9 @@ pub async fn merge(
                 continue;
             }
             let sub = arrow::compute::take_record_batch(&alone, &UInt32Array::from(picked))?;
-            let new_rows = finish_rows(build_rows(&data_schema, &sub, clause, None)?, clause)?;
+            let built = build_rows(&data_schema, &sub, clause, None)?;
+            let built = identities.fill(&built, &|i| clause.values[i].is_some())?;
+            let new_rows = finish_rows(built, clause)?;
             metrics.num_target_rows_inserted += new_rows.num_rows() as u64;
             rewriter.write_changes(&new_rows, "insert").await?;
             rewriter.write_rows(&new_rows).await?;
@@ -794,6 +809,22 @@ pub async fn merge(
     }
     if rewriter.is_empty() {
         return Ok(metrics);
+    }
+    if let Some(updated) = identities.updated_schema(&schema) {
+        // "Identity Columns": the high-water marks move with the commit.
+        let m = snapshot.metadata()?;
+        rewriter.set_metadata(json!({"metaData": {
+            "id": m.id,
+            "name": m.name,
+            "description": m.description,
+            "format": {"provider": m.format_provider.clone().unwrap_or_else(|| "parquet".into()),
+                       "options": m.format_options},
+            "schemaString": crate::schema::arrow_to_schema_string(&updated)
+                .map_err(|e| DeltaError::Internal(e.0))?,
+            "partitionColumns": m.partition_columns,
+            "configuration": m.configuration,
+            "createdTime": m.created_time,
+        }}));
     }
     let mut parameters = Map::new();
     parameters.insert("predicate".into(), json!(spec.predicate));

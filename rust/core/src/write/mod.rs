@@ -7,6 +7,7 @@
 //! - [`transaction`]: put-if-absent commits, conflict checks and retries;
 //! - [`table`]: create, append to and overwrite a table;
 //! - [`constraints`]: CHECK constraints, invariants and generated columns of written rows;
+//! - [`identity`]: identity column values and high-water marks;
 //! - [`mapping`]: column mapping for writers (ids, physical names, physical batches);
 //! - [`merge`]: MERGE (hash join of a source with the table, clauses, DVs or rewrites);
 //! - [`restore`]: RESTORE to an earlier version's content;
@@ -16,6 +17,7 @@
 pub mod constraints;
 pub mod data_files;
 pub mod dml;
+pub mod identity;
 pub mod mapping;
 pub mod merge;
 pub mod partitions;

@@ -68,6 +68,8 @@ pub struct Rewriter {
     change_writer: Option<DataFileWriter>,
     removed: Vec<FileTask>,
     new_vectors: Vec<(FileTask, RoaringTreemap)>,
+    /// A `metaData` action the commit carries (identity high-water marks moved).
+    metadata: Option<Value>,
     /// The counts so far.
     pub counts: FileCounts,
 }
@@ -115,6 +117,7 @@ impl Rewriter {
             change_writer: None,
             removed: Vec::new(),
             new_vectors: Vec::new(),
+            metadata: None,
             counts: FileCounts::default(),
         })
     }
@@ -225,6 +228,11 @@ impl Rewriter {
         Ok(())
     }
 
+    /// Puts a `metaData` action into the commit (e.g. with moved identity high-water marks).
+    pub fn set_metadata(&mut self, action: Value) {
+        self.metadata = Some(action);
+    }
+
     /// Whether anything changed.
     pub fn is_empty(&self) -> bool {
         self.removed.is_empty() && self.new_vectors.is_empty() && self.data_writer.is_none()
@@ -249,7 +257,7 @@ impl Rewriter {
                 .get(path)
                 .ok_or_else(|| DeltaError::Internal(format!("{path} is not an active file")))
         };
-        let mut actions: Vec<Value> = Vec::new();
+        let mut actions: Vec<Value> = self.metadata.take().into_iter().collect();
         for task in &self.removed {
             actions.push(original(&task.path)?.1.clone());
         }

@@ -22,6 +22,7 @@ use crate::snapshot::Snapshot;
 use crate::storage::Storage;
 use crate::write::constraints::TableRules;
 use crate::write::data_files::{DataFileOptions, DataFileWriter};
+use crate::write::identity::IdentityColumns;
 use crate::write::mapping::{
     assign_ids, max_id_of, physical_name, physical_output_schema, to_physical, MAX_COLUMN_ID,
 };
@@ -114,10 +115,14 @@ pub enum Written {
 
 /// Field metadata a new table keeps from the data's schema: generated columns, invariants and
 /// comments ("Generated Columns", "Column Invariants").
-const KEPT_FIELD_METADATA: [&str; 3] = [
+const KEPT_FIELD_METADATA: [&str; 7] = [
     crate::write::constraints::GENERATION_KEY,
     crate::write::constraints::INVARIANTS_KEY,
     "comment",
+    crate::write::identity::START,
+    crate::write::identity::STEP,
+    crate::write::identity::HIGH_WATER_MARK,
+    crate::write::identity::ALLOW_EXPLICIT_INSERT,
 ];
 
 /// A table schema for `schema` (the incoming data's): Delta types only; top-level fields keep
@@ -307,6 +312,7 @@ where
     }
     check_writer_rules(&config, snapshot.is_some(), options.mode)?;
     let rules = TableRules::of(&table_schema, &config)?;
+    let mut identities = IdentityColumns::of(&table_schema)?;
     // Table columns the data provides (the others are nulls, or computed when generated).
     let provided: Vec<bool> = table_schema
         .fields()
@@ -357,6 +363,7 @@ where
         let columns = converted.as_struct().columns().to_vec();
         let options = arrow::array::RecordBatchOptions::new().with_row_count(Some(rows));
         let batch = RecordBatch::try_new_with_options(file_schema.clone(), columns, &options)?;
+        let batch = identities.fill(&batch, &|i| provided[i])?;
         let batch = if rules.is_empty() {
             batch
         } else {
@@ -382,6 +389,12 @@ where
         writer.write(&to_physical(&batch, &physical)?).await?;
     }
     let files = writer.finish().await?;
+    // "Identity Columns": the high-water marks move with the commit.
+    let (table_schema, identity_moved) = match identities.updated_schema(&table_schema) {
+        Some(updated) => (updated, true),
+        None => (table_schema, false),
+    };
+    let merged = merged || (identity_moved && snapshot.is_some());
     if !options.commit {
         if snapshot.is_none() || merged {
             return Err(DeltaError::InvalidArgument(
@@ -398,6 +411,8 @@ where
         (None, _) if files.is_empty() => ("CREATE TABLE", Isolation::BlindAppend),
         (None, _) => ("CREATE TABLE AS SELECT", Isolation::BlindAppend),
         (Some(_), SaveMode::Overwrite) => ("WRITE", Isolation::ReadsData),
+        // Generated identity values: any concurrent write conflicts.
+        (Some(_), _) if identity_moved => ("WRITE", Isolation::ReadsData),
         _ => ("WRITE", Isolation::BlindAppend),
     };
     let mode_name = match options.mode {
