@@ -83,6 +83,62 @@ def main() -> int:
         t.load_as_version(v)
         print(f"   version {v}: {len(t.files())} files")
 
+    # Writing: a table with deletion vectors and the change feed, DML, MERGE, a constraint.
+    import tempfile
+
+    import pyarrow as pa
+
+    with tempfile.TemporaryDirectory() as tmp:
+        path = f"{tmp}/orders"
+        print("\n== writing: create, DELETE, UPDATE, MERGE, CHECK constraint, RESTORE")
+        orders = pa.table(
+            {
+                "id": pa.array(range(1, 11), pa.int64()),
+                "region": ["eu", "us"] * 5,
+                "amount": [float(i * 10) for i in range(1, 11)],
+            }
+        )
+        config = {"delta.enableDeletionVectors": "true", "delta.enableChangeDataFeed": "true"}
+        dl.write_table(path, orders, partition_by=["region"], configuration=config)
+        t = dl.DeltaTable(path)
+        p = t.protocol()
+        print(
+            f"   created: protocol ({p.min_reader_version}, {p.min_writer_version}) "
+            f"{p.writer_features}"
+        )
+        m = t.delete("amount < 30")
+        print(
+            f"   DELETE amount < 30: {m['num_deleted_rows']} rows, "
+            f"{m['num_deletion_vectors_added']} deletion vector(s), 0 files rewritten"
+        )
+        m = t.update({"amount": "amount * 1.1"}, "region = 'eu'")
+        print(f"   UPDATE eu amounts: {m['num_updated_rows']} rows")
+        updates = pa.table(
+            {"id": pa.array([5, 42], pa.int64()), "region": ["eu", "us"], "amount": [1.0, 420.0]}
+        )
+        m = (
+            t.merge(updates, "target.id = source.id")
+            .when_matched_update_all()
+            .when_not_matched_insert_all()
+            .execute()
+        )
+        print(
+            f"   MERGE: {m['num_target_rows_updated']} updated, "
+            f"{m['num_target_rows_inserted']} inserted"
+        )
+        t.alter.add_constraint({"positive": "amount > 0"})
+        try:
+            dl.write_table(
+                path, pa.table({"id": [0], "region": ["eu"], "amount": [-1.0]}), mode="append"
+            )
+        except dl.ConstraintViolationError as e:
+            print(f"   refused: {e}")
+        changes = t.load_cdf(starting_version=1).read_all()
+        kinds = sorted(set(changes.column("_change_type").to_pylist()))
+        print(f"   change feed since v1: {changes.num_rows} rows ({', '.join(kinds)})")
+        t.restore(0)
+        print(f"   RESTORE 0: {t.to_pyarrow_table().num_rows} rows again at version {t.version()}")
+
     # Bad input is a typed error naming the file, version and rule.
     print("\n== tables a correct reader must refuse")
     for name in (

@@ -338,10 +338,43 @@ pub fn decode_json_actions(
     file: &str,
     version: Option<u64>,
 ) -> DeltaResult<Vec<RecordBatch>> {
-    let mut decoder = ReaderBuilder::new(schema.clone())
-        .with_batch_size(JSON_BATCH_ROWS)
-        .build_decoder()
-        .map_err(|e| DeltaError::corrupt(file, version, format!("JSON decoder: {e}")))?;
+    // Building a decoder for the action schema costs more than decoding a small commit, so
+    // each thread keeps one per schema and reuses it (a decoder is empty again after `flush`;
+    // one that failed is dropped).
+    thread_local! {
+        static DECODERS: std::cell::RefCell<Vec<(SchemaRef, arrow::json::reader::Decoder)>> =
+            const { std::cell::RefCell::new(Vec::new()) };
+    }
+    let cached = DECODERS.with(|d| {
+        let mut d = d.borrow_mut();
+        d.iter()
+            .position(|(s, _)| Arc::ptr_eq(s, schema))
+            .map(|i| d.swap_remove(i).1)
+    });
+    let mut decoder = match cached {
+        Some(d) => d,
+        None => ReaderBuilder::new(schema.clone())
+            .with_batch_size(JSON_BATCH_ROWS)
+            .build_decoder()
+            .map_err(|e| DeltaError::corrupt(file, version, format!("JSON decoder: {e}")))?,
+    };
+    let out = decode_with(&mut decoder, bytes, file, version)?;
+    DECODERS.with(|d| {
+        let mut d = d.borrow_mut();
+        if d.len() < 4 {
+            d.push((schema.clone(), decoder));
+        }
+    });
+    Ok(out)
+}
+
+/// [`decode_json_actions`] with a given (empty) decoder, which is empty again on success.
+fn decode_with(
+    decoder: &mut arrow::json::reader::Decoder,
+    bytes: &[u8],
+    file: &str,
+    version: Option<u64>,
+) -> DeltaResult<Vec<RecordBatch>> {
     let mut out = Vec::new();
     let mut rest = bytes;
     while !rest.is_empty() {
