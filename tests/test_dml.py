@@ -233,8 +233,8 @@ def test_golden_dv_tables_take_further_deletes(tmp_path: Path, name: str) -> Non
     assert rows(after, tuple(before.column_names)) == rows(want, tuple(before.column_names))
 
 
-def test_golden_dv_table_takes_updates(tmp_path: Path) -> None:
-    name = "dv-partitioned-with-checkpoint"
+@pytest.mark.parametrize("name", ["dv-partitioned-with-checkpoint", "dv-with-columnmapping"])
+def test_golden_dv_table_takes_updates(tmp_path: Path, name: str) -> None:
     path = golden_copy(tmp_path, name)
     t = dl.DeltaTable(path)
     before = t.to_pyarrow_table()
