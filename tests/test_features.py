@@ -229,6 +229,7 @@ def test_support_flags_are_honest() -> None:
     # features
     # that govern operations deltalog does not perform yet.
     assert {n for n, f in FEATURES.items() if f.write_supported} == {
+        "allowColumnDefaults",
         "appendOnly",
         "invariants",
         "changeDataFeed",
@@ -428,9 +429,8 @@ def test_unused_writer_features_are_tolerated_with_the_metadata() -> None:
     legacy = P(2, 5)
     check_writable(legacy, "{}", {})
     with pytest.raises(UnsupportedFeatureError) as err:
-        check_writable(P(1, 7, None, ["allowColumnDefaults"]), '"CURRENT_DEFAULT"', {})
-    assert err.value.features == ["allowColumnDefaults"]
-    check_writable(P(1, 7, None, ["allowColumnDefaults"]), "{}", {})
+        check_writable(P(1, 7, None, ["clustering", "domainMetadata"]), "{}", {})
+    assert err.value.features == ["clustering"]
 
 
 def test_empty_feature_lists_are_readable_and_writable() -> None:

@@ -325,3 +325,30 @@ def test_identity_overflow_and_explicit_inserts(tmp_path: Path) -> None:
     with pytest.raises(dl.InvalidArgumentError, match="overflow"):
         dl.write_table(big, pa.table({"v": ["a", "b", "c"]}), mode="append")
     assert dl.DeltaTable(big).version() == 0
+
+
+def test_column_defaults_fill_left_out_columns(tmp_path: Path) -> None:
+    path = tmp_path / "t"
+    schema = pa.schema(
+        [
+            pa.field("id", pa.int64()),
+            pa.field("status", pa.string(), metadata={"CURRENT_DEFAULT": "'new'"}),
+            pa.field("n", pa.int32(), metadata={"CURRENT_DEFAULT": "40 + 2"}),
+        ]
+    )
+    t = dl.DeltaTable.create(path, schema)
+    assert "allowColumnDefaults" in (t.protocol().writer_features or [])
+    dl.write_table(path, pa.table({"id": [1]}), mode="append")
+    dl.write_table(path, pa.table({"id": [2], "status": ["old"]}), mode="append")
+    t.update_incremental()
+    (
+        t.merge(pa.table({"id": [3]}), "target.id = source.id")
+        .when_not_matched_insert({"id": "source.id"})
+        .execute()
+    )
+    got = sorted(dl.DeltaTable(path).to_pyarrow_table().to_pylist(), key=lambda r: r["id"])
+    assert got == [
+        {"id": 1, "status": "new", "n": 42},
+        {"id": 2, "status": "old", "n": 42},
+        {"id": 3, "status": "new", "n": 42},
+    ]

@@ -190,7 +190,8 @@ _REGISTRY: tuple[TableFeature, ...] = (
     _writer("identityColumns", "Identity Columns", legacy_writer_version=6, write_supported=True),
     # ---- Writer-only features that need Writer Version 7.
     # "Default Columns": "The table must be on Writer Version 7".
-    _writer("allowColumnDefaults", "Default Columns"),
+    # Writes that leave a column out get its `CURRENT_DEFAULT` value (appends, MERGE inserts).
+    _writer("allowColumnDefaults", "Default Columns", write_supported=True),
     # "Row Tracking": "The feature `domainMetadata` is required in ... `writerFeatures`".
     _writer(
         "rowTracking",

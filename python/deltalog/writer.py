@@ -100,6 +100,8 @@ def new_table_protocol(
         needed = needed | {"invariants"}
     if b"delta.identity.start" in declared:
         needed = needed | {"identityColumns"}
+    if b"CURRENT_DEFAULT" in declared:
+        needed = needed | {"allowColumnDefaults"}
     reader, writer, reader_list, writer_list = features.min_protocol_for(needed)
     if writer_list is None:
         writer = max(writer, 2)

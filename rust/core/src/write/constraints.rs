@@ -30,6 +30,8 @@ pub const CONSTRAINT_PREFIX: &str = "delta.constraints.";
 pub const INVARIANTS_KEY: &str = "delta.invariants";
 /// Column metadata key of generation expressions.
 pub const GENERATION_KEY: &str = "delta.generationExpression";
+/// Column metadata key of default values ("Default Columns").
+pub const DEFAULT_KEY: &str = "CURRENT_DEFAULT";
 
 /// One boolean rule.
 #[derive(Debug, Clone)]
@@ -46,6 +48,8 @@ pub struct TableRules {
     checks: Vec<Check>,
     /// Generated columns: column index, name, expression (cast to the column's type).
     generated: Vec<(usize, String, String, Expr)>,
+    /// Default values ("Default Columns"): column index, name, expression (cast).
+    defaults: Vec<(usize, String, String, Expr)>,
 }
 
 fn unsupported(what: &str, sql: &str, e: &DeltaError) -> DeltaError {
@@ -74,6 +78,19 @@ impl TableRules {
         }
         rules.collect_fields(schema, schema.fields(), "")?;
         for (index, field) in schema.fields().iter().enumerate() {
+            if let Some(sql) = field.metadata().get(DEFAULT_KEY) {
+                let what = format!("default value of column {}", field.name());
+                let expr = Expr::parse(sql)
+                    .and_then(|e| e.resolve(schema))
+                    .map_err(|e| unsupported(&what, sql, &e))?;
+                let expr = Expr::Cast {
+                    expr: Box::new(expr),
+                    to: crate::scan::columns::output_type(field.data_type()),
+                };
+                rules
+                    .defaults
+                    .push((index, field.name().clone(), sql.clone(), expr));
+            }
             if let Some(sql) = field.metadata().get(GENERATION_KEY) {
                 let what = format!("generation expression of column {}", field.name());
                 let expr = Expr::parse(sql)
@@ -131,9 +148,32 @@ impl TableRules {
         Ok(())
     }
 
-    /// Whether there is nothing to check.
+    /// Whether there is nothing to check or fill.
     pub fn is_empty(&self) -> bool {
-        self.checks.is_empty() && self.generated.is_empty()
+        self.checks.is_empty() && self.generated.is_empty() && self.defaults.is_empty()
+    }
+
+    /// `batch` with the default value in every column that has one and that `provided`
+    /// marks false ("Default Columns": writes that leave a column out get its default).
+    pub fn fill_defaults(
+        &self,
+        batch: &RecordBatch,
+        provided: &dyn Fn(usize) -> bool,
+    ) -> DeltaResult<RecordBatch> {
+        if self.defaults.iter().all(|(i, ..)| provided(*i)) {
+            return Ok(batch.clone());
+        }
+        let mut columns: Vec<ArrayRef> = batch.columns().to_vec();
+        for (index, name, sql, expr) in &self.defaults {
+            if !provided(*index) {
+                columns[*index] = eval::evaluate(expr, batch).map_err(|e| {
+                    DeltaError::InvalidArgument(format!(
+                        "computing the default of column {name} = {sql}: {e}"
+                    ))
+                })?;
+            }
+        }
+        Ok(RecordBatch::try_new(batch.schema(), columns)?)
     }
 
     /// Whether column `index` is generated.

@@ -620,6 +620,12 @@ pub async fn merge(
     };
     let rules = rewriter.rules().clone();
     let finish_rows = |rows: RecordBatch, clause: &Compiled| -> DeltaResult<RecordBatch> {
+        // Inserted rows take the defaults of the columns their clause leaves out.
+        let rows = if clause.kind == ClauseKind::NotMatched {
+            rules.fill_defaults(&rows, &|i| clause.values[i].is_some())?
+        } else {
+            rows
+        };
         let rows = rules.fill_generated(&rows, &|i| {
             !rules.is_generated(i) || clause.values[i].is_some()
         })?;

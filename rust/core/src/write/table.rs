@@ -115,8 +115,9 @@ pub enum Written {
 
 /// Field metadata a new table keeps from the data's schema: generated columns, invariants and
 /// comments ("Generated Columns", "Column Invariants").
-const KEPT_FIELD_METADATA: [&str; 7] = [
+const KEPT_FIELD_METADATA: [&str; 8] = [
     crate::write::constraints::GENERATION_KEY,
+    crate::write::constraints::DEFAULT_KEY,
     crate::write::constraints::INVARIANTS_KEY,
     "comment",
     crate::write::identity::START,
@@ -367,7 +368,8 @@ where
         let batch = if rules.is_empty() {
             batch
         } else {
-            let filled = rules.fill_generated(&batch, &|i| provided[i])?;
+            let filled = rules.fill_defaults(&batch, &|i| provided[i])?;
+            let filled = rules.fill_generated(&filled, &|i| provided[i])?;
             rules.check(&filled)?;
             filled
         };
