@@ -234,6 +234,7 @@ def test_support_flags_are_honest() -> None:
         "invariants",
         "changeDataFeed",
         "checkConstraints",
+        "clustering",
         "columnMapping",
         "deletionVectors",
         "domainMetadata",
@@ -429,8 +430,8 @@ def test_unused_writer_features_are_tolerated_with_the_metadata() -> None:
     legacy = P(2, 5)
     check_writable(legacy, "{}", {})
     with pytest.raises(UnsupportedFeatureError) as err:
-        check_writable(P(1, 7, None, ["clustering", "domainMetadata"]), "{}", {})
-    assert err.value.features == ["clustering"]
+        check_writable(P(1, 7, None, ["rowTracking", "domainMetadata"]), "{}", {})
+    assert err.value.features == ["rowTracking"]
 
 
 def test_empty_feature_lists_are_readable_and_writable() -> None:

@@ -352,3 +352,28 @@ def test_column_defaults_fill_left_out_columns(tmp_path: Path) -> None:
         {"id": 2, "status": "old", "n": 42},
         {"id": 3, "status": "new", "n": 42},
     ]
+
+
+def test_clustered_tables_record_columns_and_keep_their_statistics(tmp_path: Path) -> None:
+    path = tmp_path / "t"
+    data = pa.table({"a": [1, 2], "b": ["x", "y"], "c": pa.array([10, 20], pa.int64())})
+    config = {"delta.dataSkippingNumIndexedCols": "1", "delta.columnMapping.mode": "name"}
+    dl.write_table(path, data, configuration=config, clustering_columns=["c"])
+    t = dl.DeltaTable(path)
+    assert {"clustering", "domainMetadata"} <= set(t.protocol().writer_features or [])
+    physical = {
+        f["name"]: f["metadata"]["delta.columnMapping.physicalName"]
+        for f in json.loads(t.metadata().schema_string)["fields"]
+    }
+    domain = json.loads(t.domain_metadata()["delta.clustering"])
+    assert domain == {"clusteringColumns": [physical["c"]]}
+    dl.write_table(path, data, mode="append")
+    t.update_incremental()
+    t.update({"b": "'z'"}, "a = 1")
+    # Every file has statistics for the clustering column, beyond the one indexed column (the
+    # writer then collects them for every column, which the spec allows).
+    stats = t.get_add_actions(flatten=True)
+    assert stats.num_rows == 2  # the update rewrote one of the two files
+    assert stats.column("min.c").null_count == 0
+    with pytest.raises(dl.InvalidArgumentError, match="partitioned"):
+        dl.write_table(tmp_path / "u", data, partition_by=["a"], clustering_columns=["c"])

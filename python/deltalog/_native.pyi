@@ -101,6 +101,7 @@ def write_table(
     protocol: str | None = None,
     overwrite_schema: bool = False,
     predicate: str | None = None,
+    clustering_columns: list[str] | None = None,
 ) -> tuple[int, bool]:
     """Writes `data` to the table at `uri`; `(version, written)`. `protocol` is the JSON
     `protocol` action of a new table."""

@@ -217,7 +217,9 @@ _REGISTRY: tuple[TableFeature, ...] = (
         requires=("columnMapping",),
     ),
     # "Clustered Table": "The feature `domainMetadata` is required in ... `writerFeatures`."
-    _writer("clustering", "Clustered Table", requires=("domainMetadata",)),
+    # Writers record the clustering columns (`delta.clustering` domain) and write statistics
+    # for them; deltalog never clusters files, which the spec allows.
+    _writer("clustering", "Clustered Table", requires=("domainMetadata",), write_supported=True),
     # Every commit writes `inCommitTimestamp` first while enabled, monotonic across winners;
     # enabling it records the enablement version and timestamp.
     _writer(

@@ -153,6 +153,7 @@ class DeltaTable:
         mode: str = "error",
         storage_options: Mapping[str, str] | None = None,
         features: list[str] | None = None,
+        clustering_columns: list[str] | None = None,
     ) -> DeltaTable:
         """Creates an empty table with ``schema`` (Arrow types mapped to Delta types) and
         returns it. ``mode="ignore"`` leaves an existing table alone.
@@ -161,6 +162,7 @@ class DeltaTable:
         ``configuration={"delta.feature.<name>": "supported"}`` does); properties such as
         ``delta.enableDeletionVectors=true`` or ``delta.enableChangeDataFeed=true`` add their
         feature themselves. The protocol is the smallest that supports them all.
+        ``clustering_columns`` makes a clustered table (spec "Clustered Table").
         """
         from deltalog.writer import write_table
 
@@ -176,6 +178,7 @@ class DeltaTable:
             description=description,
             storage_options=storage_options,
             table_features=features,
+            clustering_columns=clustering_columns,
         )
         return cls(table_uri, storage_options=storage_options)
 

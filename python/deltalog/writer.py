@@ -148,6 +148,7 @@ def write_table(
     schema_mode: Literal["merge", "overwrite"] | None = None,
     table_features: Iterable[str] | None = None,
     predicate: str | None = None,
+    clustering_columns: list[str] | None = None,
 ) -> int:
     """Writes ``data`` to the Delta table at ``table_or_uri`` and returns the new version.
 
@@ -167,6 +168,9 @@ def write_table(
             columns; existing rows read them as null). Without it such columns are an error.
             ``"overwrite"`` (with ``mode="overwrite"``) replaces the table's schema, and its
             partitioning when ``partition_by`` is given, by the data's.
+        clustering_columns: clustering columns of a new table (not partitioned): recorded in the
+            ``delta.clustering`` domain, with statistics always collected for them (spec
+            "Clustered Table"); adds the ``clustering`` feature.
         predicate: with ``mode="overwrite"``, replace only the rows matching this SQL
             predicate (Delta's ``replaceWhere``, e.g. ``"day >= '2026-01-01'"``); every written
             row must match it. Matching rows are removed with deletion vectors or by rewriting
@@ -214,7 +218,10 @@ def write_table(
     reader = _reader(data)
     protocol = None
     if existing is None:
-        action, stored = new_table_protocol(reader.schema, configuration, table_features or ())
+        wanted = list(table_features or ())
+        if clustering_columns:
+            wanted.append("clustering")
+        action, stored = new_table_protocol(reader.schema, configuration, wanted)
         protocol = json.dumps(action)
         configuration = stored
     version, _written = _native.write_table(
@@ -233,6 +240,7 @@ def write_table(
         protocol,
         schema_mode == "overwrite",
         predicate,
+        list(clustering_columns) if clustering_columns and existing is None else None,
     )
     if isinstance(table_or_uri, DeltaTable):
         table_or_uri.update_incremental()

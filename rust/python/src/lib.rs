@@ -537,7 +537,7 @@ fn json_checksum(text: &str) -> PyResult<String> {
 /// table at `uri`, whose latest version the caller loaded as `snapshot` (None: no table yet);
 /// returns `(version, written)` (`written` false when nothing was committed).
 #[pyfunction]
-#[pyo3(signature = (uri, data, mode, snapshot=None, partition_by=None, configuration=None, name=None, description=None, storage_options=None, app_transaction=None, commit_info=None, merge_schema=false, protocol=None, overwrite_schema=false, predicate=None))]
+#[pyo3(signature = (uri, data, mode, snapshot=None, partition_by=None, configuration=None, name=None, description=None, storage_options=None, app_transaction=None, commit_info=None, merge_schema=false, protocol=None, overwrite_schema=false, predicate=None, clustering_columns=None))]
 #[allow(clippy::too_many_arguments)]
 fn write_table(
     py: Python<'_>,
@@ -556,6 +556,7 @@ fn write_table(
     protocol: Option<&str>,
     overwrite_schema: bool,
     predicate: Option<&str>,
+    clustering_columns: Option<Vec<String>>,
 ) -> PyResult<(u64, bool)> {
     use deltalog_core::write::table::{write_batches, SaveMode, WriteOptions, Written};
     let storage = open_storage(uri, storage_options).map_err(|e| to_py_err(py, e))?;
@@ -584,6 +585,7 @@ fn write_table(
         commit: true,
         overwrite_schema,
         replace_where: predicate.map(str::to_string),
+        clustering_columns,
     };
     let batches = reader.map(|b| b.map_err(DeltaError::from));
     let snapshot = snapshot.map(|s| s.snapshot.clone());
@@ -624,6 +626,7 @@ fn write_files(
         commit: false,
         overwrite_schema: false,
         replace_where: None,
+        clustering_columns: None,
     };
     let batches = reader.map(|b| b.map_err(DeltaError::from));
     let written = block_on(py, async move {

@@ -6,6 +6,7 @@
 //! - [`data_files`]: record batches into partitioned parquet files and their `add` actions;
 //! - [`transaction`]: put-if-absent commits, conflict checks and retries;
 //! - [`table`]: create, append to and overwrite a table;
+//! - [`clustering`]: clustered tables (the `delta.clustering` domain, statistics);
 //! - [`constraints`]: CHECK constraints, invariants and generated columns of written rows;
 //! - [`identity`]: identity column values and high-water marks;
 //! - [`mapping`]: column mapping for writers (ids, physical names, physical batches);
@@ -14,6 +15,7 @@
 //! - [`rewrite`]: files changed row by row (DVs or copy on write), new rows, one commit;
 //! - [`dml`]: DELETE and UPDATE, with deletion vectors or by rewriting files.
 
+pub mod clustering;
 pub mod constraints;
 pub mod data_files;
 pub mod dml;

@@ -94,6 +94,11 @@ impl Rewriter {
             fields.push(Arc::new(Field::new(CHANGE_TYPE, DataType::Utf8, true)));
             Arc::new(Schema::new(fields))
         };
+        let indexed = IndexedColumns::for_table(
+            &config,
+            &data_physical,
+            &crate::write::clustering::clustering_columns(snapshot)?,
+        );
         let partitions = snapshot
             .metadata()?
             .partition_columns
@@ -107,7 +112,7 @@ impl Rewriter {
             data_physical,
             cdc_physical,
             partitions,
-            indexed: IndexedColumns::from_config(&config),
+            indexed,
             use_dv: writes_deletion_vectors(snapshot),
             cdf: config
                 .get(ENABLE_CHANGE_DATA_FEED)

@@ -41,6 +41,48 @@ pub enum IndexedColumns {
 }
 
 impl IndexedColumns {
+    /// From the table properties, widened so that `required` top-level columns (physical
+    /// names, in `schema` order: a clustered table's clustering columns, "Writer Requirements
+    /// for Clustered Table") get statistics too: named columns are added to a
+    /// `dataSkippingStatsColumns` list; a leaf count that may not reach them becomes "all".
+    pub fn for_table(
+        config: &std::collections::BTreeMap<String, String>,
+        schema: &Schema,
+        required: &[String],
+    ) -> Self {
+        match Self::from_config(config) {
+            _ if required.is_empty() => Self::from_config(config),
+            IndexedColumns::Named(mut names) => {
+                for r in required {
+                    if !names.contains(r) {
+                        names.push(r.clone());
+                    }
+                }
+                IndexedColumns::Named(names)
+            }
+            IndexedColumns::First(n) if n < 0 => IndexedColumns::First(n),
+            IndexedColumns::First(n) => {
+                // Leaves before the last required column, counted generously (one per
+                // top-level column before it, plus its own nested leaves).
+                let last = required
+                    .iter()
+                    .filter_map(|r| schema.index_of(r).ok())
+                    .max()
+                    .unwrap_or(0);
+                let nested = schema
+                    .fields()
+                    .iter()
+                    .take(last + 1)
+                    .any(|f| matches!(f.data_type(), DataType::Struct(_)));
+                if nested || (last as i64) >= n {
+                    IndexedColumns::First(-1)
+                } else {
+                    IndexedColumns::First(n)
+                }
+            }
+        }
+    }
+
     /// From the table properties.
     pub fn from_config(config: &std::collections::BTreeMap<String, String>) -> Self {
         if let Some(names) = config.get(STATS_COLUMNS) {

@@ -87,6 +87,9 @@ pub struct WriteOptions {
     /// Overwrite only the rows matching this SQL predicate (Delta's `replaceWhere`); every
     /// written row must match it.
     pub replace_where: Option<String>,
+    /// Clustering columns of a new table (logical names; "Clustered Table"); the caller puts
+    /// the `clustering` and `domainMetadata` features into the protocol.
+    pub clustering_columns: Option<Vec<String>>,
     /// Commit the files (`true`), or only write them and return their `add` actions
     /// ([`Written::Files`]) for a transaction that commits them elsewhere.
     pub commit: bool,
@@ -330,6 +333,30 @@ where
     ));
     // Data files hold physical columns ("Writer Requirements for Column Mapping").
     let physical = physical_output_schema(&table_schema, &file_schema, mode)?;
+    // "Writer Requirements for Clustered Table": statistics for the clustering columns.
+    let clustering: Vec<String> = match (&snapshot, &options.clustering_columns) {
+        (Some(s), _) => crate::write::clustering::clustering_columns(s)?,
+        (None, Some(columns)) => {
+            if !partition_columns.is_empty() {
+                return Err(DeltaError::InvalidArgument(
+                    "a table cannot be both partitioned and clustered (spec: \"Writer \
+                     Requirements for Clustered Table\")"
+                        .into(),
+                ));
+            }
+            let mut out = Vec::new();
+            for c in columns {
+                if table_schema.field_with_name(c).is_err() {
+                    return Err(DeltaError::InvalidArgument(format!(
+                        "clustering column {c:?} is not a column of the table"
+                    )));
+                }
+                out.push(physical_name(&table_schema, c, mode));
+            }
+            out
+        }
+        (None, None) => Vec::new(),
+    };
     let mut writer = DataFileWriter::try_new(
         storage.clone(),
         &physical,
@@ -338,7 +365,7 @@ where
                 .iter()
                 .map(|p| physical_name(&table_schema, p, mode))
                 .collect(),
-            IndexedColumns::from_config(&config),
+            IndexedColumns::for_table(&config, &physical, &clustering),
         ),
     )?;
     // replaceWhere: the rows matching the predicate are deleted (DVs or rewrites) and the new
@@ -456,6 +483,9 @@ where
                 "createdTime": chrono::Utc::now().timestamp_millis(),
             }}),
         ]);
+        if options.clustering_columns.is_some() {
+            txn.add_actions([crate::write::clustering::domain_action(&clustering)]);
+        }
     }
     if let (Some(s), true) = (&snapshot, merged) {
         // "Change Metadata": the new schema replaces the old in the same commit.
