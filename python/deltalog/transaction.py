@@ -59,6 +59,7 @@ class Transaction:
         self._operation = operation
         self._parameters = dict(parameters)
         self._actions: list[dict[str, Any]] = []
+        self._removed: set[str] = set()
         self._committed: int | None = None
 
     @property
@@ -88,7 +89,7 @@ class Transaction:
         missing = sorted(wanted - known)
         if missing:
             raise ValueError(f"not active files of version {self._read_version}: {missing}")
-        self._removed = getattr(self, "_removed", set()) | wanted
+        self._removed |= wanted
         return self
 
     def commit(self, commit_properties: CommitProperties | None = None) -> int:
@@ -105,7 +106,7 @@ class Transaction:
             raise ValueError(f"the transaction already committed version {self._committed}")
         props = commit_properties or CommitProperties()
         app = (props.app_id, props.app_version) if props.app_id is not None else None
-        removed: set[str] = getattr(self, "_removed", set())
+        removed = self._removed
         actions = [json.dumps(a) for a in self._actions]
         if removed:
             raw_removes = _native.remove_actions(self._table._raw, sorted(removed))
