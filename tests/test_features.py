@@ -241,6 +241,7 @@ def test_support_flags_are_honest() -> None:
         "generatedColumns",
         "identityColumns",
         "inCommitTimestamps",
+        "rowTracking",
         "timestampNtz",
         "v2Checkpoint",
         "vacuumProtocolCheck",
@@ -408,11 +409,11 @@ def test_unknown_reader_feature_blocks_reads() -> None:
 
 def test_writer_only_features_never_block_reads() -> None:
     # Known and unknown writer features alike; they can still not be written.
-    p = P(1, 7, None, ["rowTracking", "domainMetadata", "someFutureWriterFeature"])
+    p = P(1, 7, None, ["icebergCompatV2", "domainMetadata", "someFutureWriterFeature"])
     check_readable(p)
     with pytest.raises(UnsupportedFeatureError) as err:
         check_writable(p)
-    assert err.value.features == ["rowTracking", "someFutureWriterFeature"]
+    assert err.value.features == ["icebergCompatV2", "someFutureWriterFeature"]
 
 
 def test_writable_requires_reader_features_too() -> None:
@@ -430,8 +431,8 @@ def test_unused_writer_features_are_tolerated_with_the_metadata() -> None:
     legacy = P(2, 5)
     check_writable(legacy, "{}", {})
     with pytest.raises(UnsupportedFeatureError) as err:
-        check_writable(P(1, 7, None, ["rowTracking", "domainMetadata"]), "{}", {})
-    assert err.value.features == ["rowTracking"]
+        check_writable(P(1, 7, None, ["icebergCompatV1", "columnMapping"]), "{}", {})
+    assert err.value.features == ["icebergCompatV1"]
 
 
 def test_empty_feature_lists_are_readable_and_writable() -> None:

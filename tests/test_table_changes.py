@@ -377,3 +377,37 @@ def test_clustered_tables_record_columns_and_keep_their_statistics(tmp_path: Pat
     assert stats.column("min.c").null_count == 0
     with pytest.raises(dl.InvalidArgumentError, match="partitioned"):
         dl.write_table(tmp_path / "u", data, partition_by=["a"], clustering_columns=["c"])
+
+
+def _append_tracked(path: str, worker: int, count: int) -> None:
+    for i in range(count):
+        dl.write_table(path, pa.table({"id": [worker * 100 + i, -1]}), mode="append")
+
+
+def test_row_tracking_assigns_fresh_row_ids(tmp_path: Path) -> None:
+    path = tmp_path / "t"
+    config = {"delta.enableRowTracking": "true"}
+    dl.write_table(path, pa.table({"id": pa.array([1, 2, 3], pa.int64())}), configuration=config)
+    t = dl.DeltaTable(path)
+    assert {"rowTracking", "domainMetadata"} <= set(t.protocol().writer_features or [])
+    assert "delta.rowTracking.materializedRowIdColumnName" in t.metadata().configuration
+    ctx = multiprocessing.get_context("spawn")
+    procs = [ctx.Process(target=_append_tracked, args=(str(path), w, 5)) for w in range(2)]
+    for p in procs:
+        p.start()
+    for p in procs:
+        p.join()
+        assert p.exitcode == 0
+    t.update_incremental()
+    rows = t.to_pyarrow_table(with_row_tracking=True).to_pylist()
+    assert len(rows) == 3 + 2 * 5 * 2
+    row_ids = sorted(r["_row_id"] for r in rows)
+    assert row_ids == list(range(len(rows)))  # unique, dense, from 0
+    versions = {a["version"] for a in t.history()}
+    assert {r["_row_commit_version"] for r in rows} == versions
+    mark = json.loads(t.domain_metadata()["delta.rowTracking"])["highWaterMark"]
+    assert mark == len(rows) - 1
+    # Moving rows would need materialized row IDs: refused, nothing written.
+    with pytest.raises(dl.UnsupportedFeatureError, match="row tracking"):
+        t.delete("id = 1")
+    assert dl.DeltaTable(path).version() == t.version()

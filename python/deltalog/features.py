@@ -193,11 +193,15 @@ _REGISTRY: tuple[TableFeature, ...] = (
     # Writes that leave a column out get its `CURRENT_DEFAULT` value (appends, MERGE inserts).
     _writer("allowColumnDefaults", "Default Columns", write_supported=True),
     # "Row Tracking": "The feature `domainMetadata` is required in ... `writerFeatures`".
+    # Appends and overwrites assign fresh row IDs (baseRowId past the `delta.rowTracking`
+    # high-water mark) and row commit versions; statements that move rows are refused by the
+    # core, which does not write materialized row ID columns yet.
     _writer(
         "rowTracking",
         "Row Tracking",
         enablement_property="delta.enableRowTracking",
         requires=("domainMetadata",),
+        write_supported=True,
     ),
     # Writers keep every domain as it is; user domains are set through `alter` (`delta.`
     # domains are refused) and concurrent changes of one domain conflict.

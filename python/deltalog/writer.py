@@ -102,6 +102,17 @@ def new_table_protocol(
         needed = needed | {"identityColumns"}
     if b"CURRENT_DEFAULT" in declared:
         needed = needed | {"allowColumnDefaults"}
+    if "rowTracking" in needed and features._is_true(stored.get("delta.enableRowTracking")):
+        # "Row Tracking": enabling it needs the materialized columns' names.
+        import uuid
+
+        stored.setdefault(
+            "delta.rowTracking.materializedRowIdColumnName", f"_row-id-col-{uuid.uuid4()}"
+        )
+        stored.setdefault(
+            "delta.rowTracking.materializedRowCommitVersionColumnName",
+            f"_row-commit-version-col-{uuid.uuid4()}",
+        )
     reader, writer, reader_list, writer_list = features.min_protocol_for(needed)
     if writer_list is None:
         writer = max(writer, 2)

@@ -77,6 +77,21 @@ pub struct Rewriter {
 impl Rewriter {
     /// A rewriter of `snapshot`'s files.
     pub fn try_new(snapshot: &Snapshot) -> DeltaResult<Self> {
+        if snapshot
+            .protocol()
+            .writer_features
+            .as_ref()
+            .is_some_and(|f| f.iter().any(|n| n == "rowTracking"))
+        {
+            // "Row Tracking": rows that move to new files (updated or copied) must keep their
+            // row IDs through the materialized columns, which deltalog does not write yet.
+            return Err(DeltaError::Unsupported(
+                "DELETE, UPDATE, MERGE and replaceWhere on a table with row tracking would \
+                 have to keep the row IDs of moved rows in materialized columns, which \
+                 deltalog does not write yet (appends and overwrites work)"
+                    .into(),
+            ));
+        }
         let config = snapshot.configuration();
         let schema = snapshot.schema()?;
         let mode = snapshot.column_mapping_mode()?;

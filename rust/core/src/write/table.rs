@@ -467,6 +467,16 @@ where
         }
         None => txn,
     };
+    // A new table that supports row tracking gets fresh row IDs from its first commit.
+    let tracked = options
+        .protocol
+        .as_ref()
+        .and_then(|p| p.get("writerFeatures"))
+        .and_then(Value::as_array)
+        .is_some_and(|f| f.iter().any(|n| n.as_str() == Some("rowTracking")));
+    if snapshot.is_none() && tracked {
+        txn = txn.with_row_tracking(-1);
+    }
     if snapshot.is_none() {
         txn.add_actions([
             json!({"protocol": options.protocol.clone().unwrap_or_else(

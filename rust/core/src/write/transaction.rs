@@ -61,6 +61,20 @@ pub struct Transaction {
     read_files: Option<Arc<HashSet<String>>>,
     /// In-commit timestamps ("In-Commit Timestamps"), when the table has them enabled.
     ict: Option<InCommitTimestamps>,
+    /// The row ID high-water mark (-1: none assigned yet) when the table supports row
+    /// tracking ("Writer Requirements for Row Tracking").
+    row_id_high_water_mark: Option<i64>,
+}
+
+/// The metadata domain of row tracking's high-water mark.
+pub const ROW_TRACKING_DOMAIN: &str = "delta.rowTracking";
+
+/// The `highWaterMark` of a `delta.rowTracking` domain configuration.
+fn high_water_mark_of(configuration: &str) -> Option<i64> {
+    serde_json::from_str::<Value>(configuration)
+        .ok()?
+        .get("highWaterMark")?
+        .as_i64()
 }
 
 /// The in-commit timestamp state of a transaction.
@@ -92,18 +106,44 @@ impl Transaction {
             custom: Map::new(),
             read_files: None,
             ict: None,
+            row_id_high_water_mark: None,
         }
+    }
+
+    /// Assigns fresh row IDs and row commit versions ("Writer Requirements for Row Tracking"):
+    /// every new `add` without a `baseRowId` gets the next IDs after `high_water_mark` (-1
+    /// when none were assigned yet) and its commit's version as `defaultRowCommitVersion`, and
+    /// the commit records the new mark in the `delta.rowTracking` domain. After a lost race the
+    /// winners' mark is taken, so concurrent writers never assign the same IDs.
+    pub fn with_row_tracking(mut self, high_water_mark: i64) -> Self {
+        self.row_id_high_water_mark = Some(high_water_mark);
+        self
     }
 
     /// Follows the rules `snapshot` (the read version) sets for every commit: in-commit
     /// timestamps when `delta.enableInCommitTimestamps` is true.
     pub fn for_table(self, snapshot: &crate::Snapshot) -> Self {
-        if in_commit_timestamps_enabled(&snapshot.configuration()) {
+        let this = if in_commit_timestamps_enabled(&snapshot.configuration()) {
             let previous = snapshot.in_commit_timestamp();
             self.with_in_commit_timestamps(previous, false)
         } else {
             self
+        };
+        let tracked = snapshot
+            .protocol()
+            .writer_features
+            .as_ref()
+            .is_some_and(|f| f.iter().any(|n| n == "rowTracking"));
+        if !tracked {
+            return this;
         }
+        let mark = snapshot
+            .domain_metadata()
+            .iter()
+            .find(|d| d.domain == ROW_TRACKING_DOMAIN && !d.removed)
+            .and_then(|d| high_water_mark_of(&d.configuration))
+            .unwrap_or(-1);
+        this.with_row_tracking(mark)
     }
 
     /// Writes in-commit timestamps ("Writer Requirements for In-Commit Timestamps"): the
@@ -152,8 +192,9 @@ impl Transaction {
         let mut version = self.read_version.map_or(0, |v| v + 1);
         let txn_id = uuid::Uuid::new_v4().to_string();
         let mut ict = self.ict;
+        let mut mark = self.row_id_high_water_mark;
         for _ in 0..MAX_ATTEMPTS {
-            let text = self.commit_text(&txn_id, version, ict)?;
+            let text = self.commit_text(&txn_id, version, ict, mark)?;
             let location = self.storage.log_path(&commit_file_name(version));
             let options = PutOptions::from(PutMode::Create);
             match self
@@ -164,9 +205,12 @@ impl Transaction {
             {
                 Ok(_) => return Ok(version),
                 Err(object_store::Error::AlreadyExists { .. }) => {
-                    let winner_ict = self.check_winner(version).await?;
+                    let (winner_ict, winner_mark) = self.check_winner(version).await?;
                     if let (Some(state), Some(t)) = (ict.as_mut(), winner_ict) {
                         state.previous = Some(state.previous.map_or(t, |p| p.max(t)));
+                    }
+                    if let (Some(m), Some(w)) = (mark.as_mut(), winner_mark) {
+                        *m = (*m).max(w);
                     }
                     version += 1;
                 }
@@ -185,7 +229,10 @@ impl Transaction {
         txn_id: &str,
         version: u64,
         ict: Option<InCommitTimestamps>,
+        row_id_high_water_mark: Option<i64>,
     ) -> DeltaResult<String> {
+        let mut mark = row_id_high_water_mark;
+        let mut assigned = false;
         let now = chrono::Utc::now().timestamp_millis();
         let in_commit = ict.map(|s| s.previous.map_or(now, |p| now.max(p + 1)));
         let mut info = Map::new();
@@ -243,8 +290,37 @@ impl Transaction {
                     }
                     lines.push(action.to_string());
                 }
-                _ => lines.push(action.to_string()),
+                _ => match (mark.as_mut(), action.get("add")) {
+                    (Some(m), Some(add)) if add.get("baseRowId").is_none() => {
+                        // Fresh row IDs for the file's physical rows.
+                        let records = add
+                            .get("stats")
+                            .and_then(Value::as_str)
+                            .and_then(|s| serde_json::from_str::<Value>(s).ok())
+                            .and_then(|s| s.get("numRecords").and_then(Value::as_i64))
+                            .ok_or_else(|| {
+                                DeltaError::Internal(
+                                    "an add without numRecords cannot get row IDs".into(),
+                                )
+                            })?;
+                        let mut action = action.clone();
+                        action["add"]["baseRowId"] = json!(*m + 1);
+                        action["add"]["defaultRowCommitVersion"] = json!(version);
+                        *m += records;
+                        assigned = true;
+                        lines.push(action.to_string());
+                    }
+                    _ => lines.push(action.to_string()),
+                },
             }
+        }
+        if let (true, Some(m)) = (assigned, mark) {
+            let configuration = json!({ "highWaterMark": m }).to_string();
+            lines.push(
+                json!({"domainMetadata": {"domain": ROW_TRACKING_DOMAIN,
+                       "configuration": configuration, "removed": false}})
+                .to_string(),
+            );
         }
         let mut text = lines.join("\n");
         text.push('\n');
@@ -252,8 +328,8 @@ impl Transaction {
     }
 
     /// Checks the commit that won `version` against this transaction; returns the winner's
-    /// in-commit timestamp, if it has one.
-    async fn check_winner(&self, version: u64) -> DeltaResult<Option<i64>> {
+    /// in-commit timestamp and row ID high-water mark, where it has them.
+    async fn check_winner(&self, version: u64) -> DeltaResult<(Option<i64>, Option<i64>)> {
         let conflict = |reason: String| DeltaError::CommitConflict { version, reason };
         if self.read_version.is_none() {
             return Err(conflict("the table was created concurrently".into()));
@@ -277,6 +353,16 @@ impl Transaction {
         let action = |value: &'_ Value, key: &str| -> Option<Value> {
             value.get(key).filter(|v| !v.is_null()).cloned()
         };
+        let winner_mark = actions.iter().find_map(|a| {
+            let d = action(a, "domainMetadata")?;
+            (d.get("domain").and_then(Value::as_str) == Some(ROW_TRACKING_DOMAIN))
+                .then(|| {
+                    d.get("configuration")
+                        .and_then(Value::as_str)
+                        .and_then(high_water_mark_of)
+                })
+                .flatten()
+        });
         let winner_ict = actions.iter().find_map(|a| {
             action(a, "commitInfo").and_then(|c| c.get("inCommitTimestamp").and_then(Value::as_i64))
         });
@@ -351,7 +437,7 @@ impl Transaction {
                 }
             }
         }
-        Ok(winner_ict)
+        Ok((winner_ict, winner_mark))
     }
 }
 
