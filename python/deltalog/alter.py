@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Any
 
 from deltalog import _native, features
 from deltalog.exceptions import ConstraintViolationError
+from deltalog.writer import check_snapshot_writable
 
 if TYPE_CHECKING:
     from deltalog.table import DeltaTable
@@ -88,9 +89,7 @@ class TableAlterer:
 
         table = self._table
         meta = table._raw.metadata()
-        features.check_writable(
-            table.protocol(), meta["schema_string"] or "", meta["configuration"]
-        )
+        check_snapshot_writable(table._raw)
         actions = []
         protocol = self._protocol_action(new_features)
         if protocol is not None:
@@ -104,7 +103,7 @@ class TableAlterer:
             enabling_ict = features._is_true(configuration.get(_ICT)) and not was
         actions.extend(json.dumps(a) for a in extra_actions)
         props = commit_properties or CommitProperties()
-        app = (props.app_id, props.app_version) if props.app_id is not None else None
+        app = props.app_transaction()
         version = _native.commit_actions(
             table.table_uri,
             table.version(),
@@ -114,7 +113,7 @@ class TableAlterer:
             False,
             None,
             app,
-            json.dumps(dict(props.custom_metadata), default=str) if props.custom_metadata else None,
+            props.commit_info_json(),
             table._storage_options,
             table._raw,
             enabling_ict,

@@ -18,7 +18,8 @@ import json
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
-from deltalog import _native, features
+from deltalog import _native
+from deltalog.writer import check_snapshot_writable
 
 if TYPE_CHECKING:
     from deltalog.table import DeltaTable
@@ -108,12 +109,9 @@ class TableMerger:
         from deltalog.writer import CommitProperties
 
         table = self._table
-        meta = table._raw.metadata()
-        features.check_writable(
-            table.protocol(), meta["schema_string"] or "", meta["configuration"]
-        )
+        check_snapshot_writable(table._raw)
         props = self._commit_properties or CommitProperties()
-        app = (props.app_id, props.app_version) if props.app_id is not None else None
+        app = props.app_transaction()
         source_alias, target_alias = self._aliases
         metrics: dict[str, Any] = _native.merge(
             table._raw,
@@ -123,7 +121,7 @@ class TableMerger:
             target_alias,
             json.dumps(self._clauses),
             app,
-            json.dumps(dict(props.custom_metadata), default=str) if props.custom_metadata else None,
+            props.commit_info_json(),
         )
         table.update_incremental()
         return metrics

@@ -19,7 +19,7 @@ from deltalog import _native, features
 from deltalog.exceptions import DeltaError, VersionNotFoundError
 from deltalog.expressions import FilterLike, to_predicate
 from deltalog.scan import DeltaScan
-from deltalog.writer import CommitProperties
+from deltalog.writer import CommitProperties, check_snapshot_writable
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -446,20 +446,19 @@ class DeltaTable:
     ) -> dict[str, Any]:
         # The statement reads the loaded version; commits since are checked as concurrent
         # winners (blind appends commute, a change to a file it read conflicts).
-        meta = self._raw.metadata()
-        features.check_writable(self._protocol, meta["schema_string"] or "", meta["configuration"])
+        check_snapshot_writable(self._raw)
         raw = self._raw
         sql = predicate if isinstance(predicate, str) else None
         as_filter = None if sql is not None else to_predicate(predicate)
         props = commit_properties or CommitProperties()
-        app = (props.app_id, props.app_version) if props.app_id is not None else None
+        app = props.app_transaction()
         metrics: dict[str, Any] = _native.dml(
             raw,
             sql,
             as_filter.to_json() if as_filter is not None else None,
             assignments,
             app,
-            json.dumps(dict(props.custom_metadata), default=str) if props.custom_metadata else None,
+            props.commit_info_json(),
         )
         self.update_incremental()
         return metrics
@@ -512,10 +511,7 @@ class DeltaTable:
             ``version``, ``num_restored_files``, ``num_removed_files``.
         """
         latest = self._raw.load_version(None)
-        meta = latest.metadata()
-        features.check_writable(
-            Protocol(*latest.protocol()), meta["schema_string"] or "", meta["configuration"]
-        )
+        check_snapshot_writable(latest)
         if isinstance(target, int) and not isinstance(target, bool):
             version = target
         else:
@@ -528,7 +524,7 @@ class DeltaTable:
         features.check_readable(Protocol(*old.protocol()))
         actions, restored, removed = _native.restore_actions(latest, old)
         props = commit_properties or CommitProperties()
-        app = (props.app_id, props.app_version) if props.app_id is not None else None
+        app = props.app_transaction()
         committed = _native.commit_actions(
             self.table_uri,
             latest.version(),
@@ -538,7 +534,7 @@ class DeltaTable:
             False,
             None,
             app,
-            json.dumps(dict(props.custom_metadata), default=str) if props.custom_metadata else None,
+            props.commit_info_json(),
             self._storage_options,
             latest,
         )

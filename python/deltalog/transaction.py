@@ -19,7 +19,8 @@ from collections.abc import Iterable, Mapping
 from typing import TYPE_CHECKING, Any
 from urllib.parse import unquote
 
-from deltalog import _native, features
+from deltalog import _native
+from deltalog.writer import check_snapshot_writable
 
 if TYPE_CHECKING:
     from deltalog.table import DeltaTable
@@ -39,8 +40,7 @@ def write_files(table: DeltaTable, data: Any) -> list[dict[str, Any]]:
     """
     from deltalog.writer import _reader
 
-    meta = table._raw.metadata()
-    features.check_writable(table.protocol(), meta["schema_string"] or "", meta["configuration"])
+    check_snapshot_writable(table._raw)
     texts = _native.write_files(table._raw, _reader(data))
     return [json.loads(t) for t in texts]
 
@@ -50,10 +50,7 @@ class Transaction:
     transaction started. Made by :meth:`DeltaTable.transaction`."""
 
     def __init__(self, table: DeltaTable, operation: str, parameters: Mapping[str, Any]) -> None:
-        meta = table._raw.metadata()
-        features.check_writable(
-            table.protocol(), meta["schema_string"] or "", meta["configuration"]
-        )
+        check_snapshot_writable(table._raw)
         self._table = table
         self._read_version = table.version()
         self._operation = operation
@@ -105,7 +102,7 @@ class Transaction:
         if self._committed is not None:
             raise ValueError(f"the transaction already committed version {self._committed}")
         props = commit_properties or CommitProperties()
-        app = (props.app_id, props.app_version) if props.app_id is not None else None
+        app = props.app_transaction()
         removed = self._removed
         actions = [json.dumps(a) for a in self._actions]
         if removed:
@@ -128,7 +125,7 @@ class Transaction:
             blind,
             read_files,
             app,
-            json.dumps(dict(props.custom_metadata), default=str) if props.custom_metadata else None,
+            props.commit_info_json(),
             self._table._storage_options,
             self._table._raw,
         )

@@ -40,6 +40,29 @@ class CommitProperties:
         if (self.app_id is None) != (self.app_version is None):
             raise ValueError("app_id and app_version go together")
 
+    def app_transaction(self) -> tuple[str, int] | None:
+        """``(app_id, app_version)`` as the native core takes it, or None."""
+        if self.app_id is None or self.app_version is None:
+            return None
+        return (self.app_id, self.app_version)
+
+    def commit_info_json(self) -> str | None:
+        """The custom commitInfo fields as JSON, or None."""
+        if not self.custom_metadata:
+            return None
+        return json.dumps(dict(self.custom_metadata), default=str)
+
+
+def check_snapshot_writable(raw: _native.RawSnapshot) -> None:
+    """:func:`deltalog.features.check_writable` for a loaded snapshot: its protocol, with its
+    schema and properties deciding whether unimplemented legacy writer features are in use."""
+    from deltalog.table import Protocol
+
+    meta = raw.metadata()
+    features.check_writable(
+        Protocol(*raw.protocol()), meta["schema_string"] or "", meta["configuration"]
+    )
+
 
 def _has_timestamp_ntz(t: pa.DataType) -> bool:
     """Whether ``t`` holds a timestamp without a time zone (Delta ``timestamp_ntz``)."""
@@ -199,7 +222,7 @@ def write_table(
         UnsupportedFeatureError: the table uses features deltalog cannot write.
         ValueError: the data does not fit the table, or the mode forbids the write.
     """
-    from deltalog.table import DeltaTable, Protocol
+    from deltalog.table import DeltaTable
 
     if isinstance(table_or_uri, DeltaTable):
         uri = table_or_uri.table_uri
@@ -214,10 +237,7 @@ def write_table(
     except TableNotFoundError:
         existing = None
     if existing is not None:
-        meta = existing.metadata()
-        features.check_writable(
-            Protocol(*existing.protocol()), meta["schema_string"] or "", meta["configuration"]
-        )
+        check_snapshot_writable(existing)
     if schema_mode not in (None, "merge", "overwrite"):
         raise ValueError(f'schema_mode must be None, "merge" or "overwrite", not {schema_mode!r}')
     if schema_mode == "overwrite" and mode != "overwrite":
@@ -225,7 +245,7 @@ def write_table(
     if predicate is not None and mode != "overwrite":
         raise ValueError('a predicate (replaceWhere) needs mode="overwrite"')
     props = commit_properties or CommitProperties()
-    app = (props.app_id, props.app_version) if props.app_id is not None else None
+    app = props.app_transaction()
     reader = _reader(data)
     protocol = None
     if existing is None:
@@ -246,7 +266,7 @@ def write_table(
         description,
         options,
         app,
-        json.dumps(dict(props.custom_metadata), default=str) if props.custom_metadata else None,
+        props.commit_info_json(),
         schema_mode == "merge",
         protocol,
         schema_mode == "overwrite",

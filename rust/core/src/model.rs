@@ -32,6 +32,25 @@ pub struct Metadata {
     pub configuration: BTreeMap<String, String>,
 }
 
+impl Metadata {
+    /// The `metaData` action ("Change Metadata") with these fields.
+    pub fn to_action(&self) -> serde_json::Value {
+        serde_json::json!({"metaData": {
+            "id": self.id,
+            "name": self.name,
+            "description": self.description,
+            "format": {
+                "provider": self.format_provider.clone().unwrap_or_else(|| "parquet".into()),
+                "options": self.format_options,
+            },
+            "schemaString": self.schema_string,
+            "partitionColumns": self.partition_columns,
+            "configuration": self.configuration,
+            "createdTime": self.created_time,
+        }})
+    }
+}
+
 /// A `txn` action.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Txn {

@@ -162,7 +162,9 @@ impl Expr {
     /// The columns the expression reads, each once, in order of appearance.
     pub fn columns(&self) -> Vec<String> {
         let mut out: Vec<String> = Vec::new();
-        self.visit(&mut |e| {
+        // One traversal serves reading and rewriting (expressions are small; this runs once
+        // per statement, never per row).
+        self.clone().visit_mut(&mut |e| {
             if let Expr::Column(c) = e {
                 if !out.contains(c) {
                     out.push(c.clone());
@@ -170,52 +172,6 @@ impl Expr {
             }
         });
         out
-    }
-
-    /// Calls `f` on this expression and every subexpression.
-    fn visit(&self, f: &mut impl FnMut(&Expr)) {
-        f(self);
-        match self {
-            Expr::Column(_) | Expr::Literal(_) => {}
-            Expr::Binary { left, right, .. } => {
-                left.visit(f);
-                right.visit(f);
-            }
-            Expr::Not(e) | Expr::Negative(e) | Expr::IsNull { expr: e, .. } => e.visit(f),
-            Expr::Cast { expr, .. } => expr.visit(f),
-            Expr::InList { expr, list, .. } => {
-                expr.visit(f);
-                list.iter().for_each(|e| e.visit(f));
-            }
-            Expr::Between {
-                expr, low, high, ..
-            } => {
-                expr.visit(f);
-                low.visit(f);
-                high.visit(f);
-            }
-            Expr::Like { expr, pattern, .. } => {
-                expr.visit(f);
-                pattern.visit(f);
-            }
-            Expr::Case {
-                operand,
-                branches,
-                otherwise,
-            } => {
-                if let Some(o) = operand {
-                    o.visit(f);
-                }
-                for (w, t) in branches {
-                    w.visit(f);
-                    t.visit(f);
-                }
-                if let Some(o) = otherwise {
-                    o.visit(f);
-                }
-            }
-            Expr::Function { args, .. } => args.iter().for_each(|e| e.visit(f)),
-        }
     }
 
     /// Rewrites every column name into the spelling of `schema` (Spark resolves names
@@ -240,6 +196,7 @@ impl Expr {
         }
     }
 
+    /// Calls `f` on this expression and every subexpression, parents first.
     fn visit_mut(&mut self, f: &mut impl FnMut(&mut Expr)) {
         f(self);
         match self {

@@ -78,31 +78,27 @@ impl TableRules {
         }
         rules.collect_fields(schema, schema.fields(), "")?;
         for (index, field) in schema.fields().iter().enumerate() {
-            if let Some(sql) = field.metadata().get(DEFAULT_KEY) {
-                let what = format!("default value of column {}", field.name());
+            for (key, what, list) in [
+                (DEFAULT_KEY, "default value", &mut rules.defaults),
+                (
+                    GENERATION_KEY,
+                    "generation expression",
+                    &mut rules.generated,
+                ),
+            ] {
+                let Some(sql) = field.metadata().get(key) else {
+                    continue;
+                };
+                let what = format!("{what} of column {}", field.name());
                 let expr = Expr::parse(sql)
                     .and_then(|e| e.resolve(schema))
                     .map_err(|e| unsupported(&what, sql, &e))?;
+                // The value has the column's type.
                 let expr = Expr::Cast {
                     expr: Box::new(expr),
                     to: crate::scan::columns::output_type(field.data_type()),
                 };
-                rules
-                    .defaults
-                    .push((index, field.name().clone(), sql.clone(), expr));
-            }
-            if let Some(sql) = field.metadata().get(GENERATION_KEY) {
-                let what = format!("generation expression of column {}", field.name());
-                let expr = Expr::parse(sql)
-                    .and_then(|e| e.resolve(schema))
-                    .map_err(|e| unsupported(&what, sql, &e))?;
-                let expr = Expr::Cast {
-                    expr: Box::new(expr),
-                    to: crate::scan::columns::output_type(field.data_type()),
-                };
-                rules
-                    .generated
-                    .push((index, field.name().clone(), sql.clone(), expr));
+                list.push((index, field.name().clone(), sql.clone(), expr));
             }
         }
         Ok(rules)
@@ -160,20 +156,7 @@ impl TableRules {
         batch: &RecordBatch,
         provided: &dyn Fn(usize) -> bool,
     ) -> DeltaResult<RecordBatch> {
-        if self.defaults.iter().all(|(i, ..)| provided(*i)) {
-            return Ok(batch.clone());
-        }
-        let mut columns: Vec<ArrayRef> = batch.columns().to_vec();
-        for (index, name, sql, expr) in &self.defaults {
-            if !provided(*index) {
-                columns[*index] = eval::evaluate(expr, batch).map_err(|e| {
-                    DeltaError::InvalidArgument(format!(
-                        "computing the default of column {name} = {sql}: {e}"
-                    ))
-                })?;
-            }
-        }
-        Ok(RecordBatch::try_new(batch.schema(), columns)?)
+        fill(&self.defaults, "the default of column", batch, provided)
     }
 
     /// Whether column `index` is generated.
@@ -188,20 +171,7 @@ impl TableRules {
         batch: &RecordBatch,
         provided: &dyn Fn(usize) -> bool,
     ) -> DeltaResult<RecordBatch> {
-        if self.generated.iter().all(|(i, ..)| provided(*i)) {
-            return Ok(batch.clone());
-        }
-        let mut columns: Vec<ArrayRef> = batch.columns().to_vec();
-        for (index, name, sql, expr) in &self.generated {
-            if !provided(*index) {
-                columns[*index] = eval::evaluate(expr, batch).map_err(|e| {
-                    DeltaError::InvalidArgument(format!(
-                        "computing generated column {name} = {sql}: {e}"
-                    ))
-                })?;
-            }
-        }
-        Ok(RecordBatch::try_new(batch.schema(), columns)?)
+        fill(&self.generated, "generated column", batch, provided)
     }
 
     /// Checks every row of `batch` (the table's columns, in order).
@@ -275,6 +245,28 @@ pub async fn count_violations(snapshot: &crate::Snapshot, sql: &str) -> DeltaRes
         bad += ok.false_count() as u64;
     }
     Ok(bad)
+}
+
+/// `batch` with each column of `computed` (index, name, SQL, expression) that `provided`
+/// marks false replaced by the expression's value over the batch.
+fn fill(
+    computed: &[(usize, String, String, Expr)],
+    what: &str,
+    batch: &RecordBatch,
+    provided: &dyn Fn(usize) -> bool,
+) -> DeltaResult<RecordBatch> {
+    if computed.iter().all(|(i, ..)| provided(*i)) {
+        return Ok(batch.clone());
+    }
+    let mut columns: Vec<ArrayRef> = batch.columns().to_vec();
+    for (index, name, sql, expr) in computed {
+        if !provided(*index) {
+            columns[*index] = eval::evaluate(expr, batch).map_err(|e| {
+                DeltaError::InvalidArgument(format!("computing {what} {name} = {sql}: {e}"))
+            })?;
+        }
+    }
+    Ok(RecordBatch::try_new(batch.schema(), columns)?)
 }
 
 /// `a <=> b`: equal, or both null.

@@ -158,6 +158,7 @@ pub async fn execute(
                 ));
             }
             let mut out: Vec<(usize, Expr)> = Vec::new();
+            let identities = crate::write::identity::IdentityColumns::of(&schema)?;
             for (name, value) in set {
                 let resolved = Expr::Column(name.clone()).resolve(&schema)?;
                 let Expr::Column(column) = resolved else {
@@ -170,7 +171,7 @@ pub async fn execute(
                         "UPDATE can only set top-level columns, not {name:?}"
                     ))
                 })?;
-                if crate::write::identity::IdentityColumns::of(&schema)?.refuses_values(index) {
+                if identities.refuses_values(index) {
                     return Err(DeltaError::InvalidArgument(format!(
                         "UPDATE cannot set identity column {column:?} (its values are \
                          generated; spec: \"Identity Columns\")"
@@ -419,8 +420,9 @@ fn read_file(
     })
 }
 
-/// `batch` without its trailing row index column, as a batch of `schema`.
-fn drop_row_index(batch: &RecordBatch, schema: &SchemaRef) -> DeltaResult<RecordBatch> {
+/// The leading columns of `batch` as a batch of `schema` (a scan's table columns without the
+/// row index after them; a MERGE pair's target side).
+pub(crate) fn drop_row_index(batch: &RecordBatch, schema: &SchemaRef) -> DeltaResult<RecordBatch> {
     let n = schema.fields().len();
     let options = RecordBatchOptions::new().with_row_count(Some(batch.num_rows()));
     Ok(RecordBatch::try_new_with_options(

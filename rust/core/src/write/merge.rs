@@ -39,6 +39,8 @@ use crate::expr::{eval, BinaryOp, Expr};
 use crate::predicate::{CmpOp, Literal};
 use crate::scan::{self, FileTask, MetadataColumns, ReadSpec, Scan, ScanOptions, ROW_INDEX};
 use crate::snapshot::Snapshot;
+use crate::write::constraints::TableRules;
+use crate::write::dml::drop_row_index;
 use crate::write::rewrite::Rewriter;
 
 /// Which rows a clause applies to.
@@ -257,6 +259,51 @@ fn build_rows(
         columns,
         &options,
     )?)
+}
+
+/// New target rows of `clause` after the table's rules: inserted rows take the defaults of
+/// the columns the clause leaves out, generated columns follow, and every rule is checked.
+fn finish_rows(
+    rules: &TableRules,
+    rows: RecordBatch,
+    clause: &Compiled,
+) -> DeltaResult<RecordBatch> {
+    let rows = if clause.kind == ClauseKind::NotMatched {
+        rules.fill_defaults(&rows, &|i| clause.values[i].is_some())?
+    } else {
+        rows
+    };
+    let rows = rules.fill_generated(&rows, &|i| {
+        !rules.is_generated(i) || clause.values[i].is_some()
+    })?;
+    rules.check(&rows)?;
+    Ok(rows)
+}
+
+/// Applies a MATCHED or NOT MATCHED BY SOURCE clause to the target rows of `sub` (joined
+/// rows, the target's columns first): deletes them, or writes their updated versions.
+async fn act_on_target(
+    rewriter: &mut Rewriter,
+    data_schema: &SchemaRef,
+    sub: &RecordBatch,
+    clause: &Compiled,
+    rules: &TableRules,
+    metrics: &mut MergeMetrics,
+) -> DeltaResult<()> {
+    let before = drop_row_index(sub, data_schema)?;
+    if clause.delete {
+        metrics.num_target_rows_deleted += sub.num_rows() as u64;
+        return rewriter.write_changes(&before, "delete").await;
+    }
+    let after = finish_rows(
+        rules,
+        build_rows(data_schema, sub, clause, Some(0))?,
+        clause,
+    )?;
+    metrics.num_target_rows_updated += sub.num_rows() as u64;
+    rewriter.write_changes(&before, "update_preimage").await?;
+    rewriter.write_changes(&after, "update_postimage").await?;
+    rewriter.write_rows(&after).await
 }
 
 /// For each row of `batch`, the index of the first clause of `clauses` whose condition holds
@@ -619,19 +666,6 @@ pub async fn merge(
         ..Default::default()
     };
     let rules = rewriter.rules().clone();
-    let finish_rows = |rows: RecordBatch, clause: &Compiled| -> DeltaResult<RecordBatch> {
-        // Inserted rows take the defaults of the columns their clause leaves out.
-        let rows = if clause.kind == ClauseKind::NotMatched {
-            rules.fill_defaults(&rows, &|i| clause.values[i].is_some())?
-        } else {
-            rows
-        };
-        let rows = rules.fill_generated(&rows, &|i| {
-            !rules.is_generated(i) || clause.values[i].is_some()
-        })?;
-        rules.check(&rows)?;
-        Ok(rows)
-    };
     let mut source_matched = RoaringTreemap::new();
     while let Some((task, batches)) = reads.try_next().await? {
         let mut gone = RoaringTreemap::new();
@@ -644,12 +678,7 @@ pub async fn merge(
                 .and_then(|c| c.as_primitive_opt::<Int64Type>())
                 .ok_or_else(|| DeltaError::Internal("a MERGE read without row indexes".into()))?
                 .clone();
-            let options = RecordBatchOptions::new().with_row_count(Some(batch.num_rows()));
-            let table_part = RecordBatch::try_new_with_options(
-                data_schema.clone(),
-                batch.columns()[..n_target].to_vec(),
-                &options,
-            )?;
+            let table_part = drop_row_index(batch, &data_schema)?;
             // Candidate pairs by key, then the whole condition.
             let target_keys: Vec<ArrayRef> = keys
                 .iter()
@@ -712,24 +741,16 @@ pub async fn merge(
                         mask[t as usize] = true;
                         gone.insert(row_index.value(t as usize) as u64);
                     }
-                    let picked = UInt32Array::from(rows);
-                    let sub = arrow::compute::take_record_batch(&pairs, &picked)?;
-                    let before = RecordBatch::try_new_with_options(
-                        data_schema.clone(),
-                        sub.columns()[..n_target].to_vec(),
-                        &RecordBatchOptions::new().with_row_count(Some(sub.num_rows())),
-                    )?;
-                    if clause.delete {
-                        metrics.num_target_rows_deleted += sub.num_rows() as u64;
-                        rewriter.write_changes(&before, "delete").await?;
-                    } else {
-                        let after =
-                            finish_rows(build_rows(&data_schema, &sub, clause, Some(0))?, clause)?;
-                        metrics.num_target_rows_updated += sub.num_rows() as u64;
-                        rewriter.write_changes(&before, "update_preimage").await?;
-                        rewriter.write_changes(&after, "update_postimage").await?;
-                        rewriter.write_rows(&after).await?;
-                    }
+                    let sub = arrow::compute::take_record_batch(&pairs, &UInt32Array::from(rows))?;
+                    act_on_target(
+                        &mut rewriter,
+                        &data_schema,
+                        &sub,
+                        clause,
+                        &rules,
+                        &mut metrics,
+                    )
+                    .await?;
                 }
             }
             // WHEN NOT MATCHED BY SOURCE.
@@ -760,22 +781,15 @@ pub async fn merge(
                     }
                     let sub =
                         arrow::compute::take_record_batch(&alone, &UInt32Array::from(picked))?;
-                    let before = RecordBatch::try_new_with_options(
-                        data_schema.clone(),
-                        sub.columns()[..n_target].to_vec(),
-                        &RecordBatchOptions::new().with_row_count(Some(sub.num_rows())),
-                    )?;
-                    if clause.delete {
-                        metrics.num_target_rows_deleted += sub.num_rows() as u64;
-                        rewriter.write_changes(&before, "delete").await?;
-                    } else {
-                        let after =
-                            finish_rows(build_rows(&data_schema, &sub, clause, Some(0))?, clause)?;
-                        metrics.num_target_rows_updated += sub.num_rows() as u64;
-                        rewriter.write_changes(&before, "update_preimage").await?;
-                        rewriter.write_changes(&after, "update_postimage").await?;
-                        rewriter.write_rows(&after).await?;
-                    }
+                    act_on_target(
+                        &mut rewriter,
+                        &data_schema,
+                        &sub,
+                        clause,
+                        &rules,
+                        &mut metrics,
+                    )
+                    .await?;
                 }
             }
             parts.push((table_part, BooleanArray::from(mask)));
@@ -807,7 +821,7 @@ pub async fn merge(
             let sub = arrow::compute::take_record_batch(&alone, &UInt32Array::from(picked))?;
             let built = build_rows(&data_schema, &sub, clause, None)?;
             let built = identities.fill(&built, &|i| clause.values[i].is_some())?;
-            let new_rows = finish_rows(built, clause)?;
+            let new_rows = finish_rows(&rules, built, clause)?;
             metrics.num_target_rows_inserted += new_rows.num_rows() as u64;
             rewriter.write_changes(&new_rows, "insert").await?;
             rewriter.write_rows(&new_rows).await?;
@@ -818,19 +832,15 @@ pub async fn merge(
     }
     if let Some(updated) = identities.updated_schema(&schema) {
         // "Identity Columns": the high-water marks move with the commit.
-        let m = snapshot.metadata()?;
-        rewriter.set_metadata(json!({"metaData": {
-            "id": m.id,
-            "name": m.name,
-            "description": m.description,
-            "format": {"provider": m.format_provider.clone().unwrap_or_else(|| "parquet".into()),
-                       "options": m.format_options},
-            "schemaString": crate::schema::arrow_to_schema_string(&updated)
-                .map_err(|e| DeltaError::Internal(e.0))?,
-            "partitionColumns": m.partition_columns,
-            "configuration": m.configuration,
-            "createdTime": m.created_time,
-        }}));
+        let schema_string = crate::schema::arrow_to_schema_string(&updated)
+            .map_err(|e| DeltaError::Internal(e.0))?;
+        rewriter.set_metadata(
+            crate::model::Metadata {
+                schema_string: Some(schema_string),
+                ..snapshot.metadata()?.clone()
+            }
+            .to_action(),
+        );
     }
     let mut parameters = Map::new();
     parameters.insert("predicate".into(), json!(spec.predicate));

@@ -10,7 +10,7 @@
 use std::collections::HashSet;
 
 use arrow::array::{Array, AsArray};
-use serde_json::{json, Value};
+use serde_json::Value;
 
 use crate::deletion_vector::DvDescriptor;
 use crate::error::{DeltaError, DeltaResult};
@@ -85,17 +85,7 @@ pub fn restore_actions(
     }
     let (cm, tm) = (current.metadata()?, target.metadata()?);
     if cm != tm {
-        actions.push(json!({"metaData": {
-            "id": tm.id,
-            "name": tm.name,
-            "description": tm.description,
-            "format": {"provider": tm.format_provider.clone().unwrap_or_else(|| "parquet".into()),
-                       "options": tm.format_options},
-            "schemaString": tm.schema_string,
-            "partitionColumns": tm.partition_columns,
-            "configuration": tm.configuration,
-            "createdTime": tm.created_time,
-        }}));
+        actions.push(tm.to_action());
     }
     Ok((actions, restored, removed))
 }

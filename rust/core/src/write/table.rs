@@ -16,6 +16,7 @@ use arrow::datatypes::{DataType, Field, Schema, SchemaRef};
 use serde_json::{json, Value};
 
 use crate::error::{DeltaError, DeltaResult};
+use crate::model::Metadata;
 use crate::scan::columns::{output_field, to_logical};
 use crate::schema::{arrow_to_schema_string, parse_schema_string, ColumnMappingMode};
 use crate::snapshot::Snapshot;
@@ -450,6 +451,8 @@ where
         SaveMode::Error => "ErrorIfExists",
         SaveMode::Ignore => "Ignore",
     };
+    let schema_string =
+        arrow_to_schema_string(&table_schema).map_err(|e| DeltaError::Internal(e.0))?;
     let mut txn = Transaction::new(storage.clone(), read_version, operation, isolation)
         .with_commit_info(options.commit_info.clone())
         .with_parameter("mode", json!(mode_name))
@@ -482,16 +485,18 @@ where
             json!({"protocol": options.protocol.clone().unwrap_or_else(
                 || json!({"minReaderVersion": 1, "minWriterVersion": 2}),
             )}),
-            json!({"metaData": {
-                "id": uuid::Uuid::new_v4().to_string(),
-                "name": options.name,
-                "description": options.description,
-                "format": {"provider": "parquet", "options": {}},
-                "schemaString": arrow_to_schema_string(&table_schema).map_err(|e| DeltaError::Internal(e.0))?,
-                "partitionColumns": partition_columns,
-                "configuration": config,
-                "createdTime": chrono::Utc::now().timestamp_millis(),
-            }}),
+            Metadata {
+                id: Some(uuid::Uuid::new_v4().to_string()),
+                name: options.name.clone(),
+                description: options.description.clone(),
+                format_provider: Some("parquet".into()),
+                format_options: BTreeMap::new(),
+                schema_string: Some(schema_string.clone()),
+                partition_columns: partition_columns.clone(),
+                created_time: Some(chrono::Utc::now().timestamp_millis()),
+                configuration: config.clone(),
+            }
+            .to_action(),
         ]);
         if options.clustering_columns.is_some() {
             txn.add_actions([crate::write::clustering::domain_action(&clustering)]);
@@ -508,17 +513,13 @@ where
             },
             json!(true),
         );
-        txn.add_actions([json!({"metaData": {
-            "id": m.id,
-            "name": m.name,
-            "description": m.description,
-            "format": {"provider": m.format_provider.clone().unwrap_or_else(|| "parquet".into()),
-                       "options": m.format_options},
-            "schemaString": arrow_to_schema_string(&table_schema).map_err(|e| DeltaError::Internal(e.0))?,
-            "partitionColumns": partition_columns,
-            "configuration": config,
-            "createdTime": m.created_time,
-        }})]);
+        txn.add_actions([Metadata {
+            schema_string: Some(schema_string.clone()),
+            partition_columns: partition_columns.clone(),
+            configuration: config.clone(),
+            ..m.clone()
+        }
+        .to_action()]);
     }
     if let Some((s, predicate, mut rewriter)) = replace {
         let applied = crate::write::dml::apply_change(
