@@ -105,12 +105,13 @@ def test_delete_read_back_by_both(tmp_path: Path, config: dict[str, str]) -> Non
     assert info["operationMetrics"]["numDeletedRows"] == str(len(deleted))
     adds = [a["add"] for a in actions if "add" in a]
     if config:
-        # Files stay; their deleted rows are in one new DV file.
+        # Files stay; their few deleted rows are small vectors, stored inline in the log
+        # (larger ones share one DV file per commit).
         assert metrics["num_deletion_vectors_added"] == len(adds) > 0
         assert metrics["num_copied_rows"] == 0
-        assert all(a["deletionVector"]["storageType"] == "u" for a in adds)
+        assert all(a["deletionVector"]["storageType"] == "i" for a in adds)
         assert all(json.loads(a["stats"])["tightBounds"] is False for a in adds)
-        assert len(list(path.glob("deletion_vector_*.bin"))) == 1
+        assert not list(path.glob("deletion_vector_*.bin"))
         dvs = dl.DeltaTable(path).get_add_actions().column("deletion_vector")
         assert sum(1 for d in dvs.to_pylist() if d) == len(adds)
     else:
@@ -331,3 +332,21 @@ def test_sql_predicates_on_dates_timestamps_and_decimals(tmp_path: Path) -> None
     assert t.delete("ts < TIMESTAMP '2024-01-02 00:00:00'")["num_deleted_rows"] == 1
     assert t.delete("m = 2.25")["num_deleted_rows"] == 1
     assert t.to_pyarrow_table().column("d").to_pylist() == [dt.date(2024, 1, 3)]
+
+
+def test_large_deletion_vectors_go_to_a_file_small_ones_inline(tmp_path: Path) -> None:
+    path = tmp_path / "t"
+    config = {"delta.enableDeletionVectors": "true"}
+    dl.write_table(path, pa.table({"id": pa.array(range(1000), pa.int64())}), configuration=config)
+    t = dl.DeltaTable(path)
+    t.delete("id % 2 = 0")  # 500 scattered rows: too large to inline
+    add = log_actions(path, t.version())
+    dv = next(a["add"]["deletionVector"] for a in add if "add" in a)
+    assert dv["storageType"] == "u" and dv["cardinality"] == 500
+    assert len(list(path.glob("deletion_vector_*.bin"))) == 1
+    t.delete("id = 1")  # one more row joins the vector: still large
+    live = sorted(t.to_pyarrow_table().column("id").to_pylist())
+    assert live == [i for i in range(3, 1000, 2)]
+    peer = deltalake.DeltaTable(str(path))
+    got = deltalake.QueryBuilder().register("t", peer).execute("SELECT id FROM t").read_all()
+    assert sorted(pa.table(got).column("id").to_pylist()) == live

@@ -407,7 +407,80 @@ def test_row_tracking_assigns_fresh_row_ids(tmp_path: Path) -> None:
     assert {r["_row_commit_version"] for r in rows} == versions
     mark = json.loads(t.domain_metadata()["delta.rowTracking"])["highWaterMark"]
     assert mark == len(rows) - 1
-    # Moving rows would need materialized row IDs: refused, nothing written.
-    with pytest.raises(dl.UnsupportedFeatureError, match="row tracking"):
-        t.delete("id = 1")
-    assert dl.DeltaTable(path).version() == t.version()
+
+
+def _lineage(t: dl.DeltaTable) -> dict[int, tuple[int, int]]:
+    rows = t.to_pyarrow_table(with_row_tracking=True).to_pylist()
+    ids = [r["_row_id"] for r in rows]
+    assert len(ids) == len(set(ids)), "row IDs must be unique in a version"
+    return {r["id"]: (r["_row_id"], r["_row_commit_version"]) for r in rows}
+
+
+@pytest.mark.parametrize("dvs", [False, True], ids=["copy-on-write", "deletion-vectors"])
+def test_row_ids_survive_delete_update_and_merge(tmp_path: Path, dvs: bool) -> None:
+    # "Writer Requirements for Row Tracking": copied rows keep their stable row IDs and commit
+    # versions, updated rows keep their row IDs and take the commit's version, inserted rows
+    # get fresh IDs.
+    path = tmp_path / "t"
+    config = {"delta.enableRowTracking": "true", "delta.enableDeletionVectors": str(dvs).lower()}
+    schema = pa.schema([("id", pa.int64()), ("v", pa.int64())])
+    first = pa.table({"id": list(range(5)), "v": [0] * 5}, schema=schema)
+    dl.write_table(path, first, configuration=config)
+    dl.write_table(
+        path, pa.table({"id": list(range(5, 10)), "v": [0] * 5}, schema=schema), mode="append"
+    )
+    t = dl.DeltaTable(path)
+    before = _lineage(t)
+
+    t.delete("id = 1")
+    after_delete = _lineage(t)
+    assert set(after_delete) == set(before) - {1}
+    assert all(after_delete[k] == before[k] for k in after_delete)
+
+    t.update({"v": "v + 1"}, predicate="id = 2")
+    update_version = t.version()
+    after_update = _lineage(t)
+    assert after_update[2] == (before[2][0], update_version)
+    assert all(after_update[k] == before[k] for k in after_update if k != 2)
+
+    source = pa.table({"id": [3, 100], "v": [7, 7]}, schema=schema)
+    (
+        t.merge(source, "target.id = source.id", source_alias="source", target_alias="target")
+        .when_matched_update_all()
+        .when_not_matched_insert_all()
+        .execute()
+    )
+    merge_version = t.version()
+    after_merge = _lineage(t)
+    assert after_merge[3] == (before[3][0], merge_version)
+    assert after_merge[100][1] == merge_version
+    assert after_merge[100][0] > max(i for i, _ in before.values())
+    assert all(after_merge[k] == before[k] for k in after_merge if k not in (2, 3, 100))
+    assert after_merge[2] == after_update[2]
+    for entry in t.history()[:3]:
+        assert entry["tags"]["delta.rowTracking.preserved"] == "true"
+    # The hidden columns stay hidden: a peer reads the table's own columns only.
+    peer = deltalake.DeltaTable(str(path))
+    peer_rows = (
+        deltalake.QueryBuilder().register("t", peer).execute("SELECT id, v FROM t").read_all()
+    )
+    assert peer_rows.schema.names == ["id", "v"]
+    assert sorted(peer_rows.column("id").to_pylist()) == sorted(after_merge)
+    assert sorted(t.to_pyarrow_table().column("id").to_pylist()) == sorted(after_merge)
+    assert t.to_pyarrow_table().schema.names == ["id", "v"]
+
+
+def test_row_tracking_supported_but_not_enabled_takes_fresh_ids(tmp_path: Path) -> None:
+    # Supported only: writers assign fresh IDs and "cannot preserve" them.
+    path = tmp_path / "t"
+    dl.write_table(
+        path,
+        pa.table({"id": pa.array([1, 2, 3], pa.int64())}),
+        configuration={"delta.feature.rowTracking": "supported"},
+    )
+    t = dl.DeltaTable(path)
+    t.update({"id": "id + 10"}, predicate="id = 2")
+    adds = t.get_add_actions(flatten=True).to_pylist()
+    assert all(a["base_row_id"] is not None for a in adds)
+    assert t.history()[0]["tags"]["delta.rowTracking.preserved"] == "false"
+    assert sorted(t.to_pyarrow_table().column("id").to_pylist()) == [1, 3, 12]

@@ -154,18 +154,18 @@ def test_bad_writes_leave_the_table_unchanged(tmp_path: Path) -> None:
 def test_features_deltalog_cannot_write_are_refused(tmp_path: Path) -> None:
     path = tmp_path / "t"
     deltalake.write_deltalake(str(path), data([1], ["a"]))
-    # Version 1 upgrades the protocol to Iceberg compatibility, which deltalog does not write.
+    # Version 1 upgrades the protocol to a writer feature deltalog does not know.
     upgrade = {
         "protocol": {
-            "minReaderVersion": 2,
+            "minReaderVersion": 1,
             "minWriterVersion": 7,
-            "writerFeatures": ["icebergCompatV2", "columnMapping"],
+            "writerFeatures": ["someFutureWriterFeature"],
         }
     }
     (path / "_delta_log" / f"{1:020}.json").write_text(json.dumps(upgrade) + "\n")
     with pytest.raises(dl.UnsupportedFeatureError) as err:
         dl.write_table(path, data([2], ["a"]), mode="append")
-    assert "icebergCompatV2" in err.value.features
+    assert "someFutureWriterFeature" in err.value.features
     assert dl.DeltaTable(path).version() == 1
 
 

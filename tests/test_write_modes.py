@@ -76,3 +76,46 @@ def test_schema_overwrite_replaces_schema_and_partitioning(tmp_path: Path) -> No
     peer_rows = deltalake.DeltaTable(str(path)).to_pyarrow_table().to_pylist()
     assert sorted(r["n"] for r in peer_rows) == [1.5, 2.5]
     assert t.history(1)[0]["operationParameters"]["overwriteSchema"] is True
+
+
+def test_alter_add_columns(tmp_path: Path) -> None:
+    path = tmp_path / "t"
+    dl.write_table(path, pa.table({"id": pa.array([1, 2], pa.int64())}))
+    t = dl.DeltaTable(path)
+    version = t.alter.add_columns(
+        [pa.field("name", pa.string()), pa.field("at", pa.timestamp("us"))]
+    )
+    assert version == 1 and t.version() == 1
+    assert t.schema().names == ["id", "name", "at"]
+    assert "timestampNtz" in (t.protocol().writer_features or [])
+    assert t.to_pyarrow_table().column("name").to_pylist() == [None, None]
+    assert t.history()[0]["operation"] == "ADD COLUMNS"
+    dl.write_table(path, pa.table({"id": pa.array([3], pa.int64()), "name": ["c"]}), mode="append")
+    peer = deltalake.DeltaTable(str(path)).to_pyarrow_table().sort_by("id")
+    assert peer.column("name").to_pylist() == [None, None, "c"]
+    with pytest.raises(dl.InvalidArgumentError, match="already has a column"):
+        t.alter.add_columns(pa.field("ID", pa.int32()))
+    with pytest.raises(dl.InvalidArgumentError, match="nullable"):
+        t.alter.add_columns(pa.field("x", pa.int32(), nullable=False))
+    assert dl.DeltaTable(path).version() == 2
+
+
+def test_alter_add_columns_under_column_mapping(tmp_path: Path) -> None:
+    path = tmp_path / "t"
+    config = {"delta.columnMapping.mode": "id"}
+    dl.write_table(path, pa.table({"id": pa.array([1], pa.int64())}), configuration=config)
+    t = dl.DeltaTable(path)
+    t.alter.add_columns(pa.schema([("s", pa.struct([("a", pa.int64())]))]))
+    fields = json.loads(t.metadata().schema_string or "{}")["fields"]
+    ids = [
+        fields[1]["metadata"]["delta.columnMapping.id"],
+        fields[1]["type"]["fields"][0]["metadata"]["delta.columnMapping.id"],
+    ]
+    assert ids == [2, 3]
+    assert t.metadata().configuration["delta.columnMapping.maxColumnId"] == "3"
+    assert fields[1]["metadata"]["delta.columnMapping.physicalName"].startswith("col-")
+    dl.write_table(
+        path, pa.table({"id": pa.array([2], pa.int64()), "s": [{"a": 5}]}), mode="append"
+    )
+    rows = sorted(dl.DeltaTable(path).to_pyarrow_table().to_pylist(), key=lambda r: r["id"])
+    assert rows == [{"id": 1, "s": None}, {"id": 2, "s": {"a": 5}}]

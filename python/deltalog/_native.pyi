@@ -150,6 +150,10 @@ def restore_actions(current: RawSnapshot, target: RawSnapshot) -> tuple[list[str
 def remove_actions(snapshot: RawSnapshot, paths: list[str]) -> list[str]:
     """`remove` actions (JSON texts) for active files of the snapshot (URI-decoded paths)."""
 
+def add_columns(snapshot: RawSnapshot, columns: pa.Schema) -> tuple[str, dict[str, str]]:
+    """The schema string and configuration of the table with ``columns`` added at the end
+    (ids, physical names and nested ids assigned as the table needs)."""
+
 def merge(
     snapshot: RawSnapshot,
     source: pa.RecordBatchReader,

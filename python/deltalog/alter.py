@@ -13,6 +13,8 @@ import json
 from collections.abc import Iterable, Mapping
 from typing import TYPE_CHECKING, Any
 
+import pyarrow as pa
+
 from deltalog import _native, features
 from deltalog.exceptions import ConstraintViolationError
 from deltalog.writer import check_snapshot_writable
@@ -33,7 +35,9 @@ class TableAlterer:
 
     # -- helpers -------------------------------------------------------------------------
 
-    def _metadata_action(self, configuration: Mapping[str, str]) -> dict[str, Any]:
+    def _metadata_action(
+        self, configuration: Mapping[str, str], schema_string: str | None = None
+    ) -> dict[str, Any]:
         m = self._table._raw.metadata()
         return {
             "metaData": {
@@ -44,7 +48,7 @@ class TableAlterer:
                     "provider": m["format_provider"] or "parquet",
                     "options": dict(m["format_options"]),
                 },
-                "schemaString": m["schema_string"],
+                "schemaString": schema_string or m["schema_string"],
                 "partitionColumns": list(m["partition_columns"]),
                 "configuration": dict(configuration),
                 "createdTime": m["created_time"],
@@ -84,6 +88,7 @@ class TableAlterer:
         new_features: Iterable[str] = (),
         commit_properties: CommitProperties | None = None,
         extra_actions: Iterable[dict[str, Any]] = (),
+        schema_string: str | None = None,
     ) -> int:
         from deltalog.writer import CommitProperties
 
@@ -96,7 +101,7 @@ class TableAlterer:
             actions.append(json.dumps(protocol))
         enabling_ict = False
         if configuration is not None:
-            actions.append(json.dumps(self._metadata_action(configuration)))
+            actions.append(json.dumps(self._metadata_action(configuration, schema_string)))
             # "In-Commit Timestamps": enabling it on an existing table records the version and
             # timestamp it starts from (the core fills them in at commit).
             was = features._is_true(meta["configuration"].get(_ICT))
@@ -148,6 +153,36 @@ class TableAlterer:
             config,
             wanted,
             commit_properties,
+        )
+
+    def add_columns(
+        self,
+        fields: pa.Field | Iterable[pa.Field] | pa.Schema,
+        commit_properties: CommitProperties | None = None,
+    ) -> int:
+        """Adds nullable columns at the end of the schema (``ALTER TABLE ADD COLUMNS``);
+        existing rows read them as null. Under column mapping they get ids and physical names.
+        Returns the version.
+
+        Raises:
+            InvalidArgumentError: a name the table already has (case-insensitively), or a
+                column that is not nullable.
+        """
+        if isinstance(fields, pa.Field):
+            fields = [fields]
+        schema = fields if isinstance(fields, pa.Schema) else pa.schema(list(fields))
+        schema_string, config = _native.add_columns(self._table._raw, schema)
+        from deltalog.writer import _has_timestamp_ntz
+
+        # A timestamp without a time zone needs its feature ("Timestamp without timezone").
+        needed = ["timestampNtz"] if any(_has_timestamp_ntz(f.type) for f in schema) else []
+        return self._commit(
+            "ADD COLUMNS",
+            {"columns": json.dumps([f.name for f in schema])},
+            config,
+            needed,
+            commit_properties,
+            schema_string=schema_string,
         )
 
     def unset_properties(

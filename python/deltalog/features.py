@@ -208,17 +208,22 @@ _REGISTRY: tuple[TableFeature, ...] = (
     _writer("domainMetadata", "Domain Metadata", write_supported=True),
     # "Iceberg Compatibility V1/V2": "Since this table feature depends on Column Mapping, the table
     # must be on Reader Version = 2, or ... `columnMapping` must exist in ... `readerFeatures`."
+    # Every commit is checked against the writer requirements (the core's `write::iceberg`):
+    # column mapping on, no deletion vectors, allowed types, nested field ids (V2), numRecords
+    # in every add, no partition evolution; data files carry their partition values.
     _writer(
         "icebergCompatV1",
         "Iceberg Compatibility V1",
         enablement_property="delta.enableIcebergCompatV1",
         requires=("columnMapping",),
+        write_supported=True,
     ),
     _writer(
         "icebergCompatV2",
         "Iceberg Compatibility V2",
         enablement_property="delta.enableIcebergCompatV2",
         requires=("columnMapping",),
+        write_supported=True,
     ),
     # "Clustered Table": "The feature `domainMetadata` is required in ... `writerFeatures`."
     # Writers record the clustering columns (`delta.clustering` domain) and write statistics

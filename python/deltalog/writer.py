@@ -136,6 +136,14 @@ def new_table_protocol(
             "delta.rowTracking.materializedRowCommitVersionColumnName",
             f"_row-commit-version-col-{uuid.uuid4()}",
         )
+    iceberg = ("delta.enableIcebergCompatV1", "delta.enableIcebergCompatV2")
+    if any(features._is_true(stored.get(k)) for k in iceberg) and (
+        stored.get("delta.columnMapping.mode", "none").strip().lower() == "none"
+    ):
+        # "Writer Requirements for IcebergCompatV2": column mapping must be on; like Delta
+        # Spark, a new table asking for Iceberg compatibility gets name mode.
+        stored["delta.columnMapping.mode"] = "name"
+        needed = needed | {"columnMapping"}
     reader, writer, reader_list, writer_list = features.min_protocol_for(needed)
     if writer_list is None:
         writer = max(writer, 2)

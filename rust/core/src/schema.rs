@@ -237,6 +237,7 @@ fn struct_to_delta(fields: &Fields) -> Result<Value, SchemaError> {
 const TYPED_METADATA_KEYS: &[&str] = &[
     COLUMN_ID_KEY,
     "delta.columnMapping.nested.ids",
+    "parquet.field.nested.ids",
     "delta.identity.start",
     "delta.identity.step",
     "delta.identity.highWaterMark",

@@ -798,6 +798,18 @@ fn remove_actions(
         .collect()
 }
 
+/// ALTER TABLE ADD COLUMNS: the schema string and configuration of `snapshot`'s table with
+/// the fields of `columns` (a pyarrow schema) added.
+#[pyfunction]
+fn add_columns(
+    py: Python<'_>,
+    snapshot: PyRef<'_, RawSnapshot>,
+    columns: arrow::pyarrow::PyArrowType<arrow::datatypes::Schema>,
+) -> PyResult<(String, std::collections::BTreeMap<String, String>)> {
+    deltalog_core::write::table::add_columns(&snapshot.snapshot, &columns.0)
+        .map_err(|e| to_py_err(py, e))
+}
+
 fn chrono_now_ms() -> i64 {
     std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
@@ -980,6 +992,7 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(restore_actions, m)?)?;
     m.add_function(wrap_pyfunction!(merge, m)?)?;
     m.add_function(wrap_pyfunction!(remove_actions, m)?)?;
+    m.add_function(wrap_pyfunction!(add_columns, m)?)?;
     m.add_function(wrap_pyfunction!(parse_expression, m)?)?;
     m.add_function(wrap_pyfunction!(dv_serialize, m)?)?;
     m.add_function(wrap_pyfunction!(dv_deserialize, m)?)?;

@@ -78,6 +78,12 @@ pub struct DataFileOptions {
     pub directory: Option<String>,
     /// The start of file names: `part` for data files, `cdc` for change data files.
     pub file_prefix: &'static str,
+    /// Write the partition columns' values into the files too, after the data columns
+    /// (icebergCompatV1/V2: "Writer Requirements for IcebergCompatV2").
+    pub materialize_partitions: bool,
+    /// Top-level columns written without statistics (the hidden materialized row tracking
+    /// columns, which are not part of the table's schema).
+    pub unindexed: Vec<String>,
 }
 
 impl DataFileOptions {
@@ -89,6 +95,8 @@ impl DataFileOptions {
             target_file_size: TARGET_FILE_SIZE,
             directory: None,
             file_prefix: "part",
+            materialize_partitions: false,
+            unindexed: Vec::new(),
         }
     }
 
@@ -100,6 +108,8 @@ impl DataFileOptions {
             target_file_size: TARGET_FILE_SIZE,
             directory: Some("_change_data".into()),
             file_prefix: "cdc",
+            materialize_partitions: false,
+            unindexed: Vec::new(),
         }
     }
 }
@@ -155,8 +165,11 @@ enum Lane {
 /// partition), so large writes use every core and produce files of about the target size.
 pub struct DataFileWriter {
     storage: Storage,
-    /// The schema of the files: the batches' schema without the partition columns.
+    /// The schema of the files: the batches' schema without the partition columns (or with
+    /// them moved last, when materialized).
     file_schema: SchemaRef,
+    /// The file columns that get statistics.
+    stats_schema: SchemaRef,
     /// Column indexes of the partition columns in the input batches.
     partition_indexes: Vec<usize>,
     /// Column indexes of the stored columns in the input batches.
@@ -181,14 +194,25 @@ impl DataFileWriter {
             })?;
             partition_indexes.push(i);
         }
-        let data_indexes: Vec<usize> = (0..schema.fields().len())
+        let mut data_indexes: Vec<usize> = (0..schema.fields().len())
             .filter(|i| !partition_indexes.contains(i))
             .collect();
+        let stats_schema = Arc::new(Schema::new(
+            data_indexes
+                .iter()
+                .map(|&i| schema.fields()[i].clone())
+                .filter(|f| !options.unindexed.contains(f.name()))
+                .collect::<Vec<_>>(),
+        ));
+        if options.materialize_partitions {
+            data_indexes.extend(&partition_indexes);
+        }
         let file_schema = Arc::new(schema.project(&data_indexes)?);
         let lanes = std::thread::available_parallelism().map_or(2, |n| n.get());
         Ok(DataFileWriter {
             storage,
             file_schema,
+            stats_schema,
             partition_indexes,
             data_indexes,
             options,
@@ -247,6 +271,7 @@ impl DataFileWriter {
         self.next_lane = (self.next_lane + 1) % self.lanes.len();
         let mut files = self.settle(lane).await?;
         let (file_schema, options) = (self.file_schema.clone(), self.options.clone());
+        let stats_schema = self.stats_schema.clone();
         let storage = self.storage.clone();
         self.lanes[lane] = Lane::Busy(tokio::task::spawn_blocking(move || {
             if !files.contains_key(&key) {
@@ -275,7 +300,7 @@ impl DataFileWriter {
                     .set_compression(Compression::SNAPPY)
                     .build();
                 let writer = ArrowWriter::try_new(sink, file_schema.clone(), Some(props))?;
-                let stats = StatsCollector::new(&file_schema, &options.indexed);
+                let stats = StatsCollector::new(&stats_schema, &options.indexed);
                 files.insert(
                     key.clone(),
                     OpenFile {

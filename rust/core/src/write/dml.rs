@@ -320,6 +320,12 @@ pub async fn apply_change(
         mode,
         MetadataColumns {
             row_index: true,
+            // Rows that move keep their row IDs ("Writer Requirements for Row Tracking").
+            row_tracking: if writes_files {
+                rewriter.lineage_columns()
+            } else {
+                None
+            },
             ..Default::default()
         },
         None,
@@ -363,11 +369,16 @@ pub async fn apply_change(
                         rules.check(&updated)?;
                         rewriter.write_changes(&hit, "update_preimage").await?;
                         rewriter.write_changes(&updated, "update_postimage").await?;
-                        rewriter.write_rows(&updated).await?;
+                        let ids = batch
+                            .column_by_name(scan::ROW_ID)
+                            .map(|ids| arrow::compute::filter(ids, mask))
+                            .transpose()?;
+                        rewriter.write_updated_rows(&updated, ids.as_ref()).await?;
                     }
                 }
             }
-            parts.push((table_part, mask.clone()));
+            // The whole batch: copied rows keep their row tracking columns.
+            parts.push((batch.clone(), mask.clone()));
         }
         changed_rows += file.matched.len();
         rewriter

@@ -122,6 +122,14 @@ fn physical_field(
         out_meta.insert(PARQUET_FIELD_ID_KEY.to_string(), id.clone());
     }
     let data_type = physical_type(logical.data_type(), output.data_type(), mode)?;
+    // icebergCompatV2: array elements and map keys and values carry their nested ids as
+    // parquet field ids ("Writer Requirements for IcebergCompatV2").
+    let ids = crate::write::iceberg::nested_ids_of(logical);
+    let data_type = if ids.is_empty() {
+        data_type
+    } else {
+        with_nested_field_ids(&data_type, name, &ids)
+    };
     Ok(Arc::new(
         Field::new(name, data_type, output.is_nullable()).with_metadata(out_meta),
     ))
@@ -145,17 +153,73 @@ fn physical_type(
                 .clone()
                 .with_data_type(physical_type(l.data_type(), o.data_type(), mode)?),
         )),
-        (DataType::Map(l, _), DataType::Map(o, sorted)) => DataType::Map(
-            Arc::new(o.as_ref().clone().with_data_type(physical_type(
-                l.data_type(),
-                o.data_type(),
-                mode,
-            )?)),
-            *sorted,
-        ),
+        // Map entries: key and value are not Delta fields (no physical names of their own);
+        // only the types inside them map.
+        (DataType::Map(l, _), DataType::Map(o, sorted)) => match (l.data_type(), o.data_type()) {
+            (DataType::Struct(lkv), DataType::Struct(okv)) if lkv.len() == okv.len() => {
+                let kv: Fields = lkv
+                    .iter()
+                    .zip(okv.iter())
+                    .map(|(l, o)| {
+                        Ok(Arc::new(o.as_ref().clone().with_data_type(physical_type(
+                            l.data_type(),
+                            o.data_type(),
+                            mode,
+                        )?)))
+                    })
+                    .collect::<DeltaResult<Vec<FieldRef>>>()?
+                    .into();
+                DataType::Map(
+                    Arc::new(o.as_ref().clone().with_data_type(DataType::Struct(kv))),
+                    *sorted,
+                )
+            }
+            _ => output.clone(),
+        },
         // Map entries: key and value are not Delta fields; only their types map.
         _ => output.clone(),
     })
+}
+
+/// `dt` with the parquet field ids of `ids` (keyed by path under `path`) on its array
+/// elements and map keys and values, down to the next struct.
+fn with_nested_field_ids(
+    dt: &DataType,
+    path: &str,
+    ids: &std::collections::BTreeMap<String, i64>,
+) -> DataType {
+    let tagged = |f: &Field, key: String| -> FieldRef {
+        let inner = with_nested_field_ids(f.data_type(), &key, ids);
+        let mut meta = f.metadata().clone();
+        if let Some(id) = ids.get(&key) {
+            meta.insert(PARQUET_FIELD_ID_KEY.to_string(), id.to_string());
+        }
+        Arc::new(f.clone().with_data_type(inner).with_metadata(meta))
+    };
+    match dt {
+        DataType::List(item) => DataType::List(tagged(item, format!("{path}.element"))),
+        DataType::LargeList(item) => DataType::LargeList(tagged(item, format!("{path}.element"))),
+        DataType::Map(entries, sorted) => match entries.data_type() {
+            DataType::Struct(kv) if kv.len() == 2 => {
+                let kv: Fields = vec![
+                    tagged(&kv[0], format!("{path}.key")),
+                    tagged(&kv[1], format!("{path}.value")),
+                ]
+                .into();
+                DataType::Map(
+                    Arc::new(
+                        entries
+                            .as_ref()
+                            .clone()
+                            .with_data_type(DataType::Struct(kv)),
+                    ),
+                    *sorted,
+                )
+            }
+            _ => dt.clone(),
+        },
+        _ => dt.clone(),
+    }
 }
 
 /// The physical schema of data files holding the output columns `output` of the logical

@@ -286,6 +286,7 @@ async fn act_on_target(
     rewriter: &mut Rewriter,
     data_schema: &SchemaRef,
     sub: &RecordBatch,
+    row_ids: Option<&ArrayRef>,
     clause: &Compiled,
     rules: &TableRules,
     metrics: &mut MergeMetrics,
@@ -303,7 +304,21 @@ async fn act_on_target(
     metrics.num_target_rows_updated += sub.num_rows() as u64;
     rewriter.write_changes(&before, "update_preimage").await?;
     rewriter.write_changes(&after, "update_postimage").await?;
-    rewriter.write_rows(&after).await
+    rewriter.write_updated_rows(&after, row_ids).await
+}
+
+/// The `_row_id` values (read with row tracking enabled) of rows `targets` of `batch`.
+fn row_ids_of(batch: &RecordBatch, targets: Vec<u32>) -> DeltaResult<Option<ArrayRef>> {
+    batch
+        .column_by_name(crate::scan::ROW_ID)
+        .map(|ids| {
+            Ok(arrow::compute::take(
+                ids,
+                &UInt32Array::from(targets),
+                None,
+            )?)
+        })
+        .transpose()
 }
 
 /// For each row of `batch`, the index of the first clause of `clauses` whose condition holds
@@ -641,6 +656,8 @@ pub async fn merge(
         snapshot.column_mapping_mode()?,
         MetadataColumns {
             row_index: true,
+            // Rows that move keep their row IDs ("Writer Requirements for Row Tracking").
+            row_tracking: rewriter.lineage_columns(),
             ..Default::default()
         },
         None,
@@ -729,8 +746,10 @@ pub async fn merge(
                     if rows.is_empty() {
                         continue;
                     }
+                    let mut targets = Vec::with_capacity(rows.len());
                     for &r in &rows {
                         let t = pt.value(r as usize);
+                        targets.push(t);
                         if hit_count.get(&t).copied().unwrap_or(0) > 1 {
                             return Err(bad(format!(
                                 "MERGE is ambiguous: several source rows match the same target \
@@ -742,10 +761,12 @@ pub async fn merge(
                         gone.insert(row_index.value(t as usize) as u64);
                     }
                     let sub = arrow::compute::take_record_batch(&pairs, &UInt32Array::from(rows))?;
+                    let ids = row_ids_of(batch, targets)?;
                     act_on_target(
                         &mut rewriter,
                         &data_schema,
                         &sub,
+                        ids.as_ref(),
                         clause,
                         &rules,
                         &mut metrics,
@@ -774,17 +795,21 @@ pub async fn merge(
                     if picked.is_empty() {
                         continue;
                     }
+                    let mut targets = Vec::with_capacity(picked.len());
                     for &r in &picked {
                         let t = rows.value(r as usize);
+                        targets.push(t);
                         mask[t as usize] = true;
                         gone.insert(row_index.value(t as usize) as u64);
                     }
                     let sub =
                         arrow::compute::take_record_batch(&alone, &UInt32Array::from(picked))?;
+                    let ids = row_ids_of(batch, targets)?;
                     act_on_target(
                         &mut rewriter,
                         &data_schema,
                         &sub,
+                        ids.as_ref(),
                         clause,
                         &rules,
                         &mut metrics,
@@ -792,7 +817,8 @@ pub async fn merge(
                     .await?;
                 }
             }
-            parts.push((table_part, BooleanArray::from(mask)));
+            // The whole batch: copied rows keep their row tracking columns.
+            parts.push((batch.clone(), BooleanArray::from(mask)));
         }
         rewriter.change_file(task, &gone, live, &parts).await?;
     }

@@ -9,6 +9,7 @@
 //! - [`clustering`]: clustered tables (the `delta.clustering` domain, statistics);
 //! - [`constraints`]: CHECK constraints, invariants and generated columns of written rows;
 //! - [`identity`]: identity column values and high-water marks;
+//! - [`iceberg`]: the writer requirements of icebergCompatV1/V2, checked on every commit;
 //! - [`mapping`]: column mapping for writers (ids, physical names, physical batches);
 //! - [`merge`]: MERGE (hash join of a source with the table, clauses, DVs or rewrites);
 //! - [`restore`]: RESTORE to an earlier version's content;
@@ -19,6 +20,7 @@ pub mod clustering;
 pub mod constraints;
 pub mod data_files;
 pub mod dml;
+pub mod iceberg;
 pub mod identity;
 pub mod mapping;
 pub mod merge;

@@ -15,16 +15,19 @@
 use std::collections::HashSet;
 use std::sync::Arc;
 
-use arrow::array::{BooleanArray, RecordBatch, RecordBatchOptions, StringArray};
+use arrow::array::{ArrayRef, BooleanArray, RecordBatch, RecordBatchOptions, StringArray};
 use arrow::compute::{filter_record_batch, not};
 use arrow::datatypes::{DataType, Field, Schema, SchemaRef};
 use roaring::RoaringTreemap;
 use serde_json::{json, Map, Value};
 
-use crate::deletion_vector::{dv_file, z85_encode, DvDescriptor};
+use crate::deletion_vector::{dv_file, serialize_bitmap, z85_encode, DvDescriptor};
 use crate::error::{DeltaError, DeltaResult};
 use crate::scan::columns::output_field;
-use crate::scan::FileTask;
+use crate::scan::{
+    FileTask, RowTracking, ENABLE_ROW_TRACKING, MATERIALIZED_ROW_COMMIT_VERSION,
+    MATERIALIZED_ROW_ID, ROW_COMMIT_VERSION, ROW_ID,
+};
 use crate::snapshot::Snapshot;
 use crate::storage::Storage;
 use crate::write::constraints::TableRules;
@@ -36,8 +39,94 @@ use crate::write::transaction::{Isolation, Transaction};
 
 /// Table property: write change data files ("Add CDC File").
 pub const ENABLE_CHANGE_DATA_FEED: &str = "delta.enableChangeDataFeed";
+/// Deletion vectors of at most this many serialized bytes are stored inline in the log (a
+/// few deleted rows: about 80 characters of Z85 instead of a file read per data file).
+const INLINE_DV_LIMIT: usize = 64;
 /// The change type column of change data files.
 const CHANGE_TYPE: &str = "_change_type";
+
+/// The materialized row tracking columns of a table with row tracking enabled.
+#[derive(Debug, Clone)]
+struct RowLineage {
+    row_id_column: String,
+    commit_version_column: String,
+}
+
+impl RowLineage {
+    /// `Some` when `delta.enableRowTracking` is true; the column names must be assigned then
+    /// ("Writer Requirements for Row Tracking").
+    fn of(snapshot: &Snapshot) -> DeltaResult<Option<Self>> {
+        if !snapshot_tracks_rows(snapshot) {
+            return Ok(None);
+        }
+        let config = snapshot.configuration();
+        let enabled = config
+            .get(ENABLE_ROW_TRACKING)
+            .is_some_and(|v| v.trim().eq_ignore_ascii_case("true"));
+        if !enabled {
+            return Ok(None);
+        }
+        let name = |key: &str| {
+            config.get(key).cloned().ok_or_else(|| {
+                DeltaError::corrupt(
+                    "_delta_log",
+                    Some(snapshot.version()),
+                    format!(
+                        "row tracking is enabled but {key} is not set (spec: \"Writer \
+                         Requirements for Row Tracking\")"
+                    ),
+                )
+            })
+        };
+        Ok(Some(RowLineage {
+            row_id_column: name(MATERIALIZED_ROW_ID)?,
+            commit_version_column: name(MATERIALIZED_ROW_COMMIT_VERSION)?,
+        }))
+    }
+}
+
+/// Whether the protocol supports row tracking (the `rowTracking` writer feature).
+fn snapshot_tracks_rows(snapshot: &Snapshot) -> bool {
+    snapshot
+        .protocol()
+        .writer_features
+        .as_ref()
+        .is_some_and(|f| f.iter().any(|n| n == "rowTracking"))
+}
+
+/// The first `schema.fields().len()` columns of `batch`, as a batch of `schema`.
+fn leading_columns(batch: &RecordBatch, schema: &SchemaRef) -> DeltaResult<RecordBatch> {
+    let n = schema.fields().len();
+    if batch.num_columns() < n {
+        return Err(DeltaError::Internal(format!(
+            "a batch of {} columns where the table has {n}",
+            batch.num_columns()
+        )));
+    }
+    if batch.num_columns() == n && batch.schema() == *schema {
+        return Ok(batch.clone());
+    }
+    let options = RecordBatchOptions::new().with_row_count(Some(batch.num_rows()));
+    Ok(RecordBatch::try_new_with_options(
+        schema.clone(),
+        batch.columns()[..n].to_vec(),
+        &options,
+    )?)
+}
+
+/// The `_row_id` and `_row_commit_version` columns of a batch read with row tracking.
+pub(crate) fn lineage_of(batch: &RecordBatch) -> (Option<ArrayRef>, Option<ArrayRef>) {
+    (
+        batch.column_by_name(ROW_ID).cloned(),
+        batch.column_by_name(ROW_COMMIT_VERSION).cloned(),
+    )
+}
+
+fn missing_lineage(path: &str) -> DeltaError {
+    DeltaError::Internal(format!(
+        "rows of {path} were read without their row IDs on a table with row tracking"
+    ))
+}
 
 /// File-level counts of a rewrite.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -58,7 +147,14 @@ pub struct Rewriter {
     /// Output columns of the table (the batches callers hand in).
     data_schema: SchemaRef,
     data_physical: SchemaRef,
+    /// The columns of new data files: `data_physical`, then the materialized row tracking
+    /// columns when row tracking is enabled.
+    file_physical: SchemaRef,
+    /// The materialized row tracking columns (no statistics).
+    unindexed: Vec<String>,
     cdc_physical: SchemaRef,
+    /// Row tracking enabled: the materialized column names rows keep their lineage in.
+    lineage: Option<RowLineage>,
     partitions: Vec<String>,
     indexed: IndexedColumns,
     use_dv: bool,
@@ -68,6 +164,10 @@ pub struct Rewriter {
     change_writer: Option<DataFileWriter>,
     removed: Vec<FileTask>,
     new_vectors: Vec<(FileTask, RoaringTreemap)>,
+    /// Rows written by [`Rewriter::write_updated_rows`].
+    updated_rows: u64,
+    /// Partition values go into the data files too (icebergCompatV1/V2).
+    materialize_partitions: bool,
     /// A `metaData` action the commit carries (identity high-water marks moved).
     metadata: Option<Value>,
     /// The counts so far.
@@ -77,21 +177,6 @@ pub struct Rewriter {
 impl Rewriter {
     /// A rewriter of `snapshot`'s files.
     pub fn try_new(snapshot: &Snapshot) -> DeltaResult<Self> {
-        if snapshot
-            .protocol()
-            .writer_features
-            .as_ref()
-            .is_some_and(|f| f.iter().any(|n| n == "rowTracking"))
-        {
-            // "Row Tracking": rows that move to new files (updated or copied) must keep their
-            // row IDs through the materialized columns, which deltalog does not write yet.
-            return Err(DeltaError::Unsupported(
-                "DELETE, UPDATE, MERGE and replaceWhere on a table with row tracking would \
-                 have to keep the row IDs of moved rows in materialized columns, which \
-                 deltalog does not write yet (appends and overwrites work)"
-                    .into(),
-            ));
-        }
         let config = snapshot.configuration();
         let schema = snapshot.schema()?;
         let mode = snapshot.column_mapping_mode()?;
@@ -109,6 +194,22 @@ impl Rewriter {
             fields.push(Arc::new(Field::new(CHANGE_TYPE, DataType::Utf8, true)));
             Arc::new(Schema::new(fields))
         };
+        let lineage = RowLineage::of(snapshot)?;
+        // With row tracking enabled, data files carry the hidden materialized columns after
+        // the table's ("Writer Requirements for Row Tracking").
+        let (file_physical, unindexed) = match &lineage {
+            Some(l) => {
+                let mut fields: Vec<_> = data_physical.fields().iter().cloned().collect();
+                for name in [&l.row_id_column, &l.commit_version_column] {
+                    fields.push(Arc::new(Field::new(name.as_str(), DataType::Int64, true)));
+                }
+                (
+                    Arc::new(Schema::new(fields)),
+                    vec![l.row_id_column.clone(), l.commit_version_column.clone()],
+                )
+            }
+            None => (data_physical.clone(), Vec::new()),
+        };
         let indexed = IndexedColumns::for_table(
             &config,
             &data_physical,
@@ -125,7 +226,10 @@ impl Rewriter {
             rules: TableRules::of(&schema, &config)?,
             data_schema,
             data_physical,
+            file_physical,
+            unindexed,
             cdc_physical,
+            lineage,
             partitions,
             indexed,
             use_dv: writes_deletion_vectors(snapshot),
@@ -135,6 +239,8 @@ impl Rewriter {
             schema,
             data_writer: None,
             change_writer: None,
+            updated_rows: 0,
+            materialize_partitions: crate::write::iceberg::materializes_partitions(snapshot)?,
             removed: Vec::new(),
             new_vectors: Vec::new(),
             metadata: None,
@@ -163,20 +269,76 @@ impl Rewriter {
         self.use_dv
     }
 
-    /// Writes new rows (table output columns) to new data files, after the table's rules.
+    /// The row tracking columns a read must add for [`Rewriter::change_file`] and
+    /// [`Rewriter::write_updated_rows`] to keep rows' lineage: `Some` when row tracking is
+    /// enabled on the table.
+    pub fn lineage_columns(&self) -> Option<RowTracking> {
+        self.lineage.as_ref().map(|l| RowTracking {
+            materialized_row_id_column: Some(l.row_id_column.clone()),
+            materialized_row_commit_version_column: Some(l.commit_version_column.clone()),
+        })
+    }
+
+    /// Writes new (inserted) rows to new data files: the leading columns of `batch` are the
+    /// table's output columns. Their row IDs and commit versions are fresh ones.
     pub async fn write_rows(&mut self, batch: &RecordBatch) -> DeltaResult<()> {
+        self.write_with_lineage(batch, None, None).await
+    }
+
+    /// Writes updated rows: like [`Rewriter::write_rows`], keeping the stable row IDs
+    /// `row_ids` (the `_row_id` values read with the rows before the update) when row
+    /// tracking is enabled; their commit version becomes the commit's ("Row Commit
+    /// Versions": an updated row gets the version of the commit that adds it).
+    pub async fn write_updated_rows(
+        &mut self,
+        batch: &RecordBatch,
+        row_ids: Option<&ArrayRef>,
+    ) -> DeltaResult<()> {
+        self.updated_rows += batch.num_rows() as u64;
+        self.write_with_lineage(batch, row_ids, None).await
+    }
+
+    /// Writes rows with the materialized row IDs and commit versions given (null: fresh).
+    async fn write_with_lineage(
+        &mut self,
+        batch: &RecordBatch,
+        row_ids: Option<&ArrayRef>,
+        versions: Option<&ArrayRef>,
+    ) -> DeltaResult<()> {
         if batch.num_rows() == 0 {
             return Ok(());
         }
-        check_not_null(&self.schema, batch)?;
+        let data = leading_columns(batch, &self.data_schema)?;
+        check_not_null(&self.schema, &data)?;
         if self.data_writer.is_none() {
+            let mut options = DataFileOptions::data(self.partitions.clone(), self.indexed.clone());
+            options.unindexed = self.unindexed.clone();
+            options.materialize_partitions = self.materialize_partitions;
             self.data_writer = Some(DataFileWriter::try_new(
                 self.storage.clone(),
-                &self.data_physical,
-                DataFileOptions::data(self.partitions.clone(), self.indexed.clone()),
+                &self.file_physical,
+                options,
             )?);
         }
-        let physical = to_physical(batch, &self.data_physical)?;
+        let physical = to_physical(&data, &self.data_physical)?;
+        let physical = if self.lineage.is_some() {
+            let rows = batch.num_rows();
+            let column = |given: Option<&ArrayRef>| -> DeltaResult<ArrayRef> {
+                match given {
+                    Some(a) if a.len() == rows => Ok(arrow::compute::cast(a, &DataType::Int64)?),
+                    Some(_) => Err(DeltaError::Internal(
+                        "row tracking values do not line up with their rows".into(),
+                    )),
+                    None => Ok(arrow::array::new_null_array(&DataType::Int64, rows)),
+                }
+            };
+            let mut columns = physical.columns().to_vec();
+            columns.push(column(row_ids)?);
+            columns.push(column(versions)?);
+            RecordBatch::try_new(self.file_physical.clone(), columns)?
+        } else {
+            physical
+        };
         if let Some(w) = self.data_writer.as_mut() {
             w.write(&physical).await?;
         }
@@ -196,7 +358,10 @@ impl Rewriter {
                 DataFileOptions::change_data(self.partitions.clone()),
             )?);
         }
-        let physical = to_physical(batch, &self.data_physical)?;
+        let physical = to_physical(
+            &leading_columns(batch, &self.data_schema)?,
+            &self.data_physical,
+        )?;
         let mut columns = physical.columns().to_vec();
         columns.push(Arc::new(StringArray::from(vec![kind; batch.num_rows()])));
         let options = RecordBatchOptions::new().with_row_count(Some(batch.num_rows()));
@@ -210,7 +375,9 @@ impl Rewriter {
 
     /// Takes rows of one existing file away: `gone` holds their indexes in the file, `live`
     /// the number of live rows the file had, and `batches` its live rows (table output
-    /// columns) with a mask of the rows that go, needed only for copy on write.
+    /// columns first, then, with row tracking enabled, `_row_id` and `_row_commit_version`
+    /// as read with [`Rewriter::lineage_columns`]) with a mask of the rows that go, needed
+    /// only for copy on write.
     pub async fn change_file(
         &mut self,
         task: FileTask,
@@ -242,7 +409,19 @@ impl Rewriter {
                 filter_record_batch(batch, &not(mask)?)?
             };
             self.counts.copied_rows += rest.num_rows() as u64;
-            self.write_rows(&rest).await?;
+            // Copied rows keep their stable row IDs and commit versions ("Writer Requirements
+            // for Row Tracking").
+            let (ids, versions) = lineage_of(&rest);
+            let (ids, versions) = if self.lineage.is_some() {
+                (
+                    Some(ids.ok_or_else(|| missing_lineage(&task.path))?),
+                    Some(versions.ok_or_else(|| missing_lineage(&task.path))?),
+                )
+            } else {
+                (None, None)
+            };
+            self.write_with_lineage(&rest, ids.as_ref(), versions.as_ref())
+                .await?;
         }
         self.removed.push(task);
         Ok(())
@@ -283,22 +462,52 @@ impl Rewriter {
         }
         self.counts.removed_files += self.removed.len() as u64;
         if !self.new_vectors.is_empty() {
-            let bitmaps: Vec<RoaringTreemap> =
-                self.new_vectors.iter().map(|(_, b)| b.clone()).collect();
-            let (bytes, places) = dv_file(&bitmaps);
-            let id = uuid::Uuid::new_v4();
-            self.storage
-                .put_file(&format!("deletion_vector_{id}.bin"), bytes.into())
-                .await?;
-            let encoded = z85_encode(id.as_bytes());
-            for ((task, bitmap), (offset, size)) in self.new_vectors.iter().zip(places) {
+            // Small vectors go inline into the log (storage type `i`), the others into one
+            // DV file for the commit ("Deletion Vector Descriptor Schema").
+            let serialized: Vec<Vec<u8>> = self
+                .new_vectors
+                .iter()
+                .map(|(_, b)| serialize_bitmap(b))
+                .collect();
+            let in_file: Vec<RoaringTreemap> = self
+                .new_vectors
+                .iter()
+                .zip(&serialized)
+                .filter(|(_, bytes)| bytes.len() > INLINE_DV_LIMIT)
+                .map(|((_, b), _)| b.clone())
+                .collect();
+            let mut places = Vec::new().into_iter();
+            let mut encoded = String::new();
+            if !in_file.is_empty() {
+                let (bytes, file_places) = dv_file(&in_file);
+                let id = uuid::Uuid::new_v4();
+                self.storage
+                    .put_file(&format!("deletion_vector_{id}.bin"), bytes.into())
+                    .await?;
+                encoded = z85_encode(id.as_bytes());
+                places = file_places.into_iter();
+            }
+            for ((task, bitmap), bytes) in self.new_vectors.iter().zip(&serialized) {
                 let (add, remove) = original(&task.path)?;
-                let descriptor = DvDescriptor {
-                    storage_type: "u".into(),
-                    path_or_inline_dv: encoded.clone(),
-                    offset: Some(offset),
-                    size_in_bytes: size,
-                    cardinality: bitmap.len() as i64,
+                let descriptor = if bytes.len() > INLINE_DV_LIMIT {
+                    let (offset, size) = places.next().ok_or_else(|| {
+                        DeltaError::Internal("a deletion vector lost its place".into())
+                    })?;
+                    DvDescriptor {
+                        storage_type: "u".into(),
+                        path_or_inline_dv: encoded.clone(),
+                        offset: Some(offset),
+                        size_in_bytes: size,
+                        cardinality: bitmap.len() as i64,
+                    }
+                } else {
+                    DvDescriptor {
+                        storage_type: "i".into(),
+                        path_or_inline_dv: z85_encode(bytes),
+                        offset: None,
+                        size_in_bytes: bytes.len() as i32,
+                        cardinality: bitmap.len() as i64,
+                    }
                 };
                 let mut add = add.clone();
                 add["add"]["deletionVector"] = serde_json::to_value(&descriptor)
@@ -341,6 +550,7 @@ impl Rewriter {
         app_transaction: Option<(String, i64)>,
     ) -> DeltaResult<(u64, FileCounts)> {
         let storage = self.storage.clone();
+        let (tracked, updated_rows) = (self.lineage.is_some(), self.updated_rows);
         let (actions, counts) = self.into_actions(snapshot).await?;
         // Delta Spark's operationMetrics (values as strings).
         let c = &counts;
@@ -354,6 +564,21 @@ impl Rewriter {
             metrics.insert(k.into(), json!(v.to_string()));
         }
         commit_info.insert("operationMetrics".into(), Value::Object(metrics));
+        if snapshot_tracks_rows(snapshot) {
+            // "Writers should set delta.rowTracking.preserved in the tags of the commitInfo":
+            // with row tracking enabled every moved row kept its lineage; merely supported,
+            // copied or updated rows got fresh IDs.
+            let preserved = tracked || (c.copied_rows == 0 && updated_rows == 0);
+            let tags = commit_info
+                .entry("tags")
+                .or_insert_with(|| Value::Object(Map::new()));
+            if let Value::Object(tags) = tags {
+                tags.insert(
+                    "delta.rowTracking.preserved".into(),
+                    json!(preserved.to_string()),
+                );
+            }
+        }
         let mut txn = Transaction::new(
             storage,
             Some(snapshot.version()),

@@ -216,6 +216,14 @@ where
                     .unwrap_or(0)
                     .max(max_id_of(s.schema()?.fields()));
                 fields = assign_ids(&fields, &mut max_id);
+                max_id = max_id.max(crate::write::iceberg::max_nested_id(s.schema()?.fields()));
+                fields = crate::write::iceberg::with_nested_ids(
+                    Arc::new(Schema::new(fields)),
+                    &config,
+                    &mut max_id,
+                )
+                .fields()
+                .clone();
                 config.insert(MAX_COLUMN_ID.into(), max_id.to_string());
             }
             (
@@ -257,8 +265,14 @@ where
     let table_schema = if snapshot.is_none() && mode != ColumnMappingMode::None {
         let mut max_id = 0;
         let fields = assign_ids(table_schema.fields(), &mut max_id);
+        // icebergCompatV2: ids for array elements and map keys and values too.
+        let schema = crate::write::iceberg::with_nested_ids(
+            Arc::new(Schema::new(fields)),
+            &config,
+            &mut max_id,
+        );
         config.insert(MAX_COLUMN_ID.into(), max_id.to_string());
-        Arc::new(Schema::new(fields))
+        schema
     } else {
         table_schema
     };
@@ -286,6 +300,8 @@ where
                     .unwrap_or(0)
                     .max(max_id_of(table_schema.fields()));
                 added = Arc::new(Schema::new(assign_ids(added.fields(), &mut max_id)));
+                max_id = max_id.max(crate::write::iceberg::max_nested_id(table_schema.fields()));
+                added = crate::write::iceberg::with_nested_ids(added, &config, &mut max_id);
                 config.insert(MAX_COLUMN_ID.into(), max_id.to_string());
             }
             let mut fields: Vec<Field> = table_schema
@@ -358,17 +374,16 @@ where
         }
         (None, None) => Vec::new(),
     };
-    let mut writer = DataFileWriter::try_new(
-        storage.clone(),
-        &physical,
-        DataFileOptions::data(
-            partition_columns
-                .iter()
-                .map(|p| physical_name(&table_schema, p, mode))
-                .collect(),
-            IndexedColumns::for_table(&config, &physical, &clustering),
-        ),
-    )?;
+    let mut file_options = DataFileOptions::data(
+        partition_columns
+            .iter()
+            .map(|p| physical_name(&table_schema, p, mode))
+            .collect(),
+        IndexedColumns::for_table(&config, &physical, &clustering),
+    );
+    // Iceberg compatibility: partition values are written into the files too.
+    file_options.materialize_partitions = crate::write::iceberg::requested(&config).is_some();
+    let mut writer = DataFileWriter::try_new(storage.clone(), &physical, file_options)?;
     // replaceWhere: the rows matching the predicate are deleted (DVs or rewrites) and the new
     // rows, which must all match it, written through the same rewriter.
     let replace = match (&snapshot, &options.replace_where) {
@@ -573,4 +588,64 @@ fn remove_all(snapshot: &Snapshot) -> DeltaResult<Vec<Value>> {
         }
     }
     Ok(out)
+}
+
+/// ALTER TABLE ADD COLUMNS ("Change Metadata", "Schema Serialization Format"): the schema
+/// string and configuration of `snapshot`'s table with `columns` added at the end. New
+/// columns must be nullable (existing rows read them as null) and their names new (Delta
+/// column names are case-insensitive); under column mapping they get ids and physical names
+/// past `delta.columnMapping.maxColumnId` ("Column Mapping"), and with icebergCompatV2 nested
+/// ids.
+pub fn add_columns(
+    snapshot: &Snapshot,
+    columns: &Schema,
+) -> DeltaResult<(String, BTreeMap<String, String>)> {
+    let current = snapshot.schema()?;
+    let mut config = snapshot.configuration();
+    if columns.fields().is_empty() {
+        return Err(DeltaError::InvalidArgument("no columns to add".into()));
+    }
+    let mut seen: Vec<String> = current
+        .fields()
+        .iter()
+        .map(|f| f.name().to_lowercase())
+        .collect();
+    for f in columns.fields() {
+        let lower = f.name().to_lowercase();
+        if seen.contains(&lower) {
+            return Err(DeltaError::InvalidArgument(format!(
+                "the table already has a column named {:?} (column names are case-insensitive)",
+                f.name()
+            )));
+        }
+        if !f.is_nullable() {
+            return Err(DeltaError::InvalidArgument(format!(
+                "column {:?} must be nullable: the table's existing rows have no value for it",
+                f.name()
+            )));
+        }
+        seen.push(lower);
+    }
+    let mut added = table_schema_of(columns)?;
+    let mode = snapshot.column_mapping_mode()?;
+    if mode != ColumnMappingMode::None {
+        let mut max_id = config
+            .get(MAX_COLUMN_ID)
+            .and_then(|v| v.parse::<i64>().ok())
+            .unwrap_or(0)
+            .max(max_id_of(current.fields()))
+            .max(crate::write::iceberg::max_nested_id(current.fields()));
+        added = Arc::new(Schema::new(assign_ids(added.fields(), &mut max_id)));
+        added = crate::write::iceberg::with_nested_ids(added, &config, &mut max_id);
+        config.insert(MAX_COLUMN_ID.into(), max_id.to_string());
+    }
+    let mut fields: Vec<Field> = current
+        .fields()
+        .iter()
+        .map(|f| f.as_ref().clone())
+        .collect();
+    fields.extend(added.fields().iter().map(|f| f.as_ref().clone()));
+    let text =
+        arrow_to_schema_string(&Schema::new(fields)).map_err(|e| DeltaError::Internal(e.0))?;
+    Ok((text, config))
 }

@@ -64,6 +64,9 @@ pub struct Transaction {
     /// The row ID high-water mark (-1: none assigned yet) when the table supports row
     /// tracking ("Writer Requirements for Row Tracking").
     row_id_high_water_mark: Option<i64>,
+    /// The read version's protocol and metadata, for the rules a commit must keep
+    /// ([`crate::write::iceberg`]).
+    table: Option<crate::write::iceberg::TableState>,
 }
 
 /// The metadata domain of row tracking's high-water mark.
@@ -107,6 +110,7 @@ impl Transaction {
             read_files: None,
             ict: None,
             row_id_high_water_mark: None,
+            table: None,
         }
     }
 
@@ -122,7 +126,8 @@ impl Transaction {
 
     /// Follows the rules `snapshot` (the read version) sets for every commit: in-commit
     /// timestamps when `delta.enableInCommitTimestamps` is true.
-    pub fn for_table(self, snapshot: &crate::Snapshot) -> Self {
+    pub fn for_table(mut self, snapshot: &crate::Snapshot) -> Self {
+        self.table = crate::write::iceberg::TableState::of(snapshot).ok();
         let this = if in_commit_timestamps_enabled(&snapshot.configuration()) {
             let previous = snapshot.in_commit_timestamp();
             self.with_in_commit_timestamps(previous, false)
@@ -189,6 +194,12 @@ impl Transaction {
 
     /// Writes the commit; returns the version it got.
     pub async fn commit(self) -> DeltaResult<u64> {
+        // The table's standing rules (Iceberg compatibility) hold after this commit; a
+        // commit to an existing table without its state (no `for_table`) changes no metadata
+        // the rules look at unless it carries `protocol` or `metaData`.
+        if self.read_version.is_none() || self.table.is_some() {
+            crate::write::iceberg::check_commit(self.table.as_ref(), &self.actions)?;
+        }
         let mut version = self.read_version.map_or(0, |v| v + 1);
         let txn_id = uuid::Uuid::new_v4().to_string();
         let mut ict = self.ict;
