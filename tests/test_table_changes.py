@@ -484,3 +484,25 @@ def test_row_tracking_supported_but_not_enabled_takes_fresh_ids(tmp_path: Path) 
     assert all(a["base_row_id"] is not None for a in adds)
     assert t.history()[0]["tags"]["delta.rowTracking.preserved"] == "false"
     assert sorted(t.to_pyarrow_table().column("id").to_pylist()) == [1, 3, 12]
+
+
+def test_enabling_row_tracking_later(tmp_path: Path) -> None:
+    # Files without baseRowId cannot be tracked without a backfill: refused, nothing written.
+    path = tmp_path / "t"
+    dl.write_table(path, pa.table({"id": pa.array([1, 2], pa.int64())}))
+    t = dl.DeltaTable(path)
+    with pytest.raises(dl.InvalidArgumentError, match="baseRowId"):
+        t.alter.set_properties({"delta.enableRowTracking": "true"})
+    assert dl.DeltaTable(path).version() == 0
+    # With the feature supported from the start every file has baseRowId: enabling works and
+    # assigns the materialized column names.
+    other = tmp_path / "u"
+    data = pa.table({"id": pa.array([1, 2], pa.int64())})
+    dl.write_table(other, data, configuration={"delta.feature.rowTracking": "supported"})
+    u = dl.DeltaTable(other)
+    u.alter.set_properties({"delta.enableRowTracking": "true"})
+    config = u.metadata().configuration
+    assert config["delta.rowTracking.materializedRowIdColumnName"].startswith("_row-id-col-")
+    u.update({"id": "id + 10"}, predicate="id = 1")
+    rows = u.to_pyarrow_table(with_row_tracking=True).to_pylist()
+    assert sorted((r["id"], r["_row_id"]) for r in rows) == [(2, 1), (11, 0)]

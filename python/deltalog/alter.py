@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any
 import pyarrow as pa
 
 from deltalog import _native, features
-from deltalog.exceptions import ConstraintViolationError
+from deltalog.exceptions import ConstraintViolationError, InvalidArgumentError
 from deltalog.writer import check_snapshot_writable
 
 if TYPE_CHECKING:
@@ -146,6 +146,28 @@ class TableAlterer:
                 "columns would need ids and physical names)"
             )
         config = dict(self._table.metadata().configuration)
+        rt = "delta.enableRowTracking"
+        if features._is_true(stored.get(rt)) and not features._is_true(config.get(rt)):
+            # "Writer Requirements for Row Tracking": every active add must have baseRowId and
+            # defaultRowCommitVersion when enabled; deltalog does not backfill them.
+            adds = self._table.get_add_actions(flatten=True)
+            if adds.num_rows and adds.column("base_row_id").null_count > 0:
+                raise InvalidArgumentError(
+                    "row tracking cannot be enabled: the table has data files without "
+                    'baseRowId, which deltalog does not backfill (spec: "Writer Requirements '
+                    'for Row Tracking")'
+                )
+            import uuid
+
+            for key, prefix in (
+                ("delta.rowTracking.materializedRowIdColumnName", "_row-id-col-"),
+                (
+                    "delta.rowTracking.materializedRowCommitVersionColumnName",
+                    "_row-commit-version-col-",
+                ),
+            ):
+                if key not in config:
+                    stored.setdefault(key, f"{prefix}{uuid.uuid4()}")
         config.update(stored)
         return self._commit(
             "SET TBLPROPERTIES",

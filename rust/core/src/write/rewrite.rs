@@ -11,6 +11,13 @@
 //! New rows (updated or inserted) and change data rows are written as they come; the commit
 //! ([`Rewriter::commit`]) then removes and re-adds files and adds the new ones, reading exactly
 //! the planned files for the conflict rules of [`crate::write::transaction`].
+//!
+//! Row tracking ("Writer Requirements for Row Tracking"): re-added files keep their
+//! `baseRowId` and `defaultRowCommitVersion`; with `delta.enableRowTracking` true, rows copied
+//! to new files keep their stable row ID and commit version in the hidden materialized columns
+//! (`delta.rowTracking.materialized*ColumnName`), updated rows keep their row ID and take the
+//! commit's version, and the commitInfo says `delta.rowTracking.preserved`. Small deletion
+//! vectors are stored inline in the log ([`INLINE_DV_LIMIT`]).
 
 use std::collections::HashSet;
 use std::sync::Arc;
