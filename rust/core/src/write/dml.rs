@@ -432,9 +432,18 @@ fn read_file(
 }
 
 /// The leading columns of `batch` as a batch of `schema` (a scan's table columns without the
-/// row index after them; a MERGE pair's target side).
+/// row index and row tracking columns after them; a MERGE pair's target side).
 pub(crate) fn drop_row_index(batch: &RecordBatch, schema: &SchemaRef) -> DeltaResult<RecordBatch> {
     let n = schema.fields().len();
+    if batch.num_columns() < n {
+        return Err(DeltaError::Internal(format!(
+            "a batch of {} columns where the table has {n}",
+            batch.num_columns()
+        )));
+    }
+    if batch.num_columns() == n && batch.schema() == *schema {
+        return Ok(batch.clone());
+    }
     let options = RecordBatchOptions::new().with_row_count(Some(batch.num_rows()));
     Ok(RecordBatch::try_new_with_options(
         schema.clone(),

@@ -39,7 +39,7 @@ use crate::snapshot::Snapshot;
 use crate::storage::Storage;
 use crate::write::constraints::TableRules;
 use crate::write::data_files::{DataFileOptions, DataFileWriter, WrittenFile};
-use crate::write::dml::{check_not_null, file_actions, writes_deletion_vectors};
+use crate::write::dml::{check_not_null, drop_row_index, file_actions, writes_deletion_vectors};
 use crate::write::mapping::{physical_name, physical_output_schema, to_physical};
 use crate::write::stats::IndexedColumns;
 use crate::write::transaction::{Isolation, Transaction};
@@ -99,26 +99,6 @@ fn snapshot_tracks_rows(snapshot: &Snapshot) -> bool {
         .writer_features
         .as_ref()
         .is_some_and(|f| f.iter().any(|n| n == "rowTracking"))
-}
-
-/// The first `schema.fields().len()` columns of `batch`, as a batch of `schema`.
-fn leading_columns(batch: &RecordBatch, schema: &SchemaRef) -> DeltaResult<RecordBatch> {
-    let n = schema.fields().len();
-    if batch.num_columns() < n {
-        return Err(DeltaError::Internal(format!(
-            "a batch of {} columns where the table has {n}",
-            batch.num_columns()
-        )));
-    }
-    if batch.num_columns() == n && batch.schema() == *schema {
-        return Ok(batch.clone());
-    }
-    let options = RecordBatchOptions::new().with_row_count(Some(batch.num_rows()));
-    Ok(RecordBatch::try_new_with_options(
-        schema.clone(),
-        batch.columns()[..n].to_vec(),
-        &options,
-    )?)
 }
 
 /// The `_row_id` and `_row_commit_version` columns of a batch read with row tracking.
@@ -315,7 +295,7 @@ impl Rewriter {
         if batch.num_rows() == 0 {
             return Ok(());
         }
-        let data = leading_columns(batch, &self.data_schema)?;
+        let data = drop_row_index(batch, &self.data_schema)?;
         check_not_null(&self.schema, &data)?;
         if self.data_writer.is_none() {
             let mut options = DataFileOptions::data(self.partitions.clone(), self.indexed.clone());
@@ -366,7 +346,7 @@ impl Rewriter {
             )?);
         }
         let physical = to_physical(
-            &leading_columns(batch, &self.data_schema)?,
+            &drop_row_index(batch, &self.data_schema)?,
             &self.data_physical,
         )?;
         let mut columns = physical.columns().to_vec();
