@@ -165,3 +165,14 @@ def merge(
     commit_info: str | None = None,
 ) -> dict[str, Any]:
     """MERGE `source` into the snapshot's table; the metrics (`version` None: no change)."""
+
+def create_checkpoint(
+    snapshot: RawSnapshot,
+    kind: str | None = None,
+    sidecars: int | None = None,
+    now_ms: int | None = None,
+    classic_copy: bool = True,
+) -> dict[str, Any]:
+    """Writes a checkpoint of the snapshot's version (`kind`: classic, v2, v2-parquet, v2-json;
+    None follows `delta.checkpointPolicy`) and `_last_checkpoint`; returns `version`, `files`
+    (table-relative paths written), `num_actions`, `num_add_files`, `size_in_bytes`."""

@@ -545,6 +545,45 @@ class DeltaTable:
             "num_removed_files": removed,
         }
 
+    # -- maintenance -----------------------------------------------------------------------
+
+    def create_checkpoint(
+        self,
+        kind: str | None = None,
+        sidecars: int | None = None,
+        *,
+        classic_copy: bool = True,
+    ) -> dict[str, Any]:
+        """Writes a checkpoint of the loaded version and points ``_last_checkpoint`` at it.
+
+        Args:
+            kind: ``"classic"`` (``<v>.checkpoint.parquet``; V2 spec with
+                ``checkpointMetadata`` on tables with the ``v2Checkpoint`` feature),
+                ``"v2"``/``"v2-parquet"`` or ``"v2-json"`` (UUID-named V2 checkpoints, which
+                need the ``v2Checkpoint`` feature), or ``None`` to follow the table property
+                ``delta.checkpointPolicy`` (``classic`` by default).
+            sidecars: how many sidecar files under ``_delta_log/_sidecars`` hold the file
+                actions of a V2-spec checkpoint; ``0`` keeps them in the checkpoint itself;
+                ``None`` decides by size (UUID-named checkpoints of 100,000 actions or more
+                get one sidecar per million).
+            classic_copy: a UUID-named checkpoint is also written under the classic name for
+                readers that do not know UUID-named checkpoints (as the protocol recommends).
+
+        Statistics are written as JSON (``delta.checkpoint.writeStatsAsJson``, default true)
+        and as structs with ``partitionValues_parsed`` when
+        ``delta.checkpoint.writeStatsAsStruct`` is true. Tombstones older than
+        ``delta.deletedFileRetentionDuration`` are dropped.
+
+        Returns:
+            ``version``, ``files`` (table-relative paths written), ``num_actions``,
+            ``num_add_files``, ``size_in_bytes``.
+        """
+        check_snapshot_writable(self._raw)
+        result: dict[str, Any] = _native.create_checkpoint(
+            self._raw, kind, sidecars, None, classic_copy
+        )
+        return result
+
     # -- change data feed ------------------------------------------------------------------
 
     def scan_cdf(

@@ -29,6 +29,7 @@ pub mod json_scan;
 pub mod last_checkpoint;
 pub mod log_path;
 pub mod log_reader;
+pub mod maintenance;
 pub mod model;
 pub mod nulls;
 pub mod parquet_io;

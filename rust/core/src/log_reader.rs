@@ -742,6 +742,10 @@ impl ParquetLogFile {
     }
 
     /// Whether the statistics of leaf `leaf` in row group `rg` prove it null in every row.
+    /// For a leaf inside a list or map this means "null or empty": an empty map
+    /// (`partitionValues` of an unpartitioned table) has the same null count as a null one.
+    /// That still proves that no row holds an action (every action has a non-repeated
+    /// required field), but such a leaf is decoded (see [`Self::without_null_leaves`]).
     fn leaf_all_null(&self, rg: usize, leaf: usize) -> bool {
         let group = self.metadata.metadata().row_group(rg);
         let rows = group.num_rows();
@@ -757,7 +761,10 @@ impl ParquetLogFile {
     fn without_null_leaves(&self, rg: usize, mask: &ProjectionMask) -> ProjectionMask {
         let descr = self.metadata.metadata().file_metadata().schema_descr();
         let leaves = (0..descr.num_columns())
-            .filter(|&i| mask.leaf_included(i) && !self.leaf_all_null(rg, i))
+            .filter(|&i| {
+                mask.leaf_included(i)
+                    && (descr.column(i).max_rep_level() > 0 || !self.leaf_all_null(rg, i))
+            })
             .collect::<Vec<_>>();
         ProjectionMask::leaves(descr, leaves)
     }

@@ -919,6 +919,45 @@ fn dml(
     Ok(out.unbind())
 }
 
+/// Writes a checkpoint of `snapshot`'s version (`kind`: classic, v2, v2-parquet, v2-json;
+/// None follows `delta.checkpointPolicy`); returns what was written.
+#[pyfunction]
+#[pyo3(signature = (snapshot, kind=None, sidecars=None, now_ms=None, classic_copy=true))]
+fn create_checkpoint(
+    py: Python<'_>,
+    snapshot: PyRef<'_, RawSnapshot>,
+    kind: Option<&str>,
+    sidecars: Option<usize>,
+    now_ms: Option<i64>,
+    classic_copy: bool,
+) -> PyResult<Py<PyDict>> {
+    use deltalog_core::maintenance::checkpoint::{
+        write_checkpoint, CheckpointKind, CheckpointOptions,
+    };
+    let kind = kind
+        .map(CheckpointKind::parse)
+        .transpose()
+        .map_err(|e| to_py_err(py, e))?;
+    let options = CheckpointOptions {
+        kind,
+        sidecars,
+        now_ms: now_ms.unwrap_or_else(chrono_now_ms),
+        classic_copy,
+    };
+    let snapshot = snapshot.snapshot.clone();
+    let written = block_on(
+        py,
+        async move { write_checkpoint(&snapshot, &options).await },
+    )?;
+    let out = PyDict::new(py);
+    out.set_item("version", written.version)?;
+    out.set_item("files", written.files)?;
+    out.set_item("num_actions", written.num_actions)?;
+    out.set_item("num_add_files", written.num_add_files)?;
+    out.set_item("size_in_bytes", written.size_in_bytes)?;
+    Ok(out.unbind())
+}
+
 /// The rows of a deletion vector as a RoaringTreemap; keys must fit in 63 bits.
 fn treemap(rows: Vec<u64>) -> PyResult<roaring::RoaringTreemap> {
     if rows.iter().any(|r| r >> 63 != 0) {
@@ -1000,6 +1039,7 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(dv_file, m)?)?;
     m.add_function(wrap_pyfunction!(z85_encode, m)?)?;
     m.add_function(wrap_pyfunction!(z85_decode, m)?)?;
+    m.add_function(wrap_pyfunction!(create_checkpoint, m)?)?;
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;
     Ok(())
 }

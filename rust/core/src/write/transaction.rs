@@ -35,6 +35,11 @@ pub fn in_commit_timestamps_enabled(config: &std::collections::BTreeMap<String, 
 /// How many versions a transaction tries before giving up.
 pub const MAX_ATTEMPTS: usize = 100;
 
+/// `delta.checkpointInterval`: a checkpoint every this many commits.
+pub const CHECKPOINT_INTERVAL: &str = "delta.checkpointInterval";
+/// The interval when the property is absent (Delta Spark's default).
+pub const DEFAULT_CHECKPOINT_INTERVAL: u64 = 10;
+
 /// What a transaction read, for conflict checks.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Isolation {
@@ -67,6 +72,8 @@ pub struct Transaction {
     /// The read version's protocol and metadata, for the rules a commit must keep
     /// ([`crate::write::iceberg`]).
     table: Option<crate::write::iceberg::TableState>,
+    /// The read version's table properties (for the automatic checkpoint after the commit).
+    config: Option<std::collections::BTreeMap<String, String>>,
 }
 
 /// The metadata domain of row tracking's high-water mark.
@@ -111,6 +118,7 @@ impl Transaction {
             ict: None,
             row_id_high_water_mark: None,
             table: None,
+            config: None,
         }
     }
 
@@ -128,6 +136,7 @@ impl Transaction {
     /// timestamps when `delta.enableInCommitTimestamps` is true.
     pub fn for_table(mut self, snapshot: &crate::Snapshot) -> Self {
         self.table = crate::write::iceberg::TableState::of(snapshot).ok();
+        self.config = Some(snapshot.configuration());
         let this = if in_commit_timestamps_enabled(&snapshot.configuration()) {
             let previous = snapshot.in_commit_timestamp();
             self.with_in_commit_timestamps(previous, false)
@@ -214,7 +223,10 @@ impl Transaction {
                 .put_opts(&location, PutPayload::from(text.into_bytes()), options)
                 .await
             {
-                Ok(_) => return Ok(version),
+                Ok(_) => {
+                    self.checkpoint_if_due(version).await;
+                    return Ok(version);
+                }
                 Err(object_store::Error::AlreadyExists { .. }) => {
                     let (winner_ict, winner_mark) = self.check_winner(version).await?;
                     if let (Some(state), Some(t)) = (ict.as_mut(), winner_ict) {
@@ -232,6 +244,42 @@ impl Transaction {
             version,
             reason: format!("no free version after {MAX_ATTEMPTS} attempts"),
         })
+    }
+
+    /// Writes a checkpoint of `version` when `delta.checkpointInterval` (default 10) divides
+    /// it ("Checkpoints": writers are encouraged to checkpoint reasonably frequently), with the
+    /// kind `delta.checkpointPolicy` asks for. The commit has already succeeded: a checkpoint
+    /// that cannot be written is left for the next one, and readers do not need it.
+    async fn checkpoint_if_due(&self, version: u64) {
+        use crate::maintenance::checkpoint::{write_checkpoint, CheckpointOptions};
+        // The properties this commit sets, else those of the version it read.
+        let committed: Option<std::collections::BTreeMap<String, String>> =
+            self.actions.iter().rev().find_map(|a| {
+                let config = a.pointer("/metaData/configuration")?.as_object()?;
+                Some(
+                    config
+                        .iter()
+                        .filter_map(|(k, v)| Some((k.clone(), v.as_str()?.to_string())))
+                        .collect(),
+                )
+            });
+        let config = committed
+            .or_else(|| self.config.clone())
+            .unwrap_or_default();
+        let interval = config
+            .get(CHECKPOINT_INTERVAL)
+            .and_then(|v| v.trim().parse::<u64>().ok())
+            .filter(|i| *i > 0)
+            .unwrap_or(DEFAULT_CHECKPOINT_INTERVAL);
+        if version == 0 || !version.is_multiple_of(interval) {
+            return;
+        }
+        let Ok(snapshot) = crate::Snapshot::try_new(self.storage.clone(), Some(version)).await
+        else {
+            return;
+        };
+        let options = CheckpointOptions::new(chrono::Utc::now().timestamp_millis());
+        let _ = write_checkpoint(&snapshot, &options).await;
     }
 
     /// The commit file of `version`: commitInfo first, then the actions, one per line.

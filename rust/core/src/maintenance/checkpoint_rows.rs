@@ -1,0 +1,505 @@
+//! The rows of a checkpoint: a snapshot's actions as Arrow batches of the checkpoint schema.
+//!
+//! Spec: "Checkpoints" (what a checkpoint must hold; `remove` without `stats` and `tags`;
+//! `stats` as JSON per `delta.checkpoint.writeStatsAsJson`, `stats_parsed` and
+//! `partitionValues_parsed` per `delta.checkpoint.writeStatsAsStruct`), "Checkpoint Schema"
+//! (the layout, physical names under column mapping, `readerFeatures`/`writerFeatures` rules),
+//! "V2 Spec" (`checkpointMetadata`, `sidecar`), "Sidecar Files" (only `add` and `remove`).
+//!
+//! The snapshot keeps statistics parsed (see [`crate::stats`]), so the `stats` JSON is written
+//! back from the typed columns by arrow-json's encoders, column by column and without
+//! intermediate values: `numRecords`, `minValues`, `maxValues`, `nullCount`, `tightBounds` as
+//! parsed, timestamps in milliseconds ("Per-file Statistics"). Every row holds exactly one
+//! action: the other action columns of a batch are null.
+
+use std::sync::Arc;
+
+use arrow::array::{
+    new_null_array, Array, ArrayRef, AsArray, MapArray, RecordBatch, StringBuilder, StructArray,
+};
+use arrow::compute::cast;
+use arrow::datatypes::{DataType, Field, FieldRef, Fields, Schema, SchemaRef};
+use arrow::json::writer::{make_encoder, EncoderOptions};
+use serde_json::{json, Value};
+
+use crate::actions::{self, names, STATS_PARSED};
+use crate::error::{DeltaError, DeltaResult};
+use crate::files::FileBatch;
+use crate::model::{DomainMetadata, Protocol, Txn};
+use crate::scan::partition_values::parse_partition_column;
+use crate::schema::physical_schema;
+use crate::snapshot::Snapshot;
+
+/// Name of the typed partition values of checkpoint adds.
+pub const PARTITION_VALUES_PARSED: &str = "partitionValues_parsed";
+
+/// `delta.checkpoint.writeStatsAsJson` (default true).
+pub const WRITE_STATS_AS_JSON: &str = "delta.checkpoint.writeStatsAsJson";
+/// `delta.checkpoint.writeStatsAsStruct` (default false).
+pub const WRITE_STATS_AS_STRUCT: &str = "delta.checkpoint.writeStatsAsStruct";
+
+/// What the `add` column of a table's checkpoint holds.
+#[derive(Debug, Clone)]
+pub struct CheckpointLayout {
+    /// `add.stats` as JSON text.
+    pub stats_json: bool,
+    /// `add.stats_parsed` (and `add.partitionValues_parsed` when partitioned).
+    pub stats_struct: bool,
+    /// The physical statistics type ([`crate::stats::StatsSchema::physical_type`]).
+    stats_type: DataType,
+    /// Partition columns as (key in `partitionValues`, typed field named by that key).
+    partitions: Vec<Field>,
+    add_fields: Fields,
+}
+
+/// `remove` in a checkpoint: no `stats`, no `tags` ("Checkpoint Schema").
+pub fn remove_fields() -> Fields {
+    actions::remove_fields()
+        .iter()
+        .filter(|f| f.name() != "tags" && f.name() != "stats")
+        .cloned()
+        .collect()
+}
+
+fn struct_field(name: &str, fields: Fields) -> Field {
+    Field::new(name, DataType::Struct(fields), true)
+}
+
+impl CheckpointLayout {
+    /// The layout of `snapshot`'s checkpoint, from its table properties and schema.
+    pub fn for_snapshot(snapshot: &Snapshot) -> DeltaResult<Self> {
+        let config = snapshot.configuration();
+        let stats_json = crate::maintenance::intervals::flag(&config, WRITE_STATS_AS_JSON, true);
+        let stats_struct =
+            crate::maintenance::intervals::flag(&config, WRITE_STATS_AS_STRUCT, false);
+        let mut partitions = Vec::new();
+        if stats_struct {
+            if let Ok(metadata) = snapshot.metadata() {
+                let logical = snapshot.schema()?;
+                let physical =
+                    physical_schema(&logical, snapshot.column_mapping_mode()?).map_err(|e| {
+                        DeltaError::corrupt("_delta_log", Some(snapshot.version()), e.to_string())
+                    })?;
+                for column in &metadata.partition_columns {
+                    let index = logical
+                        .fields()
+                        .iter()
+                        .position(|f| f.name() == column)
+                        .ok_or_else(|| {
+                            DeltaError::corrupt(
+                                "_delta_log",
+                                Some(snapshot.version()),
+                                format!("partition column {column} is not in the schema"),
+                            )
+                        })?;
+                    let field = physical.field(index);
+                    partitions.push(Field::new(field.name(), field.data_type().clone(), true));
+                }
+            }
+        }
+        let stats_type = snapshot.stats_schema().physical_type();
+        let mut add_fields: Vec<FieldRef> = actions::add_fields()
+            .iter()
+            .filter(|f| stats_json || f.name() != "stats")
+            .cloned()
+            .collect();
+        if stats_struct {
+            if !partitions.is_empty() {
+                add_fields.push(Arc::new(struct_field(
+                    PARTITION_VALUES_PARSED,
+                    Fields::from(partitions.clone()),
+                )));
+            }
+            add_fields.push(Arc::new(Field::new(STATS_PARSED, stats_type.clone(), true)));
+        }
+        Ok(CheckpointLayout {
+            stats_json,
+            stats_struct,
+            stats_type,
+            partitions,
+            add_fields: Fields::from(add_fields),
+        })
+    }
+
+    /// The `add` struct's fields.
+    pub fn add_fields(&self) -> &Fields {
+        &self.add_fields
+    }
+
+    /// The schema of a sidecar: `add` and `remove` only ("Sidecar Files").
+    pub fn sidecar_schema(&self) -> SchemaRef {
+        Arc::new(Schema::new(vec![
+            struct_field(names::ADD, self.add_fields.clone()),
+            struct_field(names::REMOVE, remove_fields()),
+        ]))
+    }
+
+    /// The schema of a checkpoint file: every action of "Checkpoint Schema", and with `v2` the
+    /// `checkpointMetadata` and `sidecar` actions of the "V2 Spec".
+    pub fn checkpoint_schema(&self, v2: bool) -> SchemaRef {
+        let mut fields = vec![
+            struct_field(names::TXN, actions::txn_fields()),
+            struct_field(names::ADD, self.add_fields.clone()),
+            struct_field(names::REMOVE, remove_fields()),
+            struct_field(names::METADATA, actions::metadata_fields()),
+            struct_field(names::PROTOCOL, actions::protocol_fields()),
+            struct_field(names::DOMAIN_METADATA, actions::domain_metadata_fields()),
+        ];
+        if v2 {
+            fields.push(struct_field(
+                names::CHECKPOINT_METADATA,
+                actions::checkpoint_metadata_fields(),
+            ));
+            fields.push(struct_field(names::SIDECAR, actions::sidecar_fields()));
+        }
+        Arc::new(Schema::new(fields))
+    }
+
+    /// Rows `offset..offset + len` of `files` as checkpoint `add` structs.
+    pub fn add_rows(
+        &self,
+        files: &FileBatch,
+        offset: usize,
+        len: usize,
+    ) -> DeltaResult<StructArray> {
+        let adds = files.adds.slice(offset, len);
+        let stats = files.stats.slice(offset, len);
+        let mut columns: Vec<ArrayRef> = Vec::with_capacity(self.add_fields.len());
+        for field in self.add_fields.iter() {
+            let column = match field.name().as_str() {
+                "stats" => Arc::new(stats_json(&stats)?) as ArrayRef,
+                STATS_PARSED => conform(Some(&(Arc::new(stats.clone()) as ArrayRef)), field, len)?,
+                PARTITION_VALUES_PARSED => {
+                    Arc::new(self.partition_values_parsed(&adds, field)?) as ArrayRef
+                }
+                name => conform(adds.column_by_name(name), field, len)?,
+            };
+            columns.push(column);
+        }
+        Ok(StructArray::try_new(
+            self.add_fields.clone(),
+            columns,
+            None,
+        )?)
+    }
+
+    /// `partitionValues_parsed`: each partition column's value string typed.
+    fn partition_values_parsed(
+        &self,
+        adds: &StructArray,
+        field: &Field,
+    ) -> DeltaResult<StructArray> {
+        let DataType::Struct(fields) = field.data_type() else {
+            return Err(DeltaError::Internal(
+                "partitionValues_parsed is a struct".into(),
+            ));
+        };
+        let map = adds
+            .column_by_name("partitionValues")
+            .and_then(|c| c.as_map_opt());
+        let mut columns = Vec::with_capacity(self.partitions.len());
+        for part in &self.partitions {
+            let texts: Vec<Option<&str>> = match map {
+                Some(map) => (0..adds.len())
+                    .map(|row| map_value(map, row, part.name()))
+                    .collect(),
+                None => vec![None; adds.len()],
+            };
+            let column = match parse_partition_column(texts.iter().copied(), part.data_type()) {
+                Ok(c) => c,
+                // A value that does not parse is null here; the string stays in
+                // `partitionValues` (readers report it when they read the file).
+                Err(_) => {
+                    let singles = texts
+                        .iter()
+                        .map(|t| {
+                            parse_partition_column(std::iter::once(*t), part.data_type())
+                                .unwrap_or_else(|_| new_null_array(part.data_type(), 1))
+                        })
+                        .collect::<Vec<_>>();
+                    let refs: Vec<&dyn Array> = singles.iter().map(|a| a.as_ref()).collect();
+                    if refs.is_empty() {
+                        new_null_array(part.data_type(), 0)
+                    } else {
+                        arrow::compute::concat(&refs)?
+                    }
+                }
+            };
+            columns.push(column);
+        }
+        Ok(StructArray::try_new_with_length(
+            fields.clone(),
+            columns,
+            None,
+            adds.len(),
+        )?)
+    }
+
+    /// Whether the statistics structs have the type the layout writes.
+    pub fn stats_type(&self) -> &DataType {
+        &self.stats_type
+    }
+}
+
+/// The value of `key` in row `row` of a `map<string,string>`.
+fn map_value<'a>(map: &'a MapArray, row: usize, key: &str) -> Option<&'a str> {
+    if map.is_null(row) {
+        return None;
+    }
+    let keys = map.keys().as_string_opt::<i32>()?;
+    let values = map.values().as_string_opt::<i32>()?;
+    let offsets = map.value_offsets();
+    let (start, end) = (offsets[row] as usize, offsets[row + 1] as usize);
+    (start..end)
+        .find(|&i| keys.value(i) == key)
+        .and_then(|i| values.is_valid(i).then(|| values.value(i)))
+}
+
+/// `column` with the type of `field` (cast when it differs, nulls when it is missing).
+fn conform(column: Option<&ArrayRef>, field: &Field, len: usize) -> DeltaResult<ArrayRef> {
+    Ok(match column {
+        Some(c) if c.data_type() == field.data_type() => c.clone(),
+        Some(c) if c.null_count() == c.len() => new_null_array(field.data_type(), len),
+        Some(c) => cast(c, field.data_type())?,
+        None => new_null_array(field.data_type(), len),
+    })
+}
+
+/// Checkpoint `remove` structs of snapshot tombstones (`stats` and `tags` dropped).
+pub fn remove_rows(removes: &StructArray) -> DeltaResult<StructArray> {
+    let fields = remove_fields();
+    let columns = fields
+        .iter()
+        .map(|f| conform(removes.column_by_name(f.name()), f, removes.len()))
+        .collect::<DeltaResult<Vec<_>>>()?;
+    Ok(StructArray::try_new_with_length(
+        fields,
+        columns,
+        None,
+        removes.len(),
+    )?)
+}
+
+/// The JSON text of parsed statistics, one per row (null where a file has none).
+pub fn stats_json(stats: &StructArray) -> DeltaResult<arrow::array::StringArray> {
+    let options = EncoderOptions::default()
+        .with_explicit_nulls(false)
+        // "Per-file Statistics": timestamps are kept to the millisecond.
+        .with_timestamp_tz_format("%Y-%m-%dT%H:%M:%S%.3fZ".to_string())
+        .with_timestamp_format("%Y-%m-%dT%H:%M:%S%.3f".to_string())
+        .with_date_format("%Y-%m-%d".to_string());
+    // Formatting named zones needs a time zone database; statistics are UTC, so the zone is
+    // spelled as an offset (a metadata-only cast).
+    let mut array: ArrayRef = Arc::new(stats.clone());
+    let offsets = with_utc_offsets(stats.data_type());
+    if &offsets != stats.data_type() {
+        array = cast(&array, &offsets)?;
+    }
+    let field: FieldRef = Arc::new(Field::new("stats", offsets, true));
+    let mut encoder = make_encoder(&field, array.as_ref(), &options)?;
+    let mut out = StringBuilder::with_capacity(stats.len(), stats.len() * 160);
+    let mut buffer = Vec::with_capacity(512);
+    for row in 0..stats.len() {
+        if stats.is_null(row) || !has_any_value(stats, row) {
+            out.append_null();
+            continue;
+        }
+        buffer.clear();
+        encoder.encode(row, &mut buffer);
+        // The encoder writes valid UTF-8 JSON.
+        match std::str::from_utf8(&buffer) {
+            Ok(text) => out.append_value(text),
+            Err(_) => out.append_null(),
+        }
+    }
+    Ok(out.finish())
+}
+
+/// `dt` with every zoned timestamp's zone written `+00:00`.
+fn with_utc_offsets(dt: &DataType) -> DataType {
+    match dt {
+        DataType::Timestamp(unit, Some(_)) => DataType::Timestamp(*unit, Some("+00:00".into())),
+        DataType::Struct(fields) => DataType::Struct(
+            fields
+                .iter()
+                .map(|f| {
+                    Arc::new(
+                        f.as_ref()
+                            .clone()
+                            .with_data_type(with_utc_offsets(f.data_type())),
+                    )
+                })
+                .collect(),
+        ),
+        other => other.clone(),
+    }
+}
+
+/// Whether row `row` of parsed statistics holds anything (`numRecords` or a value).
+fn has_any_value(stats: &StructArray, row: usize) -> bool {
+    stats.columns().iter().any(|c| match c.as_struct_opt() {
+        Some(child) => child.is_valid(row) && has_any_value(child, row),
+        None => c.is_valid(row),
+    })
+}
+
+/// The `protocol` action as a checkpoint writes it: `readerFeatures` non-null exactly on
+/// reader version 3, `writerFeatures` exactly on writer version 7 ("Checkpoint Schema").
+pub fn protocol_action(p: &Protocol) -> Value {
+    let reader = (p.min_reader_version >= 3).then(|| p.reader_features.clone().unwrap_or_default());
+    let writer = (p.min_writer_version >= 7).then(|| p.writer_features.clone().unwrap_or_default());
+    json!({"protocol": {
+        "minReaderVersion": p.min_reader_version,
+        "minWriterVersion": p.min_writer_version,
+        "readerFeatures": reader,
+        "writerFeatures": writer,
+    }})
+}
+
+/// The `txn` action.
+pub fn txn_action(t: &Txn) -> Value {
+    json!({"txn": {"appId": t.app_id, "version": t.version, "lastUpdated": t.last_updated}})
+}
+
+/// The `domainMetadata` action of a live domain.
+pub fn domain_action(d: &DomainMetadata) -> Value {
+    json!({"domainMetadata": {
+        "domain": d.domain,
+        "configuration": d.configuration,
+        "removed": false,
+    }})
+}
+
+/// The non-file actions of `snapshot` (protocol, metadata, txns, domain metadata), in the order
+/// a checkpoint lists them.
+pub fn non_file_actions(snapshot: &Snapshot) -> Vec<Value> {
+    let mut out = vec![protocol_action(snapshot.protocol())];
+    if let Ok(m) = snapshot.metadata() {
+        out.push(m.to_action());
+    }
+    out.extend(snapshot.transactions().values().map(txn_action));
+    out.extend(snapshot.domain_metadata().iter().map(domain_action));
+    out
+}
+
+/// Decodes non-file action JSON values into one batch of `schema` (a handful of rows; the
+/// `add` and `remove` columns, typed by the table's statistics, are null).
+pub fn actions_batch(actions: &[Value], schema: &SchemaRef) -> DeltaResult<RecordBatch> {
+    let decoded: Vec<FieldRef> = schema
+        .fields()
+        .iter()
+        .filter(|f| f.name() != names::ADD && f.name() != names::REMOVE)
+        .cloned()
+        .collect();
+    let decoded = Arc::new(Schema::new(decoded));
+    let mut decoder = arrow::json::ReaderBuilder::new(decoded.clone())
+        .with_batch_size(actions.len().max(1))
+        .build_decoder()?;
+    decoder.serialize(actions)?;
+    let batch = decoder
+        .flush()?
+        .unwrap_or_else(|| RecordBatch::new_empty(decoded.clone()));
+    let columns = schema
+        .fields()
+        .iter()
+        .map(|f| {
+            batch
+                .column_by_name(f.name())
+                .cloned()
+                .unwrap_or_else(|| new_null_array(f.data_type(), batch.num_rows()))
+        })
+        .collect();
+    Ok(RecordBatch::try_new(schema.clone(), columns)?)
+}
+
+/// A batch of `schema` whose column `name` is `array` and whose other columns are null.
+pub fn one_action_batch(
+    schema: &SchemaRef,
+    name: &str,
+    array: StructArray,
+) -> DeltaResult<RecordBatch> {
+    let len = array.len();
+    let mut array = Some(Arc::new(array) as ArrayRef);
+    let columns = schema
+        .fields()
+        .iter()
+        .map(|f| {
+            if f.name() == name {
+                array
+                    .take()
+                    .ok_or_else(|| DeltaError::Internal(format!("two {name} columns")))
+            } else {
+                Ok(new_null_array(f.data_type(), len))
+            }
+        })
+        .collect::<DeltaResult<Vec<_>>>()?;
+    Ok(RecordBatch::try_new(schema.clone(), columns)?)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use arrow::array::{Int64Array, TimestampMicrosecondArray};
+
+    #[test]
+    fn stats_text_from_parsed_columns() {
+        let ts: ArrayRef = Arc::new(
+            TimestampMicrosecondArray::from(vec![Some(1_600_000_000_123_456), None])
+                .with_timezone("UTC"),
+        );
+        let ids: ArrayRef = Arc::new(Int64Array::from(vec![Some(3), None]));
+        let min = StructArray::from(vec![
+            (
+                Arc::new(Field::new("id", DataType::Int64, true)),
+                ids.clone(),
+            ),
+            (Arc::new(Field::new("ts", ts.data_type().clone(), true)), ts),
+        ]);
+        let stats = StructArray::from(vec![
+            (
+                Arc::new(Field::new("numRecords", DataType::Int64, true)),
+                Arc::new(Int64Array::from(vec![Some(10), None])) as ArrayRef,
+            ),
+            (
+                Arc::new(Field::new("minValues", min.data_type().clone(), true)),
+                Arc::new(min) as ArrayRef,
+            ),
+        ]);
+        let text = stats_json(&stats).unwrap();
+        assert_eq!(
+            text.value(0),
+            r#"{"numRecords":10,"minValues":{"id":3,"ts":"2020-09-13T12:26:40.123Z"}}"#
+        );
+        assert!(text.is_null(1), "no value at all: no statistics");
+    }
+
+    #[test]
+    fn protocol_feature_lists_follow_versions() {
+        let legacy = Protocol {
+            min_reader_version: 1,
+            min_writer_version: 2,
+            reader_features: Some(vec![]),
+            writer_features: None,
+        };
+        let v = protocol_action(&legacy);
+        assert!(v["protocol"]["readerFeatures"].is_null());
+        assert!(v["protocol"]["writerFeatures"].is_null());
+        let writer_only = Protocol {
+            min_reader_version: 1,
+            min_writer_version: 7,
+            reader_features: None,
+            writer_features: Some(vec!["appendOnly".into()]),
+        };
+        let v = protocol_action(&writer_only);
+        assert!(v["protocol"]["readerFeatures"].is_null());
+        assert_eq!(v["protocol"]["writerFeatures"], json!(["appendOnly"]));
+        let full = Protocol {
+            min_reader_version: 3,
+            min_writer_version: 7,
+            reader_features: None,
+            writer_features: None,
+        };
+        let v = protocol_action(&full);
+        assert_eq!(v["protocol"]["readerFeatures"], json!([]));
+    }
+}
