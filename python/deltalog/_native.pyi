@@ -176,3 +176,7 @@ def create_checkpoint(
     """Writes a checkpoint of the snapshot's version (`kind`: classic, v2, v2-parquet, v2-json;
     None follows `delta.checkpointPolicy`) and `_last_checkpoint`; returns `version`, `files`
     (table-relative paths written), `num_actions`, `num_add_files`, `size_in_bytes`."""
+
+def compact_logs(snapshot: RawSnapshot, start: int | None = None, end: int | None = None) -> str:
+    """Writes `<start>.<end>.compacted.json` (defaults: the commits after the snapshot's
+    checkpoint, up to its version); returns its table-relative path."""

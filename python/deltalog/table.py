@@ -584,6 +584,24 @@ class DeltaTable:
         )
         return result
 
+    def compact_logs(self, start: int | None = None, end: int | None = None) -> str:
+        """Writes a log compaction file, ``<start>.<end>.compacted.json``: the reconciled
+        actions of commits ``start..=end`` ("Log Compaction Files"), which readers use instead
+        of those commits. The commits stay (time travel into the range still reads them).
+
+        Args:
+            start: the first commit (default: the one after the loaded version's checkpoint).
+            end: the last commit (default: the loaded version).
+
+        Returns:
+            The table-relative path of the file written.
+
+        Raises:
+            VersionNotFoundError: a commit of the range does not exist (e.g. cleaned up).
+        """
+        check_snapshot_writable(self._raw)
+        return _native.compact_logs(self._raw, start, end)
+
     # -- change data feed ------------------------------------------------------------------
 
     def scan_cdf(

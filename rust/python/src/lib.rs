@@ -958,6 +958,40 @@ fn create_checkpoint(
     Ok(out.unbind())
 }
 
+/// Writes the log compaction of commits `start..=end` of `snapshot`'s table (defaults: the
+/// commits after the snapshot's checkpoint, up to its version); returns the file's path.
+#[pyfunction]
+#[pyo3(signature = (snapshot, start=None, end=None))]
+fn compact_logs(
+    py: Python<'_>,
+    snapshot: PyRef<'_, RawSnapshot>,
+    start: Option<u64>,
+    end: Option<u64>,
+) -> PyResult<String> {
+    let snapshot = snapshot.snapshot.clone();
+    let version = snapshot.version();
+    let start = start.unwrap_or_else(|| {
+        snapshot
+            .segment()
+            .checkpoint
+            .as_ref()
+            .map_or(0, |c| c.version + 1)
+    });
+    let end = end.unwrap_or(version);
+    if end > version {
+        return Err(to_py_err(
+            py,
+            DeltaError::InvalidArgument(format!(
+                "cannot compact up to version {end}: the loaded version is {version}"
+            )),
+        ));
+    }
+    block_on(py, async move {
+        deltalog_core::maintenance::compaction::write_compaction(snapshot.storage(), start, end)
+            .await
+    })
+}
+
 /// The rows of a deletion vector as a RoaringTreemap; keys must fit in 63 bits.
 fn treemap(rows: Vec<u64>) -> PyResult<roaring::RoaringTreemap> {
     if rows.iter().any(|r| r >> 63 != 0) {
@@ -1040,6 +1074,7 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(z85_encode, m)?)?;
     m.add_function(wrap_pyfunction!(z85_decode, m)?)?;
     m.add_function(wrap_pyfunction!(create_checkpoint, m)?)?;
+    m.add_function(wrap_pyfunction!(compact_logs, m)?)?;
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;
     Ok(())
 }

@@ -20,14 +20,17 @@ use std::sync::Arc;
 
 use arrow::array::{Array, AsArray, BooleanArray, RecordBatch, StructArray};
 use arrow::datatypes::{Int64Type, SchemaRef};
+use parquet::arrow::arrow_writer::{compute_leaves, ArrowColumnChunk, ArrowRowGroupWriterFactory};
 use parquet::arrow::ArrowWriter;
 use parquet::basic::Compression;
 use parquet::file::properties::{EnabledStatistics, WriterProperties};
+use parquet::file::writer::SerializedFileWriter;
 use parquet::schema::types::ColumnPath;
 use serde_json::{json, Value};
 
 use crate::actions::names;
 use crate::error::{DeltaError, DeltaResult};
+use crate::files::FileBatch;
 use crate::last_checkpoint::{parse_last_checkpoint, write_last_checkpoint};
 use crate::log_path::CheckpointFormat;
 use crate::maintenance::checkpoint_rows::{
@@ -155,10 +158,35 @@ fn writer_properties() -> WriterProperties {
         .build()
 }
 
-/// The file actions of the checkpoint, a chunk at a time: active files, then tombstones.
+/// A run of file actions not yet converted to checkpoint rows.
+enum Piece<'a> {
+    /// Rows `offset..offset + len` of one batch of active files.
+    Adds(&'a FileBatch, usize, usize),
+    /// Tombstones, already in checkpoint shape.
+    Removes(StructArray),
+}
+
+impl Piece<'_> {
+    fn len(&self) -> usize {
+        match self {
+            Piece::Adds(_, _, len) => *len,
+            Piece::Removes(r) => r.len(),
+        }
+    }
+
+    /// The piece as (`add` or `remove`, checkpoint structs).
+    fn convert(&self, layout: &CheckpointLayout) -> DeltaResult<(&'static str, StructArray)> {
+        Ok(match self {
+            Piece::Adds(batch, offset, len) => (names::ADD, layout.add_rows(batch, *offset, *len)?),
+            Piece::Removes(r) => (names::REMOVE, r.clone()),
+        })
+    }
+}
+
+/// The file actions of the checkpoint in order (active files, then tombstones), cut into
+/// pieces of at most [`CHUNK_ROWS`] rows without converting them.
 struct FileActions<'a> {
-    layout: &'a CheckpointLayout,
-    snapshot: &'a Snapshot,
+    files: &'a [FileBatch],
     removes: Vec<StructArray>,
     batch: usize,
     offset: usize,
@@ -167,11 +195,7 @@ struct FileActions<'a> {
 }
 
 impl<'a> FileActions<'a> {
-    fn new(
-        layout: &'a CheckpointLayout,
-        snapshot: &'a Snapshot,
-        cutoff_ms: i64,
-    ) -> DeltaResult<Self> {
+    fn new(snapshot: &'a Snapshot, cutoff_ms: i64) -> DeltaResult<Self> {
         // "Files that were recently removed and have not yet expired".
         let mut removes = Vec::new();
         for r in snapshot.removes() {
@@ -190,8 +214,7 @@ impl<'a> FileActions<'a> {
             }
         }
         Ok(FileActions {
-            layout,
-            snapshot,
+            files: snapshot.files(),
             removes,
             batch: 0,
             offset: 0,
@@ -201,23 +224,23 @@ impl<'a> FileActions<'a> {
     }
 
     fn num_adds(&self) -> usize {
-        self.snapshot.files().iter().map(|f| f.len()).sum()
+        self.files.iter().map(|f| f.len()).sum()
     }
 
     fn num_removes(&self) -> usize {
         self.removes.iter().map(|r| r.len()).sum()
     }
 
-    /// The next chunk as (`add` or `remove`, structs), at most `max` rows.
-    fn next_chunk(&mut self, max: usize) -> DeltaResult<Option<(&'static str, StructArray)>> {
-        let files = self.snapshot.files();
-        while self.batch < files.len() {
-            let batch = &files[self.batch];
+    /// The next piece, at most `max` rows.
+    fn next_piece(&mut self, max: usize) -> Option<Piece<'a>> {
+        let max = max.min(CHUNK_ROWS);
+        while self.batch < self.files.len() {
+            let batch = &self.files[self.batch];
             if self.offset < batch.len() {
                 let len = (batch.len() - self.offset).min(max);
-                let rows = self.layout.add_rows(batch, self.offset, len)?;
+                let piece = Piece::Adds(batch, self.offset, len);
                 self.offset += len;
-                return Ok(Some((names::ADD, rows)));
+                return Some(piece);
             }
             self.batch += 1;
             self.offset = 0;
@@ -226,34 +249,152 @@ impl<'a> FileActions<'a> {
             let r = &self.removes[self.remove];
             if self.remove_offset < r.len() {
                 let len = (r.len() - self.remove_offset).min(max);
-                let rows = r.slice(self.remove_offset, len);
+                let piece = Piece::Removes(r.slice(self.remove_offset, len));
                 self.remove_offset += len;
-                return Ok(Some((names::REMOVE, rows)));
+                return Some(piece);
             }
             self.remove += 1;
             self.remove_offset = 0;
         }
-        Ok(None)
+        None
+    }
+
+    /// The pieces of the next `rows` rows (fewer at the end; empty when done).
+    fn next_unit(&mut self, rows: usize) -> Vec<Piece<'a>> {
+        let mut unit = Vec::new();
+        let mut taken = 0;
+        while taken < rows {
+            let Some(piece) = self.next_piece(rows - taken) else {
+                break;
+            };
+            taken += piece.len();
+            unit.push(piece);
+        }
+        unit
     }
 }
 
-/// A parquet file being written into a [`FileSink`].
+/// Encodes `batches` as row group `index` of a file (every leaf column, in schema order).
+fn encode_row_group(
+    factory: &ArrowRowGroupWriterFactory,
+    schema: &SchemaRef,
+    index: usize,
+    batches: &[RecordBatch],
+) -> DeltaResult<Vec<ArrowColumnChunk>> {
+    let mut writers = factory.create_column_writers(index)?;
+    for batch in batches {
+        let mut next = writers.iter_mut();
+        for (field, column) in schema.fields().iter().zip(batch.columns()) {
+            for leaf in compute_leaves(field, column)? {
+                next.next()
+                    .ok_or_else(|| DeltaError::Internal("more leaves than column writers".into()))?
+                    .write(&leaf)?;
+            }
+        }
+    }
+    Ok(writers
+        .into_iter()
+        .map(|w| w.close())
+        .collect::<Result<Vec<_>, _>>()?)
+}
+
+/// A parquet file being written into a [`FileSink`], a row group at a time; row groups of
+/// file actions are converted and encoded on several threads at once and appended in order.
 struct ParquetOut {
-    writer: ArrowWriter<FileSink>,
+    writer: SerializedFileWriter<FileSink>,
+    factory: ArrowRowGroupWriterFactory,
+    schema: SchemaRef,
+    row_groups: usize,
     rows: u64,
 }
 
 impl ParquetOut {
     async fn create(snapshot: &Snapshot, target: &str, schema: &SchemaRef) -> DeltaResult<Self> {
         let sink = FileSink::create(snapshot.storage(), target).await?;
-        let writer = ArrowWriter::try_new(sink, schema.clone(), Some(writer_properties()))?;
-        Ok(ParquetOut { writer, rows: 0 })
+        let (writer, factory) =
+            ArrowWriter::try_new(sink, schema.clone(), Some(writer_properties()))?
+                .into_serialized_writer()?;
+        Ok(ParquetOut {
+            writer,
+            factory,
+            schema: schema.clone(),
+            row_groups: 0,
+            rows: 0,
+        })
     }
 
+    fn append(&mut self, chunks: Vec<ArrowColumnChunk>, rows: usize) -> DeltaResult<()> {
+        let mut group = self.writer.next_row_group()?;
+        for chunk in chunks {
+            chunk.append_to_row_group(&mut group)?;
+        }
+        group.close()?;
+        self.row_groups += 1;
+        self.rows += rows as u64;
+        Ok(())
+    }
+
+    /// Writes `batch` as one row group.
     async fn write(&mut self, batch: &RecordBatch) -> DeltaResult<()> {
-        self.writer.write(batch)?;
-        self.rows += batch.num_rows() as u64;
+        let chunks = encode_row_group(
+            &self.factory,
+            &self.schema,
+            self.row_groups,
+            std::slice::from_ref(batch),
+        )?;
+        self.append(chunks, batch.num_rows())?;
         self.writer.inner_mut().drain().await
+    }
+
+    /// Writes each unit of file actions as one row group.
+    async fn write_units<'a>(
+        &mut self,
+        layout: &CheckpointLayout,
+        mut units: impl Iterator<Item = Vec<Piece<'a>>>,
+    ) -> DeltaResult<()> {
+        let threads = std::thread::available_parallelism()
+            .map_or(2, |n| n.get())
+            .clamp(1, 8);
+        loop {
+            let wave: Vec<Vec<Piece<'a>>> = units.by_ref().take(threads).collect();
+            if wave.is_empty() {
+                return Ok(());
+            }
+            let base = self.row_groups;
+            let (factory, schema) = (&self.factory, &self.schema);
+            let encoded: Vec<DeltaResult<(Vec<ArrowColumnChunk>, usize)>> =
+                std::thread::scope(|scope| {
+                    let handles: Vec<_> = wave
+                        .iter()
+                        .enumerate()
+                        .map(|(i, unit)| {
+                            scope.spawn(move || -> DeltaResult<(Vec<ArrowColumnChunk>, usize)> {
+                                let mut batches = Vec::with_capacity(unit.len());
+                                let mut rows = 0;
+                                for piece in unit {
+                                    let (action, structs) = piece.convert(layout)?;
+                                    rows += structs.len();
+                                    batches.push(one_action_batch(schema, action, structs)?);
+                                }
+                                Ok((encode_row_group(factory, schema, base + i, &batches)?, rows))
+                            })
+                        })
+                        .collect();
+                    handles
+                        .into_iter()
+                        .map(|h| {
+                            h.join().unwrap_or_else(|_| {
+                                Err(DeltaError::Internal("a checkpoint encoder panicked".into()))
+                            })
+                        })
+                        .collect()
+                });
+            for result in encoded {
+                let (chunks, rows) = result?;
+                self.append(chunks, rows)?;
+            }
+            self.writer.inner_mut().drain().await?;
+        }
     }
 
     async fn finish(self) -> DeltaResult<u64> {
@@ -333,8 +474,8 @@ pub async fn write_checkpoint(
         };
     let layout = CheckpointLayout::for_snapshot(snapshot)?;
     let retention = duration_ms(&snapshot.configuration(), DELETED_FILE_RETENTION)?;
-    let mut actions =
-        FileActions::new(&layout, snapshot, options.now_ms.saturating_sub(retention))?;
+    let cutoff = options.now_ms.saturating_sub(retention);
+    let mut actions = FileActions::new(snapshot, cutoff)?;
     let num_adds = actions.num_adds();
     let total_file_actions = num_adds + actions.num_removes();
     let sidecars = if sidecars == usize::MAX {
@@ -367,19 +508,15 @@ pub async fn write_checkpoint(
             let name = format!("{}.parquet", uuid::Uuid::new_v4());
             let target = format!("_delta_log/_sidecars/{name}");
             let mut out = ParquetOut::create(snapshot, &target, &sidecar_schema).await?;
-            let mut rows = 0;
-            while rows < per_sidecar {
-                let Some((action, structs)) =
-                    actions.next_chunk(CHUNK_ROWS.min(per_sidecar - rows))?
-                else {
-                    break;
-                };
-                rows += structs.len();
-                out.write(&one_action_batch(&sidecar_schema, action, structs)?)
-                    .await?;
-            }
+            let mut left = per_sidecar;
+            let units = std::iter::from_fn(|| {
+                let unit = actions.next_unit(left.min(ROW_GROUP_ROWS));
+                left -= unit.iter().map(Piece::len).sum::<usize>();
+                (!unit.is_empty()).then_some(unit)
+            });
+            out.write_units(&layout, units).await?;
+            num_actions += out.rows;
             let size = out.finish().await?;
-            num_actions += rows as u64;
             size_in_bytes += size;
             header.push(json!({"sidecar": {
                 "path": name,
@@ -412,7 +549,8 @@ pub async fn write_checkpoint(
         };
         out.write_values(&header)?;
         if sidecars == 0 {
-            while let Some((action, structs)) = actions.next_chunk(CHUNK_ROWS)? {
+            while let Some(piece) = actions.next_piece(CHUNK_ROWS) {
+                let (action, structs) = piece.convert(&layout)?;
                 out.write_structs(action, structs).await?;
             }
         }
@@ -422,10 +560,11 @@ pub async fn write_checkpoint(
         let mut out = ParquetOut::create(snapshot, &main_target, &top_schema).await?;
         out.write(&header_batch).await?;
         if sidecars == 0 {
-            while let Some((action, structs)) = actions.next_chunk(CHUNK_ROWS)? {
-                out.write(&one_action_batch(&top_schema, action, structs)?)
-                    .await?;
-            }
+            let units = std::iter::from_fn(|| {
+                let unit = actions.next_unit(ROW_GROUP_ROWS);
+                (!unit.is_empty()).then_some(unit)
+            });
+            out.write_units(&layout, units).await?;
         }
         num_actions += out.rows;
         out.finish().await?
@@ -439,12 +578,12 @@ pub async fn write_checkpoint(
         let mut out = ParquetOut::create(snapshot, &classic_name, &top_schema).await?;
         out.write(&header_batch).await?;
         if sidecars == 0 {
-            let mut again =
-                FileActions::new(&layout, snapshot, options.now_ms.saturating_sub(retention))?;
-            while let Some((action, structs)) = again.next_chunk(CHUNK_ROWS)? {
-                out.write(&one_action_batch(&top_schema, action, structs)?)
-                    .await?;
-            }
+            let mut again = FileActions::new(snapshot, cutoff)?;
+            let units = std::iter::from_fn(|| {
+                let unit = again.next_unit(ROW_GROUP_ROWS);
+                (!unit.is_empty()).then_some(unit)
+            });
+            out.write_units(&layout, units).await?;
         }
         out.finish().await?;
         written.push(classic_name);

@@ -1,0 +1,93 @@
+"""Log compaction files: written by deltalog, they replace their range in replay.
+
+For several ranges of a log with appends, deletes (deletion vectors and copy-on-write),
+application transactions, domain metadata and property changes, the snapshot read with the
+compaction equals the one read from the commits; a damaged commit inside the range proves the
+reader really used the compaction ("Log Compaction Files": "The compaction replaces the
+corresponding commits during action reconciliation").
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pyarrow as pa
+import pytest
+
+import deltalog as dl
+from test_checkpoint import state
+
+
+def build(tmp_path: Path, dv: bool) -> Path:
+    uri = tmp_path / ("dv" if dv else "cow")
+    config = {"delta.checkpointInterval": "1000"}
+    if dv:
+        config["delta.enableDeletionVectors"] = "true"
+    ids = pa.array(range(40), pa.int64())
+    data = pa.table({"id": ids, "part": pa.array([f"p{i % 2}" for i in range(40)])})
+    dl.write_table(uri, data.slice(0, 10), partition_by=["part"], configuration=config)  # v0
+    dl.write_table(  # v1
+        uri,
+        data.slice(10, 10),
+        mode="append",
+        commit_properties=dl.CommitProperties(app_id="app", app_version=1),
+    )
+    dl.DeltaTable(uri).delete("id % 3 = 0")  # v2
+    dl.write_table(uri, data.slice(20, 10), mode="append")  # v3
+    dl.DeltaTable(uri).alter.set_domain_metadata("team.one", '{"a":1}')  # v4
+    dl.DeltaTable(uri).delete("id % 5 = 0")  # v5
+    dl.DeltaTable(uri).alter.set_properties({"team.owner": "x"})  # v6
+    dl.write_table(  # v7
+        uri,
+        data.slice(30, 10),
+        mode="append",
+        commit_properties=dl.CommitProperties(app_id="app", app_version=2),
+    )
+    dl.DeltaTable(uri).update(set={"id": "id + 100"}, predicate="id > 35")  # v8
+    dl.DeltaTable(uri).alter.remove_domain_metadata("team.one")  # v9
+    assert dl.DeltaTable(uri).version() == 9
+    return uri
+
+
+@pytest.mark.parametrize("dv", [True, False], ids=["dv", "copy-on-write"])
+@pytest.mark.parametrize("span", [(0, 9), (1, 9), (2, 5), (3, 8), (4, 6), (0, 1)])
+def test_compaction_replaces_its_range(tmp_path: Path, dv: bool, span: tuple[int, int]) -> None:
+    uri = build(tmp_path, dv)
+    t = dl.DeltaTable(uri)
+    before = state(t)
+    rows = sorted(t.to_pyarrow_table().column("id").to_pylist())
+    start, end = span
+    at_end = state(dl.DeltaTable(uri, version=end))
+    path = t.compact_logs(start, end)
+    assert path == f"_delta_log/{start:020}.{end:020}.compacted.json"
+    lines = [json.loads(x) for x in (uri / path).read_text().splitlines()]
+    assert not any("commitInfo" in x for x in lines)
+    after = dl.DeltaTable(uri)
+    assert state(after) == before
+    assert sorted(after.to_pyarrow_table().column("id").to_pylist()) == rows
+    assert state(dl.DeltaTable(uri, version=end)) == at_end
+
+    if end - start >= 2:
+        # A damaged commit inside the range: the latest version still opens (from the
+        # compaction); the damaged version itself needs the commit and reports it.
+        inside = start + 1
+        (uri / "_delta_log" / f"{inside:020}.json").write_text("{not json\n")
+        assert state(dl.DeltaTable(uri)) == before
+        with pytest.raises(dl.CorruptLogError):
+            dl.DeltaTable(uri, version=inside).to_pyarrow_table()
+
+
+def test_compaction_arguments(tmp_path: Path) -> None:
+    uri = build(tmp_path, dv=True)
+    t = dl.DeltaTable(uri)
+    with pytest.raises(ValueError, match="start <= end"):
+        t.compact_logs(5, 2)
+    with pytest.raises(ValueError, match="loaded version"):
+        t.compact_logs(2, 12)
+    (uri / "_delta_log" / f"{3:020}.json").unlink()
+    with pytest.raises(dl.VersionNotFoundError, match="commit 3 is missing"):
+        t.compact_logs(2, 5)
+    # Defaults: everything after the checkpoint (none here) up to the loaded version.
+    t2 = dl.DeltaTable(uri, version=2)
+    assert t2.compact_logs() == f"_delta_log/{0:020}.{2:020}.compacted.json"
