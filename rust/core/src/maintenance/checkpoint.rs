@@ -15,12 +15,14 @@
 //! the table readable after a crash at any point: sidecars, then the UUID-named file, then the
 //! classic copy, then `_last_checkpoint` (each one complete before it is visible).
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, VecDeque};
 use std::sync::Arc;
 
 use arrow::array::{Array, AsArray, BooleanArray, RecordBatch, StructArray};
 use arrow::datatypes::{Int64Type, SchemaRef};
-use parquet::arrow::arrow_writer::{compute_leaves, ArrowColumnChunk, ArrowRowGroupWriterFactory};
+use parquet::arrow::arrow_writer::{
+    compute_leaves, ArrowColumnChunk, ArrowColumnWriter, ArrowRowGroupWriterFactory,
+};
 use parquet::arrow::ArrowWriter;
 use parquet::basic::Compression;
 use parquet::file::properties::{EnabledStatistics, WriterProperties};
@@ -158,18 +160,18 @@ fn writer_properties() -> WriterProperties {
         .build()
 }
 
-/// A run of file actions not yet converted to checkpoint rows.
-enum Piece<'a> {
-    /// Rows `offset..offset + len` of one batch of active files.
-    Adds(&'a FileBatch, usize, usize),
+/// A run of file actions not yet converted to checkpoint rows (zero-copy slices).
+enum Piece {
+    /// Active files.
+    Adds(FileBatch),
     /// Tombstones, already in checkpoint shape.
     Removes(StructArray),
 }
 
-impl Piece<'_> {
+impl Piece {
     fn len(&self) -> usize {
         match self {
-            Piece::Adds(_, _, len) => *len,
+            Piece::Adds(files) => files.len(),
             Piece::Removes(r) => r.len(),
         }
     }
@@ -177,7 +179,7 @@ impl Piece<'_> {
     /// The piece as (`add` or `remove`, checkpoint structs).
     fn convert(&self, layout: &CheckpointLayout) -> DeltaResult<(&'static str, StructArray)> {
         Ok(match self {
-            Piece::Adds(batch, offset, len) => (names::ADD, layout.add_rows(batch, *offset, *len)?),
+            Piece::Adds(files) => (names::ADD, layout.add_rows(files, 0, files.len())?),
             Piece::Removes(r) => (names::REMOVE, r.clone()),
         })
     }
@@ -232,13 +234,16 @@ impl<'a> FileActions<'a> {
     }
 
     /// The next piece, at most `max` rows.
-    fn next_piece(&mut self, max: usize) -> Option<Piece<'a>> {
+    fn next_piece(&mut self, max: usize) -> Option<Piece> {
         let max = max.min(CHUNK_ROWS);
         while self.batch < self.files.len() {
             let batch = &self.files[self.batch];
             if self.offset < batch.len() {
                 let len = (batch.len() - self.offset).min(max);
-                let piece = Piece::Adds(batch, self.offset, len);
+                let piece = Piece::Adds(FileBatch {
+                    adds: batch.adds.slice(self.offset, len),
+                    stats: batch.stats.slice(self.offset, len),
+                });
                 self.offset += len;
                 return Some(piece);
             }
@@ -260,7 +265,7 @@ impl<'a> FileActions<'a> {
     }
 
     /// The pieces of the next `rows` rows (fewer at the end; empty when done).
-    fn next_unit(&mut self, rows: usize) -> Vec<Piece<'a>> {
+    fn next_unit(&mut self, rows: usize) -> Vec<Piece> {
         let mut unit = Vec::new();
         let mut taken = 0;
         while taken < rows {
@@ -274,14 +279,12 @@ impl<'a> FileActions<'a> {
     }
 }
 
-/// Encodes `batches` as row group `index` of a file (every leaf column, in schema order).
-fn encode_row_group(
-    factory: &ArrowRowGroupWriterFactory,
+/// Encodes `batches` with a row group's column `writers` (every leaf, in schema order).
+fn encode_batches(
     schema: &SchemaRef,
-    index: usize,
+    mut writers: Vec<ArrowColumnWriter>,
     batches: &[RecordBatch],
 ) -> DeltaResult<Vec<ArrowColumnChunk>> {
-    let mut writers = factory.create_column_writers(index)?;
     for batch in batches {
         let mut next = writers.iter_mut();
         for (field, column) in schema.fields().iter().zip(batch.columns()) {
@@ -296,6 +299,23 @@ fn encode_row_group(
         .into_iter()
         .map(|w| w.close())
         .collect::<Result<Vec<_>, _>>()?)
+}
+
+/// Converts a unit of file actions to checkpoint rows and encodes them as one row group.
+fn encode_unit(
+    layout: &CheckpointLayout,
+    schema: &SchemaRef,
+    unit: Vec<Piece>,
+    writers: Vec<ArrowColumnWriter>,
+) -> DeltaResult<(Vec<ArrowColumnChunk>, usize)> {
+    let mut batches = Vec::with_capacity(unit.len());
+    let mut rows = 0;
+    for piece in unit {
+        let (action, structs) = piece.convert(layout)?;
+        rows += structs.len();
+        batches.push(one_action_batch(schema, action, structs)?);
+    }
+    Ok((encode_batches(schema, writers, &batches)?, rows))
 }
 
 /// A parquet file being written into a [`FileSink`], a row group at a time; row groups of
@@ -336,63 +356,54 @@ impl ParquetOut {
 
     /// Writes `batch` as one row group.
     async fn write(&mut self, batch: &RecordBatch) -> DeltaResult<()> {
-        let chunks = encode_row_group(
-            &self.factory,
-            &self.schema,
-            self.row_groups,
-            std::slice::from_ref(batch),
-        )?;
+        let writers = self.factory.create_column_writers(self.row_groups)?;
+        let chunks = encode_batches(&self.schema, writers, std::slice::from_ref(batch))?;
         self.append(chunks, batch.num_rows())?;
         self.writer.inner_mut().drain().await
     }
 
-    /// Writes each unit of file actions as one row group.
-    async fn write_units<'a>(
+    /// Writes each unit of file actions as one row group. Units are converted and encoded
+    /// on worker threads, as many at once as there are cores, while finished row groups are
+    /// appended in order; memory holds at most that many units.
+    async fn write_units(
         &mut self,
         layout: &CheckpointLayout,
-        mut units: impl Iterator<Item = Vec<Piece<'a>>>,
+        mut units: impl Iterator<Item = Vec<Piece>>,
     ) -> DeltaResult<()> {
+        type Encoded = DeltaResult<(Vec<ArrowColumnChunk>, usize)>;
         let threads = std::thread::available_parallelism()
             .map_or(2, |n| n.get())
             .clamp(1, 8);
+        let mut in_flight: VecDeque<std::thread::JoinHandle<Encoded>> = VecDeque::new();
+        let mut next_index = self.row_groups;
         loop {
-            let wave: Vec<Vec<Piece<'a>>> = units.by_ref().take(threads).collect();
-            if wave.is_empty() {
+            while in_flight.len() < threads {
+                let Some(unit) = units.next() else {
+                    break;
+                };
+                let writers = self.factory.create_column_writers(next_index)?;
+                next_index += 1;
+                let (layout, schema) = (layout.clone(), self.schema.clone());
+                in_flight.push_back(std::thread::spawn(move || {
+                    encode_unit(&layout, &schema, unit, writers)
+                }));
+            }
+            let Some(handle) = in_flight.pop_front() else {
                 return Ok(());
+            };
+            let (chunks, rows) = handle.join().unwrap_or_else(|_| {
+                Err(DeltaError::Internal("a checkpoint encoder panicked".into()))
+            })?;
+            // Start the next unit before appending this one.
+            if let Some(unit) = units.next() {
+                let writers = self.factory.create_column_writers(next_index)?;
+                next_index += 1;
+                let (layout, schema) = (layout.clone(), self.schema.clone());
+                in_flight.push_back(std::thread::spawn(move || {
+                    encode_unit(&layout, &schema, unit, writers)
+                }));
             }
-            let base = self.row_groups;
-            let (factory, schema) = (&self.factory, &self.schema);
-            let encoded: Vec<DeltaResult<(Vec<ArrowColumnChunk>, usize)>> =
-                std::thread::scope(|scope| {
-                    let handles: Vec<_> = wave
-                        .iter()
-                        .enumerate()
-                        .map(|(i, unit)| {
-                            scope.spawn(move || -> DeltaResult<(Vec<ArrowColumnChunk>, usize)> {
-                                let mut batches = Vec::with_capacity(unit.len());
-                                let mut rows = 0;
-                                for piece in unit {
-                                    let (action, structs) = piece.convert(layout)?;
-                                    rows += structs.len();
-                                    batches.push(one_action_batch(schema, action, structs)?);
-                                }
-                                Ok((encode_row_group(factory, schema, base + i, &batches)?, rows))
-                            })
-                        })
-                        .collect();
-                    handles
-                        .into_iter()
-                        .map(|h| {
-                            h.join().unwrap_or_else(|_| {
-                                Err(DeltaError::Internal("a checkpoint encoder panicked".into()))
-                            })
-                        })
-                        .collect()
-                });
-            for result in encoded {
-                let (chunks, rows) = result?;
-                self.append(chunks, rows)?;
-            }
+            self.append(chunks, rows)?;
             self.writer.inner_mut().drain().await?;
         }
     }

@@ -18,8 +18,11 @@ use arrow::array::{
     new_null_array, Array, ArrayRef, AsArray, MapArray, RecordBatch, StringBuilder, StructArray,
 };
 use arrow::compute::cast;
-use arrow::datatypes::{DataType, Field, FieldRef, Fields, Schema, SchemaRef};
-use arrow::json::writer::{make_encoder, EncoderOptions};
+use arrow::datatypes::{
+    DataType, Date32Type, Field, FieldRef, Fields, Schema, SchemaRef, TimeUnit,
+    TimestampMicrosecondType,
+};
+use arrow::json::writer::{make_encoder, Encoder, EncoderFactory, EncoderOptions, NullableEncoder};
 use serde_json::{json, Value};
 
 use crate::actions::{self, names, STATS_PARSED};
@@ -284,20 +287,11 @@ pub fn remove_rows(removes: &StructArray) -> DeltaResult<StructArray> {
 pub fn stats_json(stats: &StructArray) -> DeltaResult<arrow::array::StringArray> {
     let options = EncoderOptions::default()
         .with_explicit_nulls(false)
-        // "Per-file Statistics": timestamps are kept to the millisecond.
-        .with_timestamp_tz_format("%Y-%m-%dT%H:%M:%S%.3fZ".to_string())
-        .with_timestamp_format("%Y-%m-%dT%H:%M:%S%.3f".to_string())
-        .with_date_format("%Y-%m-%d".to_string());
-    // Formatting named zones needs a time zone database; statistics are UTC, so the zone is
-    // spelled as an offset (a metadata-only cast).
-    let mut array: ArrayRef = Arc::new(stats.clone());
-    let offsets = with_utc_offsets(stats.data_type());
-    if &offsets != stats.data_type() {
-        array = cast(&array, &offsets)?;
-    }
-    let field: FieldRef = Arc::new(Field::new("stats", offsets, true));
+        .with_encoder_factory(Arc::new(TemporalEncoders));
+    let field: FieldRef = Arc::new(Field::new("stats", stats.data_type().clone(), true));
+    let array: ArrayRef = Arc::new(stats.clone());
     let mut encoder = make_encoder(&field, array.as_ref(), &options)?;
-    let mut out = StringBuilder::with_capacity(stats.len(), stats.len() * 160);
+    let mut out = StringBuilder::with_capacity(stats.len(), stats.len() * 192);
     let mut buffer = Vec::with_capacity(512);
     for row in 0..stats.len() {
         if stats.is_null(row) || !has_any_value(stats, row) {
@@ -315,24 +309,110 @@ pub fn stats_json(stats: &StructArray) -> DeltaResult<arrow::array::StringArray>
     Ok(out.finish())
 }
 
-/// `dt` with every zoned timestamp's zone written `+00:00`.
-fn with_utc_offsets(dt: &DataType) -> DataType {
-    match dt {
-        DataType::Timestamp(unit, Some(_)) => DataType::Timestamp(*unit, Some("+00:00".into())),
-        DataType::Struct(fields) => DataType::Struct(
-            fields
-                .iter()
-                .map(|f| {
-                    Arc::new(
-                        f.as_ref()
-                            .clone()
-                            .with_data_type(with_utc_offsets(f.data_type())),
-                    )
-                })
-                .collect(),
-        ),
-        other => other.clone(),
+/// JSON encoders for dates and microsecond timestamps as "Per-file Statistics" writes them
+/// (`2024-01-31`, `2024-01-31T12:30:05.123Z`, without `Z` for `timestamp_ntz`), truncated to
+/// milliseconds; written directly, without a formatting library or time zone database.
+#[derive(Debug)]
+struct TemporalEncoders;
+
+impl EncoderFactory for TemporalEncoders {
+    fn make_default_encoder<'a>(
+        &self,
+        _field: &'a FieldRef,
+        array: &'a dyn Array,
+        _options: &'a EncoderOptions,
+    ) -> Result<Option<NullableEncoder<'a>>, arrow::error::ArrowError> {
+        let nulls = array.nulls().cloned();
+        Ok(match array.data_type() {
+            DataType::Timestamp(TimeUnit::Microsecond, tz) => Some(NullableEncoder::new(
+                Box::new(TimestampEncoder {
+                    values: array.as_primitive::<TimestampMicrosecondType>(),
+                    zoned: tz.is_some(),
+                }),
+                nulls,
+            )),
+            DataType::Date32 => Some(NullableEncoder::new(
+                Box::new(DateEncoder(array.as_primitive::<Date32Type>())),
+                nulls,
+            )),
+            _ => None,
+        })
     }
+}
+
+struct TimestampEncoder<'a> {
+    values: &'a arrow::array::TimestampMicrosecondArray,
+    zoned: bool,
+}
+
+impl Encoder for TimestampEncoder<'_> {
+    fn encode(&mut self, idx: usize, out: &mut Vec<u8>) {
+        let millis = self.values.value(idx).div_euclid(1000);
+        let days = millis.div_euclid(86_400_000);
+        let in_day = millis.rem_euclid(86_400_000);
+        out.push(b'"');
+        push_date(days, out);
+        out.push(b'T');
+        push_digits(in_day / 3_600_000, 2, out);
+        out.push(b':');
+        push_digits(in_day / 60_000 % 60, 2, out);
+        out.push(b':');
+        push_digits(in_day / 1000 % 60, 2, out);
+        out.push(b'.');
+        push_digits(in_day % 1000, 3, out);
+        if self.zoned {
+            out.push(b'Z');
+        }
+        out.push(b'"');
+    }
+}
+
+struct DateEncoder<'a>(&'a arrow::array::Date32Array);
+
+impl Encoder for DateEncoder<'_> {
+    fn encode(&mut self, idx: usize, out: &mut Vec<u8>) {
+        out.push(b'"');
+        push_date(i64::from(self.0.value(idx)), out);
+        out.push(b'"');
+    }
+}
+
+/// Non-negative `value` in decimal, zero-padded to `width` digits.
+fn push_digits(value: i64, width: usize, out: &mut Vec<u8>) {
+    let mut digits = [b'0'; 20];
+    let mut v = value.unsigned_abs();
+    let mut n = 0;
+    while v > 0 || n == 0 {
+        digits[19 - n] = b'0' + (v % 10) as u8;
+        v /= 10;
+        n += 1;
+    }
+    for _ in n..width {
+        out.push(b'0');
+    }
+    out.extend_from_slice(&digits[20 - n..]);
+}
+
+/// The proleptic Gregorian date of `days` since 1970-01-01 as `YYYY-MM-DD` (civil from days;
+/// years outside 0..=9999 get a sign, as ISO 8601's expanded years do).
+fn push_date(days: i64, out: &mut Vec<u8>) {
+    let z = days + 719_468;
+    let era = z.div_euclid(146_097);
+    let doe = z.rem_euclid(146_097);
+    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let day = doy - (153 * mp + 2) / 5 + 1;
+    let month = if mp < 10 { mp + 3 } else { mp - 9 };
+    let year = yoe + era * 400 + i64::from(month <= 2);
+    if !(0..=9999).contains(&year) {
+        out.push(if year < 0 { b'-' } else { b'+' });
+    }
+    push_digits(year.abs(), 4, out);
+    out.push(b'-');
+    push_digits(month, 2, out);
+    out.push(b'-');
+    push_digits(day, 2, out);
 }
 
 /// Whether row `row` of parsed statistics holds anything (`numRecords` or a value).
@@ -471,6 +551,42 @@ mod tests {
             r#"{"numRecords":10,"minValues":{"id":3,"ts":"2020-09-13T12:26:40.123Z"}}"#
         );
         assert!(text.is_null(1), "no value at all: no statistics");
+    }
+
+    #[test]
+    fn dates_and_timestamps_agree_with_chrono() {
+        for micros in [
+            0i64,
+            1,
+            -1,
+            999,
+            1_600_000_000_123_456,
+            -62_135_596_800_000_000,
+            253_402_300_799_999_999,
+            951_782_400_000_000,
+            -86_400_000_001,
+        ] {
+            let array = arrow::array::TimestampMicrosecondArray::from(vec![micros]);
+            let mut out = Vec::new();
+            TimestampEncoder {
+                values: &array,
+                zoned: true,
+            }
+            .encode(0, &mut out);
+            let t =
+                chrono::DateTime::from_timestamp_micros(micros.div_euclid(1000) * 1000).unwrap();
+            let expected = format!("\"{}\"", t.format("%Y-%m-%dT%H:%M:%S%.3fZ"));
+            assert_eq!(String::from_utf8(out).unwrap(), expected, "{micros}");
+        }
+        for days in [-719_162i32, -1, 0, 59, 10_957, 11_016, 2_932_896] {
+            let array = arrow::array::Date32Array::from(vec![days]);
+            let mut out = Vec::new();
+            DateEncoder(&array).encode(0, &mut out);
+            let d = chrono::NaiveDate::from_ymd_opt(1970, 1, 1).unwrap()
+                + chrono::Duration::days(i64::from(days));
+            let expected = format!("\"{}\"", d.format("%Y-%m-%d"));
+            assert_eq!(String::from_utf8(out).unwrap(), expected);
+        }
     }
 
     #[test]
