@@ -151,6 +151,10 @@ fn writer_properties() -> WriterProperties {
         // Column-chunk statistics let readers skip chunks that are all null (see log_reader).
         .set_statistics_enabled(EnabledStatistics::Chunk)
         .set_statistics_truncate_length(Some(64))
+        // Min/max of the long unique strings serve no reader; their null counts would only
+        // let a reader skip them where they are null, which costs nothing to decode.
+        .set_column_statistics_enabled(unique(&["add", "path"]), EnabledStatistics::None)
+        .set_column_statistics_enabled(unique(&["add", "stats"]), EnabledStatistics::None)
         // Values unique per row gain nothing from dictionaries.
         .set_column_dictionary_enabled(unique(&["add", "path"]), false)
         .set_column_dictionary_enabled(unique(&["add", "stats"]), false)

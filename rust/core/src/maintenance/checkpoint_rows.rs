@@ -291,7 +291,8 @@ pub fn stats_json(stats: &StructArray) -> DeltaResult<arrow::array::StringArray>
     let field: FieldRef = Arc::new(Field::new("stats", stats.data_type().clone(), true));
     let array: ArrayRef = Arc::new(stats.clone());
     let mut encoder = make_encoder(&field, array.as_ref(), &options)?;
-    let mut out = StringBuilder::with_capacity(stats.len(), stats.len() * 192);
+    // About 270 bytes for five columns of statistics; the builder grows past this as needed.
+    let mut out = StringBuilder::with_capacity(stats.len(), stats.len() * 320);
     let mut buffer = Vec::with_capacity(512);
     for row in 0..stats.len() {
         if stats.is_null(row) || !has_any_value(stats, row) {
