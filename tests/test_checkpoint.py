@@ -331,3 +331,44 @@ def test_partial_files_are_invisible(tmp_path: Path) -> None:
     assert state(dl.DeltaTable(uri)) == before
     t.create_checkpoint()
     assert state(dl.DeltaTable(uri)) == before
+
+
+# ---------------------------------------------------------------------------------------------
+# Version checksum files
+
+
+def test_every_commit_writes_a_version_checksum(tmp_path: Path) -> None:
+    uri = _partitioned(tmp_path, {"delta.enableDeletionVectors": "true"})
+    t = dl.DeltaTable(uri)
+    t.update(set={"name": "'x'"}, predicate="id > 90")
+    t.alter.set_domain_metadata("team.a", "{}")
+    dl.write_table(
+        uri,
+        pa.table({"id": pa.array([1000], pa.int64())}),
+        mode="append",
+        schema_mode="merge",
+        commit_properties=dl.CommitProperties(app_id="job", app_version=3),
+    )
+    latest = dl.DeltaTable(uri).version()
+    for v in range(latest + 1):
+        crc = json.loads((uri / "_delta_log" / f"{v:020}.crc").read_text())
+        table = dl.DeltaTable(uri, version=v)
+        assert table.validate_checksum() is True
+        assert crc["numFiles"] == len(table.files())
+        sizes = table.get_add_actions().column("size").to_pylist()
+        assert crc["tableSizeBytes"] == sum(sizes)
+        assert sum(crc["fileSizeHistogram"]["fileCounts"]) == crc["numFiles"]
+        assert sum(crc["fileSizeHistogram"]["totalBytes"]) == crc["tableSizeBytes"]
+        assert crc["metadata"]["id"] == table.metadata().id
+    crc = json.loads((uri / "_delta_log" / f"{latest:020}.crc").read_text())
+    assert {t["appId"]: t["version"] for t in crc["setTransactions"]} == {"job": 3}
+    assert [d["domain"] for d in crc["domainMetadata"]] == ["team.a"]
+
+    # A checksum that disagrees with the log is reported.
+    path = uri / "_delta_log" / f"{latest:020}.crc"
+    crc["numFiles"] += 1
+    path.write_text(json.dumps(crc))
+    with pytest.raises(dl.CorruptLogError, match="numFiles"):
+        dl.DeltaTable(uri).validate_checksum()
+    path.unlink()
+    assert dl.DeltaTable(uri).validate_checksum() is False

@@ -25,7 +25,7 @@ from deltalog.exceptions import (
 )
 from deltalog.expressions import Column, Expr, col
 from deltalog.scan import DeltaScan, ScanTask, read_task
-from deltalog.table import DeltaTable, Metadata, Protocol
+from deltalog.table import DeltaTable, Metadata, Protocol, VacuumResult
 from deltalog.transaction import Transaction, write_files
 from deltalog.writer import CommitProperties, write_table
 
@@ -50,6 +50,7 @@ __all__ = [
     "TableNotFoundError",
     "Transaction",
     "UnsupportedFeatureError",
+    "VacuumResult",
     "VersionNotFoundError",
     "__version__",
     "col",

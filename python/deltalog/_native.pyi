@@ -180,3 +180,21 @@ def create_checkpoint(
 def compact_logs(snapshot: RawSnapshot, start: int | None = None, end: int | None = None) -> str:
     """Writes `<start>.<end>.compacted.json` (defaults: the commits after the snapshot's
     checkpoint, up to its version); returns its table-relative path."""
+
+def cleanup_metadata(snapshot: RawSnapshot, now_ms: int | None = None) -> list[str]:
+    """Deletes the table's expired log files ("Metadata Cleanup") as of `now_ms`; returns the
+    `_delta_log`-relative names deleted."""
+
+def vacuum_plan(
+    snapshot: RawSnapshot,
+    retention_ms: int | None = None,
+    enforce_retention: bool = True,
+    now_ms: int | None = None,
+) -> list[tuple[str, int]]:
+    """The files VACUUM would delete, as (table-relative path, size) pairs."""
+
+def delete_files(snapshot: RawSnapshot, paths: list[str]) -> int:
+    """Deletes table-relative files (a missing one is not an error); how many were processed."""
+
+def validate_checksum(snapshot: RawSnapshot) -> bool:
+    """Checks the snapshot against its version's `.crc` file; False when there is none."""

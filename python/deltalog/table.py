@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import datetime as _dt
 import json
+import sys
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
@@ -94,6 +95,18 @@ def _flatten(table: pa.Table) -> pa.Table:
     while any(pa.types.is_struct(f.type) for f in table.schema):
         table = table.flatten()
     return table
+
+
+class VacuumResult(list[str]):
+    """The files VACUUM deleted (or would delete), with their count and total size."""
+
+    def __init__(self, paths: list[str], bytes: int) -> None:
+        super().__init__(paths)
+        self.bytes = bytes
+
+    @property
+    def num_files(self) -> int:
+        return len(self)
 
 
 class DeltaTable:
@@ -601,6 +614,90 @@ class DeltaTable:
         """
         check_snapshot_writable(self._raw)
         return _native.compact_logs(self._raw, start, end)
+
+    def validate_checksum(self) -> bool:
+        """Checks the loaded version against its version checksum file (``<v>.crc``, written
+        by deltalog after each commit): file count, table size, table id, schema and protocol
+        versions must agree.
+
+        Returns:
+            True when a checksum file exists and agrees, False when there is none.
+
+        Raises:
+            CorruptLogError: the checksum and the log disagree (names the field).
+        """
+        return _native.validate_checksum(self._raw)
+
+    def cleanup_metadata(self, *, now: TimestampLike | None = None) -> list[str]:
+        """Deletes log files no version inside ``delta.logRetentionDuration`` (default 30
+        days) needs ("Metadata Cleanup"): commits, checkpoints, version checksums and
+        compaction files older than the newest checkpoint before the cutoff, staged commits,
+        and unreferenced sidecars a day old. Time travel inside the window keeps working.
+
+        Args:
+            now: the current time (for tests; default: the clock).
+
+        Returns:
+            The ``_delta_log``-relative names deleted.
+        """
+        latest = self._raw.load_version(None)
+        check_snapshot_writable(latest)
+        now_ms = None if now is None else _timestamp_ms(now)
+        return _native.cleanup_metadata(latest, now_ms)
+
+    def vacuum(
+        self,
+        retention_hours: int | None = None,
+        dry_run: bool = True,
+        enforce_retention_duration: bool = True,
+        *,
+        now: TimestampLike | None = None,
+        progress: bool | None = None,
+    ) -> VacuumResult:
+        """Deletes files under the table root that no version inside the retention window
+        references and that are older than it: data files, deletion vector files and change
+        data files. ``_delta_log`` is never touched.
+
+        Args:
+            retention_hours: the retention; default ``delta.deletedFileRetentionDuration``
+                (7 days). A shorter one is refused while ``enforce_retention_duration`` is true.
+            dry_run: only list the files (the default, as in ``deltalake``).
+            now: the current time (for tests; default: the clock).
+            progress: show a progress bar on stderr (default: when stderr is a terminal and
+                more than 1,000 files go).
+
+        The latest version is vacuumed, after a full writer-protocol check (always: this is
+        what the ``vacuumProtocolCheck`` feature asks of every VACUUM).
+
+        Returns:
+            The table-relative paths deleted (or, with ``dry_run``, to be deleted), as a list
+            that also carries ``num_files`` and ``bytes``.
+        """
+        latest = self._raw.load_version(None)
+        # "Writer Requirements for Vacuum Protocol Check": an unconditional write-protocol
+        # check, so that files of writer features deltalog does not know are never deleted.
+        check_snapshot_writable(latest)
+        retention_ms = None if retention_hours is None else int(retention_hours * 3_600_000)
+        now_ms = None if now is None else _timestamp_ms(now)
+        plan = _native.vacuum_plan(latest, retention_ms, enforce_retention_duration, now_ms)
+        result = VacuumResult([p for p, _ in plan], bytes=sum(size for _, size in plan))
+        if dry_run or not plan:
+            return result
+        show = progress if progress is not None else (sys.stderr.isatty() and len(plan) > 1000)
+        done = 0
+        step = 1000
+        for i in range(0, len(plan), step):
+            done += _native.delete_files(latest, result[i : i + step])
+            if show:
+                print(
+                    f"\rVACUUM {self.table_uri}: {done:,}/{len(plan):,} files",
+                    end="",
+                    file=sys.stderr,
+                    flush=True,
+                )
+        if show:
+            print(file=sys.stderr)
+        return result
 
     # -- change data feed ------------------------------------------------------------------
 

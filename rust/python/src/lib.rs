@@ -992,6 +992,86 @@ fn compact_logs(
     })
 }
 
+/// Metadata cleanup of `snapshot`'s table as of `now_ms`; the `_delta_log` names deleted.
+#[pyfunction]
+#[pyo3(signature = (snapshot, now_ms=None))]
+fn cleanup_metadata(
+    py: Python<'_>,
+    snapshot: PyRef<'_, RawSnapshot>,
+    now_ms: Option<i64>,
+) -> PyResult<Vec<String>> {
+    let snapshot = snapshot.snapshot.clone();
+    let now = now_ms.unwrap_or_else(chrono_now_ms);
+    block_on(py, async move {
+        deltalog_core::maintenance::cleanup::cleanup_metadata(&snapshot, now).await
+    })
+}
+
+/// The files VACUUM would delete from `snapshot`'s table: `(path, size)` pairs. `retention_ms`
+/// None means `delta.deletedFileRetentionDuration`; a shorter one is refused unless
+/// `enforce_retention` is false.
+#[pyfunction]
+#[pyo3(signature = (snapshot, retention_ms=None, enforce_retention=true, now_ms=None))]
+fn vacuum_plan(
+    py: Python<'_>,
+    snapshot: PyRef<'_, RawSnapshot>,
+    retention_ms: Option<i64>,
+    enforce_retention: bool,
+    now_ms: Option<i64>,
+) -> PyResult<Vec<(String, u64)>> {
+    use deltalog_core::maintenance::intervals::{duration_ms, DELETED_FILE_RETENTION};
+    let snapshot = snapshot.snapshot.clone();
+    let configured = duration_ms(&snapshot.configuration(), DELETED_FILE_RETENTION)
+        .map_err(|e| to_py_err(py, e))?;
+    let retention = retention_ms.unwrap_or(configured);
+    if retention < 0 {
+        return Err(to_py_err(
+            py,
+            DeltaError::InvalidArgument("the retention cannot be negative".into()),
+        ));
+    }
+    if enforce_retention && retention < configured {
+        return Err(to_py_err(
+            py,
+            DeltaError::InvalidArgument(format!(
+                "a retention of {} hours is shorter than the table's \
+                 delta.deletedFileRetentionDuration ({} hours): concurrent readers and writers \
+                 of older versions could lose files; pass enforce_retention_duration=False to \
+                 vacuum anyway",
+                retention / 3_600_000,
+                configured / 3_600_000
+            )),
+        ));
+    }
+    let now = now_ms.unwrap_or_else(chrono_now_ms);
+    let expired = block_on(py, async move {
+        deltalog_core::maintenance::vacuum::expired_files(&snapshot, retention, now).await
+    })?;
+    Ok(expired.into_iter().map(|e| (e.path, e.size)).collect())
+}
+
+/// Deletes table-relative `paths` of `snapshot`'s table; returns how many were processed.
+#[pyfunction]
+fn delete_files(
+    py: Python<'_>,
+    snapshot: PyRef<'_, RawSnapshot>,
+    paths: Vec<String>,
+) -> PyResult<usize> {
+    let snapshot = snapshot.snapshot.clone();
+    block_on(py, async move {
+        deltalog_core::maintenance::vacuum::delete_files(snapshot.storage(), &paths).await
+    })
+}
+
+/// Checks `snapshot` against its version's `.crc` file: False when there is none.
+#[pyfunction]
+fn validate_checksum(py: Python<'_>, snapshot: PyRef<'_, RawSnapshot>) -> PyResult<bool> {
+    let snapshot = snapshot.snapshot.clone();
+    block_on(py, async move {
+        deltalog_core::maintenance::version_checksum::validate(&snapshot).await
+    })
+}
+
 /// The rows of a deletion vector as a RoaringTreemap; keys must fit in 63 bits.
 fn treemap(rows: Vec<u64>) -> PyResult<roaring::RoaringTreemap> {
     if rows.iter().any(|r| r >> 63 != 0) {
@@ -1075,6 +1155,10 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(z85_decode, m)?)?;
     m.add_function(wrap_pyfunction!(create_checkpoint, m)?)?;
     m.add_function(wrap_pyfunction!(compact_logs, m)?)?;
+    m.add_function(wrap_pyfunction!(cleanup_metadata, m)?)?;
+    m.add_function(wrap_pyfunction!(vacuum_plan, m)?)?;
+    m.add_function(wrap_pyfunction!(delete_files, m)?)?;
+    m.add_function(wrap_pyfunction!(validate_checksum, m)?)?;
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;
     Ok(())
 }

@@ -5,10 +5,16 @@
 //! - [`sink`]: large log files written so that no reader sees part of one;
 //! - [`checkpoint_rows`]: a snapshot's actions as rows of the checkpoint schema;
 //! - [`checkpoint`]: classic and V2 checkpoints, sidecars, `_last_checkpoint`;
-//! - [`compaction`]: log compaction files.
+//! - [`compaction`]: log compaction files;
+//! - [`cleanup`]: metadata cleanup (expired commits, checkpoints, sidecars);
+//! - [`vacuum`]: data, DV and change data files no version in the retention window needs;
+//! - [`version_checksum`]: `<v>.crc` files.
 
 pub mod checkpoint;
 pub mod checkpoint_rows;
+pub mod cleanup;
 pub mod compaction;
 pub mod intervals;
 pub mod sink;
+pub mod vacuum;
+pub mod version_checksum;

@@ -74,6 +74,8 @@ pub struct Transaction {
     table: Option<crate::write::iceberg::TableState>,
     /// The read version's table properties (for the automatic checkpoint after the commit).
     config: Option<std::collections::BTreeMap<String, String>>,
+    /// The read version's checksum, from which the committed version's is derived.
+    checksum: Option<crate::maintenance::version_checksum::VersionChecksum>,
 }
 
 /// The metadata domain of row tracking's high-water mark.
@@ -119,6 +121,7 @@ impl Transaction {
             row_id_high_water_mark: None,
             table: None,
             config: None,
+            checksum: None,
         }
     }
 
@@ -137,6 +140,9 @@ impl Transaction {
     pub fn for_table(mut self, snapshot: &crate::Snapshot) -> Self {
         self.table = crate::write::iceberg::TableState::of(snapshot).ok();
         self.config = Some(snapshot.configuration());
+        self.checksum = Some(crate::maintenance::version_checksum::VersionChecksum::of(
+            snapshot,
+        ));
         let this = if in_commit_timestamps_enabled(&snapshot.configuration()) {
             let previous = snapshot.in_commit_timestamp();
             self.with_in_commit_timestamps(previous, false)
@@ -215,6 +221,7 @@ impl Transaction {
         let mut mark = self.row_id_high_water_mark;
         for _ in 0..MAX_ATTEMPTS {
             let text = self.commit_text(&txn_id, version, ict, mark)?;
+            let written = text.clone();
             let location = self.storage.log_path(&commit_file_name(version));
             let options = PutOptions::from(PutMode::Create);
             match self
@@ -224,6 +231,7 @@ impl Transaction {
                 .await
             {
                 Ok(_) => {
+                    self.write_checksum(version, &txn_id, &written).await;
                     self.checkpoint_if_due(version).await;
                     return Ok(version);
                 }
@@ -246,10 +254,31 @@ impl Transaction {
         })
     }
 
+    /// Writes `<version>.crc` (see [`crate::maintenance::version_checksum`]) when this commit
+    /// directly follows the version it read (a new table: from nothing). Best effort: the
+    /// file is optional.
+    async fn write_checksum(&self, version: u64, txn_id: &str, text: &str) {
+        use crate::maintenance::version_checksum::{write_checksum, VersionChecksum};
+        let base = match (&self.checksum, self.read_version) {
+            (Some(c), Some(read)) if read + 1 == version => c.clone(),
+            (_, None) if version == 0 => VersionChecksum::empty(),
+            _ => return,
+        };
+        let actions: Vec<Value> = text
+            .lines()
+            .filter_map(|l| serde_json::from_str(l).ok())
+            .collect();
+        let mut checksum = base;
+        if checksum.apply(&actions) {
+            let _ = write_checksum(&self.storage, version, &checksum.to_json(Some(txn_id))).await;
+        }
+    }
+
     /// Writes a checkpoint of `version` when `delta.checkpointInterval` (default 10) divides
     /// it ("Checkpoints": writers are encouraged to checkpoint reasonably frequently), with the
-    /// kind `delta.checkpointPolicy` asks for. The commit has already succeeded: a checkpoint
-    /// that cannot be written is left for the next one, and readers do not need it.
+    /// kind `delta.checkpointPolicy` asks for, then cleans up expired log files. The commit
+    /// has already succeeded: a checkpoint that cannot be written is left for the next one,
+    /// and readers do not need it.
     async fn checkpoint_if_due(&self, version: u64) {
         use crate::maintenance::checkpoint::{write_checkpoint, CheckpointOptions};
         // The properties this commit sets, else those of the version it read.
@@ -278,8 +307,16 @@ impl Transaction {
         else {
             return;
         };
-        let options = CheckpointOptions::new(chrono::Utc::now().timestamp_millis());
-        let _ = write_checkpoint(&snapshot, &options).await;
+        let now = chrono::Utc::now().timestamp_millis();
+        if write_checkpoint(&snapshot, &CheckpointOptions::new(now))
+            .await
+            .is_ok()
+            && crate::maintenance::cleanup::cleanup_enabled(&snapshot)
+        {
+            // "Metadata Cleanup" after a checkpoint, when `delta.enableExpiredLogCleanup`
+            // (default true) allows it; best effort like the checkpoint itself.
+            let _ = crate::maintenance::cleanup::cleanup_metadata(&snapshot, now).await;
+        }
     }
 
     /// The commit file of `version`: commitInfo first, then the actions, one per line.
