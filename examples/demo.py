@@ -139,6 +139,20 @@ def main() -> int:
         t.restore(0)
         print(f"   RESTORE 0: {t.to_pyarrow_table().num_rows} rows again at version {t.version()}")
 
+        # Maintenance: checkpoints, log compaction, version checksums, VACUUM.
+        print("\n== maintenance: checkpoint, compaction, checksum, VACUUM")
+        t.alter.add_feature("v2Checkpoint")
+        t = dl.DeltaTable(path)
+        w = t.create_checkpoint("v2-json", sidecars=2)
+        print(
+            f"   V2 checkpoint of v{w['version']}: {w['num_actions']} actions, "
+            f"{w['num_add_files']} files, written {', '.join(Path(f).name for f in w['files'])}"
+        )
+        print(f"   log compaction: {Path(t.compact_logs(1, 4)).name}")
+        print(f"   v{t.version()}.crc agrees with the log: {t.validate_checksum()}")
+        gone = t.vacuum(retention_hours=0, enforce_retention_duration=False, dry_run=True)
+        print(f"   VACUUM (dry run, no retention) would delete {gone.num_files} file(s)")
+
     # Bad input is a typed error naming the file, version and rule.
     print("\n== tables a correct reader must refuse")
     for name in (

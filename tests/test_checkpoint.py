@@ -257,8 +257,34 @@ def test_v2_checkpoint_files(tmp_path: Path) -> None:
     ]
 
 
+def _same_as_peer(t: dl.DeltaTable, peer: deltalake.DeltaTable) -> None:
+    """Version, protocol, metadata and application transactions agree with the peer's view."""
+    assert peer.version() == t.version()
+    p, mine = peer.protocol(), t.protocol()
+    assert (p.min_reader_version, p.min_writer_version) == (
+        mine.min_reader_version,
+        mine.min_writer_version,
+    )
+    assert sorted(p.reader_features or []) == sorted(mine.reader_features or [])
+    assert sorted(p.writer_features or []) == sorted(mine.writer_features or [])
+    m, own = peer.metadata(), t.metadata()
+    assert (m.id, m.partition_columns, m.configuration) == (
+        own.id,
+        own.partition_columns,
+        own.configuration,
+    )
+    for app, version in t.transactions().items():
+        assert peer.transaction_version(app) == version
+
+
 def test_peer_reads_our_checkpoints(tmp_path: Path) -> None:
     uri = _partitioned(tmp_path, {"delta.checkpoint.writeStatsAsStruct": "true"})
+    dl.write_table(
+        uri,
+        pa.table({"id": pa.array([7], pa.int64()), "day": pa.array([1], pa.int32())}),
+        mode="append",
+        commit_properties=dl.CommitProperties(app_id="nightly", app_version=42),
+    )
     t = dl.DeltaTable(uri)
     expected = sorted(t.to_pyarrow_table().column("id").to_pylist())
     files = sorted(t.files())
@@ -267,7 +293,7 @@ def test_peer_reads_our_checkpoints(tmp_path: Path) -> None:
     for p in (uri / "_delta_log").glob("*.json"):
         p.unlink()
     peer = deltalake.DeltaTable(str(uri))
-    assert peer.version() == t.version()
+    _same_as_peer(t, peer)
     assert peer_files(peer) == files
     assert sorted(peer.to_pyarrow_table().column("id").to_pylist()) == expected
     assert dl.DeltaTable(uri).version() == t.version()
@@ -285,7 +311,7 @@ def test_peer_reads_our_v2_checkpoints(tmp_path: Path, kind: str) -> None:
         if ".checkpoint." not in p.name:
             p.unlink()
     peer = deltalake.DeltaTable(str(uri))
-    assert peer.version() == t.version()
+    _same_as_peer(t, peer)
     assert peer_files(peer) == sorted(t.files())
     # The peer's pyarrow path refuses the v2Checkpoint reader feature; its query engine reads.
     got = pa.table(

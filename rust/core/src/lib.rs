@@ -14,7 +14,8 @@
 //! - [`deletion_vector`]: deletion vector descriptors, Z85, RoaringBitmap and DV files;
 //! - [`predicate`]: the expression type of filters; [`expr`]: SQL expressions (DML, constraints);
 //! - [`scan`]: a snapshot's rows: scan planning ([`scan::Scan`]) and parallel file reads;
-//! - [`write`]: the pieces of data files and commits (partition values, directories, paths).
+//! - [`write`]: the pieces of data files and commits (partition values, directories, paths);
+//! - [`maintenance`]: checkpoints, log compaction, version checksums, metadata cleanup, VACUUM.
 
 pub mod actions;
 pub mod add_actions;
