@@ -6,7 +6,7 @@ import functools
 import json
 import os
 import shutil
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -297,3 +297,59 @@ def make_log(tmp_path: Path) -> Callable[[str], LogWriter]:
         return LogWriter(tmp_path / name)
 
     return factory
+
+
+# ---------------------------------------------------------------------------------------------
+# A real S3-protocol server on loopback (moto's), shared by the object-store tests
+
+S3_BUCKET = "tables"
+
+
+@pytest.fixture(scope="session")
+def s3_server() -> Iterator[tuple[dict[str, str], Any]]:
+    """(storage_options, boto3 client) of a moto S3 server with bucket `S3_BUCKET`."""
+    import boto3
+    from moto.server import ThreadedMotoServer
+
+    server = ThreadedMotoServer(ip_address="127.0.0.1", port=0, verbose=False)
+    server.start()
+    host, port = server.get_host_and_port()
+    endpoint = f"http://{host}:{port}"
+    client = boto3.client(
+        "s3",
+        endpoint_url=endpoint,
+        aws_access_key_id="testing",
+        aws_secret_access_key="testing",
+        region_name="us-east-1",
+    )
+    client.create_bucket(Bucket=S3_BUCKET)
+    try:
+        yield (
+            {
+                "AWS_ENDPOINT_URL": endpoint,
+                "AWS_ALLOW_HTTP": "true",
+                "AWS_ACCESS_KEY_ID": "testing",
+                "AWS_SECRET_ACCESS_KEY": "testing",
+                "AWS_REGION": "us-east-1",
+            },
+            client,
+        )
+    finally:
+        server.stop()
+
+
+def upload_table(client: Any, root: Path, prefix: str) -> None:
+    """Uploads every file under `root` to `S3_BUCKET` under `prefix/`, names verbatim."""
+    for f in sorted(root.rglob("*")):
+        if f.is_file():
+            client.upload_file(str(f), S3_BUCKET, f"{prefix}/{f.relative_to(root).as_posix()}")
+
+
+def s3_keys(client: Any, prefix: str) -> set[str]:
+    """Keys under `prefix/`, relative to it."""
+    out: set[str] = set()
+    for page in client.get_paginator("list_objects_v2").paginate(
+        Bucket=S3_BUCKET, Prefix=prefix + "/"
+    ):
+        out |= {o["Key"].removeprefix(prefix + "/") for o in page.get("Contents", [])}
+    return out

@@ -8,16 +8,14 @@ rows must equal those of the local read.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import boto3
 import pytest
-from moto.server import ThreadedMotoServer
 
 import deltalog as dl
-from conftest import corpus_table
+from conftest import S3_BUCKET, corpus_table, upload_table
 
 TABLES = [
     "dv-with-columnmapping/delta",  # DVs, column mapping, checkpoint
@@ -25,39 +23,15 @@ TABLES = [
     "v2-checkpoint-parquet/delta",  # V2 checkpoint with sidecars
     "data-reader-timestamp_ntz-id-mode/delta",  # field ids
 ]
-BUCKET = "tables"
+BUCKET = S3_BUCKET
 
 
 @pytest.fixture(scope="module")
-def s3() -> Iterator[dict[str, str]]:
-    server = ThreadedMotoServer(ip_address="127.0.0.1", port=0, verbose=False)
-    server.start()
-    host, port = server.get_host_and_port()
-    endpoint = f"http://{host}:{port}"
-    client = boto3.client(
-        "s3",
-        endpoint_url=endpoint,
-        aws_access_key_id="testing",
-        aws_secret_access_key="testing",
-        region_name="us-east-1",
-    )
-    client.create_bucket(Bucket=BUCKET)
+def s3(s3_server: tuple[dict[str, str], Any]) -> dict[str, str]:
+    options, client = s3_server
     for name in TABLES:
-        root = corpus_table(name)
-        for f in sorted(root.rglob("*")):
-            if f.is_file():
-                key = f"{name}/{f.relative_to(root).as_posix()}"
-                client.upload_file(str(f), BUCKET, key)
-    try:
-        yield {
-            "AWS_ENDPOINT_URL": endpoint,
-            "AWS_ALLOW_HTTP": "true",
-            "AWS_ACCESS_KEY_ID": "testing",
-            "AWS_SECRET_ACCESS_KEY": "testing",
-            "AWS_REGION": "us-east-1",
-        }
-    finally:
-        server.stop()
+        upload_table(client, corpus_table(name), name)
+    return options
 
 
 def _sorted_rows(table: Any) -> list[str]:

@@ -9,9 +9,10 @@
 //! File Schema" and "JSON checksum".
 //!
 //! The checkpoint is streamed: the snapshot's active files (already in memory as Arrow batches)
-//! are turned into checkpoint rows a chunk at a time and handed to the parquet writer, whose
-//! row groups go straight to the output file ([`FileSink`]), so the extra memory is a chunk and
-//! a row group, not a second copy of the table's state. Files appear in an order that keeps
+//! are cut into row-group units of zero-copy slices, which worker threads (one per core)
+//! convert to checkpoint rows and encode; finished row groups go straight to the output file
+//! ([`FileSink`]) in order, so the extra memory is a few row groups per core, not a second copy
+//! of the table's state. Files appear in an order that keeps
 //! the table readable after a crash at any point: sidecars, then the UUID-named file, then the
 //! classic copy, then `_last_checkpoint` (each one complete before it is visible).
 
@@ -305,13 +306,16 @@ fn encode_batches(
         .collect::<Result<Vec<_>, _>>()?)
 }
 
+/// A row group's encoded column chunks and its row count.
+type Encoded = DeltaResult<(Vec<ArrowColumnChunk>, usize)>;
+
 /// Converts a unit of file actions to checkpoint rows and encodes them as one row group.
 fn encode_unit(
     layout: &CheckpointLayout,
     schema: &SchemaRef,
     unit: Vec<Piece>,
     writers: Vec<ArrowColumnWriter>,
-) -> DeltaResult<(Vec<ArrowColumnChunk>, usize)> {
+) -> Encoded {
     let mut batches = Vec::with_capacity(unit.len());
     let mut rows = 0;
     for piece in unit {
@@ -374,23 +378,25 @@ impl ParquetOut {
         layout: &CheckpointLayout,
         mut units: impl Iterator<Item = Vec<Piece>>,
     ) -> DeltaResult<()> {
-        type Encoded = DeltaResult<(Vec<ArrowColumnChunk>, usize)>;
         let threads = std::thread::available_parallelism()
             .map_or(2, |n| n.get())
             .clamp(1, 8);
         let mut in_flight: VecDeque<std::thread::JoinHandle<Encoded>> = VecDeque::new();
         let mut next_index = self.row_groups;
+        let mut start = |unit: Vec<Piece>, this: &Self| -> DeltaResult<_> {
+            let writers = this.factory.create_column_writers(next_index)?;
+            next_index += 1;
+            let (layout, schema) = (layout.clone(), this.schema.clone());
+            Ok(std::thread::spawn(move || {
+                encode_unit(&layout, &schema, unit, writers)
+            }))
+        };
         loop {
             while in_flight.len() < threads {
                 let Some(unit) = units.next() else {
                     break;
                 };
-                let writers = self.factory.create_column_writers(next_index)?;
-                next_index += 1;
-                let (layout, schema) = (layout.clone(), self.schema.clone());
-                in_flight.push_back(std::thread::spawn(move || {
-                    encode_unit(&layout, &schema, unit, writers)
-                }));
+                in_flight.push_back(start(unit, self)?);
             }
             let Some(handle) = in_flight.pop_front() else {
                 return Ok(());
@@ -398,14 +404,9 @@ impl ParquetOut {
             let (chunks, rows) = handle.join().unwrap_or_else(|_| {
                 Err(DeltaError::Internal("a checkpoint encoder panicked".into()))
             })?;
-            // Start the next unit before appending this one.
+            // Keep every core busy while this row group is appended.
             if let Some(unit) = units.next() {
-                let writers = self.factory.create_column_writers(next_index)?;
-                next_index += 1;
-                let (layout, schema) = (layout.clone(), self.schema.clone());
-                in_flight.push_back(std::thread::spawn(move || {
-                    encode_unit(&layout, &schema, unit, writers)
-                }));
+                in_flight.push_back(start(unit, self)?);
             }
             self.append(chunks, rows)?;
             self.writer.inner_mut().drain().await?;

@@ -48,8 +48,6 @@ pub struct CheckpointLayout {
     pub stats_json: bool,
     /// `add.stats_parsed` (and `add.partitionValues_parsed` when partitioned).
     pub stats_struct: bool,
-    /// The physical statistics type ([`crate::stats::StatsSchema::physical_type`]).
-    stats_type: DataType,
     /// Partition columns as (key in `partitionValues`, typed field named by that key).
     partitions: Vec<Field>,
     add_fields: Fields,
@@ -118,7 +116,6 @@ impl CheckpointLayout {
         Ok(CheckpointLayout {
             stats_json,
             stats_struct,
-            stats_type,
             partitions,
             add_fields: Fields::from(add_fields),
         })
@@ -236,11 +233,6 @@ impl CheckpointLayout {
             None,
             adds.len(),
         )?)
-    }
-
-    /// Whether the statistics structs have the type the layout writes.
-    pub fn stats_type(&self) -> &DataType {
-        &self.stats_type
     }
 }
 
