@@ -398,3 +398,31 @@ def test_every_commit_writes_a_version_checksum(tmp_path: Path) -> None:
         dl.DeltaTable(uri).validate_checksum()
     path.unlink()
     assert dl.DeltaTable(uri).validate_checksum() is False
+
+
+def test_snapshot_uses_and_survives_version_checksums(tmp_path: Path) -> None:
+    """Opening a version with a `.crc` takes the protocol and metadata from it instead of a
+    first pass over the commits; a checksum that lies or is garbage never changes the result."""
+    uri = _partitioned(tmp_path)
+    t = dl.DeltaTable(uri)
+    before = state(t)
+    stats = t.get_add_actions(flatten=True).sort_by("path").to_pylist()
+    path = uri / "_delta_log" / f"{t.version():020}.crc"
+    crc = json.loads(path.read_text())
+    assert state(dl.DeltaTable(uri)) == before
+
+    lying = json.loads(json.dumps(crc))
+    schema = json.loads(lying["metadata"]["schemaString"])
+    for f in schema["fields"]:
+        if f["name"] == "id":
+            f["type"] = "string"
+    lying["metadata"]["schemaString"] = json.dumps(schema)
+    path.write_text(json.dumps(lying))
+    again = dl.DeltaTable(uri)
+    assert state(again) == before
+    assert again.get_add_actions(flatten=True).sort_by("path").to_pylist() == stats
+    with pytest.raises(dl.CorruptLogError, match="schemaString"):
+        again.validate_checksum()
+
+    path.write_text("{not json")
+    assert state(dl.DeltaTable(uri)) == before

@@ -51,6 +51,58 @@ impl Metadata {
     }
 }
 
+fn json_strings(value: Option<&serde_json::Value>) -> Option<Vec<String>> {
+    value?
+        .as_array()?
+        .iter()
+        .map(|v| v.as_str().map(str::to_string))
+        .collect()
+}
+
+fn json_map(value: Option<&serde_json::Value>) -> BTreeMap<String, String> {
+    value
+        .and_then(|v| v.as_object())
+        .map(|o| {
+            o.iter()
+                .filter_map(|(k, v)| Some((k.clone(), v.as_str()?.to_string())))
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+impl Protocol {
+    /// A `protocol` action's body as JSON (e.g. from a version checksum file).
+    pub fn from_json(value: &serde_json::Value) -> Option<Self> {
+        Some(Protocol {
+            min_reader_version: i32::try_from(value.get("minReaderVersion")?.as_i64()?).ok()?,
+            min_writer_version: i32::try_from(value.get("minWriterVersion")?.as_i64()?).ok()?,
+            reader_features: json_strings(value.get("readerFeatures")),
+            writer_features: json_strings(value.get("writerFeatures")),
+        })
+    }
+}
+
+impl Metadata {
+    /// A `metaData` action's body as JSON (e.g. from a version checksum file).
+    pub fn from_json(value: &serde_json::Value) -> Option<Self> {
+        let text = |key: &str| value.get(key).and_then(|v| v.as_str()).map(str::to_string);
+        Some(Metadata {
+            id: text("id"),
+            name: text("name"),
+            description: text("description"),
+            format_provider: value
+                .pointer("/format/provider")
+                .and_then(|v| v.as_str())
+                .map(str::to_string),
+            format_options: json_map(value.pointer("/format/options")),
+            schema_string: Some(text("schemaString")?),
+            partition_columns: json_strings(value.get("partitionColumns")).unwrap_or_default(),
+            created_time: value.get("createdTime").and_then(|v| v.as_i64()),
+            configuration: json_map(value.get("configuration")),
+        })
+    }
+}
+
 /// A `txn` action.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Txn {

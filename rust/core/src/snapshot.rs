@@ -89,7 +89,17 @@ async fn first_pass(storage: &Storage, newest_first: &[Delta]) -> DeltaResult<Re
 impl Snapshot {
     /// Opens version `version` (the latest when `None`) of the table in `storage`.
     pub async fn try_new(storage: Storage, version: Option<u64>) -> DeltaResult<Self> {
-        let (segment, _listing) = load_segment(&storage, version).await?;
+        let (segment, listing) = load_segment(&storage, version).await?;
+        // The version's checksum file, when there is one, names the protocol and metadata:
+        // the first pass over the newest commits is not needed (replay still checks them).
+        let has_checksum = listing.files.iter().any(|f| {
+            matches!(f.kind, crate::log_path::LogFileKind::Crc { version } if version == segment.version)
+        });
+        if has_checksum {
+            if let Some(schema) = checksum_stats_schema(&storage, segment.version).await {
+                return Self::replay(storage, segment, FirstPass::Known(Arc::new(schema))).await;
+            }
+        }
         Self::from_segment(storage, segment).await
     }
 
@@ -424,6 +434,20 @@ fn column_mapping_mode_of(
 }
 
 /// The statistics types of a table; counts only when the schema is missing or unusable.
+/// The statistics schema the protocol and metadata of version `version`'s checksum file
+/// ("Version Checksum File") give; `None` when the file is unreadable or lacks them.
+async fn checksum_stats_schema(storage: &Storage, version: u64) -> Option<StatsSchema> {
+    use crate::maintenance::version_checksum::checksum_file_name;
+    let bytes = storage
+        .get(&storage.log_path(&checksum_file_name(version)))
+        .await
+        .ok()?;
+    let crc: serde_json::Value = serde_json::from_slice(&bytes).ok()?;
+    let protocol = Protocol::from_json(crc.get("protocol")?)?;
+    let metadata = Metadata::from_json(crc.get("metadata")?)?;
+    Some(stats_schema_of(Some(&protocol), Some(&metadata)))
+}
+
 fn stats_schema_of(protocol: Option<&Protocol>, metadata: Option<&Metadata>) -> StatsSchema {
     let typed = || {
         let logical = parse_schema_string(metadata?.schema_string.as_deref()?).ok()?;
