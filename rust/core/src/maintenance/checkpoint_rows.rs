@@ -29,6 +29,7 @@ use crate::actions::{self, names, STATS_PARSED};
 use crate::error::{DeltaError, DeltaResult};
 use crate::files::FileBatch;
 use crate::model::{DomainMetadata, Protocol, Txn};
+use crate::nulls::shared_null_array;
 use crate::scan::partition_values::parse_partition_column;
 use crate::schema::physical_schema;
 use crate::snapshot::Snapshot;
@@ -254,9 +255,9 @@ fn map_value<'a>(map: &'a MapArray, row: usize, key: &str) -> Option<&'a str> {
 fn conform(column: Option<&ArrayRef>, field: &Field, len: usize) -> DeltaResult<ArrayRef> {
     Ok(match column {
         Some(c) if c.data_type() == field.data_type() => c.clone(),
-        Some(c) if c.null_count() == c.len() => new_null_array(field.data_type(), len),
+        Some(c) if c.null_count() == c.len() => shared_null_array(field.data_type(), len),
         Some(c) => cast(c, field.data_type())?,
-        None => new_null_array(field.data_type(), len),
+        None => shared_null_array(field.data_type(), len),
     })
 }
 
@@ -502,7 +503,8 @@ pub fn one_action_batch(
                     .take()
                     .ok_or_else(|| DeltaError::Internal(format!("two {name} columns")))
             } else {
-                Ok(new_null_array(f.data_type(), len))
+                // Shared zeroed memory: the other actions' columns cost no allocation.
+                Ok(shared_null_array(f.data_type(), len))
             }
         })
         .collect::<DeltaResult<Vec<_>>>()?;
