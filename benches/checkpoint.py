@@ -23,7 +23,6 @@ import json
 import os
 import shutil
 import statistics
-import subprocess
 import sys
 import time
 from pathlib import Path
@@ -79,15 +78,7 @@ def child_main(impl: str, path: str) -> dict[str, Any]:
 
 def run_child(impl: str, root: Path, timeout: float) -> dict[str, Any]:
     cmd = [sys.executable, os.path.abspath(__file__), "--child", impl, str(root)]
-    try:
-        p = subprocess.run(cmd, check=False, capture_output=True, text=True, timeout=timeout)
-    except subprocess.TimeoutExpired:
-        return {"impl": impl, "error": f"timeout after {timeout:.0f}s"}
-    for line in reversed(p.stdout.strip().splitlines()):
-        if line.startswith("{"):
-            return json.loads(line)
-    err = (p.stderr.strip().splitlines() or ["no output"])[-1]
-    return {"impl": impl, "error": f"exit {p.returncode}: {err}"}
+    return snap.run_json_child(cmd, impl, timeout)
 
 
 class LogState:

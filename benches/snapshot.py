@@ -635,6 +635,11 @@ def run_child(impl: str, root: Path, info: dict[str, Any], timeout: float) -> di
         str(root),
         json.dumps(info),
     ]
+    return run_json_child(cmd, impl, timeout)
+
+
+def run_json_child(cmd: list[str], impl: str, timeout: float) -> dict[str, Any]:
+    """Runs a child that prints its result as a JSON line last; errors become `error`."""
     try:
         p = subprocess.run(cmd, check=False, capture_output=True, text=True, timeout=timeout)
     except subprocess.TimeoutExpired:

@@ -445,40 +445,9 @@ pub fn assign_nested_ids(fields: &Fields, max_id: &mut i64) -> Fields {
 }
 
 fn assign_in_type(dt: &DataType, max_id: &mut i64) -> DataType {
-    match dt {
-        DataType::Struct(children) => DataType::Struct(assign_nested_ids(children, max_id)),
-        DataType::List(item) => DataType::List(Arc::new(
-            item.as_ref()
-                .clone()
-                .with_data_type(assign_in_type(item.data_type(), max_id)),
-        )),
-        // Map keys and values are not struct fields: their ids are on the map's field.
-        DataType::Map(entries, sorted) => match entries.data_type() {
-            DataType::Struct(kv) => {
-                let kv: Fields = kv
-                    .iter()
-                    .map(|f| {
-                        Arc::new(
-                            f.as_ref()
-                                .clone()
-                                .with_data_type(assign_in_type(f.data_type(), max_id)),
-                        )
-                    })
-                    .collect();
-                DataType::Map(
-                    Arc::new(
-                        entries
-                            .as_ref()
-                            .clone()
-                            .with_data_type(DataType::Struct(kv)),
-                    ),
-                    *sorted,
-                )
-            }
-            _ => dt.clone(),
-        },
-        other => other.clone(),
-    }
+    crate::write::mapping::map_nested_structs(dt, &mut |children| {
+        assign_nested_ids(children, max_id)
+    })
 }
 
 /// The largest nested id of `fields` (0 when none).

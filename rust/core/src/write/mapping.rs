@@ -55,22 +55,39 @@ pub fn assign_ids(fields: &Fields, max_id: &mut i64) -> Fields {
 }
 
 fn assign_in_type(dt: &DataType, max_id: &mut i64) -> DataType {
-    match dt {
-        DataType::Struct(children) => DataType::Struct(assign_ids(children, max_id)),
-        DataType::List(item) => DataType::List(Arc::new(
-            item.as_ref()
+    map_nested_structs(dt, &mut |children| assign_ids(children, max_id))
+}
+
+/// `dt` with `f` applied to the fields of every struct nested in it: directly, as a list's
+/// element, or as a map's key or value. Map entries themselves are not Delta fields ("Schema
+/// Serialization Format": a map has a key type and a value type), so `f` never sees them.
+pub(crate) fn map_nested_structs(dt: &DataType, f: &mut dyn FnMut(&Fields) -> Fields) -> DataType {
+    let inner = |field: &FieldRef, f: &mut dyn FnMut(&Fields) -> Fields| {
+        Arc::new(
+            field
+                .as_ref()
                 .clone()
-                .with_data_type(assign_in_type(item.data_type(), max_id)),
-        )),
-        DataType::Map(entries, sorted) => DataType::Map(
-            Arc::new(
-                entries
-                    .as_ref()
-                    .clone()
-                    .with_data_type(assign_in_type(entries.data_type(), max_id)),
-            ),
-            *sorted,
-        ),
+                .with_data_type(map_nested_structs(field.data_type(), f)),
+        )
+    };
+    match dt {
+        DataType::Struct(children) => DataType::Struct(f(children)),
+        DataType::List(item) => DataType::List(inner(item, f)),
+        DataType::Map(entries, sorted) => match entries.data_type() {
+            DataType::Struct(kv) => {
+                let kv: Fields = kv.iter().map(|field| inner(field, f)).collect();
+                DataType::Map(
+                    Arc::new(
+                        entries
+                            .as_ref()
+                            .clone()
+                            .with_data_type(DataType::Struct(kv)),
+                    ),
+                    *sorted,
+                )
+            }
+            _ => dt.clone(),
+        },
         other => other.clone(),
     }
 }
@@ -309,6 +326,32 @@ pub fn to_physical(batch: &RecordBatch, physical: &SchemaRef) -> DeltaResult<Rec
 mod tests {
     use super::*;
     use arrow::array::{ArrayRef, Int64Array, StructArray};
+
+    #[test]
+    fn map_entries_get_no_ids_but_structs_inside_do() {
+        let value = DataType::Struct(Fields::from(vec![Field::new("v", DataType::Int32, true)]));
+        let map = crate::schema::map_type(DataType::Utf8, value, true);
+        let mut max = 0;
+        let fields = assign_ids(&Fields::from(vec![Field::new("m", map, true)]), &mut max);
+        assert_eq!(
+            max, 2,
+            "the map column and the struct field inside its value"
+        );
+        let DataType::Map(entries, _) = fields[0].data_type() else {
+            panic!("a map")
+        };
+        let DataType::Struct(kv) = entries.data_type() else {
+            panic!("entries")
+        };
+        assert!(kv.iter().all(|f| !f.metadata().contains_key(COLUMN_ID_KEY)));
+        let DataType::Struct(inner) = kv[1].data_type() else {
+            panic!("value struct")
+        };
+        assert_eq!(
+            inner[0].metadata().get(COLUMN_ID_KEY).map(String::as_str),
+            Some("2")
+        );
+    }
 
     #[test]
     fn ids_and_physical_names_for_every_field() {
