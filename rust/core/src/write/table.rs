@@ -12,7 +12,7 @@ use std::collections::BTreeMap;
 use std::sync::Arc;
 
 use arrow::array::{ArrayRef, AsArray, RecordBatch, StructArray};
-use arrow::datatypes::{DataType, Field, Schema, SchemaRef};
+use arrow::datatypes::{DataType, Field, Fields, Schema, SchemaRef};
 use serde_json::{json, Value};
 
 use crate::error::{DeltaError, DeltaResult};
@@ -210,21 +210,7 @@ where
             let mode = s.column_mapping_mode()?;
             if mode != ColumnMappingMode::None {
                 // New columns, new ids: continue after the largest id ever used.
-                let mut max_id = config
-                    .get(MAX_COLUMN_ID)
-                    .and_then(|v| v.parse::<i64>().ok())
-                    .unwrap_or(0)
-                    .max(max_id_of(s.schema()?.fields()));
-                fields = assign_ids(&fields, &mut max_id);
-                max_id = max_id.max(crate::write::iceberg::max_nested_id(s.schema()?.fields()));
-                fields = crate::write::iceberg::with_nested_ids(
-                    Arc::new(Schema::new(fields)),
-                    &config,
-                    &mut max_id,
-                )
-                .fields()
-                .clone();
-                config.insert(MAX_COLUMN_ID.into(), max_id.to_string());
+                fields = with_new_ids(&fields, s.schema()?.fields(), &mut config);
             }
             (
                 Arc::new(Schema::new(fields)),
@@ -263,16 +249,8 @@ where
         None => crate::write::mapping::mode_of_config(&config)?,
     };
     let table_schema = if snapshot.is_none() && mode != ColumnMappingMode::None {
-        let mut max_id = 0;
-        let fields = assign_ids(table_schema.fields(), &mut max_id);
-        // icebergCompatV2: ids for array elements and map keys and values too.
-        let schema = crate::write::iceberg::with_nested_ids(
-            Arc::new(Schema::new(fields)),
-            &config,
-            &mut max_id,
-        );
-        config.insert(MAX_COLUMN_ID.into(), max_id.to_string());
-        schema
+        let fields = with_new_ids(table_schema.fields(), &Fields::empty(), &mut config);
+        Arc::new(Schema::new(fields))
     } else {
         table_schema
     };
@@ -294,15 +272,8 @@ where
                 .collect();
             let mut added = table_schema_of(&Schema::new(nullable))?;
             if mode != ColumnMappingMode::None {
-                let mut max_id = config
-                    .get(MAX_COLUMN_ID)
-                    .and_then(|v| v.parse::<i64>().ok())
-                    .unwrap_or(0)
-                    .max(max_id_of(table_schema.fields()));
-                added = Arc::new(Schema::new(assign_ids(added.fields(), &mut max_id)));
-                max_id = max_id.max(crate::write::iceberg::max_nested_id(table_schema.fields()));
-                added = crate::write::iceberg::with_nested_ids(added, &config, &mut max_id);
-                config.insert(MAX_COLUMN_ID.into(), max_id.to_string());
+                let fields = with_new_ids(added.fields(), table_schema.fields(), &mut config);
+                added = Arc::new(Schema::new(fields));
             }
             let mut fields: Vec<Field> = table_schema
                 .fields()
@@ -590,6 +561,24 @@ fn remove_all(snapshot: &Snapshot) -> DeltaResult<Vec<Value>> {
     Ok(out)
 }
 
+/// `new` fields with column mapping ids and physical names, and (under icebergCompatV2)
+/// nested ids, numbered after every id `existing` and `delta.columnMapping.maxColumnId` hold
+/// ("Column Mapping": ids are never reused); `config`'s `maxColumnId` moves to the last id
+/// given. Column ids and nested ids share the counter.
+fn with_new_ids(new: &Fields, existing: &Fields, config: &mut BTreeMap<String, String>) -> Fields {
+    let mut max_id = config
+        .get(MAX_COLUMN_ID)
+        .and_then(|v| v.parse::<i64>().ok())
+        .unwrap_or(0)
+        .max(max_id_of(existing))
+        .max(crate::write::iceberg::max_nested_id(existing));
+    let fields = assign_ids(new, &mut max_id);
+    let schema =
+        crate::write::iceberg::with_nested_ids(Arc::new(Schema::new(fields)), config, &mut max_id);
+    config.insert(MAX_COLUMN_ID.into(), max_id.to_string());
+    schema.fields().clone()
+}
+
 /// ALTER TABLE ADD COLUMNS ("Change Metadata", "Schema Serialization Format"): the schema
 /// string and configuration of `snapshot`'s table with `columns` added at the end. New
 /// columns must be nullable (existing rows read them as null) and their names new (Delta
@@ -629,15 +618,11 @@ pub fn add_columns(
     let mut added = table_schema_of(columns)?;
     let mode = snapshot.column_mapping_mode()?;
     if mode != ColumnMappingMode::None {
-        let mut max_id = config
-            .get(MAX_COLUMN_ID)
-            .and_then(|v| v.parse::<i64>().ok())
-            .unwrap_or(0)
-            .max(max_id_of(current.fields()))
-            .max(crate::write::iceberg::max_nested_id(current.fields()));
-        added = Arc::new(Schema::new(assign_ids(added.fields(), &mut max_id)));
-        added = crate::write::iceberg::with_nested_ids(added, &config, &mut max_id);
-        config.insert(MAX_COLUMN_ID.into(), max_id.to_string());
+        added = Arc::new(Schema::new(with_new_ids(
+            added.fields(),
+            current.fields(),
+            &mut config,
+        )));
     }
     let mut fields: Vec<Field> = current
         .fields()
