@@ -76,20 +76,25 @@ pub(crate) fn map_nested_structs(dt: &DataType, f: &mut dyn FnMut(&Fields) -> Fi
         DataType::Map(entries, sorted) => match entries.data_type() {
             DataType::Struct(kv) => {
                 let kv: Fields = kv.iter().map(|field| inner(field, f)).collect();
-                DataType::Map(
-                    Arc::new(
-                        entries
-                            .as_ref()
-                            .clone()
-                            .with_data_type(DataType::Struct(kv)),
-                    ),
-                    *sorted,
-                )
+                map_with_entries(entries, kv, *sorted)
             }
             _ => dt.clone(),
         },
         other => other.clone(),
     }
+}
+
+/// A map type like the one of `entries` with key and value fields `kv`.
+fn map_with_entries(entries: &FieldRef, kv: Fields, sorted: bool) -> DataType {
+    DataType::Map(
+        Arc::new(
+            entries
+                .as_ref()
+                .clone()
+                .with_data_type(DataType::Struct(kv)),
+        ),
+        sorted,
+    )
 }
 
 /// The largest column id of `fields` (0 when none has one).
@@ -223,15 +228,7 @@ fn with_nested_field_ids(
                     tagged(&kv[1], format!("{path}.value")),
                 ]
                 .into();
-                DataType::Map(
-                    Arc::new(
-                        entries
-                            .as_ref()
-                            .clone()
-                            .with_data_type(DataType::Struct(kv)),
-                    ),
-                    *sorted,
-                )
+                map_with_entries(entries, kv, *sorted)
             }
             _ => dt.clone(),
         },
