@@ -51,7 +51,8 @@ impl Metadata {
     }
 }
 
-fn json_strings(value: Option<&serde_json::Value>) -> Option<Vec<String>> {
+/// A JSON array of strings (`None` when it is absent or holds anything else).
+pub fn json_strings(value: Option<&serde_json::Value>) -> Option<Vec<String>> {
     value?
         .as_array()?
         .iter()
@@ -59,7 +60,8 @@ fn json_strings(value: Option<&serde_json::Value>) -> Option<Vec<String>> {
         .collect()
 }
 
-fn json_map(value: Option<&serde_json::Value>) -> BTreeMap<String, String> {
+/// A JSON object of strings (other values skipped; empty when absent).
+pub fn json_map(value: Option<&serde_json::Value>) -> BTreeMap<String, String> {
     value
         .and_then(|v| v.as_object())
         .map(|o| {

@@ -25,6 +25,7 @@ use arrow::datatypes::{DataType, Field, Fields, Schema};
 use serde_json::{Map, Value};
 
 use crate::error::{DeltaError, DeltaResult};
+use crate::model::{json_map, json_strings};
 use crate::schema::{parse_schema_string, ColumnMappingMode, PHYSICAL_NAME_KEY};
 use crate::snapshot::Snapshot;
 
@@ -117,39 +118,16 @@ impl TableState {
         let mut next = self.clone();
         for action in actions {
             if let Some(p) = action.get("protocol") {
-                next.writer_features = p
-                    .get("writerFeatures")
-                    .and_then(Value::as_array)
-                    .map(|f| {
-                        f.iter()
-                            .filter_map(|n| n.as_str().map(str::to_string))
-                            .collect()
-                    })
-                    .unwrap_or_default();
+                next.writer_features = json_strings(p.get("writerFeatures")).unwrap_or_default();
             }
             if let Some(m) = action.get("metaData") {
-                next.configuration = m
-                    .get("configuration")
-                    .and_then(Value::as_object)
-                    .map(|c| {
-                        c.iter()
-                            .filter_map(|(k, v)| v.as_str().map(|v| (k.clone(), v.to_string())))
-                            .collect()
-                    })
-                    .unwrap_or_default();
+                next.configuration = json_map(m.get("configuration"));
                 next.schema_string = m
                     .get("schemaString")
                     .and_then(Value::as_str)
                     .map(str::to_string);
-                next.partition_columns = m
-                    .get("partitionColumns")
-                    .and_then(Value::as_array)
-                    .map(|c| {
-                        c.iter()
-                            .filter_map(|n| n.as_str().map(str::to_string))
-                            .collect()
-                    })
-                    .unwrap_or_default();
+                next.partition_columns =
+                    json_strings(m.get("partitionColumns")).unwrap_or_default();
             }
         }
         next
