@@ -47,7 +47,7 @@ use crate::snapshot::Snapshot;
 /// Rows converted per step (bounds the memory of the conversion).
 const CHUNK_ROWS: usize = 32_768;
 /// Rows per parquet row group (readers decode row groups in parallel).
-const ROW_GROUP_ROWS: usize = 131_072;
+const ROW_GROUP_ROWS: usize = 65_536;
 /// File actions per sidecar when the caller does not say how many sidecars to write; smaller
 /// checkpoints keep their file actions inline.
 const AUTO_SIDECAR_ACTIONS: usize = 1_000_000;
