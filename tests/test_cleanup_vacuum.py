@@ -248,3 +248,26 @@ def test_vacuum_progress(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> 
     err = capsys.readouterr().err
     assert "VACUUM" in err and "files" in err
     assert json.dumps(err)  # printable
+
+
+def test_command_line_maintenance(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    from deltalog.cli import main
+
+    uri, names = build_vacuum_table(tmp_path)
+    assert main(["checkpoint", str(uri)]) == 0
+    assert json.loads(capsys.readouterr().out)["files"] == [
+        f"_delta_log/{dl.DeltaTable(uri).version():020}.checkpoint.parquet"
+    ]
+    assert main(["compact", str(uri), "--start", "1", "--end", "3"]) == 0
+    assert capsys.readouterr().out.strip().endswith(".compacted.json")
+    assert main(["cleanup", str(uri)]) == 0
+    assert capsys.readouterr().out == ""
+    assert main(["vacuum", str(uri)]) == 0
+    out = capsys.readouterr()
+    assert names["orphan"] in out.out.split() and "dry run" in out.err
+    assert (uri / names["orphan"]).exists()
+    assert main(["vacuum", str(uri), "--retention-hours", "1"]) == 1
+    assert "deletedFileRetentionDuration" in capsys.readouterr().err
+    assert main(["vacuum", str(uri), "--apply"]) == 0
+    capsys.readouterr()
+    assert not (uri / names["orphan"]).exists()

@@ -1,8 +1,12 @@
-"""The ``deltalog`` command line: inspect tables from a shell.
+"""The ``deltalog`` command line: inspect and maintain tables from a shell.
 
 deltalog info PATH [--version N | --timestamp TS]
 deltalog files PATH [--version N]
 deltalog history PATH [--limit N]
+deltalog checkpoint PATH [--kind classic|v2-parquet|v2-json] [--sidecars N]
+deltalog compact PATH [--start N] [--end N]
+deltalog cleanup PATH
+deltalog vacuum PATH [--retention-hours H] [--force] [--apply]
 """
 
 from __future__ import annotations
@@ -60,8 +64,35 @@ def _history(args: argparse.Namespace) -> None:
         print(json.dumps(entry, default=str))
 
 
+def _checkpoint(args: argparse.Namespace) -> None:
+    print(json.dumps(DeltaTable(args.path).create_checkpoint(args.kind, args.sidecars)))
+
+
+def _compact(args: argparse.Namespace) -> None:
+    print(DeltaTable(args.path).compact_logs(args.start, args.end))
+
+
+def _cleanup(args: argparse.Namespace) -> None:
+    for name in DeltaTable(args.path).cleanup_metadata():
+        print(f"_delta_log/{name}")
+
+
+def _vacuum(args: argparse.Namespace) -> None:
+    result = DeltaTable(args.path).vacuum(
+        args.retention_hours,
+        dry_run=not args.apply,
+        enforce_retention_duration=not args.force,
+    )
+    for path in result:
+        print(path)
+    verb = "deleted" if args.apply else "would delete (dry run; --apply deletes)"
+    print(f"{verb} {result.num_files} file(s), {result.bytes} bytes", file=sys.stderr)
+
+
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="deltalog", description="Inspect Delta tables.")
+    parser = argparse.ArgumentParser(
+        prog="deltalog", description="Inspect and maintain Delta tables."
+    )
     sub = parser.add_subparsers(dest="command", required=True)
     for name, fn in (("info", _info), ("files", _files)):
         p = sub.add_parser(name)
@@ -73,6 +104,25 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("path")
     p.add_argument("--limit", type=int)
     p.set_defaults(fn=_history)
+    p = sub.add_parser("checkpoint", help="write a checkpoint of the latest version")
+    p.add_argument("path")
+    p.add_argument("--kind", choices=["classic", "v2", "v2-parquet", "v2-json"])
+    p.add_argument("--sidecars", type=int)
+    p.set_defaults(fn=_checkpoint)
+    p = sub.add_parser("compact", help="write a log compaction file")
+    p.add_argument("path")
+    p.add_argument("--start", type=int)
+    p.add_argument("--end", type=int)
+    p.set_defaults(fn=_compact)
+    p = sub.add_parser("cleanup", help="delete expired log files (delta.logRetentionDuration)")
+    p.add_argument("path")
+    p.set_defaults(fn=_cleanup)
+    p = sub.add_parser("vacuum", help="list (or, with --apply, delete) unreferenced files")
+    p.add_argument("path")
+    p.add_argument("--retention-hours", type=float)
+    p.add_argument("--force", action="store_true", help="allow a shorter retention")
+    p.add_argument("--apply", action="store_true", help="delete instead of listing")
+    p.set_defaults(fn=_vacuum)
     args = parser.parse_args(argv)
     try:
         args.fn(args)
