@@ -430,20 +430,9 @@ fn assign_in_type(dt: &DataType, max_id: &mut i64) -> DataType {
 
 /// The largest nested id of `fields` (0 when none).
 pub fn max_nested_id(fields: &Fields) -> i64 {
-    fields
-        .iter()
-        .map(|f| {
-            let own = nested_ids_of(f).values().copied().max().unwrap_or(0);
-            let inner = match f.data_type() {
-                DataType::Struct(c) => max_nested_id(c),
-                DataType::List(item) => max_nested_id(&Fields::from(vec![item.clone()])),
-                DataType::Map(entries, _) => max_nested_id(&Fields::from(vec![entries.clone()])),
-                _ => 0,
-            };
-            own.max(inner)
-        })
-        .max()
-        .unwrap_or(0)
+    crate::write::mapping::max_over_fields(fields, &|f| {
+        nested_ids_of(f).values().copied().max().unwrap_or(0)
+    })
 }
 
 /// `schema` with nested ids assigned when `configuration` asks for icebergCompatV2, the

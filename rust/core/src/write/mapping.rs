@@ -99,21 +99,29 @@ fn map_with_entries(entries: &FieldRef, kv: Fields, sorted: bool) -> DataType {
 
 /// The largest column id of `fields` (0 when none has one).
 pub fn max_id_of(fields: &Fields) -> i64 {
+    max_over_fields(fields, &|f| {
+        f.metadata()
+            .get(COLUMN_ID_KEY)
+            .and_then(|v| v.parse::<i64>().ok())
+            .unwrap_or(0)
+    })
+}
+
+/// The largest `own(field)` over `fields` and every field nested in them (struct children,
+/// list elements, map entries and their keys and values); 0 when there are none.
+pub(crate) fn max_over_fields(fields: &Fields, own: &dyn Fn(&Field) -> i64) -> i64 {
     fields
         .iter()
         .map(|f| {
-            let own = f
-                .metadata()
-                .get(COLUMN_ID_KEY)
-                .and_then(|v| v.parse::<i64>().ok())
-                .unwrap_or(0);
             let nested = match f.data_type() {
-                DataType::Struct(c) => max_id_of(c),
-                DataType::List(item) => max_id_of(&Fields::from(vec![item.clone()])),
-                DataType::Map(entries, _) => max_id_of(&Fields::from(vec![entries.clone()])),
+                DataType::Struct(c) => max_over_fields(c, own),
+                DataType::List(item) => max_over_fields(&Fields::from(vec![item.clone()]), own),
+                DataType::Map(entries, _) => {
+                    max_over_fields(&Fields::from(vec![entries.clone()]), own)
+                }
                 _ => 0,
             };
-            own.max(nested)
+            own(f).max(nested)
         })
         .max()
         .unwrap_or(0)

@@ -275,13 +275,7 @@ where
                 let fields = with_new_ids(added.fields(), table_schema.fields(), &mut config);
                 added = Arc::new(Schema::new(fields));
             }
-            let mut fields: Vec<Field> = table_schema
-                .fields()
-                .iter()
-                .map(|f| f.as_ref().clone())
-                .collect();
-            fields.extend(added.fields().iter().map(|f| f.as_ref().clone()));
-            (Arc::new(Schema::new(fields)), true)
+            (Arc::new(appended(&table_schema, &added)), true)
         }
         (Some(_), false) => {
             return Err(DeltaError::InvalidArgument(format!(
@@ -561,6 +555,18 @@ fn remove_all(snapshot: &Snapshot) -> DeltaResult<Vec<Value>> {
     Ok(out)
 }
 
+/// `current`'s fields followed by `added`'s.
+fn appended(current: &Schema, added: &Schema) -> Schema {
+    Schema::new(
+        current
+            .fields()
+            .iter()
+            .chain(added.fields().iter())
+            .cloned()
+            .collect::<Fields>(),
+    )
+}
+
 /// `new` fields with column mapping ids and physical names, and (under icebergCompatV2)
 /// nested ids, numbered after every id `existing` and `delta.columnMapping.maxColumnId` hold
 /// ("Column Mapping": ids are never reused); `config`'s `maxColumnId` moves to the last id
@@ -624,13 +630,7 @@ pub fn add_columns(
             &mut config,
         )));
     }
-    let mut fields: Vec<Field> = current
-        .fields()
-        .iter()
-        .map(|f| f.as_ref().clone())
-        .collect();
-    fields.extend(added.fields().iter().map(|f| f.as_ref().clone()));
-    let text =
-        arrow_to_schema_string(&Schema::new(fields)).map_err(|e| DeltaError::Internal(e.0))?;
+    let text = arrow_to_schema_string(&appended(&current, &added))
+        .map_err(|e| DeltaError::Internal(e.0))?;
     Ok((text, config))
 }
