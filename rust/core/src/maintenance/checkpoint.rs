@@ -184,7 +184,7 @@ impl Piece {
     /// The piece as (`add` or `remove`, checkpoint structs).
     fn convert(&self, layout: &CheckpointLayout) -> DeltaResult<(&'static str, StructArray)> {
         Ok(match self {
-            Piece::Adds(files) => (names::ADD, layout.add_rows(files, 0, files.len())?),
+            Piece::Adds(files) => (names::ADD, layout.add_rows(files)?),
             Piece::Removes(r) => (names::REMOVE, r.clone()),
         })
     }

@@ -15,7 +15,7 @@
 use std::sync::Arc;
 
 use arrow::array::{
-    new_null_array, Array, ArrayRef, AsArray, MapArray, RecordBatch, StringBuilder, StructArray,
+    new_null_array, Array, ArrayRef, AsArray, RecordBatch, StringBuilder, StructArray,
 };
 use arrow::compute::cast;
 use arrow::datatypes::{
@@ -30,7 +30,7 @@ use crate::error::{DeltaError, DeltaResult};
 use crate::files::FileBatch;
 use crate::model::{DomainMetadata, Protocol, Txn};
 use crate::nulls::shared_null_array;
-use crate::scan::partition_values::parse_partition_column;
+use crate::scan::partition_values::{parse_partition_column, partition_texts};
 use crate::schema::physical_schema;
 use crate::snapshot::Snapshot;
 
@@ -45,10 +45,6 @@ pub const WRITE_STATS_AS_STRUCT: &str = "delta.checkpoint.writeStatsAsStruct";
 /// What the `add` column of a table's checkpoint holds.
 #[derive(Debug, Clone)]
 pub struct CheckpointLayout {
-    /// `add.stats` as JSON text.
-    pub stats_json: bool,
-    /// `add.stats_parsed` (and `add.partitionValues_parsed` when partitioned).
-    pub stats_struct: bool,
     /// Partition columns as (key in `partitionValues`, typed field named by that key).
     partitions: Vec<Field>,
     add_fields: Fields,
@@ -115,8 +111,6 @@ impl CheckpointLayout {
             add_fields.push(Arc::new(Field::new(STATS_PARSED, stats_type.clone(), true)));
         }
         Ok(CheckpointLayout {
-            stats_json,
-            stats_struct,
             partitions,
             add_fields: Fields::from(add_fields),
         })
@@ -156,22 +150,16 @@ impl CheckpointLayout {
         Arc::new(Schema::new(fields))
     }
 
-    /// Rows `offset..offset + len` of `files` as checkpoint `add` structs.
-    pub fn add_rows(
-        &self,
-        files: &FileBatch,
-        offset: usize,
-        len: usize,
-    ) -> DeltaResult<StructArray> {
-        let adds = files.adds.slice(offset, len);
-        let stats = files.stats.slice(offset, len);
+    /// The files of `files` as checkpoint `add` structs.
+    pub fn add_rows(&self, files: &FileBatch) -> DeltaResult<StructArray> {
+        let (adds, stats, len) = (&files.adds, &files.stats, files.len());
         let mut columns: Vec<ArrayRef> = Vec::with_capacity(self.add_fields.len());
         for field in self.add_fields.iter() {
             let column = match field.name().as_str() {
-                "stats" => Arc::new(stats_json(&stats)?) as ArrayRef,
+                "stats" => Arc::new(stats_json(stats)?) as ArrayRef,
                 STATS_PARSED => conform(Some(&(Arc::new(stats.clone()) as ArrayRef)), field, len)?,
                 PARTITION_VALUES_PARSED => {
-                    Arc::new(self.partition_values_parsed(&adds, field)?) as ArrayRef
+                    Arc::new(self.partition_values_parsed(adds, field)?) as ArrayRef
                 }
                 name => conform(adds.column_by_name(name), field, len)?,
             };
@@ -200,12 +188,7 @@ impl CheckpointLayout {
             .and_then(|c| c.as_map_opt());
         let mut columns = Vec::with_capacity(self.partitions.len());
         for part in &self.partitions {
-            let texts: Vec<Option<&str>> = match map {
-                Some(map) => (0..adds.len())
-                    .map(|row| map_value(map, row, part.name()))
-                    .collect(),
-                None => vec![None; adds.len()],
-            };
+            let texts = partition_texts(map, adds.len(), part.name());
             let column = match parse_partition_column(texts.iter().copied(), part.data_type()) {
                 Ok(c) => c,
                 // A value that does not parse is null here; the string stays in
@@ -235,20 +218,6 @@ impl CheckpointLayout {
             adds.len(),
         )?)
     }
-}
-
-/// The value of `key` in row `row` of a `map<string,string>`.
-fn map_value<'a>(map: &'a MapArray, row: usize, key: &str) -> Option<&'a str> {
-    if map.is_null(row) {
-        return None;
-    }
-    let keys = map.keys().as_string_opt::<i32>()?;
-    let values = map.values().as_string_opt::<i32>()?;
-    let offsets = map.value_offsets();
-    let (start, end) = (offsets[row] as usize, offsets[row + 1] as usize);
-    (start..end)
-        .find(|&i| keys.value(i) == key)
-        .and_then(|i| values.is_valid(i).then(|| values.value(i)))
 }
 
 /// `column` with the type of `field` (cast when it differs, nulls when it is missing).

@@ -24,7 +24,7 @@ pub mod task;
 use std::collections::{BTreeMap, HashMap};
 use std::sync::Arc;
 
-use arrow::array::{Array, AsArray, BooleanArray, MapArray, RecordBatch, StructArray};
+use arrow::array::{Array, AsArray, BooleanArray, RecordBatch, StructArray};
 use arrow::datatypes::{Int64Type, Schema};
 use futures::stream::{self, BoxStream, StreamExt};
 
@@ -33,7 +33,7 @@ use crate::error::{DeltaError, DeltaResult};
 use crate::files::FileBatch;
 use crate::paths::decode_uri_path;
 use crate::predicate::Predicate;
-use crate::scan::partition_values::parse_partition_column;
+use crate::scan::partition_values::{parse_partition_column, partition_texts};
 use crate::scan::skipping::{may_match, FileStats};
 use crate::snapshot::Snapshot;
 use crate::storage::Storage;
@@ -206,16 +206,13 @@ fn file_filter(
             continue;
         };
         let texts = partition_texts(pv, files.len(), &key);
-        let values = parse_partition_column(texts.iter().map(|t| t.as_deref()), &data_type)
-            .map_err(|e| {
-                DeltaError::corrupt(
-                    "_delta_log",
-                    Some(snapshot.version()),
-                    format!(
-                        "partition column {key:?}: {e} (spec: \"Partition Value Serialization\")"
-                    ),
-                )
-            })?;
+        let values = parse_partition_column(texts.iter().copied(), &data_type).map_err(|e| {
+            DeltaError::corrupt(
+                "_delta_log",
+                Some(snapshot.version()),
+                format!("partition column {key:?}: {e} (spec: \"Partition Value Serialization\")"),
+            )
+        })?;
         partitions.insert(column, values);
     }
     let stats = FileStats {
@@ -230,32 +227,6 @@ fn file_filter(
         partitions,
     };
     may_match(predicate, schema, &stats)
-}
-
-/// The partition value text of `key` for each of `len` files.
-fn partition_texts(map: Option<&MapArray>, len: usize, key: &str) -> Vec<Option<String>> {
-    let Some(map) = map else {
-        return vec![None; len];
-    };
-    let (keys, values) = (
-        map.keys().as_string_opt::<i32>(),
-        map.values().as_string_opt::<i32>(),
-    );
-    let (Some(keys), Some(values)) = (keys, values) else {
-        return vec![None; len];
-    };
-    let offsets = map.value_offsets();
-    (0..len)
-        .map(|i| {
-            if map.is_null(i) {
-                return None;
-            }
-            let (start, end) = (offsets[i] as usize, offsets[i + 1] as usize);
-            (start..end)
-                .find(|&j| keys.value(j) == key)
-                .and_then(|j| values.is_valid(j).then(|| values.value(j).to_string()))
-        })
-        .collect()
 }
 
 /// Appends one task per file of `files` (only those `keep` marks, when given).

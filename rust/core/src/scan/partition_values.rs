@@ -11,8 +11,8 @@
 use std::sync::Arc;
 
 use arrow::array::{
-    new_null_array, Array, ArrayRef, BinaryArray, BooleanArray, Date32Array, StringArray,
-    TimestampMicrosecondArray, UInt32Array,
+    new_null_array, Array, ArrayRef, AsArray, BinaryArray, BooleanArray, Date32Array, MapArray,
+    StringArray, TimestampMicrosecondArray, UInt32Array,
 };
 use arrow::compute::{cast_with_options, take, CastOptions};
 use arrow::datatypes::{DataType, TimeUnit};
@@ -20,6 +20,36 @@ use chrono::{DateTime, NaiveDate, NaiveDateTime};
 
 /// Why a partition value did not parse.
 pub type PartitionValueError = String;
+
+/// The `partitionValues` text of `key` for each of the first `len` rows of a
+/// `map<string,string>` column (`None` where the map is null or lacks the key).
+pub fn partition_texts<'a>(
+    map: Option<&'a MapArray>,
+    len: usize,
+    key: &str,
+) -> Vec<Option<&'a str>> {
+    let Some(map) = map else {
+        return vec![None; len];
+    };
+    let (Some(keys), Some(values)) = (
+        map.keys().as_string_opt::<i32>(),
+        map.values().as_string_opt::<i32>(),
+    ) else {
+        return vec![None; len];
+    };
+    let offsets = map.value_offsets();
+    (0..len)
+        .map(|i| {
+            if map.is_null(i) {
+                return None;
+            }
+            let (start, end) = (offsets[i] as usize, offsets[i + 1] as usize);
+            (start..end)
+                .find(|&j| keys.value(j) == key)
+                .and_then(|j| values.is_valid(j).then(|| values.value(j)))
+        })
+        .collect()
+}
 
 /// One partition value of type `data_type` as a one-element array (null when `text` is `None`
 /// or empty).
