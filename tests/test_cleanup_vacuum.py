@@ -271,3 +271,23 @@ def test_command_line_maintenance(tmp_path: Path, capsys: pytest.CaptureFixture[
     assert main(["vacuum", str(uri), "--apply"]) == 0
     capsys.readouterr()
     assert not (uri / names["orphan"]).exists()
+
+
+def test_vacuum_keeps_files_named_by_absolute_uris(tmp_path: Path) -> None:
+    root = tmp_path / "t"
+    log = LogWriter(root)
+    log.commit(
+        0,
+        [
+            commit_info(),
+            protocol(),
+            metadata(),
+            add(f"file://{root}/abs%20one.parquet"),
+            add(f"{root}/abs-two.parquet"),
+            add("rel.parquet"),
+        ],
+    )
+    for name in ("abs one.parquet", "abs-two.parquet", "rel.parquet", "orphan.parquet"):
+        (root / name).write_bytes(b"x")
+        set_mtime(root / name, NOW - 30 * DAY)
+    assert dl.DeltaTable(root).vacuum() == ["orphan.parquet"]

@@ -41,19 +41,25 @@ fn relative(storage: &Storage, raw: &str) -> Option<String> {
     if !decoded.contains("://") && !decoded.starts_with('/') && !decoded.starts_with("file:") {
         return Some(decoded.to_string());
     }
-    let root = storage.url().as_str().trim_end_matches('/').to_string() + "/";
-    let url = if decoded.starts_with('/') {
-        url::Url::from_file_path(decoded).ok()?.to_string()
-    } else {
-        decoded.to_string()
-    };
-    let url = url.replacen("file:///", "file:/", 1);
-    let root = root.replacen("file:///", "file:/", 1);
-    url.strip_prefix(&root).map(|r| {
-        percent_encoding::percent_decode_str(r)
-            .decode_utf8_lossy()
-            .into_owned()
-    })
+    let location = storage.resolve_absolute(decoded)?;
+    store_relative(&location, storage.root())
+}
+
+/// `location` relative to `root`, parts percent-decoded (object_store encodes some
+/// characters of path parts).
+fn store_relative(
+    location: &object_store::path::Path,
+    root: &object_store::path::Path,
+) -> Option<String> {
+    let parts: Vec<String> = location
+        .prefix_match(root)?
+        .map(|p| {
+            percent_encoding::percent_decode_str(p.as_ref())
+                .decode_utf8_lossy()
+                .into_owned()
+        })
+        .collect();
+    Some(parts.join("/"))
 }
 
 /// Adds the paths (and DV files) of the rows of `actions` selected by `keep` to `valid`.
@@ -164,16 +170,7 @@ async fn list_files(
     Ok(metas
         .into_iter()
         .filter_map(|m| {
-            let parts: Vec<String> = m
-                .location
-                .prefix_match(&root)?
-                .map(|p| {
-                    percent_encoding::percent_decode_str(p.as_ref())
-                        .decode_utf8_lossy()
-                        .into_owned()
-                })
-                .collect();
-            let rel = parts.join("/");
+            let rel = store_relative(&m.location, &root)?;
             visible(&rel).then(|| (rel, m.size, m.last_modified.timestamp_millis()))
         })
         .collect())
