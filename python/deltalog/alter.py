@@ -10,6 +10,7 @@ not see the new rules.
 from __future__ import annotations
 
 import json
+import uuid
 from collections.abc import Iterable, Mapping
 from typing import TYPE_CHECKING, Any
 
@@ -157,8 +158,6 @@ class TableAlterer:
                     'baseRowId, which deltalog does not backfill (spec: "Writer Requirements '
                     'for Row Tracking")'
                 )
-            import uuid
-
             for key, prefix in (
                 ("delta.rowTracking.materializedRowIdColumnName", "_row-id-col-"),
                 (
