@@ -9,6 +9,7 @@ actions"). The `deltalake` package, an independent reader, must agree.
 from __future__ import annotations
 
 import json
+import logging
 import shutil
 from pathlib import Path
 from typing import Any
@@ -344,6 +345,38 @@ def test_automatic_checkpoints(tmp_path: Path) -> None:
     assert list(log.glob(f"{15:020}.checkpoint.*-*.parquet")), sorted(log_files(uri))
     assert (log / f"{15:020}.checkpoint.parquet").exists()
     assert dl.DeltaTable(uri).to_pyarrow_table().num_rows == 14
+
+
+def test_failed_automatic_checkpoint_is_a_warning(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    """The commit stands when its automatic checkpoint cannot be written; the failure is
+    logged on the ``deltalog`` logger, and the next due checkpoint is written."""
+    uri = tmp_path / "t"
+    one = pa.table({"id": pa.array([1], pa.int64())})
+    dl.write_table(uri, one, configuration={"delta.checkpointInterval": "2"})
+    log = uri / "_delta_log"
+    # A directory where the checkpoint of version 2 would go: the rename onto it fails.
+    (log / f"{2:020}.checkpoint.parquet").mkdir()
+    dl.write_table(uri, one, mode="append")
+    with caplog.at_level(logging.WARNING, logger="deltalog"):
+        dl.write_table(uri, one, mode="append")
+    warned = [r for r in caplog.records if r.name == "deltalog"]
+    assert len(warned) == 1, caplog.text
+    assert "automatic checkpoint of version 2 failed" in warned[0].getMessage()
+    assert str(uri) in warned[0].getMessage()
+    assert warned[0].levelno == logging.WARNING
+    assert not (log / "_last_checkpoint").exists()
+    t = dl.DeltaTable(uri)
+    assert t.version() == 2 and t.to_pyarrow_table().num_rows == 3
+    # Nothing left behind but the obstacle; the next checkpoint is written as usual.
+    assert [p.name for p in log.iterdir() if p.name.startswith(".")] == []
+    caplog.clear()
+    with caplog.at_level(logging.WARNING, logger="deltalog"):
+        dl.write_table(uri, one, mode="append")
+        dl.write_table(uri, one, mode="append")
+    assert [r for r in caplog.records if r.name == "deltalog"] == []
+    assert json.loads((log / "_last_checkpoint").read_text())["version"] == 4
 
 
 def test_partial_files_are_invisible(tmp_path: Path) -> None:

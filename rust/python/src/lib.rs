@@ -4,6 +4,8 @@
 //! the GIL released), core results to Python objects (Arrow data through the C data interface,
 //! zero-copy), and core errors to the exception classes of `deltalog.exceptions`.
 
+mod warnings;
+
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex, OnceLock};
 
@@ -51,7 +53,9 @@ where
     T: Send,
 {
     let rt = runtime()?;
-    py.detach(|| rt.block_on(fut)).map_err(|e| to_py_err(py, e))
+    let result = py.detach(|| rt.block_on(fut));
+    warnings::emit_pending(py);
+    result.map_err(|e| to_py_err(py, e))
 }
 
 /// Maps a core error onto the matching `deltalog.exceptions` class.
@@ -1133,6 +1137,7 @@ fn z85_decode<'py>(py: Python<'py>, text: &str) -> PyResult<Bound<'py, pyo3::typ
 
 #[pymodule]
 fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    warnings::install();
     m.add_class::<RawSnapshot>()?;
     m.add_class::<RawScan>()?;
     m.add_class::<RawBatchStream>()?;

@@ -270,7 +270,14 @@ impl Transaction {
             .collect();
         let mut checksum = base;
         if checksum.apply(&actions) {
-            let _ = write_checksum(&self.storage, version, &checksum.to_json(Some(txn_id))).await;
+            if let Err(e) =
+                write_checksum(&self.storage, version, &checksum.to_json(Some(txn_id))).await
+            {
+                log::warn!(
+                    "{}: version {version} committed, but its checksum file was not written: {e}",
+                    self.storage.url()
+                );
+            }
         }
     }
 
@@ -303,19 +310,27 @@ impl Transaction {
         if version == 0 || !version.is_multiple_of(interval) {
             return;
         }
-        let Ok(snapshot) = crate::Snapshot::try_new(self.storage.clone(), Some(version)).await
-        else {
-            return;
+        let table = self.storage.url();
+        // Failures are reported as warnings (the `log` facade; the Python package forwards
+        // them to the `deltalog` logger): the commit itself stands.
+        let snapshot = match crate::Snapshot::try_new(self.storage.clone(), Some(version)).await {
+            Ok(snapshot) => snapshot,
+            Err(e) => {
+                log::warn!("{table}: automatic checkpoint of version {version} skipped: {e}");
+                return;
+            }
         };
         let now = chrono::Utc::now().timestamp_millis();
-        if write_checkpoint(&snapshot, &CheckpointOptions::new(now))
-            .await
-            .is_ok()
-            && crate::maintenance::cleanup::cleanup_enabled(&snapshot)
-        {
+        if let Err(e) = write_checkpoint(&snapshot, &CheckpointOptions::new(now)).await {
+            log::warn!("{table}: automatic checkpoint of version {version} failed: {e}");
+            return;
+        }
+        if crate::maintenance::cleanup::cleanup_enabled(&snapshot) {
             // "Metadata Cleanup" after a checkpoint, when `delta.enableExpiredLogCleanup`
             // (default true) allows it; best effort like the checkpoint itself.
-            let _ = crate::maintenance::cleanup::cleanup_metadata(&snapshot, now).await;
+            if let Err(e) = crate::maintenance::cleanup::cleanup_metadata(&snapshot, now).await {
+                log::warn!("{table}: metadata cleanup after version {version} failed: {e}");
+            }
         }
     }
 
