@@ -17,6 +17,7 @@ import os
 import time
 from pathlib import Path
 
+import deltalake
 import pyarrow as pa
 import pytest
 
@@ -199,8 +200,27 @@ def test_vacuum_deletes_exactly_the_expired_unreferenced_files(tmp_path: Path) -
     assert not set(plan) & (active | {names["fresh"], names["hidden"], names["dot"]})
     superseded = set(plan) - must
     assert len(superseded) == 1 and superseded <= dv_files
+    version = t.version()
     deleted = t.vacuum(now=later, dry_run=False)
     assert set(deleted) == set(plan)
+    # Recorded in the history as Delta Spark does: VACUUM START, then VACUUM END.
+    assert t.version() == version + 2
+    end, start = t.history(2)
+    assert start["operation"] == "VACUUM START" and end["operation"] == "VACUUM END"
+    assert start["operationParameters"] == {
+        "retentionCheckEnabled": "true",
+        "defaultRetentionMillis": str(7 * DAY),
+    }
+    assert start["operationMetrics"] == {
+        "numFilesToDelete": str(len(plan)),
+        "sizeOfDataToDelete": str(plan.bytes),
+    }
+    assert end["operationParameters"] == {"status": "COMPLETED"}
+    assert end["operationMetrics"]["numDeletedFiles"] == str(len(plan))
+    assert start["isBlindAppend"] and end["readVersion"] == version + 1
+    peer = deltalake.DeltaTable(str(uri))
+    assert [h["operation"] for h in peer.history(2)] == ["VACUUM END", "VACUUM START"]
+    assert peer.version() == version + 2
     after = data_files(uri)
     assert after == before_files - set(plan)
     assert active <= after and dv_files - superseded <= after

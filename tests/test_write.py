@@ -93,6 +93,16 @@ def test_inputs_pandas_polars_batches_and_delta_table(tmp_path: Path) -> None:
         dl.write_table(path, [1, 2, 3], mode="append")
 
 
+def test_all_columns_as_partition_columns_is_refused(tmp_path: Path) -> None:
+    """A data file must store a column (Delta Spark: "Cannot use all columns for partition
+    columns"); nothing is written."""
+    path = tmp_path / "t"
+    with pytest.raises(dl.DeltaError, match="all columns as partition columns"):
+        dl.write_table(path, pa.table({"a": [1, 2]}), partition_by=["a"])
+    assert not (path / "_delta_log").exists() or not list((path / "_delta_log").iterdir())
+    assert not list(path.rglob("*.parquet"))
+
+
 def test_partition_values_with_special_characters(tmp_path: Path) -> None:
     path = tmp_path / "t"
     parts = ["a/b", "c:d e", "100%", "x=y", None, "ünï"]

@@ -193,6 +193,11 @@ def vacuum_plan(
 ) -> list[tuple[str, int]]:
     """The files VACUUM would delete, as (table-relative path, size) pairs."""
 
+def duration_property_ms(snapshot: RawSnapshot, key: str) -> int:
+    """An interval table property (``delta.deletedFileRetentionDuration``,
+    ``delta.logRetentionDuration``, ``delta.checkpointRetentionDuration``) in milliseconds, its
+    default when unset."""
+
 def delete_files(snapshot: RawSnapshot, paths: list[str]) -> int:
     """Deletes table-relative files (a missing one is not an error); how many were processed."""
 

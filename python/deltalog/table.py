@@ -683,21 +683,73 @@ class DeltaTable:
         result = VacuumResult([p for p, _ in plan], bytes=sum(size for _, size in plan))
         if dry_run or not plan:
             return result
+        # Like Delta Spark and ``deltalake``, a VACUUM that deletes files is recorded in the
+        # table's history: a "VACUUM START" commit before the first deletion and a "VACUUM END"
+        # commit after the last (commitInfo only; neither changes the table's state).
+        default_ms = _native.duration_property_ms(latest, "delta.deletedFileRetentionDuration")
+        # Parameter values as JSON text, as Delta Spark writes them.
+        start_parameters = {
+            "retentionCheckEnabled": json.dumps(enforce_retention_duration),
+            "defaultRetentionMillis": str(default_ms),
+        }
+        if retention_ms is not None:
+            start_parameters["specifiedRetentionMillis"] = str(retention_ms)
+        started = self._log_vacuum(
+            latest,
+            "VACUUM START",
+            start_parameters,
+            {"numFilesToDelete": len(result), "sizeOfDataToDelete": result.bytes},
+        )
         show = progress if progress is not None else (sys.stderr.isatty() and len(plan) > 1000)
         done = 0
         step = 1000
-        for i in range(0, len(plan), step):
-            done += _native.delete_files(latest, result[i : i + step])
+        status = "FAILED"
+        try:
+            for i in range(0, len(plan), step):
+                done += _native.delete_files(latest, result[i : i + step])
+                if show:
+                    print(
+                        f"\rVACUUM {self.table_uri}: {done:,}/{len(plan):,} files",
+                        end="",
+                        file=sys.stderr,
+                        flush=True,
+                    )
+            status = "COMPLETED"
+        finally:
             if show:
-                print(
-                    f"\rVACUUM {self.table_uri}: {done:,}/{len(plan):,} files",
-                    end="",
-                    file=sys.stderr,
-                    flush=True,
-                )
-        if show:
-            print(file=sys.stderr)
+                print(file=sys.stderr)
+            directories = {p.rpartition("/")[0] for p in result[:done]}
+            self._log_vacuum(
+                self._raw.load_version(started),
+                "VACUUM END",
+                {"status": status},
+                {"numDeletedFiles": done, "numVacuumedDirectories": len(directories)},
+            )
+            self.update_incremental()
         return result
+
+    def _log_vacuum(
+        self,
+        read: _native.RawSnapshot,
+        operation: str,
+        parameters: dict[str, str],
+        metrics: dict[str, int],
+    ) -> int:
+        """Commits a commitInfo-only version recording a VACUUM step; returns its version."""
+        info = {"operationMetrics": {k: str(v) for k, v in metrics.items()}}
+        return _native.commit_actions(
+            self.table_uri,
+            read.version(),
+            operation,
+            [],
+            json.dumps(parameters),
+            True,
+            None,
+            None,
+            json.dumps(info),
+            self._storage_options,
+            read,
+        )
 
     # -- change data feed ------------------------------------------------------------------
 

@@ -1054,6 +1054,26 @@ fn vacuum_plan(
     Ok(expired.into_iter().map(|e| (e.path, e.size)).collect())
 }
 
+/// A table property of `snapshot` that holds an interval (`delta.deletedFileRetentionDuration`,
+/// `delta.logRetentionDuration`), in milliseconds; its default when unset.
+#[pyfunction]
+fn duration_property_ms(
+    py: Python<'_>,
+    snapshot: PyRef<'_, RawSnapshot>,
+    key: &str,
+) -> PyResult<i64> {
+    use deltalog_core::maintenance::intervals::{
+        duration_ms, CHECKPOINT_RETENTION, DELETED_FILE_RETENTION, LOG_RETENTION,
+    };
+    let property = [DELETED_FILE_RETENTION, LOG_RETENTION, CHECKPOINT_RETENTION]
+        .into_iter()
+        .find(|p| p.0 == key)
+        .ok_or_else(|| {
+            pyo3::exceptions::PyValueError::new_err(format!("{key} is not an interval property"))
+        })?;
+    duration_ms(&snapshot.snapshot.configuration(), property).map_err(|e| to_py_err(py, e))
+}
+
 /// Deletes table-relative `paths` of `snapshot`'s table; returns how many were processed.
 #[pyfunction]
 fn delete_files(
@@ -1142,6 +1162,7 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<RawScan>()?;
     m.add_class::<RawBatchStream>()?;
     m.add_function(wrap_pyfunction!(json_checksum, m)?)?;
+    m.add_function(wrap_pyfunction!(duration_property_ms, m)?)?;
     m.add_function(wrap_pyfunction!(write_table, m)?)?;
     m.add_function(wrap_pyfunction!(dml, m)?)?;
     m.add_function(wrap_pyfunction!(write_files, m)?)?;

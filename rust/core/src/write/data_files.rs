@@ -207,6 +207,19 @@ impl DataFileWriter {
         if options.materialize_partitions {
             data_indexes.extend(&partition_indexes);
         }
+        if data_indexes.is_empty() {
+            // A parquet file without columns cannot even record its row count (Delta Spark
+            // refuses such tables too: "Cannot use all columns for partition columns").
+            return Err(DeltaError::InvalidArgument(
+                if partition_indexes.is_empty() {
+                    "the data has no columns".into()
+                } else {
+                    "cannot use all columns as partition columns: a data file must store at least \
+                 one column"
+                        .into()
+                },
+            ));
+        }
         let file_schema = Arc::new(schema.project(&data_indexes)?);
         let lanes = std::thread::available_parallelism().map_or(2, |n| n.get());
         Ok(DataFileWriter {
