@@ -12,6 +12,7 @@
 //! be checked against its version's checksum ([`validate`]).
 
 use std::collections::BTreeMap;
+use std::sync::OnceLock;
 
 use arrow::array::{Array, AsArray};
 use arrow::datatypes::Int64Type;
@@ -23,18 +24,43 @@ use crate::maintenance::checkpoint_rows::{domain_action, protocol_action, txn_ac
 use crate::snapshot::Snapshot;
 use crate::storage::Storage;
 
-/// Number of histogram bins.
-const BINS: usize = 27;
-
-/// Bin boundaries of the file size histogram: 0, then powers of two from 8 KiB to 256 GiB.
-fn boundaries() -> Vec<i64> {
-    let mut out = vec![0];
-    let mut b: i64 = 8 << 10;
-    while b <= 256 << 30 {
-        out.push(b);
-        b <<= 1;
-    }
-    out
+/// Bin boundaries of the file size histogram, the ones Delta's own writers use (so that
+/// histograms of one table compare bin for bin): each value starts a bin. 0; powers of two
+/// from 8 KiB to 4 MiB; steps of 4 MiB to 40 MiB, of 8 MiB to 120 MiB, of 4 MiB to 144 MiB, of
+/// 16 MiB to 576 MiB, of 64 MiB to 1408 MiB, of 128 MiB to 2 GiB and of 256 MiB to 4 GiB; then
+/// powers of two to 256 GiB: 95 bins.
+fn boundaries() -> &'static [i64] {
+    static BOUNDARIES: OnceLock<Vec<i64>> = OnceLock::new();
+    BOUNDARIES.get_or_init(|| {
+        const MIB: i64 = 1 << 20;
+        let mut out = vec![0];
+        let mut b: i64 = 8 << 10;
+        while b <= 4 * MIB {
+            out.push(b);
+            b *= 2;
+        }
+        for (step, last) in [
+            (4, 40),
+            (8, 120),
+            (4, 144),
+            (16, 576),
+            (64, 1408),
+            (128, 2048),
+            (256, 4096),
+        ] {
+            let mut b = *out.last().unwrap_or(&0) + step * MIB;
+            while b <= last * MIB {
+                out.push(b);
+                b += step * MIB;
+            }
+        }
+        let mut b = 8 << 30;
+        while b <= 256 << 30 {
+            out.push(b);
+            b *= 2;
+        }
+        out
+    })
 }
 
 /// The state a checksum file records.
@@ -63,7 +89,7 @@ fn body(action: Value, key: &str) -> Value {
 impl VersionChecksum {
     /// The checksum of a version with no files, no metadata and no protocol yet.
     pub fn empty() -> Self {
-        let bins = BINS;
+        let bins = boundaries().len();
         VersionChecksum {
             table_size_bytes: 0,
             num_files: 0,
@@ -110,14 +136,11 @@ impl VersionChecksum {
         out
     }
 
-    /// The histogram bin of a file of `size` bytes ([`boundaries`]: bin `i >= 1` starts at
-    /// `2^(12 + i)`).
+    /// The histogram bin of a file of `size` bytes: the last boundary not above it.
     fn bin(size: i64) -> usize {
-        if size < 8 << 10 {
-            return 0;
-        }
-        let log2 = 63 - size.leading_zeros() as usize;
-        (log2 - 12).min(BINS - 1)
+        boundaries()
+            .partition_point(|&b| b <= size)
+            .saturating_sub(1)
     }
 
     fn add_file(&mut self, size: i64) {
@@ -303,8 +326,43 @@ mod tests {
             !c.apply(&[json!({"remove": {"path": "b"}})]),
             "size unknown"
         );
-        assert_eq!(boundaries().len(), BINS);
-        for size in [0i64, 1, 8191, 8192, 16_383, 16_384, 1 << 40, i64::MAX] {
+        let b = boundaries();
+        assert_eq!(b.len(), 95);
+        assert!(b.windows(2).all(|w| w[0] < w[1]));
+        const MIB: i64 = 1 << 20;
+        for (i, want) in [
+            (1, 8 << 10),
+            (10, 4 * MIB),
+            (11, 8 * MIB),
+            (19, 40 * MIB),
+            (20, 48 * MIB),
+            (29, 120 * MIB),
+            (30, 124 * MIB),
+            (35, 144 * MIB),
+            (36, 160 * MIB),
+            (62, 576 * MIB),
+            (63, 640 * MIB),
+            (75, 1408 * MIB),
+            (76, 1536 * MIB),
+            (80, 2048 * MIB),
+            (81, 2304 * MIB),
+            (88, 4096 * MIB),
+            (89, 8 << 30),
+            (94, 256 << 30),
+        ] {
+            assert_eq!(b[i], want, "boundary {i}");
+        }
+        for size in [
+            0i64,
+            1,
+            8191,
+            8192,
+            16_383,
+            16_384,
+            130 * MIB,
+            1 << 40,
+            i64::MAX,
+        ] {
             let b = boundaries();
             let expected = b.iter().rposition(|&x| size >= x).unwrap_or(0);
             assert_eq!(VersionChecksum::bin(size), expected, "{size}");
