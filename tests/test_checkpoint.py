@@ -433,6 +433,23 @@ def test_every_commit_writes_a_version_checksum(tmp_path: Path) -> None:
     assert dl.DeltaTable(uri).validate_checksum() is False
 
 
+def test_version_checksums_after_lost_races(tmp_path: Path) -> None:
+    """A commit retried past winners still gets its `.crc`: the read version's state plus the
+    winners' actions plus its own."""
+    uri = tmp_path / "t"
+    dl.write_table(uri, pa.table({"id": pa.array([0], pa.int64())}))
+    stale = dl.DeltaTable(uri)
+    for i in (1, 2):  # winners: an append and a DELETE that removes a file
+        dl.write_table(uri, pa.table({"id": pa.array([i], pa.int64())}), mode="append")
+    dl.DeltaTable(uri).delete("id = 1")
+    version = dl.write_table(stale, pa.table({"id": pa.array([9], pa.int64())}), mode="append")
+    assert version == 4
+    t = dl.DeltaTable(uri)
+    assert (uri / "_delta_log" / f"{version:020}.crc").exists()
+    assert t.validate_checksum() is True
+    assert sorted(t.to_pyarrow_table().column("id").to_pylist()) == [0, 2, 9]
+
+
 def test_snapshot_uses_and_survives_version_checksums(tmp_path: Path) -> None:
     """Opening a version with a `.crc` takes the protocol and metadata from it instead of a
     first pass over the commits; a checksum that lies or is garbage never changes the result."""

@@ -20,6 +20,7 @@ use serde_json::{json, Map, Value};
 
 use crate::error::{DeltaError, DeltaResult};
 use crate::log_path::commit_file_name;
+use crate::maintenance::version_checksum::VersionChecksum;
 use crate::storage::Storage;
 
 /// Table property enabling in-commit timestamps ("In-Commit Timestamps").
@@ -140,9 +141,7 @@ impl Transaction {
     pub fn for_table(mut self, snapshot: &crate::Snapshot) -> Self {
         self.table = crate::write::iceberg::TableState::of(snapshot).ok();
         self.config = Some(snapshot.configuration());
-        self.checksum = Some(crate::maintenance::version_checksum::VersionChecksum::of(
-            snapshot,
-        ));
+        self.checksum = Some(VersionChecksum::of(snapshot));
         let this = if in_commit_timestamps_enabled(&snapshot.configuration()) {
             let previous = snapshot.in_commit_timestamp();
             self.with_in_commit_timestamps(previous, false)
@@ -219,6 +218,13 @@ impl Transaction {
         let txn_id = uuid::Uuid::new_v4().to_string();
         let mut ict = self.ict;
         let mut mark = self.row_id_high_water_mark;
+        // The state of the version before the one being attempted, for its checksum file: the
+        // read version's (a new table: nothing), then each winner's actions applied in turn.
+        let mut before = match (&self.checksum, self.read_version) {
+            (Some(c), Some(_)) => Some(c.clone()),
+            (_, None) => Some(VersionChecksum::empty()),
+            _ => None,
+        };
         for _ in 0..MAX_ATTEMPTS {
             let text = self.commit_text(&txn_id, version, ict, mark)?;
             let written = text.clone();
@@ -231,12 +237,17 @@ impl Transaction {
                 .await
             {
                 Ok(_) => {
-                    self.write_checksum(version, &txn_id, &written).await;
+                    if let Some(before) = before {
+                        self.write_checksum(before, version, &txn_id, &written)
+                            .await;
+                    }
                     self.checkpoint_if_due(version).await;
                     return Ok(version);
                 }
                 Err(object_store::Error::AlreadyExists { .. }) => {
-                    let (winner_ict, winner_mark) = self.check_winner(version).await?;
+                    let (winner_ict, winner_mark, winner) = self.check_winner(version).await?;
+                    // A winner whose removes lack sizes leaves the state unknown.
+                    before = before.and_then(|mut state| state.apply(&winner).then_some(state));
                     if let (Some(state), Some(t)) = (ict.as_mut(), winner_ict) {
                         state.previous = Some(state.previous.map_or(t, |p| p.max(t)));
                     }
@@ -254,21 +265,22 @@ impl Transaction {
         })
     }
 
-    /// Writes `<version>.crc` (see [`crate::maintenance::version_checksum`]) when this commit
-    /// directly follows the version it read (a new table: from nothing). Best effort: the
-    /// file is optional.
-    async fn write_checksum(&self, version: u64, txn_id: &str, text: &str) {
-        use crate::maintenance::version_checksum::{write_checksum, VersionChecksum};
-        let base = match (&self.checksum, self.read_version) {
-            (Some(c), Some(read)) if read + 1 == version => c.clone(),
-            (_, None) if version == 0 => VersionChecksum::empty(),
-            _ => return,
-        };
+    /// Writes `<version>.crc` (see [`crate::maintenance::version_checksum`]): `before` (the
+    /// state of the previous version) plus this commit's actions. Best effort: the file is
+    /// optional.
+    async fn write_checksum(
+        &self,
+        before: VersionChecksum,
+        version: u64,
+        txn_id: &str,
+        text: &str,
+    ) {
+        use crate::maintenance::version_checksum::write_checksum;
         let actions: Vec<Value> = text
             .lines()
             .filter_map(|l| serde_json::from_str(l).ok())
             .collect();
-        let mut checksum = base;
+        let mut checksum = before;
         if checksum.apply(&actions) {
             if let Err(e) =
                 write_checksum(&self.storage, version, &checksum.to_json(Some(txn_id))).await
@@ -439,8 +451,11 @@ impl Transaction {
     }
 
     /// Checks the commit that won `version` against this transaction; returns the winner's
-    /// in-commit timestamp and row ID high-water mark, where it has them.
-    async fn check_winner(&self, version: u64) -> DeltaResult<(Option<i64>, Option<i64>)> {
+    /// in-commit timestamp and row ID high-water mark, where it has them, and its actions.
+    async fn check_winner(
+        &self,
+        version: u64,
+    ) -> DeltaResult<(Option<i64>, Option<i64>, Vec<Value>)> {
         let conflict = |reason: String| DeltaError::CommitConflict { version, reason };
         if self.read_version.is_none() {
             return Err(conflict("the table was created concurrently".into()));
@@ -548,7 +563,7 @@ impl Transaction {
                 }
             }
         }
-        Ok((winner_ict, winner_mark))
+        Ok((winner_ict, winner_mark, actions))
     }
 }
 
