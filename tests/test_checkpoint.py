@@ -225,6 +225,8 @@ def test_v2_checkpoints_need_the_feature(tmp_path: Path) -> None:
         t.create_checkpoint("classic", sidecars=2)
     with pytest.raises(ValueError, match="unknown checkpoint kind"):
         t.create_checkpoint("v3")
+    with pytest.raises(ValueError, match="sidecars must not be negative"):
+        t.create_checkpoint("v2", sidecars=-1)
     assert not list((uri / "_delta_log").glob("*.checkpoint*"))
 
 

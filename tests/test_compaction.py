@@ -83,6 +83,8 @@ def test_compaction_arguments(tmp_path: Path) -> None:
     t = dl.DeltaTable(uri)
     with pytest.raises(ValueError, match="start <= end"):
         t.compact_logs(5, 2)
+    with pytest.raises(ValueError, match="start must not be negative"):
+        t.compact_logs(-1, 2)
     with pytest.raises(ValueError, match="loaded version"):
         t.compact_logs(2, 12)
     (uri / "_delta_log" / f"{3:020}.json").unlink()

@@ -273,7 +273,8 @@ _REGISTRY: tuple[TableFeature, ...] = (
         "v2Checkpoint", "V2 Checkpoint Table Feature", read_supported=True, write_supported=True
     ),
     # "Reader Requirements for Vacuum Protocol Check": readers "just need to acknowledge the
-    # feature exists"; deltalog does not vacuum yet, the only operation the feature governs.
+    # feature exists"; writers check the full writer protocol before VACUUM, which
+    # `DeltaTable.vacuum` always does.
     _reader_writer(
         "vacuumProtocolCheck", "VACUUM Protocol Check", read_supported=True, write_supported=True
     ),

@@ -591,6 +591,8 @@ class DeltaTable:
             ``version``, ``files`` (table-relative paths written), ``num_actions``,
             ``num_add_files``, ``size_in_bytes``.
         """
+        if sidecars is not None and sidecars < 0:
+            raise ValueError(f"sidecars must not be negative, got {sidecars}")
         check_snapshot_writable(self._raw)
         result: dict[str, Any] = _native.create_checkpoint(
             self._raw, kind, sidecars, None, classic_copy
@@ -612,6 +614,9 @@ class DeltaTable:
         Raises:
             VersionNotFoundError: a commit of the range does not exist (e.g. cleaned up).
         """
+        for name, value in (("start", start), ("end", end)):
+            if value is not None and value < 0:
+                raise ValueError(f"{name} must not be negative, got {value}")
         check_snapshot_writable(self._raw)
         return _native.compact_logs(self._raw, start, end)
 
