@@ -213,8 +213,11 @@ class DeltaTable:
         self._set(raw)
 
     def update_incremental(self) -> None:
-        """Reloads the latest version (``deltalake``'s name; :meth:`update` is SQL UPDATE)."""
-        self._set(self._raw.load_version(None))
+        """Moves to the latest version (``deltalake``'s name; :meth:`update` is SQL UPDATE),
+        replaying only the commits after the loaded version onto it: after a write this costs
+        the new commit, not a reload of the table. A loaded version older than the log's
+        cleanup horizon, a schema or protocol change, or a long way to go reload afresh."""
+        self._set(self._raw.advance(None))
 
     # -- state ---------------------------------------------------------------------------
 

@@ -7,7 +7,7 @@
 
 use std::sync::Arc;
 
-use arrow::array::{Array, ArrayRef, AsArray, StructArray};
+use arrow::array::{Array, ArrayRef, AsArray, BooleanArray, StructArray};
 use arrow::datatypes::Fields;
 
 use crate::actions::STATS_PARSED;
@@ -60,6 +60,18 @@ impl FileBatch {
             STATS_PARSED,
         ))?;
         Ok(FileBatch { adds, stats })
+    }
+
+    /// The rows `mask` selects (`selected` of them), adds and statistics alike.
+    pub fn filter(&self, mask: &BooleanArray, selected: usize) -> DeltaResult<Self> {
+        let keep = |s: &StructArray| -> DeltaResult<StructArray> {
+            let array: ArrayRef = Arc::new(s.clone());
+            Ok(filter_compact(&array, mask, selected)?.as_struct().clone())
+        };
+        Ok(FileBatch {
+            adds: keep(&self.adds)?,
+            stats: keep(&self.stats)?,
+        })
     }
 
     /// Number of files.

@@ -295,6 +295,12 @@ impl Reconciler {
         std::mem::take(&mut self.seen)
     }
 
+    /// The newest `domainMetadata` per domain among the replayed commits; `None` for a domain
+    /// they removed.
+    pub fn domain_updates(&self) -> &HashMap<String, Option<DomainMetadata>> {
+        &self.domains
+    }
+
     /// The live domain metadata, sorted by domain.
     pub fn domain_metadata(&self) -> Vec<DomainMetadata> {
         let mut out: Vec<DomainMetadata> = self.domains.values().flatten().cloned().collect();
@@ -310,16 +316,7 @@ pub fn select_checkpoint_files(
     batch: &RecordBatch,
     origin: &Origin,
 ) -> DeltaResult<FileSelection> {
-    let select = |action: &StructArray, name: &str| -> DeltaResult<Vec<bool>> {
-        let keys = KeyColumns::new(action);
-        let mut mask = vec![false; action.len()];
-        for (row, keep) in mask.iter_mut().enumerate() {
-            if action.is_valid(row) {
-                *keep = seen.is_empty() || !seen.contains(&keys.key(name, row, origin)?);
-            }
-        }
-        Ok(mask)
-    };
+    let select = |action: &StructArray, name: &str| unseen(seen, action, name, origin);
     let mut out = FileSelection::default();
     if let Some(add) = struct_column(batch, names::ADD) {
         out.adds = Selected::from_mask(add, select(add, names::ADD)?, None);
@@ -328,6 +325,25 @@ pub fn select_checkpoint_files(
         out.removes = compact(remove, select(remove, names::REMOVE)?)?;
     }
     Ok(out)
+}
+
+/// The valid rows of `action` (`add` or `remove` structs, named `kind` in errors) whose
+/// logical file no replayed commit referenced: what an older state (a checkpoint, or a previous
+/// snapshot's files and tombstones) still contributes ("Action Reconciliation").
+pub fn unseen(
+    seen: &FileKeys,
+    action: &StructArray,
+    kind: &str,
+    origin: &Origin,
+) -> DeltaResult<Vec<bool>> {
+    let keys = KeyColumns::new(action);
+    let mut mask = vec![false; action.len()];
+    for (row, keep) in mask.iter_mut().enumerate() {
+        if action.is_valid(row) {
+            *keep = seen.is_empty() || !seen.contains(&keys.key(kind, row, origin)?);
+        }
+    }
+    Ok(mask)
 }
 
 #[cfg(test)]

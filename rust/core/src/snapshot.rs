@@ -17,7 +17,7 @@
 use std::collections::BTreeMap;
 use std::sync::Arc;
 
-use arrow::array::{Array, AsArray, RecordBatch, StructArray};
+use arrow::array::{Array, AsArray, BooleanArray, RecordBatch, StructArray};
 use arrow::datatypes::{Int64Type, Schema, SchemaRef};
 use futures::TryStreamExt;
 
@@ -27,9 +27,10 @@ use crate::files::FileBatch;
 use crate::log_path::CheckpointNaming;
 use crate::log_reader::{delta_stream, open_checkpoint, protocol_and_metadata};
 use crate::model::{DomainMetadata, Metadata, Protocol, Txn};
-use crate::replay::{select_checkpoint_files, Origin, Reconciler, Selected};
+use crate::nulls::filter_compact;
+use crate::replay::{select_checkpoint_files, unseen, Origin, Reconciler, Selected};
 use crate::schema::{parse_schema_string, physical_schema, ColumnMappingMode};
-use crate::segment::{load_segment, Delta, LogSegment};
+use crate::segment::{build_segment, load_segment, Delta, LogListing, LogSegment};
 use crate::stats::StatsSchema;
 use crate::storage::Storage;
 
@@ -58,6 +59,10 @@ enum FirstPass {
     /// Not at all: statistics are parsed after replay.
     Late,
 }
+
+/// [`Snapshot::advance`] replays at most this many commits onto a snapshot; a longer range is
+/// loaded afresh (from its newest checkpoint).
+pub const MAX_INCREMENTAL_COMMITS: u64 = 100;
 
 /// Commits the first pass searches, newest first, for the protocol and metadata before it
 /// assumes that the oldest delta file holds those in force.
@@ -283,6 +288,142 @@ impl Snapshot {
             snapshot.removes = Arc::new(removes);
             snapshot.stats_schema = stats_schema;
             Ok(snapshot)
+        })
+    }
+
+    /// A newer version of the same table (the latest when `target` is `None`), built by
+    /// replaying only the commits after this version onto this snapshot's state ("Action
+    /// Reconciliation": this snapshot's files and tombstones stand where a checkpoint would):
+    /// after a write, this costs the new commits, not a reload of the whole table.
+    ///
+    /// Falls back to opening `target` afresh ([`Snapshot::try_new`]) when that is the only
+    /// exact answer or clearly cheaper: an older target, a commit of the range missing (cleaned
+    /// up; a newer checkpoint covers it), a `protocol` or `metaData` change in the range (it
+    /// may retype statistics), or more than [`MAX_INCREMENTAL_COMMITS`] commits to replay.
+    /// The result equals a fresh load, except that tombstones a newer checkpoint dropped as
+    /// expired may still be listed.
+    pub async fn advance(&self, target: Option<u64>) -> DeltaResult<Snapshot> {
+        let current = self.version();
+        if target.is_some_and(|t| t < current) {
+            return Self::try_new(self.storage.clone(), target).await;
+        }
+        let listing = LogListing::list(&self.storage, Some(current + 1)).await?;
+        let commits = listing.commits();
+        let latest = listing.latest_version().map_or(current, |v| v.max(current));
+        let target = target.unwrap_or(latest);
+        if target == current {
+            return Ok(self.clone());
+        }
+        let fresh = || Self::try_new(self.storage.clone(), Some(target));
+        if target > latest || target - current > MAX_INCREMENTAL_COMMITS {
+            return fresh().await;
+        }
+        let mut deltas = Vec::new();
+        for version in current + 1..=target {
+            match commits.get(&version) {
+                Some(file) => deltas.push(Delta::Commit {
+                    version,
+                    file: (*file).clone(),
+                }),
+                None => return fresh().await,
+            }
+        }
+        // The segment of `target`: from a checkpoint newer than this version when the listing
+        // has one, else this snapshot's segment followed by the new commits.
+        let segment = match build_segment(&listing, Some(target)) {
+            Ok(segment) => segment,
+            Err(_) => LogSegment {
+                version: target,
+                checkpoint: self.segment.checkpoint.clone(),
+                deltas: self.segment.deltas.iter().chain(&deltas).cloned().collect(),
+                last_commit: commits.get(&target).map(|f| (*f).clone()),
+            },
+        };
+
+        let stats_schema = self.stats_schema.clone();
+        let mut reconciler = Reconciler::default();
+        let mut in_commit_timestamp = None;
+        {
+            let newest_first: Vec<Delta> = deltas.into_iter().rev().collect();
+            let mut stream = std::pin::pin!(delta_stream(
+                &self.storage,
+                newest_first,
+                Some(stats_schema.clone())
+            ));
+            while let Some((delta, batches)) = stream.try_next().await? {
+                let origin = Origin {
+                    file: format!("_delta_log/{}", delta.file().name),
+                    version: delta.end_version(),
+                };
+                if delta.end_version() == target {
+                    in_commit_timestamp = commit_info_ict(&batches.batches);
+                }
+                reconciler.apply_delta(
+                    &batches.batches,
+                    &batches.stats,
+                    batches.add_keys,
+                    &origin,
+                )?;
+            }
+        }
+        if reconciler.protocol.is_some() || reconciler.metadata.is_some() {
+            return fresh().await;
+        }
+
+        // This snapshot's files and tombstones, less those the new commits referenced.
+        let seen = reconciler.take_seen();
+        let origin = Origin {
+            file: format!("_delta_log/{current:020}.json"),
+            version: current,
+        };
+        let mut files =
+            parse_in_parallel(std::mem::take(&mut reconciler.adds), &stats_schema).await?;
+        let mut removes = std::mem::take(&mut reconciler.removes);
+        for batch in self.files.iter() {
+            let mask = unseen(&seen, &batch.adds, "add", &origin)?;
+            let kept = mask.iter().filter(|k| **k).count();
+            if kept == batch.len() {
+                files.push(batch.clone());
+            } else if kept > 0 {
+                files.push(batch.filter(&BooleanArray::from(mask), kept)?);
+            }
+        }
+        for batch in self.removes.iter() {
+            let mask = unseen(&seen, batch, "remove", &origin)?;
+            let kept = mask.iter().filter(|k| **k).count();
+            if kept == batch.len() {
+                removes.push(batch.clone());
+            } else if kept > 0 {
+                let array: arrow::array::ArrayRef = Arc::new(batch.clone());
+                let filtered = filter_compact(&array, &BooleanArray::from(mask), kept)?;
+                removes.push(filtered.as_struct().clone());
+            }
+        }
+
+        let mut txns = self.txns.clone();
+        txns.extend(reconciler.txns.drain());
+        let mut domains: BTreeMap<String, DomainMetadata> = self
+            .domains
+            .iter()
+            .map(|d| (d.domain.clone(), d.clone()))
+            .collect();
+        for (domain, update) in reconciler.domain_updates() {
+            match update {
+                Some(d) => domains.insert(domain.clone(), d.clone()),
+                None => domains.remove(domain),
+            };
+        }
+        Ok(Snapshot {
+            storage: self.storage.clone(),
+            segment: Arc::new(segment),
+            protocol: self.protocol.clone(),
+            metadata: self.metadata.clone(),
+            txns,
+            domains: domains.into_values().collect(),
+            files: Arc::new(files),
+            removes: Arc::new(removes),
+            stats_schema,
+            in_commit_timestamp,
         })
     }
 

@@ -187,6 +187,15 @@ impl RawSnapshot {
         Ok(RawSnapshot { snapshot })
     }
 
+    /// A newer version (the latest when None): the commits after this one replayed onto
+    /// this snapshot (`Snapshot::advance`).
+    fn advance(&self, py: Python<'_>, version: Option<i64>) -> PyResult<Self> {
+        let version = to_version(version).map_err(|e| to_py_err(py, e))?;
+        let snapshot = self.snapshot.clone();
+        let snapshot = block_on(py, async move { snapshot.advance(version).await })?;
+        Ok(RawSnapshot { snapshot })
+    }
+
     /// The latest version committed at or before `timestamp_ms`.
     fn version_at_timestamp(&self, py: Python<'_>, timestamp_ms: i64) -> PyResult<u64> {
         let storage = self.snapshot.storage().clone();

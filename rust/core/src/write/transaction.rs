@@ -76,7 +76,9 @@ pub struct Transaction {
     /// The read version's table properties (for the automatic checkpoint after the commit).
     config: Option<std::collections::BTreeMap<String, String>>,
     /// The read version's checksum, from which the committed version's is derived.
-    checksum: Option<crate::maintenance::version_checksum::VersionChecksum>,
+    checksum: Option<VersionChecksum>,
+    /// The snapshot read (`for_table`): automatic checkpoints advance it to the new version.
+    read_snapshot: Option<crate::Snapshot>,
 }
 
 /// The metadata domain of row tracking's high-water mark.
@@ -123,6 +125,7 @@ impl Transaction {
             table: None,
             config: None,
             checksum: None,
+            read_snapshot: None,
         }
     }
 
@@ -142,6 +145,7 @@ impl Transaction {
         self.table = crate::write::iceberg::TableState::of(snapshot).ok();
         self.config = Some(snapshot.configuration());
         self.checksum = Some(VersionChecksum::of(snapshot));
+        self.read_snapshot = Some(snapshot.clone());
         let this = if in_commit_timestamps_enabled(&snapshot.configuration()) {
             let previous = snapshot.in_commit_timestamp();
             self.with_in_commit_timestamps(previous, false)
@@ -325,7 +329,12 @@ impl Transaction {
         let table = self.storage.url();
         // Failures are reported as warnings (the `log` facade; the Python package forwards
         // them to the `deltalog` logger): the commit itself stands.
-        let snapshot = match crate::Snapshot::try_new(self.storage.clone(), Some(version)).await {
+        // From the snapshot read, only the commits since are replayed.
+        let loaded = match &self.read_snapshot {
+            Some(read) => read.advance(Some(version)).await,
+            None => crate::Snapshot::try_new(self.storage.clone(), Some(version)).await,
+        };
+        let snapshot = match loaded {
             Ok(snapshot) => snapshot,
             Err(e) => {
                 log::warn!("{table}: automatic checkpoint of version {version} skipped: {e}");
