@@ -526,7 +526,7 @@ class DeltaTable:
         Returns:
             ``version``, ``num_restored_files``, ``num_removed_files``.
         """
-        latest = self._raw.load_version(None)
+        latest = self._raw.advance(None)
         check_snapshot_writable(latest)
         if isinstance(target, int) and not isinstance(target, bool):
             version = target
@@ -728,7 +728,7 @@ class DeltaTable:
                 print(file=sys.stderr)
             directories = {p.rpartition("/")[0] for p in result[:done]}
             self._log_vacuum(
-                self._raw.load_version(started),
+                latest.advance(started),
                 "VACUUM END",
                 {"status": status},
                 {"numDeletedFiles": done, "numVacuumedDirectories": len(directories)},

@@ -240,10 +240,17 @@ def write_table(
     options = dict(storage_options) if storage_options else None
     if isinstance(partition_by, str):
         partition_by = [partition_by]
-    try:
-        existing = _native.RawSnapshot.open(uri, None, options)
-    except TableNotFoundError:
-        existing = None
+    existing: _native.RawSnapshot | None
+    if isinstance(table_or_uri, DeltaTable) and table_or_uri._storage_options == (
+        storage_options or None
+    ):
+        # The latest version, from the loaded one: only the commits since are read.
+        existing = table_or_uri._raw.advance(None)
+    else:
+        try:
+            existing = _native.RawSnapshot.open(uri, None, options)
+        except TableNotFoundError:
+            existing = None
     if existing is not None:
         check_snapshot_writable(existing)
     if schema_mode not in (None, "merge", "overwrite"):
@@ -282,5 +289,8 @@ def write_table(
         list(clustering_columns) if clustering_columns and existing is None else None,
     )
     if isinstance(table_or_uri, DeltaTable):
-        table_or_uri.update_incremental()
+        if existing is not None:
+            table_or_uri._set(existing.advance(None))
+        else:
+            table_or_uri.update_incremental()
     return version
