@@ -13,7 +13,9 @@ the same run, on a local disk, in a temporary directory removed at the end:
 
 2. 1-row append latency: one process per library creates a table (1 row, untimed), then
    makes ``--appends`` (200) sequential 1-row appends, each timed on its own; p50 and p99
-   (nearest rank) in ms. Target (issue #4): deltalog p50 <= 5 ms.
+   (nearest rank) in ms. Target (issue #4): deltalog p50 <= 5 ms. Then as many appends again
+   through one table object (``write_table(table, ...)`` / ``write_deltalake(table, ...)``),
+   which each append moves forward instead of opening the table by path.
 
 3. DELETE of 1% of the rows: a table of ``--delete-rows`` (2M) rows written by each library
    in 10 writes (~10 files), deltalog's with ``delta.enableDeletionVectors=true``, deltalake's
@@ -194,7 +196,7 @@ def child_append(impl: str, path: str, rows: int) -> dict[str, Any]:
 
 def child_latency(impl: str, path: str, appends: int) -> dict[str, Any]:
     write = writer(impl)
-    data = make_data(appends + 1)
+    data = make_data(2 * appends + 1)
     write(path, data.slice(0, 1), "error")  # creates the table and warms the library up
     one_rows = [data.slice(i, 1) for i in range(1, appends + 1)]
     ms = []
@@ -202,9 +204,25 @@ def child_latency(impl: str, path: str, appends: int) -> dict[str, Any]:
         t0 = time.perf_counter()
         write(path, one, "append")
         ms.append((time.perf_counter() - t0) * 1000)
+    # The same through one table object, which each append moves forward.
+    table = open_table(impl, path)
+    object_ms = []
+    for i in range(appends + 1, 2 * appends + 1):
+        one = data.slice(i, 1)
+        t0 = time.perf_counter()
+        if impl == "deltalog":
+            import deltalog
+
+            deltalog.write_table(table, one, mode="append")
+        else:
+            import deltalake
+
+            deltalake.write_deltalake(table, one, mode="append")
+        object_ms.append((time.perf_counter() - t0) * 1000)
     read_rows = open_table(impl, path).to_pyarrow_table().num_rows
     return {
         "ms": ms,
+        "object_ms": object_ms,
         "rows": read_rows,
         "checkpoints": checkpoints(Path(path)),
         "version": library_version(impl),
@@ -467,8 +485,8 @@ def bench_latency(tmp: Path, appends: int, timeout: float, errors: list[str]) ->
         settle()
         res = run_child("latency", impl, path, appends, timeout)
         shutil.rmtree(path, ignore_errors=True)
-        if "error" not in res and res["rows"] != appends + 1:
-            res["error"] = f"read back {res['rows']:,} rows, expected {appends + 1:,}"
+        if "error" not in res and res["rows"] != 2 * appends + 1:
+            res["error"] = f"read back {res['rows']:,} rows, expected {2 * appends + 1:,}"
         if "error" in res:
             fail(errors, "latency", impl, res)
         else:
@@ -482,6 +500,8 @@ def bench_latency(tmp: Path, appends: int, timeout: float, errors: list[str]) ->
                 mean_ms=statistics.fmean(ms),
                 first_tenth_p50_ms=statistics.median(ms[:tenth]),
                 last_tenth_p50_ms=statistics.median(ms[-tenth:]),
+                object_p50_ms=percentile(res["object_ms"], 50),
+                object_p99_ms=percentile(res["object_ms"], 99),
             )
         section["impls"][impl] = res
     ok = {impl: r for impl, r in section["impls"].items() if "error" not in r}
@@ -501,6 +521,19 @@ def bench_latency(tmp: Path, appends: int, timeout: float, errors: list[str]) ->
             f"{impl:<11}{r['p50_ms']:>9.2f}{r['p90_ms']:>9.2f}{r['p99_ms']:>9.2f}"
             f"{r['max_ms']:>9.2f}{drift:>21}{r['checkpoints']:>13}{ratio:>22}"
         )
+    print(f"the same, {appends} more appends through one table object (write(table, ...))")
+    for impl in IMPLS:
+        if impl in ok:
+            r = ok[impl]
+            ratio = (
+                f"{ok['deltalake']['object_p50_ms'] / r['object_p50_ms']:.2f}x"
+                if "deltalake" in ok
+                else "n/a"
+            )
+            print(
+                f"{impl:<11}{r['object_p50_ms']:>9.2f}{'':>9}{r['object_p99_ms']:>9.2f}"
+                f"{'':>9}{'':>21}{'':>13}{ratio:>22}"
+            )
     if "deltalog" in ok:
         p50 = ok["deltalog"]["p50_ms"]
         verdict = "met" if p50 <= APPEND_P50_TARGET_MS else "NOT MET"
