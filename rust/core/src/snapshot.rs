@@ -683,3 +683,131 @@ fn commit_info_ict(batches: &[arrow::array::RecordBatch]) -> Option<i64> {
         (0..ci.len()).find_map(|r| (ci.is_valid(r) && ict.is_valid(r)).then(|| ict.value(r)))
     })
 }
+
+#[cfg(test)]
+mod tests {
+    use std::collections::HashMap;
+
+    use serde_json::{json, Value};
+
+    use super::*;
+    use crate::write::transaction::{Isolation, Transaction};
+
+    fn add(path: &str, dv: Option<&str>) -> Value {
+        let mut a = json!({"add": {"path": path, "partitionValues": {}, "size": 1,
+                       "modificationTime": 1, "dataChange": true,
+                       "stats": "{\"numRecords\":3}"}});
+        if let Some(dv) = dv {
+            a["add"]["deletionVector"] = json!({"storageType": "i", "pathOrInlineDv": dv,
+                "sizeInBytes": 1, "cardinality": 1});
+        }
+        a
+    }
+
+    fn remove(path: &str, dv: Option<&str>) -> Value {
+        let mut r = json!({"remove": {"path": path, "deletionTimestamp": 5, "dataChange": true,
+                          "size": 1}});
+        if let Some(dv) = dv {
+            r["remove"]["deletionVector"] = json!({"storageType": "i", "pathOrInlineDv": dv,
+                "sizeInBytes": 1, "cardinality": 1});
+        }
+        r
+    }
+
+    async fn commit(storage: &Storage, read: Option<u64>, actions: Vec<Value>) -> u64 {
+        let mut t = Transaction::new(storage.clone(), read, "WRITE", Isolation::ReadsData);
+        t.add_actions(actions);
+        t.commit().await.unwrap()
+    }
+
+    /// Sorted `(path, has DV)` of the active files, and sorted tombstone paths.
+    fn files(s: &Snapshot) -> (Vec<(String, bool)>, Vec<String>) {
+        let mut adds = Vec::new();
+        for b in s.files() {
+            let paths = b.adds.column_by_name("path").unwrap().as_string::<i32>();
+            let dv = b.adds.column_by_name("deletionVector");
+            for i in 0..b.len() {
+                let has_dv = dv.is_some_and(|d| d.is_valid(i));
+                adds.push((paths.value(i).to_string(), has_dv));
+            }
+        }
+        adds.sort();
+        let mut removes: Vec<String> = s
+            .removes()
+            .iter()
+            .flat_map(|r| {
+                let p = r.column_by_name("path").unwrap().as_string::<i32>();
+                (0..r.len())
+                    .map(|i| p.value(i).to_string())
+                    .collect::<Vec<_>>()
+            })
+            .collect();
+        removes.sort();
+        (adds, removes)
+    }
+
+    #[tokio::test]
+    async fn advance_equals_a_fresh_load() {
+        let dir = tempfile::tempdir().unwrap();
+        let storage = Storage::open(dir.path().to_str().unwrap(), &HashMap::new()).unwrap();
+        let v0 = commit(
+            &storage,
+            None,
+            vec![
+                json!({"protocol": {"minReaderVersion": 1, "minWriterVersion": 2}}),
+                json!({"metaData": {"id": "x", "format": {"provider": "parquet", "options": {}},
+                   "schemaString": "{\"type\":\"struct\",\"fields\":[]}",
+                   "partitionColumns": [], "configuration": {}}}),
+                add("a", None),
+                add("b", None),
+                add("c", None),
+            ],
+        )
+        .await;
+        let loaded = Snapshot::try_new(storage.clone(), None).await.unwrap();
+        // A DV on "a" (remove + re-add of the same path), "b" removed, "c" removed and re-added
+        // (its tombstone must go), a new file, a transaction and a domain.
+        let v1 = commit(
+            &storage,
+            Some(v0),
+            vec![
+                remove("a", None),
+                add("a", Some("dv1")),
+                remove("b", None),
+                remove("c", None),
+            ],
+        )
+        .await;
+        commit(
+            &storage,
+            Some(v1),
+            vec![
+                add("c", None),
+                add("d", None),
+                json!({"txn": {"appId": "app", "version": 3}}),
+                json!({"domainMetadata": {"domain": "team", "configuration": "{}",
+                       "removed": false}}),
+            ],
+        )
+        .await;
+        let advanced = loaded.advance(None).await.unwrap();
+        let fresh = Snapshot::try_new(storage.clone(), None).await.unwrap();
+        assert_eq!(advanced.version(), 2);
+        assert_eq!(files(&advanced), files(&fresh));
+        assert_eq!(
+            files(&advanced).0,
+            vec![
+                ("a".to_string(), true),
+                ("c".to_string(), false),
+                ("d".to_string(), false)
+            ]
+        );
+        assert_eq!(files(&advanced).1, vec!["a".to_string(), "b".to_string()]);
+        assert_eq!(advanced.transactions(), fresh.transactions());
+        assert_eq!(advanced.domain_metadata(), fresh.domain_metadata());
+        // An intermediate version, and nothing new.
+        assert_eq!(files(&loaded.advance(Some(1)).await.unwrap()).0.len(), 1);
+        let same = advanced.advance(None).await.unwrap();
+        assert_eq!(same.version(), 2);
+    }
+}
