@@ -65,3 +65,19 @@ def test_compaction_cleanup_and_vacuum_on_s3(remote: Any) -> None:
     assert t.vacuum(now="2100-01-01T00:00:00Z", dry_run=False) == plan
     assert "orphan.parquet" not in s3_keys(client, prefix)
     assert dl.DeltaTable(uri, storage_options=options).to_pyarrow_table().num_rows > 0
+
+
+def test_incremental_updates_on_s3(remote: Any) -> None:
+    """Writes through one `DeltaTable` move it forward from listings that start after its
+    version (`Snapshot::advance` on object_store), to the state a fresh load gives."""
+    uri, options, _client, _prefix = remote
+    t = dl.DeltaTable(uri, storage_options=options)
+    batch = t.to_pyarrow_table().slice(0, 2)
+    for _ in range(3):
+        dl.write_table(t, batch, mode="append")
+    fresh = dl.DeltaTable(uri, storage_options=options)
+    assert t.version() == fresh.version()
+    assert state(t) == state(fresh)
+    stale = dl.DeltaTable(uri, version=t.version() - 2, storage_options=options)
+    stale.update_incremental()
+    assert state(stale) == state(fresh)
