@@ -83,12 +83,13 @@ def checkpoint_tombstones(t: dl.DeltaTable) -> list[str]:
     return sorted(r["path"] for r in removes if r)
 
 
-def test_statements_on_one_table_object_match_fresh_loads(tmp_path: Path) -> None:
+@pytest.mark.parametrize("seed", [7, 11, 23])
+def test_statements_on_one_table_object_match_fresh_loads(tmp_path: Path, seed: int) -> None:
     """Appends, deletes with and without deletion vectors, updates, merges, application
     transactions and property changes through one `DeltaTable`, which each statement moves
     forward incrementally; after each, it equals a fresh load."""
     uri = tmp_path / "t"
-    rng = random.Random(7)
+    rng = random.Random(seed)
 
     def batch(ids: list[int]) -> pa.Table:
         return pa.table(
@@ -131,10 +132,10 @@ def test_statements_on_one_table_object_match_fresh_loads(tmp_path: Path) -> Non
                 commit_properties=dl.CommitProperties(app_id=f"app{step % 2}", app_version=step),
             )
             next_id += 1
-        elif op == "restore":
+        elif op == "restore" and t.version() > 0:
             # Re-adds files earlier commits removed: their tombstones must go.
-            t.restore(rng.randint(max(0, t.version() - 6), t.version()))
-        else:
+            t.restore(rng.randint(max(0, t.version() - 6), t.version() - 1))
+        elif op == "props":
             enable = step % 2 == 0
             t.alter.set_properties({"delta.enableDeletionVectors": str(enable).lower()})
         assert full_state(t) == full_state(dl.DeltaTable(uri)), (step, op)
@@ -144,7 +145,7 @@ def test_statements_on_one_table_object_match_fresh_loads(tmp_path: Path) -> Non
             replayed = commits_only(uri, tmp_path)
             assert full_state(t) == full_state(replayed), (step, op)
             assert checkpoint_tombstones(t) == checkpoint_tombstones(replayed)
-    assert t.version() >= 40
+    assert t.version() >= 30  # statements that match no row commit nothing
     assert list((uri / "_delta_log").glob("*.checkpoint.parquet"))
     assert checkpoint_tombstones(t)
 
