@@ -574,7 +574,28 @@ mod tests {
         }
         let refs: Vec<&dyn Array> = got.iter().map(|a| a.as_ref()).collect();
         let got = concat(&refs).unwrap();
-        assert_eq!(got.as_struct(), &expected, "{text}");
+        assert_eq!(got.data_type(), expected.data_type(), "{text}");
+        // Lines the fast path leaves to the general decoder come after its own rows, so the
+        // order within a commit may differ (it carries no meaning: "Action Reconciliation"
+        // keys files by path and deletion vector, and a commit adds a file once).
+        let rows = |a: &StructArray| {
+            let mut out: Vec<String> = (0..a.len())
+                .map(|i| format!("{:?}", a.slice(i, 1)))
+                .collect();
+            out.sort();
+            out
+        };
+        assert_eq!(rows(got.as_struct()), rows(&expected), "{text}");
+    }
+
+    #[test]
+    fn lines_left_to_the_general_decoder_keep_their_rows() {
+        // proptest's minimal case: "%A0" is no percent-encoded UTF-8, so the fast path leaves
+        // the line to the general decoder and the rows come out in another order.
+        assert_fast_path_matches(
+            "{\"add\":{\"path\":\"%A0\"}}\n{\"add\":{\"path\":\"\"}}\n",
+            1,
+        );
     }
 
     #[test]
