@@ -347,7 +347,7 @@ pub fn unseen(
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
     use crate::actions::{commit_schema, decode_json_actions};
 
@@ -370,7 +370,8 @@ mod tests {
         r
     }
 
-    fn paths(arrays: &[StructArray]) -> Vec<String> {
+    /// The sorted `path` values of `arrays`.
+    pub(crate) fn paths(arrays: &[StructArray]) -> Vec<String> {
         let mut out: Vec<String> = arrays
             .iter()
             .flat_map(|a| {

@@ -162,28 +162,14 @@ impl Snapshot {
 
             // The commits, newest first, replayed as they arrive.
             let mut reconciler = Reconciler::default();
-            let mut in_commit_timestamp = None;
-            {
-                let mut deltas =
-                    std::pin::pin!(delta_stream(&storage, newest_first, early.clone()));
-                while let Some((delta, batches)) = deltas.try_next().await? {
-                    let origin = Origin {
-                        file: format!("_delta_log/{}", delta.file().name),
-                        version: delta.end_version(),
-                    };
-                    if delta.end_version() == segment.version
-                        && matches!(delta, Delta::Commit { .. })
-                    {
-                        in_commit_timestamp = commit_info_ict(&batches.batches);
-                    }
-                    reconciler.apply_delta(
-                        &batches.batches,
-                        &batches.stats,
-                        batches.add_keys,
-                        &origin,
-                    )?;
-                }
-            }
+            let in_commit_timestamp = replay_deltas(
+                &storage,
+                newest_first,
+                early.clone(),
+                &mut reconciler,
+                segment.version,
+            )
+            .await?;
 
             if let (Some(cp), Some(open), Some(origin)) =
                 (&segment.checkpoint, &checkpoint, &checkpoint_origin)
@@ -342,30 +328,14 @@ impl Snapshot {
 
         let stats_schema = self.stats_schema.clone();
         let mut reconciler = Reconciler::default();
-        let mut in_commit_timestamp = None;
-        {
-            let newest_first: Vec<Delta> = deltas.into_iter().rev().collect();
-            let mut stream = std::pin::pin!(delta_stream(
-                &self.storage,
-                newest_first,
-                Some(stats_schema.clone())
-            ));
-            while let Some((delta, batches)) = stream.try_next().await? {
-                let origin = Origin {
-                    file: format!("_delta_log/{}", delta.file().name),
-                    version: delta.end_version(),
-                };
-                if delta.end_version() == target {
-                    in_commit_timestamp = commit_info_ict(&batches.batches);
-                }
-                reconciler.apply_delta(
-                    &batches.batches,
-                    &batches.stats,
-                    batches.add_keys,
-                    &origin,
-                )?;
-            }
-        }
+        let in_commit_timestamp = replay_deltas(
+            &self.storage,
+            deltas.into_iter().rev().collect(),
+            Some(stats_schema.clone()),
+            &mut reconciler,
+            target,
+        )
+        .await?;
         if reconciler.protocol.is_some() || reconciler.metadata.is_some() {
             return fresh().await;
         }
@@ -641,6 +611,31 @@ fn check_checkpoint_header(
     Ok(())
 }
 
+/// Replays `newest_first` (commits and compactions, newest first) into `reconciler` as they
+/// are decoded, statistics typed by `stats` when known; returns the in-commit timestamp of the
+/// commit of `version`, when it was replayed and has one.
+async fn replay_deltas(
+    storage: &Storage,
+    newest_first: Vec<Delta>,
+    stats: Option<Arc<StatsSchema>>,
+    reconciler: &mut Reconciler,
+    version: u64,
+) -> DeltaResult<Option<i64>> {
+    let mut in_commit_timestamp = None;
+    let mut deltas = std::pin::pin!(delta_stream(storage, newest_first, stats));
+    while let Some((delta, batches)) = deltas.try_next().await? {
+        let origin = Origin {
+            file: format!("_delta_log/{}", delta.file().name),
+            version: delta.end_version(),
+        };
+        if delta.end_version() == version && matches!(delta, Delta::Commit { .. }) {
+            in_commit_timestamp = commit_info_ict(&batches.batches);
+        }
+        reconciler.apply_delta(&batches.batches, &batches.stats, batches.add_keys, &origin)?;
+    }
+    Ok(in_commit_timestamp)
+}
+
 /// Parses the statistics of commit adds, spreading batches over blocking threads.
 async fn parse_in_parallel(
     adds: Vec<Selected>,
@@ -732,18 +727,7 @@ mod tests {
             }
         }
         adds.sort();
-        let mut removes: Vec<String> = s
-            .removes()
-            .iter()
-            .flat_map(|r| {
-                let p = r.column_by_name("path").unwrap().as_string::<i32>();
-                (0..r.len())
-                    .map(|i| p.value(i).to_string())
-                    .collect::<Vec<_>>()
-            })
-            .collect();
-        removes.sort();
-        (adds, removes)
+        (adds, crate::replay::tests::paths(s.removes()))
     }
 
     #[tokio::test]

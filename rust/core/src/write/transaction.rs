@@ -73,11 +73,8 @@ pub struct Transaction {
     /// The read version's protocol and metadata, for the rules a commit must keep
     /// ([`crate::write::iceberg`]).
     table: Option<crate::write::iceberg::TableState>,
-    /// The read version's table properties (for the automatic checkpoint after the commit).
-    config: Option<std::collections::BTreeMap<String, String>>,
-    /// The read version's checksum, from which the committed version's is derived.
-    checksum: Option<VersionChecksum>,
-    /// The snapshot read (`for_table`): automatic checkpoints advance it to the new version.
+    /// The snapshot read (`for_table`): its table properties drive the automatic checkpoint,
+    /// which advances it to the new version; its summary starts the new version's checksum.
     read_snapshot: Option<crate::Snapshot>,
 }
 
@@ -123,8 +120,6 @@ impl Transaction {
             ict: None,
             row_id_high_water_mark: None,
             table: None,
-            config: None,
-            checksum: None,
             read_snapshot: None,
         }
     }
@@ -143,8 +138,6 @@ impl Transaction {
     /// timestamps when `delta.enableInCommitTimestamps` is true.
     pub fn for_table(mut self, snapshot: &crate::Snapshot) -> Self {
         self.table = crate::write::iceberg::TableState::of(snapshot).ok();
-        self.config = Some(snapshot.configuration());
-        self.checksum = Some(VersionChecksum::of(snapshot));
         self.read_snapshot = Some(snapshot.clone());
         let this = if in_commit_timestamps_enabled(&snapshot.configuration()) {
             let previous = snapshot.in_commit_timestamp();
@@ -224,8 +217,8 @@ impl Transaction {
         let mut mark = self.row_id_high_water_mark;
         // The state of the version before the one being attempted, for its checksum file: the
         // read version's (a new table: nothing), then each winner's actions applied in turn.
-        let mut before = match (&self.checksum, self.read_version) {
-            (Some(c), Some(_)) => Some(c.clone()),
+        let mut before = match (&self.read_snapshot, self.read_version) {
+            (Some(read), Some(_)) => Some(VersionChecksum::of(read)),
             (_, None) => Some(VersionChecksum::empty()),
             _ => None,
         };
@@ -316,7 +309,7 @@ impl Transaction {
                 )
             });
         let config = committed
-            .or_else(|| self.config.clone())
+            .or_else(|| self.read_snapshot.as_ref().map(|s| s.configuration()))
             .unwrap_or_default();
         let interval = config
             .get(CHECKPOINT_INTERVAL)
