@@ -42,7 +42,11 @@ def test_golden_tables_advance_to_the_fresh_snapshot(root: str) -> None:
     try:
         latest.metadata()
     except dl.CorruptLogError:
-        pytest.skip("a legacy log without metaData")
+        # A legacy log without metaData: compare what such a snapshot has.
+        t = dl.DeltaTable(table_root, version=0)
+        t.update_incremental()
+        assert (t.version(), sorted(t.files())) == (latest.version(), sorted(latest.files()))
+        return
     fresh = full_state(latest)
     last = latest.version()
     tried = 0
