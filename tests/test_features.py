@@ -221,6 +221,8 @@ def test_support_flags_are_honest() -> None:
         "typeWidening-preview",
         "v2Checkpoint",
         "vacuumProtocolCheck",
+        "variantType",
+        "variantType-preview",
     }
     assert all(f.read_supported for f in FEATURES.values() if f.kind == "writer")
     # Writable: the legacy writer-version-2 features (invariants by refusing tables that have
@@ -367,6 +369,8 @@ def test_article_example_with_deletion_vectors() -> None:
         "typeWidening-preview",
         "v2Checkpoint",
         "vacuumProtocolCheck",
+        "variantType",
+        "variantType-preview",
     ],
 )
 def test_read_supported_reader_features(name: str) -> None:
@@ -376,8 +380,6 @@ def test_read_supported_reader_features(name: str) -> None:
 @pytest.mark.parametrize(
     "name",
     [
-        "variantType",
-        "variantType-preview",
         "catalogManaged",
         "catalogOwned-preview",
     ],
@@ -394,12 +396,18 @@ def test_every_unsupported_reader_feature_is_named() -> None:
     p = P(
         3,
         7,
-        ["variantType", "deletionVectors", "fooBar", "catalogManaged"],
-        ["variantType", "deletionVectors", "fooBar", "catalogManaged", "inCommitTimestamps"],
+        ["catalogOwned-preview", "deletionVectors", "fooBar", "catalogManaged"],
+        [
+            "catalogOwned-preview",
+            "deletionVectors",
+            "fooBar",
+            "catalogManaged",
+            "inCommitTimestamps",
+        ],
     )
     with pytest.raises(UnsupportedFeatureError) as err:
         check_readable(p)
-    assert err.value.features == ["catalogManaged", "fooBar", "variantType"]
+    assert err.value.features == ["catalogManaged", "catalogOwned-preview", "fooBar"]
     assert "fooBar (unknown)" in str(err.value)
 
 

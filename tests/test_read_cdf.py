@@ -26,11 +26,38 @@ def _rows(table: pa.Table, drop: tuple[str, ...] = ("_commit_timestamp",)) -> li
     return sorted(rows, key=lambda r: json.dumps(r, sort_keys=True, default=str))
 
 
-def test_golden_get_changes_plan() -> None:
-    # Version 0 adds fake/path/1; version 1 has a cdc action (fake/path/2) and removes
-    # fake/path/1: only the cdc file counts; version 2 has a txn only. The data files do not
-    # exist (the table is a log-only fixture), so reading names the first missing file.
+CDF_ON = {"delta.enableChangeDataFeed": "true"}
+
+
+def test_golden_get_changes_is_refused_without_the_property() -> None:
+    # Delta Spark wrote this log without delta.enableChangeDataFeed: its changes were never
+    # recorded, so a change feed over it would be made up (as Delta Spark and deltalake refuse).
     t = dl.DeltaTable(corpus_table("deltalog-getChanges/delta"))
+    with pytest.raises(dl.ChangeDataNotRecordedError) as info:
+        t.scan_cdf()
+    assert (info.value.start, info.value.end, info.value.version) == (0, 2, 0)
+    assert "delta.enableChangeDataFeed" in str(info.value)
+    with pytest.raises(dl.ChangeDataNotRecordedError):
+        t.load_cdf(starting_version=1)
+
+
+def test_golden_get_changes_plan(tmp_path: Path) -> None:
+    # The golden log with the property set in its metaData. Version 0 adds fake/path/1;
+    # version 1 has a cdc action (fake/path/2) and removes fake/path/1: only the cdc file
+    # counts; version 2 has a txn only. The data files do not exist (the table is a log-only
+    # fixture), so reading names the first missing file.
+    source = Path(corpus_table("deltalog-getChanges/delta")) / "_delta_log"
+    log = tmp_path / "_delta_log"
+    log.mkdir()
+    for f in sorted(source.glob("*.json")):
+        lines = []
+        for line in f.read_text().splitlines():
+            action = json.loads(line)
+            if "metaData" in action:
+                action["metaData"]["configuration"] = CDF_ON
+            lines.append(json.dumps(action))
+        (log / f.name).write_text("\n".join(lines) + "\n")
+    t = dl.DeltaTable(tmp_path)
     scan = t.scan_cdf()
     assert scan.schema.names == ["part", "id", *CDF_COLUMNS]
     tasks = scan.tasks()
@@ -45,6 +72,37 @@ def test_golden_get_changes_plan() -> None:
     with pytest.raises(dl.DataFileNotFoundError) as info:
         t.load_cdf().read_all()
     assert info.value.file == "fake/path/1"
+
+
+def test_ranges_where_changes_were_not_recorded(tmp_path: Path) -> None:
+    """Only versions whose metadata had the property may be read; the error names the first
+    version of the range that had not, wherever in the range the property changed."""
+    root = tmp_path / "t"
+    data = pa.table({"id": pa.array([1, 2], pa.int64())})
+    dl.write_table(root, data)  # 0: not recorded
+    dl.write_table(root, data, mode="append")  # 1
+    t = dl.DeltaTable(root)
+    t.alter.set_properties(CDF_ON)  # 2: recorded from here
+    dl.write_table(root, data, mode="append")  # 3
+    t = dl.DeltaTable(root)
+    t.delete("id = 1")  # 4: a delete with cdc files
+    t.alter.set_properties({"delta.enableChangeDataFeed": "false"})  # 5: off again
+    dl.write_table(root, data, mode="append")  # 6
+    t = dl.DeltaTable(root)
+    # An UPDATE/DELETE on the unrecorded versions would show made-up inserts and deletes.
+    for start, end, first_bad in [(0, 6, 0), (1, 3, 1), (2, 6, 5), (5, 5, 5), (3, 6, 5)]:
+        with pytest.raises(dl.ChangeDataNotRecordedError) as info:
+            t.load_cdf(starting_version=start, ending_version=end)
+        assert (info.value.start, info.value.end, info.value.version) == (start, end, first_bad)
+    got = t.load_cdf(starting_version=2, ending_version=4).read_all()
+    # Version 3 appended two rows; version 4 deleted the three rows with id 1.
+    assert sorted(got.column("_commit_version").to_pylist()) == [3, 3, 4, 4, 4]
+    # deltalake agrees on what is refused and on the content of the recorded range.
+    peer = deltalake.DeltaTable(str(root))
+    with pytest.raises(Exception, match=r"(?i)change ?data"):
+        pa.table(peer.load_cdf(starting_version=0, ending_version=3))
+    theirs = pa.table(peer.load_cdf(starting_version=2, ending_version=4))
+    assert _rows(got) == _rows(theirs.select(got.column_names))
 
 
 @pytest.fixture(scope="module")
@@ -143,7 +201,15 @@ def test_deletion_vector_updates_are_deletes_of_the_changed_rows(tmp_path: Path)
 
     log = LogWriter(root)
     p = protocol(3, 7, ["deletionVectors"], ["deletionVectors"])
-    log.commit(0, [commit_info(), p, metadata(schema_string=schema), add("f.parquet", size=size)])
+    log.commit(
+        0,
+        [
+            commit_info(),
+            p,
+            metadata(schema_string=schema, configuration=CDF_ON),
+            add("f.parquet", size=size),
+        ],
+    )
     log.commit(
         1,
         [
@@ -182,6 +248,7 @@ def test_in_commit_timestamps_are_the_commit_timestamps(tmp_path: Path) -> None:
         "delta.enableInCommitTimestamps": "true",
         "delta.inCommitTimestampEnablementVersion": "0",
         "delta.inCommitTimestampEnablementTimestamp": "1700000000000",
+        **CDF_ON,
     }
     log = LogWriter(root)
     log.commit(

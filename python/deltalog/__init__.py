@@ -10,6 +10,7 @@ from __future__ import annotations
 from deltalog import features
 from deltalog._native import __version__
 from deltalog.exceptions import (
+    ChangeDataNotRecordedError,
     CommitConflictError,
     ConstraintViolationError,
     CorruptDataFileError,
@@ -30,6 +31,7 @@ from deltalog.transaction import Transaction, write_files
 from deltalog.writer import CommitProperties, write_table
 
 __all__ = [
+    "ChangeDataNotRecordedError",
     "Column",
     "CommitConflictError",
     "CommitProperties",

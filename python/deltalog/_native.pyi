@@ -115,9 +115,12 @@ def dml(
     set: list[tuple[str, str, bool]] | None = None,
     app_transaction: tuple[str, int] | None = None,
     commit_info: str | None = None,
+    predicate_text: str | None = None,
+    set_text: list[tuple[str, str]] | None = None,
 ) -> dict[str, Any]:
     """DELETE (`set` None) or UPDATE of the latest version `snapshot`; the metrics, with
-    `version` None when nothing changed. `set` holds `(column, value, is_sql)`."""
+    `version` None when nothing changed. `set` holds `(column, value, is_sql)`;
+    `predicate_text` and `set_text` (column, SQL) are what the commitInfo shows."""
 
 def write_files(snapshot: RawSnapshot, data: pa.RecordBatchReader) -> list[str]:
     """Writes data files of the table (its schema, partitioning, column mapping, statistics and

@@ -15,8 +15,41 @@ import argparse
 import json
 import sys
 
-from deltalog.exceptions import DeltaError
-from deltalog.table import DeltaTable
+from deltalog.exceptions import DeltaError, InvalidArgumentError
+from deltalog.table import DeltaTable, _timestamp_ms
+
+
+def _non_negative(text: str) -> int:
+    """argparse type: an integer >= 0."""
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not an integer: {text!r}") from None
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"must not be negative: {value}")
+    return value
+
+
+def _timestamp(text: str) -> str:
+    """argparse type: an ISO-8601 timestamp (checked here, passed on as text)."""
+    try:
+        _timestamp_ms(text)
+    except (ValueError, TypeError):
+        raise argparse.ArgumentTypeError(
+            f"not an ISO-8601 timestamp: {text!r} (e.g. 2026-11-21T12:00:00Z)"
+        ) from None
+    return text
+
+
+def _hours(text: str) -> float:
+    """argparse type: a non-negative, finite number of hours."""
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a number of hours: {text!r}") from None
+    if not value >= 0 or value == float("inf"):
+        raise argparse.ArgumentTypeError(f"must be a finite, non-negative number: {text}")
+    return value
 
 
 def _open(args: argparse.Namespace) -> DeltaTable:
@@ -78,11 +111,16 @@ def _cleanup(args: argparse.Namespace) -> None:
 
 
 def _vacuum(args: argparse.Namespace) -> None:
-    result = DeltaTable(args.path).vacuum(
-        args.retention_hours,
-        dry_run=not args.apply,
-        enforce_retention_duration=not args.force,
-    )
+    try:
+        result = DeltaTable(args.path).vacuum(
+            args.retention_hours,
+            dry_run=not args.apply,
+            enforce_retention_duration=not args.force,
+        )
+    except InvalidArgumentError as e:
+        # The refusal of a short retention names the Python argument; say the flag instead.
+        message = str(e).replace("pass enforce_retention_duration=False", "pass --force")
+        raise InvalidArgumentError(message) from None
     for path in result:
         print(path)
     verb = "deleted" if args.apply else "would delete (dry run; --apply deletes)"
@@ -93,33 +131,58 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
         prog="deltalog", description="Inspect and maintain Delta tables."
     )
-    sub = parser.add_subparsers(dest="command", required=True)
-    for name, fn in (("info", _info), ("files", _files)):
-        p = sub.add_parser(name)
-        p.add_argument("path")
-        p.add_argument("--version", type=int)
-        p.add_argument("--timestamp")
+    sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+    for name, fn, text in (
+        ("info", _info, "print a version's protocol, metadata, schema and counts as JSON"),
+        ("files", _files, "list the active data files of a version, one per line"),
+    ):
+        p = sub.add_parser(name, help=text, description=text)
+        p.add_argument("path", help="table location: a path or an s3://, gs://, az:// URI")
+        when = p.add_mutually_exclusive_group()
+        when.add_argument("--version", type=_non_negative, help="the version (default: latest)")
+        when.add_argument(
+            "--timestamp",
+            type=_timestamp,
+            help="the latest version committed at or before this ISO-8601 time",
+        )
         p.set_defaults(fn=fn)
-    p = sub.add_parser("history")
-    p.add_argument("path")
-    p.add_argument("--limit", type=int)
+    text = "print the commits' commitInfo, newest first, one JSON object per line"
+    p = sub.add_parser("history", help=text, description=text)
+    p.add_argument("path", help="table location")
+    p.add_argument("--limit", type=_non_negative, help="at most this many commits")
     p.set_defaults(fn=_history)
-    p = sub.add_parser("checkpoint", help="write a checkpoint of the latest version")
-    p.add_argument("path")
-    p.add_argument("--kind", choices=["classic", "v2", "v2-parquet", "v2-json"])
-    p.add_argument("--sidecars", type=int)
+    text = "write a checkpoint of the latest version"
+    p = sub.add_parser("checkpoint", help=text, description=text)
+    p.add_argument("path", help="table location")
+    p.add_argument(
+        "--kind",
+        choices=["classic", "v2", "v2-parquet", "v2-json"],
+        help="default: the table's delta.checkpointPolicy",
+    )
+    p.add_argument(
+        "--sidecars", type=_non_negative, help="sidecar files of a V2 checkpoint (0: none)"
+    )
     p.set_defaults(fn=_checkpoint)
-    p = sub.add_parser("compact", help="write a log compaction file")
-    p.add_argument("path")
-    p.add_argument("--start", type=int)
-    p.add_argument("--end", type=int)
+    text = "write a log compaction file of a range of commits"
+    p = sub.add_parser("compact", help=text, description=text)
+    p.add_argument("path", help="table location")
+    p.add_argument(
+        "--start", type=_non_negative, help="first commit (default: after the checkpoint)"
+    )
+    p.add_argument("--end", type=_non_negative, help="last commit (default: the latest)")
     p.set_defaults(fn=_compact)
-    p = sub.add_parser("cleanup", help="delete expired log files (delta.logRetentionDuration)")
-    p.add_argument("path")
+    text = "delete expired log files (delta.logRetentionDuration)"
+    p = sub.add_parser("cleanup", help=text, description=text)
+    p.add_argument("path", help="table location")
     p.set_defaults(fn=_cleanup)
-    p = sub.add_parser("vacuum", help="list (or, with --apply, delete) unreferenced files")
-    p.add_argument("path")
-    p.add_argument("--retention-hours", type=float)
+    text = "list (or, with --apply, delete) data files no version in the retention references"
+    p = sub.add_parser("vacuum", help=text, description=text)
+    p.add_argument("path", help="table location")
+    p.add_argument(
+        "--retention-hours",
+        type=_hours,
+        help="default: the table's delta.deletedFileRetentionDuration (7 days)",
+    )
     p.add_argument("--force", action="store_true", help="allow a shorter retention")
     p.add_argument("--apply", action="store_true", help="delete instead of listing")
     p.set_defaults(fn=_vacuum)
@@ -128,6 +191,9 @@ def main(argv: list[str] | None = None) -> int:
         args.fn(args)
     except DeltaError as e:
         print(f"deltalog: {type(e).__name__}: {e}", file=sys.stderr)
+        return 1
+    except (ValueError, TypeError, OSError) as e:
+        print(f"deltalog: error: {e}", file=sys.stderr)
         return 1
     return 0
 

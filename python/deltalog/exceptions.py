@@ -98,6 +98,29 @@ class VersionNotFoundError(DeltaError):
     """The requested version or timestamp does not exist or can no longer be reconstructed."""
 
 
+class ChangeDataNotRecordedError(DeltaError):
+    """The change data feed was asked for a range of versions some of which did not record
+    their changes (``delta.enableChangeDataFeed`` was not ``true`` there), as Delta Spark and
+    ``deltalake`` refuse it.
+
+    Attributes:
+        start, end: the range asked for (both included).
+        version: the first version of the range whose changes were not recorded.
+    """
+
+    def __init__(
+        self,
+        message: str,
+        start: int | None = None,
+        end: int | None = None,
+        version: int | None = None,
+    ) -> None:
+        super().__init__(message)
+        self.start = start
+        self.end = end
+        self.version = version
+
+
 class UnsupportedFeatureError(DeltaError):
     """The table uses table features deltalog does not support for the requested operation.
 
@@ -139,6 +162,7 @@ class StorageError(DeltaError):
 
 
 __all__ = [
+    "ChangeDataNotRecordedError",
     "CommitConflictError",
     "ConstraintViolationError",
     "CorruptDataFileError",

@@ -55,6 +55,83 @@ def _literal(value: Any) -> Any:
     raise TypeError(f"unsupported literal type {type(value).__name__}: {value!r}")
 
 
+def _sql_identifier(name: str) -> str:
+    """A column name as Spark SQL writes it (backquoted unless a plain identifier)."""
+    if name.isidentifier() and name.isascii():
+        return name
+    return "`" + name.replace("`", "``") + "`"
+
+
+def sql_literal(value: Any) -> str:
+    """A Python value as a Spark SQL literal, for display (``history()``)."""
+    if value is None:
+        return "NULL"
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, int):
+        return str(value)
+    if isinstance(value, float):
+        if value != value:
+            return "CAST('NaN' AS DOUBLE)"
+        if value in (float("inf"), float("-inf")):
+            return f"CAST('{'-' if value < 0 else ''}Infinity' AS DOUBLE)"
+        return repr(value)
+    if isinstance(value, decimal.Decimal):
+        return f"{value}BD"
+    if isinstance(value, str):
+        return "'" + value.replace("\\", "\\\\").replace("'", "\\'") + "'"
+    if isinstance(value, (bytes, bytearray, memoryview)):
+        return "X'" + bytes(value).hex().upper() + "'"
+    if isinstance(value, _dt.datetime):
+        return f"TIMESTAMP '{value.isoformat(sep=' ')}'"
+    if isinstance(value, _dt.date):
+        return f"DATE '{value.isoformat()}'"
+    item = getattr(value, "item", None)
+    if callable(item):
+        return sql_literal(item())
+    return repr(value)
+
+
+def _json_literal_sql(value: Any) -> str:
+    """The SQL text of a literal in its JSON form (see :func:`_literal`)."""
+    if value == "null" or value is None:
+        return "NULL"
+    ((kind, v),) = value.items()
+    if kind == "bool":
+        return "true" if v else "false"
+    if kind in ("int", "float"):
+        return sql_literal(v)
+    if kind == "decimal":
+        return f"{v}BD"
+    if kind == "string":
+        return sql_literal(v)
+    if kind == "binary":
+        return sql_literal(bytes(v))
+    if kind == "date":
+        return sql_literal(_EPOCH_DATE + _dt.timedelta(days=v))
+    if kind == "timestamp":
+        return sql_literal(_EPOCH + _dt.timedelta(microseconds=v))
+    return json.dumps(value)
+
+
+def _node_sql(node: Any) -> str:
+    ((kind, body),) = node.items()
+    if kind == "compare":
+        op = {"!=": "<>"}.get(body["op"], body["op"])
+        value = _json_literal_sql(body["value"])
+        return f"{_sql_identifier(body['column'])} {op} {value}"
+    if kind == "is_null":
+        return f"{_sql_identifier(body['column'])} IS NULL"
+    if kind == "in":
+        values = ", ".join(_json_literal_sql(v) for v in body["values"])
+        return f"{_sql_identifier(body['column'])} IN ({values})"
+    if kind in ("and", "or"):
+        return "(" + f" {kind.upper()} ".join(_node_sql(n) for n in body) + ")"
+    if kind == "not":
+        return f"NOT ({_node_sql(body)})"
+    raise ValueError(f"unknown predicate node {kind!r}")
+
+
 class Expr:
     """A predicate. Combine with ``&`` (and), ``|`` (or) and ``~`` (not)."""
 
@@ -78,6 +155,10 @@ class Expr:
     def to_json(self) -> str:
         """The JSON form the native core parses."""
         return json.dumps(self._node, separators=(",", ":"))
+
+    def to_sql(self) -> str:
+        """The predicate as Spark SQL text (for display: ``history()`` shows it)."""
+        return _node_sql(self._node)
 
     def __repr__(self) -> str:
         return f"Expr({self.to_json()})"

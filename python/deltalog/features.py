@@ -20,7 +20,9 @@ Sources (section names are those of the documents in ``shared/spec``):
 stored spec; they are registered as reader-writer features, as the upstream Delta protocol defines
 them, so that deltalog can name them instead of calling them unknown. ``typeWidening`` can be
 read (files written before a widening are read as the wider type: integer widening, float and
-integers to double, decimal widening, date to timestamp_ntz); ``variantType`` cannot.
+integers to double, decimal widening, date to timestamp_ntz); ``variantType`` is read unshredded
+(a column of Arrow extension ``arrow.parquet.variant``: ``struct<metadata: binary, value:
+binary>`` in the Parquet variant encoding), not written.
 """
 
 from __future__ import annotations
@@ -306,10 +308,8 @@ _REGISTRY: tuple[TableFeature, ...] = (
         read_supported=True,
         enablement_property="delta.enableTypeWidening",
     ),
-    _reader_writer("variantType", UPSTREAM_ONLY + "Variant Data Type", read_supported=False),
-    _reader_writer(
-        "variantType-preview", UPSTREAM_ONLY + "Variant Data Type", read_supported=False
-    ),
+    _reader_writer("variantType", UPSTREAM_ONLY + "Variant Data Type", read_supported=True),
+    _reader_writer("variantType-preview", UPSTREAM_ONLY + "Variant Data Type", read_supported=True),
 )
 
 #: Every table feature deltalog knows, by name. Read-only.

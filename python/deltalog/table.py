@@ -16,9 +16,9 @@ from typing import TYPE_CHECKING, Any
 
 import pyarrow as pa
 
-from deltalog import _native, features
-from deltalog.exceptions import DeltaError, VersionNotFoundError
-from deltalog.expressions import FilterLike, to_predicate
+from deltalog import _args, _native, features
+from deltalog.exceptions import DeltaError, InvalidArgumentError, VersionNotFoundError
+from deltalog.expressions import Expr, FilterLike, to_predicate
 from deltalog.scan import DeltaScan
 from deltalog.writer import CommitProperties, check_snapshot_writable
 
@@ -63,7 +63,7 @@ def _timestamp_ms(value: TimestampLike) -> int:
     if isinstance(value, bool):
         raise TypeError("a timestamp cannot be a bool")
     if isinstance(value, int):
-        return value
+        return _args.integer("a timestamp in milliseconds", value, minimum=-_args.MAX_I64)
     if isinstance(value, str):
         text = value.strip()
         if text.endswith(("Z", "z")):
@@ -71,7 +71,7 @@ def _timestamp_ms(value: TimestampLike) -> int:
         try:
             value = _dt.datetime.fromisoformat(text)
         except ValueError as e:
-            raise ValueError(f"not an ISO-8601 timestamp: {value!r}") from e
+            raise InvalidArgumentError(f"not an ISO-8601 timestamp: {value!r}") from e
     if isinstance(value, _dt.datetime):
         if value.tzinfo is None:
             value = value.replace(tzinfo=_dt.timezone.utc)
@@ -79,6 +79,24 @@ def _timestamp_ms(value: TimestampLike) -> int:
     if isinstance(value, _dt.date):
         return _timestamp_ms(_dt.datetime(value.year, value.month, value.day))
     raise TypeError(f"unsupported timestamp type {type(value).__name__}")
+
+
+def _merged_filter(
+    filter: FilterLike | None,
+    filters: FilterLike | None = None,
+    partitions: FilterLike | None = None,
+) -> Expr | None:
+    """``filter`` and the names ``deltalake`` users type: ``filters`` (the same thing) and
+    ``partitions`` (DNF filters on partition columns), all of which must hold."""
+    if filter is not None and filters is not None:
+        raise TypeError("pass filter or its alias filters, not both")
+    parts = [to_predicate(f) for f in (filter if filter is not None else filters, partitions)]
+    present = [p for p in parts if p is not None]
+    if not present:
+        return None
+    if len(present) == 1:
+        return present[0]
+    return present[0] & present[1]
 
 
 def _column_list(columns: list[str] | None) -> list[str] | None:
@@ -136,8 +154,8 @@ class DeltaTable:
     ) -> None:
         if version is not None and timestamp is not None:
             raise ValueError("pass either version or timestamp, not both")
-        if version is not None and (isinstance(version, bool) or not isinstance(version, int)):
-            raise TypeError(f"version must be an int, not {type(version).__name__}")
+        if version is not None:
+            version = _args.version("version", version)
         self._uri = str(table_uri)
         self._storage_options = dict(storage_options) if storage_options else None
         if timestamp is not None:
@@ -179,6 +197,14 @@ class DeltaTable:
         """
         from deltalog.writer import write_table
 
+        if not isinstance(schema, pa.Schema):
+            if hasattr(schema, "__arrow_c_schema__"):
+                schema = pa.schema(schema)
+            else:
+                raise TypeError(
+                    "schema must be a pyarrow.Schema (e.g. pa.schema({'id': pa.int64()})) or "
+                    f"export __arrow_c_schema__, not {type(schema).__name__}"
+                )
         if mode not in ("error", "ignore"):
             raise ValueError('mode must be "error" or "ignore" for create')
         write_table(
@@ -207,7 +233,7 @@ class DeltaTable:
     def load_as_version(self, version: int | TimestampLike) -> None:
         """Reloads this object at another version: an int is a version, anything else a time."""
         if isinstance(version, int) and not isinstance(version, bool):
-            raw = self._raw.load_version(version)
+            raw = self._raw.load_version(_args.version("version", version))
         else:
             raw = self._raw.load_version(self._raw.version_at_timestamp(_timestamp_ms(version)))
         self._set(raw)
@@ -306,8 +332,7 @@ class DeltaTable:
         ``DESCRIBE HISTORY`` shows it; the writer's own clock stays in the commitInfo fields
         only when it differs under the name ``commitInfoTimestamp``.
         """
-        if limit is not None and limit < 0:
-            raise ValueError("limit must not be negative")
+        limit = _args.optional_integer("limit", limit)
         out = []
         for version, ts, info in self._raw.history(limit):
             entry: dict[str, Any] = json.loads(info) if info else {}
@@ -326,6 +351,9 @@ class DeltaTable:
         columns: list[str] | None = None,
         filter: FilterLike | None = None,
         with_row_tracking: bool = False,
+        *,
+        filters: FilterLike | None = None,
+        partitions: FilterLike | None = None,
     ) -> DeltaScan:
         """Plans a read of this version.
 
@@ -337,12 +365,14 @@ class DeltaTable:
                 statistics before any data is read.
             with_row_tracking: add ``_row_id`` and ``_row_commit_version`` (tables with row
                 tracking enabled only; spec "Reader Requirements for Row Tracking").
+            filters, partitions: ``deltalake``'s names: ``filters`` is ``filter``;
+                ``partitions`` (DNF on partition columns) must hold as well.
 
         The result reads in parallel (``to_pyarrow_table``, ``to_batches``), exports
         ``__arrow_c_stream__`` for polars/duckdb, and hands out picklable per-file tasks
         (``tasks()``) for :func:`deltalog.read_task`.
         """
-        predicate = to_predicate(filter)
+        predicate = _merged_filter(filter, filters, partitions)
         raw = self._raw.scan(
             _column_list(columns),
             with_row_tracking,
@@ -355,28 +385,43 @@ class DeltaTable:
         columns: list[str] | None = None,
         filter: FilterLike | None = None,
         with_row_tracking: bool = False,
+        *,
+        filters: FilterLike | None = None,
+        partitions: FilterLike | None = None,
     ) -> pa.Table:
         """Every live row of this version (deleted rows removed) as a ``pyarrow.Table``;
         arguments as for :meth:`scan`."""
-        return self.scan(columns, filter, with_row_tracking).to_pyarrow_table()
+        return self.scan(
+            columns, filter, with_row_tracking, filters=filters, partitions=partitions
+        ).to_pyarrow_table()
 
     def to_batches(
         self,
         columns: list[str] | None = None,
         filter: FilterLike | None = None,
         with_row_tracking: bool = False,
+        *,
+        filters: FilterLike | None = None,
+        partitions: FilterLike | None = None,
     ) -> pa.RecordBatchReader:
         """The live rows as a ``pyarrow.RecordBatchReader``, read a few row groups ahead."""
-        return self.scan(columns, filter, with_row_tracking).to_batches()
+        return self.scan(
+            columns, filter, with_row_tracking, filters=filters, partitions=partitions
+        ).to_batches()
 
     def to_pandas(
         self,
         columns: list[str] | None = None,
         filter: FilterLike | None = None,
         with_row_tracking: bool = False,
+        *,
+        filters: FilterLike | None = None,
+        partitions: FilterLike | None = None,
     ) -> pd.DataFrame:
         """The live rows as a pandas DataFrame."""
-        return self.scan(columns, filter, with_row_tracking).to_pandas()
+        return self.scan(
+            columns, filter, with_row_tracking, filters=filters, partitions=partitions
+        ).to_pandas()
 
     # -- DML -----------------------------------------------------------------------------
 
@@ -437,9 +482,10 @@ class DeltaTable:
         Returns:
             Metrics as for :meth:`delete`, with ``num_updated_rows``.
         """
-        from deltalog.expressions import _literal
+        from deltalog.expressions import _literal, sql_literal
 
         assignments: list[tuple[str, str, bool]] = []
+        shown: list[tuple[str, str]] = []
         for source in (set, updates):
             for column, value in (source or {}).items():
                 if not isinstance(value, str):
@@ -448,17 +494,20 @@ class DeltaTable:
                         "Python values in new_values"
                     )
                 assignments.append((column, value, True))
+                shown.append((column, value))
         for column, value in (new_values or {}).items():
             assignments.append((column, json.dumps({"literal": _literal(value)}), False))
+            shown.append((column, sql_literal(value)))
         if not assignments:
             raise ValueError("update needs set/updates or new_values")
-        return self._dml(predicate, assignments, commit_properties)
+        return self._dml(predicate, assignments, commit_properties, shown)
 
     def _dml(
         self,
         predicate: str | FilterLike | None,
         assignments: list[tuple[str, str, bool]] | None,
         commit_properties: CommitProperties | None,
+        shown: list[tuple[str, str]] | None = None,
     ) -> dict[str, Any]:
         # The statement reads the loaded version; commits since are checked as concurrent
         # winners (blind appends commute, a change to a file it read conflicts).
@@ -466,6 +515,13 @@ class DeltaTable:
         raw = self._raw
         sql = predicate if isinstance(predicate, str) else None
         as_filter = None if sql is not None else to_predicate(predicate)
+        # What history() shows: the SQL the user wrote, or the filter rendered as SQL.
+        predicate_text = sql
+        if as_filter is not None:
+            try:
+                predicate_text = as_filter.to_sql()
+            except RecursionError:
+                predicate_text = None
         props = commit_properties or CommitProperties()
         app = props.app_transaction()
         metrics: dict[str, Any] = _native.dml(
@@ -475,6 +531,8 @@ class DeltaTable:
             assignments,
             app,
             props.commit_info_json(),
+            predicate_text,
+            shown,
         )
         self.update_incremental()
         return metrics
@@ -529,7 +587,7 @@ class DeltaTable:
         latest = self._raw.advance(None)
         check_snapshot_writable(latest)
         if isinstance(target, int) and not isinstance(target, bool):
-            version = target
+            version = _args.version("version", target)
         else:
             version = latest.version_at_timestamp(_timestamp_ms(target))
         if version >= latest.version():
@@ -594,8 +652,7 @@ class DeltaTable:
             ``version``, ``files`` (table-relative paths written), ``num_actions``,
             ``num_add_files``, ``size_in_bytes``.
         """
-        if sidecars is not None and sidecars < 0:
-            raise ValueError(f"sidecars must not be negative, got {sidecars}")
+        sidecars = _args.optional_integer("sidecars", sidecars, maximum=2**32 - 1)
         check_snapshot_writable(self._raw)
         result: dict[str, Any] = _native.create_checkpoint(
             self._raw, kind, sidecars, None, classic_copy
@@ -617,9 +674,8 @@ class DeltaTable:
         Raises:
             VersionNotFoundError: a commit of the range does not exist (e.g. cleaned up).
         """
-        for name, value in (("start", start), ("end", end)):
-            if value is not None and value < 0:
-                raise ValueError(f"{name} must not be negative, got {value}")
+        start = _args.optional_integer("start", start)
+        end = _args.optional_integer("end", end)
         check_snapshot_writable(self._raw)
         return _native.compact_logs(self._raw, start, end)
 
@@ -685,7 +741,11 @@ class DeltaTable:
         # "Writer Requirements for Vacuum Protocol Check": an unconditional write-protocol
         # check, so that files of writer features deltalog does not know are never deleted.
         check_snapshot_writable(latest)
-        retention_ms = None if retention_hours is None else int(retention_hours * 3_600_000)
+        retention_ms = (
+            None
+            if retention_hours is None
+            else _args.hours_to_ms("retention_hours", retention_hours)
+        )
         now_ms = None if now is None else _timestamp_ms(now)
         plan = _native.vacuum_plan(latest, retention_ms, enforce_retention_duration, now_ms)
         result = VacuumResult([p for p, _ in plan], bytes=sum(size for _, size in plan))
@@ -769,6 +829,8 @@ class DeltaTable:
         ending_timestamp: TimestampLike | None = None,
         columns: list[str] | None = None,
         filter: FilterLike | None = None,
+        *,
+        predicate: Any = None,
     ) -> DeltaScan:
         """Plans a read of the row-level changes of a range of versions (spec "Add CDC File").
 
@@ -780,6 +842,10 @@ class DeltaTable:
         ``cdc`` files are read from them; other versions' added and removed files are read as
         inserts and deletes, honouring deletion vectors and column mapping. The table's schema
         is the ending version's.
+
+        Every version of the range must have recorded its changes
+        (``delta.enableChangeDataFeed`` true there); otherwise
+        :class:`~deltalog.ChangeDataNotRecordedError` names the first version that did not.
         """
         if starting_timestamp is not None:
             start_ms = _timestamp_ms(starting_timestamp)
@@ -790,17 +856,28 @@ class DeltaTable:
                 starting_version = 0
         if ending_timestamp is not None:
             ending_version = self._raw.version_at_timestamp(_timestamp_ms(ending_timestamp))
-        if isinstance(starting_version, bool) or not isinstance(starting_version, int):
-            raise TypeError("starting_version must be an int")
+        starting_version = _args.version("starting_version", starting_version)
+        ending_version = (
+            None if ending_version is None else _args.version("ending_version", ending_version)
+        )
         raw = self._raw
         if ending_version is not None and ending_version != raw.version():
             raw = raw.load_version(ending_version)
             features.check_readable(Protocol(*raw.protocol()))
-        predicate = to_predicate(filter)
+        if isinstance(predicate, str):
+            # deltalake's load_cdf takes SQL text; deltalog's change feed filters rows with
+            # the same predicates as scan().
+            raise TypeError(
+                "the change feed's row filter is deltalog's filter= argument (a predicate "
+                "built with deltalog.col, or DNF tuples, as for scan), not SQL text"
+            )
+        if predicate is not None and filter is not None:
+            raise TypeError("pass filter or its alias predicate, not both")
+        row_filter = to_predicate(filter if filter is not None else predicate)
         plan = raw.changes(
             starting_version,
             _column_list(columns),
-            predicate.to_json() if predicate is not None else None,
+            row_filter.to_json() if row_filter is not None else None,
         )
         return DeltaScan(plan)
 
@@ -812,10 +889,19 @@ class DeltaTable:
         ending_timestamp: TimestampLike | None = None,
         columns: list[str] | None = None,
         filter: FilterLike | None = None,
+        *,
+        predicate: Any = None,
     ) -> pa.RecordBatchReader:
-        """The change data feed as a stream of record batches (see :meth:`scan_cdf`)."""
+        """The change data feed as a stream of record batches (see :meth:`scan_cdf`;
+        ``predicate`` is an alias of ``filter``, not SQL text)."""
         return self.scan_cdf(
-            starting_version, ending_version, starting_timestamp, ending_timestamp, columns, filter
+            starting_version,
+            ending_version,
+            starting_timestamp,
+            ending_timestamp,
+            columns,
+            filter,
+            predicate=predicate,
         ).to_batches()
 
     def __repr__(self) -> str:

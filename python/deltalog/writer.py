@@ -14,7 +14,7 @@ from typing import Any, Literal
 
 import pyarrow as pa
 
-from deltalog import _native, features
+from deltalog import _args, _native, features
 from deltalog.exceptions import TableNotFoundError
 
 WriteMode = Literal["error", "append", "overwrite", "ignore"]
@@ -39,6 +39,10 @@ class CommitProperties:
     def __post_init__(self) -> None:
         if (self.app_id is None) != (self.app_version is None):
             raise ValueError("app_id and app_version go together")
+        if self.app_version is not None:
+            _args.integer("app_version", self.app_version)
+        if self.app_id is not None and not isinstance(self.app_id, str):
+            raise TypeError(f"app_id must be a str, not {type(self.app_id).__name__}")
 
     def app_transaction(self) -> tuple[str, int] | None:
         """``(app_id, app_version)`` as the native core takes it, or None."""
@@ -166,11 +170,12 @@ def _reader(data: Any) -> pa.RecordBatchReader:
         return data.to_reader()
     if isinstance(data, pa.RecordBatch):
         return pa.Table.from_batches([data]).to_reader()
+    if type(data).__module__.startswith("pandas"):
+        # Before the stream interface, which pandas also has: its index is not a column
+        # (no ``__index_level_0__``); ``df.reset_index()`` writes it as one.
+        return pa.Table.from_pandas(data, preserve_index=False).to_reader()
     if hasattr(data, "__arrow_c_stream__"):
         return pa.RecordBatchReader.from_stream(data)
-    module = type(data).__module__
-    if module.startswith("pandas"):
-        return pa.Table.from_pandas(data, preserve_index=False).to_reader()
     raise TypeError(
         f"cannot write {type(data).__name__}: pass a pyarrow Table, RecordBatch or "
         "RecordBatchReader, a pandas DataFrame, or an object with __arrow_c_stream__"

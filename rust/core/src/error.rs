@@ -51,6 +51,17 @@ pub enum DeltaError {
         detail: String,
     },
 
+    /// The change data feed was not recorded for `version`, one of the versions of the range
+    /// `start..=end` asked for: `delta.enableChangeDataFeed` was not `true` there ("Writer
+    /// Requirements for AddCDCFile": only then must writers record every change).
+    #[error(
+        "change data was not recorded for version {version} of the range {start}..={end}: \
+         the table property delta.enableChangeDataFeed was not true there; read the change \
+         feed from a later version (history() shows when the property was set), or set it \
+         with alter.set_properties to record changes from now on"
+    )]
+    ChangeDataNotRecorded { start: u64, end: u64, version: u64 },
+
     /// The requested version or timestamp cannot be served.
     #[error("version not found: {message}")]
     VersionNotFound { message: String },

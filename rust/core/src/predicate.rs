@@ -340,7 +340,13 @@ pub fn literal_array(literal: &Literal, dt: &DataType) -> Result<ArrayRef, Strin
             if s.is_empty() {
                 return Err(mismatch());
             }
-            parse_partition_value(Some(s), dt)
+            parse_partition_value(Some(s), dt).map_err(|_| {
+                format!(
+                    "the text {s:?} is not a {dt} value (text compared with a column of \
+                     another type must be that type's text form, e.g. \"3\", \"2.5\", \
+                     \"2026-01-31\")"
+                )
+            })
         }
         (Literal::Decimal(s), dt) if numeric(dt) => {
             convert(Arc::new(StringArray::from(vec![s.as_str()])))

@@ -11,6 +11,11 @@
 //! values are stored as Arrow metadata strings: JSON strings as their text, other JSON values as
 //! their JSON serialization; going back, only the keys the spec types as numbers, booleans or
 //! objects are parsed, every other value stays a string ([`metadata_value_to_json`]).
+//!
+//! `variant` (the upstream protocol's "Variant Data Type", table feature `variantType`, not in
+//! the stored spec) is read unshredded: a struct of two required binary fields, `metadata` and
+//! `value`, in the Parquet variant encoding. Its Arrow field carries the canonical extension
+//! name `arrow.parquet.variant` ([`is_variant`]), which is how it goes back to `variant`.
 
 use std::collections::HashMap;
 use std::sync::Arc;
@@ -26,11 +31,63 @@ pub const COLUMN_ID_KEY: &str = "delta.columnMapping.id";
 pub const PARQUET_FIELD_ID_KEY: &str = "PARQUET:field_id";
 /// Table property naming the column mapping mode.
 pub const COLUMN_MAPPING_MODE_KEY: &str = "delta.columnMapping.mode";
+/// Arrow field metadata key of an extension type's name.
+pub const EXTENSION_NAME_KEY: &str = "ARROW:extension:name";
+/// Arrow field metadata key of an extension type's parameters.
+pub const EXTENSION_METADATA_KEY: &str = "ARROW:extension:metadata";
+/// The canonical Arrow extension name of Parquet variant values.
+pub const VARIANT_EXTENSION: &str = "arrow.parquet.variant";
+
+/// The storage type of an unshredded variant: `struct<metadata: binary not null, value:
+/// binary not null>` (upstream protocol, "Variant Data Type").
+pub fn variant_storage_type() -> DataType {
+    DataType::Struct(Fields::from(vec![
+        Field::new("metadata", DataType::Binary, false),
+        Field::new("value", DataType::Binary, false),
+    ]))
+}
+
+/// Whether a field holds variant values (its extension name says so).
+pub fn is_variant(field: &Field) -> bool {
+    field
+        .metadata()
+        .get(EXTENSION_NAME_KEY)
+        .is_some_and(|n| n == VARIANT_EXTENSION)
+}
+
+/// `field` marked as a variant when its Delta type is `variant`.
+fn mark_variant(field: Field, delta_type: &Value) -> Field {
+    if delta_type.as_str() != Some("variant") {
+        return field;
+    }
+    let mut metadata = field.metadata().clone();
+    metadata.insert(
+        EXTENSION_NAME_KEY.to_string(),
+        VARIANT_EXTENSION.to_string(),
+    );
+    metadata.insert(EXTENSION_METADATA_KEY.to_string(), String::new());
+    field.with_metadata(metadata)
+}
 
 /// Why a schema could not be converted.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[error("{0}")]
 pub struct SchemaError(pub String);
+
+impl SchemaError {
+    /// The error of a schema a caller asked to write: an invalid argument.
+    pub fn into_invalid_argument(self) -> crate::error::DeltaError {
+        crate::error::DeltaError::InvalidArgument(format!("the table schema: {}", self.0))
+    }
+
+    /// Whether the schema was refused for nesting deeper than deltalog reads.
+    pub fn is_too_deep(&self) -> bool {
+        self.0.starts_with(TOO_DEEP)
+    }
+}
+
+/// The start of the message of schemas that nest too deeply.
+const TOO_DEEP: &str = "the schema nests deeper than deltalog supports";
 
 fn err<T>(msg: impl Into<String>) -> Result<T, SchemaError> {
     Err(SchemaError(msg.into()))
@@ -38,8 +95,18 @@ fn err<T>(msg: impl Into<String>) -> Result<T, SchemaError> {
 
 /// Parses `schemaString` into an Arrow schema with logical names.
 pub fn parse_schema_string(schema_string: &str) -> Result<Schema, SchemaError> {
-    let value: Value = serde_json::from_str(schema_string)
-        .map_err(|e| SchemaError(format!("schemaString is not JSON: {e}")))?;
+    let value: Value = serde_json::from_str(schema_string).map_err(|e| {
+        // serde_json stops at 128 levels of JSON nesting (each struct level is three) rather
+        // than overflow the stack.
+        if e.to_string().starts_with("recursion limit exceeded") {
+            SchemaError(format!(
+                "{TOO_DEEP}: about 40 levels of struct, array and map types (the schema's JSON \
+                 may nest at most 128 levels)"
+            ))
+        } else {
+            SchemaError(format!("schemaString is not JSON: {e}"))
+        }
+    })?;
     match delta_type_to_arrow(&value)? {
         Some(DataType::Struct(fields)) => Ok(Schema::new(fields)),
         _ => err("schemaString must be a struct type (spec: \"Schema Serialization Format\")"),
@@ -72,13 +139,12 @@ pub fn delta_type_to_arrow(value: &Value) -> Result<Option<DataType>, SchemaErro
                     .get("containsNull")
                     .and_then(Value::as_bool)
                     .unwrap_or(true);
-                let Some(element) = delta_type_to_arrow(element)? else {
+                let Some(element_type) = delta_type_to_arrow(element)? else {
                     return Ok(None);
                 };
-                Ok(Some(DataType::List(Arc::new(Field::new(
-                    "element",
+                Ok(Some(DataType::List(Arc::new(mark_variant(
+                    Field::new("element", element_type, contains_null),
                     element,
-                    contains_null,
                 )))))
             }
             Some("map") => {
@@ -92,12 +158,16 @@ pub fn delta_type_to_arrow(value: &Value) -> Result<Option<DataType>, SchemaErro
                     .get("valueContainsNull")
                     .and_then(Value::as_bool)
                     .unwrap_or(true);
-                let (Some(key), Some(value)) =
+                let (Some(key_type), Some(value_type)) =
                     (delta_type_to_arrow(key)?, delta_type_to_arrow(value)?)
                 else {
                     return Ok(None);
                 };
-                Ok(Some(map_type(key, value, value_null)))
+                let value_field = mark_variant(Field::new("value", value_type, value_null), value);
+                Ok(Some(map_of(
+                    Field::new("key", key_type, false),
+                    value_field,
+                )))
             }
             Some(other) => err(format!("unknown complex type {other:?}")),
             None => err("a type object has no \"type\""),
@@ -108,13 +178,17 @@ pub fn delta_type_to_arrow(value: &Value) -> Result<Option<DataType>, SchemaErro
 
 /// `map<key, value>` with Delta's entry layout.
 pub fn map_type(key: DataType, value: DataType, value_nullable: bool) -> DataType {
+    map_of(
+        Field::new("key", key, false),
+        Field::new("value", value, value_nullable),
+    )
+}
+
+fn map_of(key: Field, value: Field) -> DataType {
     DataType::Map(
         Arc::new(Field::new(
             "key_value",
-            DataType::Struct(Fields::from(vec![
-                Field::new("key", key, false),
-                Field::new("value", value, value_nullable),
-            ])),
+            DataType::Struct(Fields::from(vec![key, value])),
             false,
         )),
         false,
@@ -135,6 +209,7 @@ fn primitive(name: &str) -> Result<Option<DataType>, SchemaError> {
         "date" => DataType::Date32,
         "timestamp" => DataType::Timestamp(TimeUnit::Microsecond, Some("UTC".into())),
         "timestamp_ntz" => DataType::Timestamp(TimeUnit::Microsecond, None),
+        "variant" => variant_storage_type(),
         "void" => return Ok(None),
         other => {
             if let Some(args) = other
@@ -195,9 +270,10 @@ fn delta_field_to_arrow(value: &Value) -> Result<Option<Field>, SchemaError> {
             metadata.insert(k.clone(), text);
         }
     }
-    Ok(Some(
+    Ok(Some(mark_variant(
         Field::new(name, data_type, nullable).with_metadata(metadata),
-    ))
+        ty,
+    )))
 }
 
 /// Serializes an Arrow schema as a Delta `schemaString`.
@@ -212,7 +288,7 @@ fn struct_to_delta(fields: &Fields) -> Result<Value, SchemaError> {
         let mut keys: Vec<&String> = f.metadata().keys().collect();
         keys.sort();
         for k in keys {
-            if k == PARQUET_FIELD_ID_KEY {
+            if k == PARQUET_FIELD_ID_KEY || k == EXTENSION_NAME_KEY || k == EXTENSION_METADATA_KEY {
                 continue;
             }
             let value = metadata_value_to_json(k, &f.metadata()[k]);
@@ -220,7 +296,9 @@ fn struct_to_delta(fields: &Fields) -> Result<Value, SchemaError> {
         }
         let mut field = Map::new();
         field.insert("name".into(), Value::String(f.name().clone()));
-        field.insert("type".into(), arrow_type_to_delta(f.data_type())?);
+        let delta_type = field_type_to_delta(f)
+            .map_err(|e| SchemaError(format!("column {:?}: {}", f.name(), e.0)))?;
+        field.insert("type".into(), delta_type);
         field.insert("nullable".into(), Value::Bool(f.is_nullable()));
         field.insert("metadata".into(), Value::Object(meta));
         out.push(Value::Object(field));
@@ -256,6 +334,14 @@ pub fn metadata_value_to_json(key: &str, text: &str) -> Value {
     Value::String(text.to_string())
 }
 
+/// The Delta type of a field's values (`variant` for fields marked as such).
+fn field_type_to_delta(field: &Field) -> Result<Value, SchemaError> {
+    if is_variant(field) {
+        return Ok(Value::String("variant".into()));
+    }
+    arrow_type_to_delta(field.data_type())
+}
+
 /// Converts an Arrow type to a Delta type.
 pub fn arrow_type_to_delta(dt: &DataType) -> Result<Value, SchemaError> {
     let prim = |s: &str| Ok(Value::String(s.to_string()));
@@ -277,7 +363,7 @@ pub fn arrow_type_to_delta(dt: &DataType) -> Result<Value, SchemaError> {
         DataType::List(item) | DataType::LargeList(item) | DataType::ListView(item) => {
             let mut m = Map::new();
             m.insert("type".into(), Value::String("array".into()));
-            m.insert("elementType".into(), arrow_type_to_delta(item.data_type())?);
+            m.insert("elementType".into(), field_type_to_delta(item)?);
             m.insert("containsNull".into(), Value::Bool(item.is_nullable()));
             Ok(Value::Object(m))
         }
@@ -291,12 +377,15 @@ pub fn arrow_type_to_delta(dt: &DataType) -> Result<Value, SchemaError> {
             let mut m = Map::new();
             m.insert("type".into(), Value::String("map".into()));
             m.insert("keyType".into(), arrow_type_to_delta(kv[0].data_type())?);
-            m.insert("valueType".into(), arrow_type_to_delta(kv[1].data_type())?);
+            m.insert("valueType".into(), field_type_to_delta(&kv[1])?);
             m.insert("valueContainsNull".into(), Value::Bool(kv[1].is_nullable()));
             Ok(Value::Object(m))
         }
         DataType::Dictionary(_, value) => arrow_type_to_delta(value),
-        other => err(format!("Arrow type {other} has no Delta equivalent")),
+        other => err(format!(
+            "Arrow type {other} has no Delta equivalent (Delta has no unsigned integers, \
+             half floats, durations or times of day; cast the column first)"
+        )),
     }
 }
 
@@ -364,7 +453,12 @@ fn physical_field(field: &FieldRef, mode: ColumnMappingMode) -> Result<Field, Sc
         })?;
         new_meta.insert(PARQUET_FIELD_ID_KEY.to_string(), id.clone());
     }
-    let data_type = physical_type(field.data_type(), mode)?;
+    // A variant's `metadata` and `value` are not Delta fields: they keep their names.
+    let data_type = if is_variant(field) {
+        field.data_type().clone()
+    } else {
+        physical_type(field.data_type(), mode)?
+    };
     Ok(Field::new(physical, data_type, field.is_nullable()).with_metadata(new_meta))
 }
 
@@ -378,6 +472,7 @@ fn physical_type(dt: &DataType, mode: ColumnMappingMode) -> Result<DataType, Sch
                 .map(|f| physical_field(f, mode))
                 .collect::<Result<Vec<_>, _>>()?,
         )),
+        DataType::List(item) if is_variant(item) => dt.clone(),
         DataType::List(item) => DataType::List(Arc::new(
             item.as_ref()
                 .clone()
@@ -390,6 +485,9 @@ fn physical_type(dt: &DataType, mode: ColumnMappingMode) -> Result<DataType, Sch
             let kv = kv
                 .iter()
                 .map(|f| {
+                    if is_variant(f) {
+                        return Ok(f.as_ref().clone());
+                    }
                     Ok(f.as_ref()
                         .clone()
                         .with_data_type(physical_type(f.data_type(), mode)?))
@@ -468,6 +566,26 @@ mod tests {
         assert!(primitive("decimal(39,1)").is_err());
         assert!(primitive("decimal(5,6)").is_err());
         assert!(primitive("interval").is_err());
+    }
+
+    #[test]
+    fn variants_read_unshredded_and_round_trip() {
+        let text = r#"{"type":"struct","fields":[{"name":"v","type":"variant","nullable":true,"metadata":{"comment":"c"}},{"name":"a","type":{"type":"array","elementType":"variant","containsNull":true},"nullable":true,"metadata":{}},{"name":"m","type":{"type":"map","keyType":"string","valueType":"variant","valueContainsNull":true},"nullable":true,"metadata":{}}]}"#;
+        let schema = parse_schema_string(text).unwrap();
+        let v = schema.field(0);
+        assert!(is_variant(v));
+        assert_eq!(v.data_type(), &variant_storage_type());
+        assert_eq!(v.metadata()["comment"], "c");
+        let DataType::List(item) = schema.field(1).data_type() else {
+            panic!("not a list")
+        };
+        assert!(is_variant(item));
+        let back: Value = serde_json::from_str(&arrow_to_schema_string(&schema).unwrap()).unwrap();
+        let expected: Value = serde_json::from_str(text).unwrap();
+        assert_eq!(back, expected);
+        // A plain struct of the same shape stays a struct.
+        let plain = Field::new("s", variant_storage_type(), true);
+        assert_eq!(field_type_to_delta(&plain).unwrap()["type"], "struct");
     }
 
     #[test]

@@ -447,6 +447,9 @@ impl Snapshot {
             )
         })?;
         parse_schema_string(text).map(Arc::new).map_err(|e| {
+            if e.is_too_deep() {
+                return DeltaError::Unsupported(format!("version {}: {e}", self.version()));
+            }
             DeltaError::corrupt(
                 "_delta_log",
                 Some(self.version()),

@@ -28,6 +28,7 @@ use arrow::datatypes::{
 use crate::error::{DeltaError, DeltaResult};
 use crate::json_scan::{Scalar, ScanError, ScanResult, Scanner};
 use crate::nulls::shared_null_array;
+use crate::schema::is_variant;
 
 /// The statistics types derived from a table schema.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -53,6 +54,8 @@ fn min_max_fields(physical: &Fields, logical: &Fields) -> (Fields, Fields) {
     let mut l_out = Vec::new();
     for (p, l) in physical.iter().zip(logical.iter()) {
         match (p.data_type(), l.data_type()) {
+            // Variants have no min/max ("Variant Data Type": statistics are not collected).
+            _ if is_variant(l) => {}
             (DataType::Struct(pc), DataType::Struct(lc)) => {
                 let (pf, lf) = min_max_fields(pc, lc);
                 if !pf.is_empty() {
@@ -75,7 +78,7 @@ fn null_count_fields(physical: &Fields, logical: &Fields) -> (Fields, Fields) {
     let mut l_out = Vec::new();
     for (p, l) in physical.iter().zip(logical.iter()) {
         match (p.data_type(), l.data_type()) {
-            (DataType::Struct(pc), DataType::Struct(lc)) => {
+            (DataType::Struct(pc), DataType::Struct(lc)) if !is_variant(l) => {
                 let (pf, lf) = null_count_fields(pc, lc);
                 p_out.push(Field::new(p.name(), DataType::Struct(pf), true));
                 l_out.push(Field::new(l.name(), DataType::Struct(lf), true));

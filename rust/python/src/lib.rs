@@ -109,6 +109,17 @@ fn to_py_err(py: Python<'_>, err: DeltaError) -> PyErr {
                 kw.set_item("expression", expression)?;
                 ("ConstraintViolationError", Some(kw))
             }
+            DeltaError::ChangeDataNotRecorded {
+                start,
+                end,
+                version,
+            } => {
+                let kw = PyDict::new(py);
+                kw.set_item("start", start)?;
+                kw.set_item("end", end)?;
+                kw.set_item("version", version)?;
+                ("ChangeDataNotRecordedError", Some(kw))
+            }
             DeltaError::VersionNotFound { .. } => ("VersionNotFoundError", None),
             DeltaError::Unsupported(_) => ("UnsupportedFeatureError", None),
             DeltaError::InvalidArgument(_) => ("InvalidArgumentError", None),
@@ -876,7 +887,8 @@ fn expression(text: &str, is_sql: bool) -> Result<deltalog_core::expr::Expr, Del
 /// all rows when both are None. `set` holds `(column, value, is_sql)`: a SQL expression, or
 /// an expression's JSON. Returns the metrics, with `version` None when nothing changed.
 #[pyfunction]
-#[pyo3(signature = (snapshot, predicate_sql=None, predicate_json=None, set=None, app_transaction=None, commit_info=None))]
+#[pyo3(signature = (snapshot, predicate_sql=None, predicate_json=None, set=None, app_transaction=None, commit_info=None, predicate_text=None, set_text=None))]
+#[allow(clippy::too_many_arguments)]
 fn dml(
     py: Python<'_>,
     snapshot: PyRef<'_, RawSnapshot>,
@@ -885,6 +897,8 @@ fn dml(
     set: Option<Vec<(String, String, bool)>>,
     app_transaction: Option<(String, i64)>,
     commit_info: Option<&str>,
+    predicate_text: Option<String>,
+    set_text: Option<Vec<(String, String)>>,
 ) -> PyResult<Py<PyDict>> {
     use deltalog_core::expr::Expr;
     use deltalog_core::write::dml::{execute, Change, DmlOptions};
@@ -908,9 +922,10 @@ fn dml(
     let options = DmlOptions {
         commit_info: commit_info_map(commit_info)?,
         app_transaction,
-        predicate_text: predicate_sql
-            .map(str::to_string)
-            .or_else(|| predicate.as_ref().map(|p| format!("{p:?}"))),
+        predicate_text: predicate_text
+            .or_else(|| predicate_sql.map(str::to_string))
+            .or_else(|| predicate_json.map(str::to_string)),
+        set_text,
     };
     let snapshot = snapshot.snapshot.clone();
     let metrics = block_on(py, async move {

@@ -123,6 +123,10 @@ pub async fn change_tasks(snapshot: &Snapshot, start: u64) -> DeltaResult<Vec<Fi
     }
     let config = snapshot.configuration();
     let mut tasks = Vec::new();
+    // Whether each version recorded its changes, decided after the loop: the property in
+    // force at `start` comes from a `metaData` of that version, else (no metaData in the
+    // range) from the end snapshot, else from a snapshot of `start`.
+    let mut recorded_from: Vec<(u64, bool)> = Vec::new();
     for (version, file_time, file) in commits {
         let name = format!("_delta_log/{}", file.name);
         let bytes = storage.get(&file.meta.location).await?;
@@ -151,6 +155,13 @@ pub async fn change_tasks(snapshot: &Snapshot, start: u64) -> DeltaResult<Vec<Fi
                 cdcs.push(FileAction::parse(b, &name, version)?);
             } else if let Some(ci) = action("commitInfo") {
                 ict = ci.get("inCommitTimestamp").and_then(Value::as_i64);
+            } else if let Some(m) = action("metaData") {
+                let enabled = m
+                    .get("configuration")
+                    .and_then(|c| c.get(CDF_PROPERTY))
+                    .and_then(Value::as_str)
+                    .is_some_and(is_true);
+                recorded_from.push((version, enabled));
             }
         }
         let timestamp = match ict {
@@ -211,5 +222,67 @@ pub async fn change_tasks(snapshot: &Snapshot, start: u64) -> DeltaResult<Vec<Fi
                 .map(|r| r.task(change(Some(DELETE), None))),
         );
     }
+    let at_start = match recorded_from.first() {
+        Some(&(version, enabled)) if version == start => enabled,
+        None => config.get(CDF_PROPERTY).is_some_and(|v| is_true(v)),
+        Some(_) => {
+            let earlier = Snapshot::try_new(storage.clone(), Some(start)).await?;
+            let config = earlier.configuration();
+            config.get(CDF_PROPERTY).is_some_and(|v| is_true(v))
+        }
+    };
+    if let Some(version) = first_unrecorded(start, end, at_start, &recorded_from) {
+        return Err(DeltaError::ChangeDataNotRecorded {
+            start,
+            end,
+            version,
+        });
+    }
     Ok(tasks)
+}
+
+/// The table property that makes writers record changes.
+pub const CDF_PROPERTY: &str = "delta.enableChangeDataFeed";
+
+fn is_true(value: &str) -> bool {
+    value.trim().eq_ignore_ascii_case("true")
+}
+
+/// The first version of `start..=end` whose changes were not recorded, given whether they were
+/// at `start` and the versions (ascending) whose `metaData` set the property on or off.
+/// Deriving changes from `add` and `remove` actions ("Reader Requirements for AddCDCFile") is
+/// only sound where writers had to record `cdc` files for every change that needs them,
+/// which is where `delta.enableChangeDataFeed` was true; Delta Spark refuses the rest too.
+fn first_unrecorded(start: u64, end: u64, at_start: bool, changes: &[(u64, bool)]) -> Option<u64> {
+    if !at_start {
+        return Some(start);
+    }
+    changes
+        .iter()
+        .find(|&&(version, enabled)| !enabled && (start..=end).contains(&version))
+        .map(|&(version, _)| version)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn unrecorded_versions() {
+        // Enabled at the start, never changed.
+        assert_eq!(first_unrecorded(0, 5, true, &[]), None);
+        // Not enabled at the start.
+        assert_eq!(first_unrecorded(2, 5, false, &[]), Some(2));
+        // Turned off at 4 (the start's own metaData turned it on).
+        assert_eq!(
+            first_unrecorded(1, 5, true, &[(1, true), (4, false)]),
+            Some(4)
+        );
+        // Off then on again: the first version off is named.
+        assert_eq!(
+            first_unrecorded(0, 9, true, &[(3, false), (5, true)]),
+            Some(3)
+        );
+        assert!(is_true(" TRUE") && !is_true("yes"));
+    }
 }

@@ -67,6 +67,9 @@ pub struct DmlOptions {
     pub app_transaction: Option<(String, i64)>,
     /// The predicate as the user wrote it, for the commitInfo.
     pub predicate_text: Option<String>,
+    /// UPDATE's assignments as the user wrote them (column, SQL), for the commitInfo; when
+    /// `None` the expressions' own form is shown.
+    pub set_text: Option<Vec<(String, String)>>,
 }
 
 /// What a DML statement did.
@@ -216,8 +219,14 @@ pub async fn execute(
     if let Some(text) = &options.predicate_text {
         parameters.insert("predicate".into(), json!(text));
     }
-    if let Change::Update(set) = &change {
-        // The assignments as Delta Spark shows them: column -> expression.
+    if let Some(texts) = &options.set_text {
+        // The assignments as Delta Spark shows them: column -> SQL expression.
+        let shown: Map<String, Value> = texts
+            .iter()
+            .map(|(c, sql)| (c.clone(), json!(sql)))
+            .collect();
+        parameters.insert("set".into(), Value::Object(shown));
+    } else if let Change::Update(set) = &change {
         let shown: Map<String, Value> = set
             .iter()
             .map(|(c, e)| {

@@ -859,7 +859,7 @@ pub async fn merge(
     if let Some(updated) = identities.updated_schema(&schema) {
         // "Identity Columns": the high-water marks move with the commit.
         let schema_string = crate::schema::arrow_to_schema_string(&updated)
-            .map_err(|e| DeltaError::Internal(e.0))?;
+            .map_err(crate::schema::SchemaError::into_invalid_argument)?;
         rewriter.set_metadata(
             crate::model::Metadata {
                 schema_string: Some(schema_string),

@@ -150,7 +150,8 @@ fn table_schema_of(schema: &Schema) -> DeltaResult<SchemaRef> {
             .collect::<Vec<Field>>(),
     ))
     .map_err(|e| DeltaError::InvalidArgument(format!("the data cannot be a Delta table: {e}")))?;
-    let parsed = parse_schema_string(&text).map_err(|e| DeltaError::Internal(e.0))?;
+    let parsed =
+        parse_schema_string(&text).map_err(crate::schema::SchemaError::into_invalid_argument)?;
     Ok(Arc::new(parsed))
 }
 
@@ -431,8 +432,8 @@ where
         SaveMode::Error => "ErrorIfExists",
         SaveMode::Ignore => "Ignore",
     };
-    let schema_string =
-        arrow_to_schema_string(&table_schema).map_err(|e| DeltaError::Internal(e.0))?;
+    let schema_string = arrow_to_schema_string(&table_schema)
+        .map_err(crate::schema::SchemaError::into_invalid_argument)?;
     let mut txn = Transaction::new(storage.clone(), read_version, operation, isolation)
         .with_commit_info(options.commit_info.clone())
         .with_parameter("mode", json!(mode_name))
@@ -631,6 +632,6 @@ pub fn add_columns(
         )));
     }
     let text = arrow_to_schema_string(&appended(&current, &added))
-        .map_err(|e| DeltaError::Internal(e.0))?;
+        .map_err(crate::schema::SchemaError::into_invalid_argument)?;
     Ok((text, config))
 }
