@@ -24,6 +24,8 @@ def integer(name: str, value: Any, *, minimum: int = 0, maximum: int = MAX_I64) 
     if isinstance(value, bool) or not isinstance(value, int):
         raise TypeError(f"{name} must be an int, not {type(value).__name__}")
     if value < minimum:
+        if minimum == 0:
+            raise InvalidArgumentError(f"{name} must not be negative, got {value}")
         raise InvalidArgumentError(f"{name} must be at least {minimum}, got {value}")
     if value > maximum:
         raise InvalidArgumentError(f"{name} must be at most {maximum}, got {value}")
