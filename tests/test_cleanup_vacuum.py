@@ -87,6 +87,49 @@ def test_cleanup_needs_a_checkpoint_before_the_cutoff(tmp_path: Path) -> None:
     assert dl.DeltaTable(uri, version=0).version() == 0
 
 
+def test_cleanup_removes_stale_staging_files_of_killed_writers(tmp_path: Path) -> None:
+    """object_store stages a local write as `<name>#<n>` before linking or renaming it into
+    place; a killed writer leaves it behind (hidden from listings). Cleanup removes those older
+    than the retention cutoff, with or without a cutoff checkpoint, and nothing else."""
+    uri = tmp_path / "t"
+    for i in range(4):
+        dl.write_table(uri, one(i), mode="append" if i else "error")
+    log = uri / "_delta_log"
+    before = state(dl.DeltaTable(uri))
+    stale = [
+        "00000000000000000004.json#1",  # a commit that never got linked
+        "00000000000000000002.json#2",  # linked, staging file not unlinked
+        "00000000000000000003.crc#1",
+        "_last_checkpoint#1",
+        "00000000000000000003.checkpoint.parquet#1",
+    ]
+    fresh = ["00000000000000000005.json#1"]  # a writer may still be linking it
+    foreign = ["notes.txt#1", "00000000000000000004.json#x", "00000000000000000004.json#"]
+    for name in stale + fresh + foreign:
+        (log / name).write_bytes(b'{"commitInfo":{}}\n')
+    for name in stale + foreign:
+        set_mtime(log / name, NOW - 40 * DAY)
+    # Older than a day but inside the 30-day retention: kept too.
+    set_mtime(log / fresh[0], NOW - 3 * DAY)
+
+    deleted = dl.DeltaTable(uri).cleanup_metadata()
+    assert sorted(deleted) == sorted(stale)
+    for name in stale:
+        assert not (log / name).exists(), name
+    for name in fresh + foreign:
+        assert (log / name).exists(), name
+    after = dl.DeltaTable(uri)
+    assert state(after) == before
+    assert after.version() == 3
+    # The table is untouched for another reader as well.
+    peer = deltalake.DeltaTable(str(uri))
+    assert peer.version() == 3
+    assert sorted(peer.to_pyarrow_table().column("id").to_pylist()) == [0, 1, 2, 3]
+    # With a shorter retention the fresher one goes too, a day after it was written.
+    dl.DeltaTable(uri).alter.set_properties({"delta.logRetentionDuration": "interval 1 days"})
+    assert fresh[0] in dl.DeltaTable(uri).cleanup_metadata()
+
+
 def test_cleanup_honours_the_retention_property(tmp_path: Path) -> None:
     uri = tmp_path / "t"
     dl.write_table(uri, one(0), configuration={"delta.logRetentionDuration": "interval 2 days"})

@@ -175,6 +175,29 @@ def test_missing_dv_file_is_a_typed_error(tmp_path: Path) -> None:
         dl.DeltaTable(root).to_pyarrow_table()
 
 
+@pytest.mark.parametrize("damage", ["empty", "truncated", "no-checksum", "offset-past-end"])
+def test_short_dv_file_is_a_typed_error(tmp_path: Path, damage: str) -> None:
+    """A DV file shorter than its descriptor says (zero bytes, cut inside the vector or its
+    checksum, or an offset past the end) is a CorruptDeletionVectorError naming the DV file,
+    the data file and the rule, never a storage error."""
+    root = dv_table(tmp_path / "t", "u", [2, 5])
+    file = _stored_vector(root)
+    data = file.read_bytes()
+    if damage == "offset-past-end":
+        log = root / "_delta_log" / f"{0:020}.json"
+        log.write_text(log.read_text().replace('"offset":1', f'"offset":{len(data) + 7}'))
+    else:
+        keep = {"empty": 0, "truncated": len(data) // 2, "no-checksum": len(data) - 2}[damage]
+        file.write_bytes(data[:keep])
+    with pytest.raises(dl.CorruptDeletionVectorError) as info:
+        dl.DeltaTable(root).to_pyarrow_table()
+    assert info.value.file is not None and file.name in info.value.file
+    message = str(info.value)
+    assert "part-0.parquet" in message
+    assert "Deletion Vector File Storage Format" in message
+    assert not isinstance(info.value, dl.StorageError)
+
+
 @settings(max_examples=80, deadline=None)
 @given(st.sets(st.integers(0, 2**40), max_size=300))
 def test_dv_serialization_is_pyroaring_byte_for_byte(rows: set[int]) -> None:

@@ -245,7 +245,7 @@ impl DvDescriptor {
         let size = self.size(&name)?;
         // The size field, the bitmap and its checksum.
         let range = offset as u64..(offset + 4 + size + 4) as u64;
-        let bytes = match storage.store().get_range(&path, range).await {
+        let bytes = match storage.store().get_range(&path, range.clone()).await {
             Ok(b) => b,
             Err(object_store::Error::NotFound { .. }) => {
                 return Err(corrupt(
@@ -253,9 +253,25 @@ impl DvDescriptor {
                     format!("the file does not exist (DV of {context})"),
                 ))
             }
-            Err(e) => return Err(e.into()),
+            Err(e) => {
+                // A file shorter than the descriptor says (empty, truncated, or an offset past
+                // its end) is a damaged DV, whatever error the store gives for the range.
+                return Err(match storage.store().head(&path).await {
+                    Ok(meta) if meta.size < range.end => corrupt(
+                        &name,
+                        format!(
+                            "the file is {} bytes long, but the deletion vector of {context} \
+                             (offset {offset}, sizeInBytes {size}) needs bytes {}..{} (spec: \
+                             \"Deletion Vector File Storage Format\")",
+                            meta.size, range.start, range.end
+                        ),
+                    ),
+                    _ => e.into(),
+                });
+            }
         };
         self.decode_stored(&bytes, &name)
+            .map_err(|e| with_context(e, context))
     }
 
     /// `sizeInBytes`, checked; `name` names the file for the error.
@@ -415,6 +431,19 @@ pub fn dv_file(bitmaps: &[RoaringTreemap]) -> (Vec<u8>, Vec<(i32, i32)>) {
         file.extend(stored);
     }
     (file, places)
+}
+
+/// Adds the data file a stored vector belongs to, and the rule, to a decoding error.
+fn with_context(e: DeltaError, context: &str) -> DeltaError {
+    match e {
+        DeltaError::CorruptDeletionVector { file, reason } => DeltaError::CorruptDeletionVector {
+            file,
+            reason: format!(
+                "{reason} (DV of {context}; spec: \"Deletion Vector File Storage Format\")"
+            ),
+        },
+        other => other,
+    }
 }
 
 fn corrupt(file: &str, reason: impl Into<String>) -> DeltaError {
@@ -611,6 +640,35 @@ mod tests {
         );
         assert!(err.to_string().contains("does not exist"), "{err}");
         assert!(err.to_string().contains("part-1.parquet"), "{err}");
+
+        // Empty, truncated inside the vector, truncated inside the checksum, and an offset
+        // past the end: each a corrupt DV naming the file and the data file, never a storage
+        // error.
+        let full = file.len();
+        let far = DvDescriptor {
+            offset: Some(i32::try_from(full).unwrap() + 10),
+            ..dv.clone()
+        };
+        for (bytes, descriptor) in [
+            (&file[..0], &dv),
+            (&file[..full / 2], &dv),
+            (&file[..full - 2], &dv),
+            (&file[..], &far),
+        ] {
+            std::fs::write(dir.path().join(name), bytes).unwrap();
+            let err = descriptor
+                .load(&storage, "part-1.parquet")
+                .await
+                .unwrap_err();
+            match &err {
+                DeltaError::CorruptDeletionVector { file, reason } => {
+                    assert!(file.contains("deletion_vector_d2c639aa"), "{err}");
+                    assert!(reason.contains("part-1.parquet"), "{err}");
+                    assert!(reason.contains("Deletion Vector File Storage Format"), "{err}");
+                }
+                other => panic!("{} bytes: unexpected {other:?}", bytes.len()),
+            }
+        }
     }
 
     proptest! {

@@ -11,7 +11,9 @@
 //! 4. sidecars referenced by any remaining checkpoint are kept; other sidecars are deleted once
 //!    they are a day old (as of midnight UTC), so that checkpoints being written keep theirs.
 //!
-//! Temporary files of writers that died (`.<name>.<uuid>.tmp`, see `sink`) go once a day old.
+//! Temporary files of writers that died (`.<name>.<uuid>.tmp`, see `sink`) go once a day old;
+//! object_store's local staging files (`<name>#<n>`, e.g. `5.json#1`) once older than the
+//! retention cutoff and a day, with or without a cutoff checkpoint.
 //! Every version from the `cutOffCheckpoint` on stays readable, so time travel inside the
 //! retention window never breaks. Commit times are the files' modification times, or the
 //! in-commit timestamps where the table has them enabled ("In-Commit Timestamps").
@@ -102,6 +104,22 @@ pub async fn cleanup_metadata(snapshot: &Snapshot, now_ms: i64) -> DeltaResult<V
     let storage = snapshot.storage();
     let retention = duration_ms(&snapshot.configuration(), LOG_RETENTION)?;
     let cutoff_ts = (now_ms - retention).div_euclid(DAY_MS) * DAY_MS;
+    let midnight = now_ms.div_euclid(DAY_MS) * DAY_MS;
+    // Staging files of killed writers are no version's: removed whatever the checkpoints.
+    let staging = remove_stale_staging(storage, cutoff_ts.min(midnight - DAY_MS))?;
+    let mut deleted = cleanup_versions(snapshot, storage, cutoff_ts, midnight).await?;
+    deleted.extend(staging);
+    Ok(deleted)
+}
+
+/// The part of [`cleanup_metadata`] that needs a cutoff checkpoint: versions, compactions,
+/// checksums, staged commits, sidecars and hidden temporary files.
+async fn cleanup_versions(
+    snapshot: &Snapshot,
+    storage: &Storage,
+    cutoff_ts: i64,
+    midnight: i64,
+) -> DeltaResult<Vec<String>> {
     let listing = LogListing::list(storage, None).await?;
     // Only versions up to the snapshot's are considered: a newer commit is someone else's.
     let times = commit_times(snapshot, &listing).await?;
@@ -127,7 +145,6 @@ pub async fn cleanup_metadata(snapshot: &Snapshot, now_ms: i64) -> DeltaResult<V
     let all: Vec<ObjectMeta> = storage.list_log(None).await?;
     let mut doomed: Vec<(String, ObjectMeta)> = Vec::new();
     let mut sidecars: Vec<(String, ObjectMeta)> = Vec::new();
-    let midnight = now_ms.div_euclid(DAY_MS) * DAY_MS;
     let stale_tmp = |meta: &ObjectMeta| meta.last_modified.timestamp_millis() < midnight - DAY_MS;
     for meta in all {
         let Some(name) = storage.relative_to_log(&meta.location) else {
@@ -186,6 +203,73 @@ pub async fn cleanup_metadata(snapshot: &Snapshot, now_ms: i64) -> DeltaResult<V
     )
     .await?;
     Ok(doomed.into_iter().map(|(n, _)| n).collect())
+}
+
+/// Removes the staging files of local writes last modified before `older_than_ms`; returns
+/// their `_delta_log`-relative names.
+///
+/// On the local file system object_store writes `<name>#<n>` and then links (put-if-absent:
+/// commits, checksums) or renames (overwrites: checkpoints, `_last_checkpoint`) it to `<name>`;
+/// a writer killed in between leaves the staging file behind, and listings never show it. A
+/// live writer's staging file is the one it is writing now, so only files older than the log
+/// retention cutoff, and at least a day old, are removed; only names of log files are touched.
+/// Object stores have no such files.
+fn remove_stale_staging(storage: &Storage, older_than_ms: i64) -> DeltaResult<Vec<String>> {
+    let Some(log_dir) = storage.local_path(&storage.log_dir()) else {
+        return Ok(Vec::new());
+    };
+    let mut removed = Vec::new();
+    for prefix in ["", "_sidecars/", "_staged_commits/"] {
+        let Ok(entries) = std::fs::read_dir(log_dir.join(prefix)) else {
+            continue;
+        };
+        for entry in entries.flatten() {
+            let file_name = entry.file_name();
+            let Some(name) = file_name.to_str() else {
+                continue;
+            };
+            let Some((base, n)) = name.rsplit_once('#') else {
+                continue;
+            };
+            if n.is_empty() || !n.bytes().all(|b| b.is_ascii_digit()) {
+                continue;
+            }
+            let log_file = match prefix {
+                "_sidecars/" => base.ends_with(".parquet"),
+                _ => {
+                    base == "_last_checkpoint"
+                        || !matches!(classify(&format!("{prefix}{base}")), LogFileKind::Unknown)
+                }
+            };
+            let Ok(meta) = entry.metadata() else {
+                continue;
+            };
+            let modified = meta
+                .modified()
+                .ok()
+                .and_then(|t| t.duration_since(std::time::UNIX_EPOCH).ok())
+                .and_then(|d| i64::try_from(d.as_millis()).ok());
+            if !log_file || !meta.is_file() || !modified.is_some_and(|m| m < older_than_ms) {
+                continue;
+            }
+            match std::fs::remove_file(entry.path()) {
+                Ok(()) => removed.push(format!("{prefix}{name}")),
+                Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+                Err(e) => {
+                    return Err(object_store::Error::Generic {
+                        store: "LocalFileSystem",
+                        source: format!(
+                            "cannot remove the stale staging file _delta_log/{prefix}{name}: {e}"
+                        )
+                        .into(),
+                    }
+                    .into())
+                }
+            }
+        }
+    }
+    removed.sort();
+    Ok(removed)
 }
 
 /// Deletes `locations` (in bulk where the store can); a file already gone is not an error.

@@ -1,0 +1,461 @@
+"""Log compaction files written independently of deltalog's writer ("Log Compaction Files").
+
+Compactions here are computed in plain Python by reconciling the commits of their range
+("Action Reconciliation": newest action per logical file `(path, deletionVector.uniqueId)`, so
+`remove` tombstones stay; newest protocol, metadata, txn per app, domain per name), and, like
+the files Databricks Runtime writes, they also carry the range's `cdc` actions, which are no
+snapshot state. Data files are parquet written by pyarrow; deletion vectors are serialized by
+pyroaring and Z85-encoded here. Every read that may use a compaction is compared with the same
+log without its compaction files (plain JSON replay) and with the independent oracle.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import random
+import shutil
+import struct
+import uuid
+import zlib
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+from pyroaring import BitMap64
+
+import deltalog as dl
+import oracle
+from conftest import BASE_MS, LogWriter, commit_info, domain, metadata, protocol, txn
+
+Z85 = "0123456789abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ.-:+=^!/*?&<>()[]{}@%$#"
+DV_MAGIC = struct.pack("<I", 1681511377)
+DV_PROTOCOL = protocol(3, 7, ["deletionVectors"], ["deletionVectors", "changeDataFeed"])
+CONFIG = {"delta.enableDeletionVectors": "true", "delta.enableChangeDataFeed": "true"}
+ROWS_PER_FILE = 5
+
+
+def z85(data: bytes) -> str:
+    """Z85 of `data` zero-padded to a multiple of 4 bytes (inline DVs, "Deletion Vectors")."""
+    data = data + b"\0" * (-len(data) % 4)
+    out = []
+    for i in range(0, len(data), 4):
+        value = int.from_bytes(data[i : i + 4], "big")
+        chunk = []
+        for _ in range(5):
+            value, digit = divmod(value, 85)
+            chunk.append(Z85[digit])
+        out.extend(reversed(chunk))
+    return "".join(out)
+
+
+def dv_bytes(rows: set[int]) -> bytes:
+    return DV_MAGIC + BitMap64(sorted(rows)).serialize()
+
+
+def inline_dv(rows: set[int]) -> dict[str, Any]:
+    data = dv_bytes(rows)
+    return {
+        "storageType": "i",
+        "pathOrInlineDv": z85(data),
+        "sizeInBytes": len(data),
+        "cardinality": len(rows),
+    }
+
+
+def stored_dv(root: Path, rows: set[int], seq: int) -> dict[str, Any]:
+    """A DV in its own file next to the data ("Deletion Vector File Storage Format": version
+    byte, then big-endian size, the vector and its big-endian CRC-32), relative storage `u`
+    with a random prefix, as Databricks writes them."""
+    data = dv_bytes(rows)
+    u = uuid.UUID(int=seq + 1)
+    prefix = "ab"
+    (root / prefix).mkdir(exist_ok=True)
+    body = struct.pack(">I", len(data)) + data + struct.pack(">I", zlib.crc32(data))
+    (root / prefix / f"deletion_vector_{u}.bin").write_bytes(b"\x01" + body)
+    return {
+        "storageType": "u",
+        "pathOrInlineDv": prefix + z85(u.bytes),
+        "offset": 1,
+        "sizeInBytes": len(data),
+        "cardinality": len(rows),
+    }
+
+
+@dataclass
+class Table:
+    """A log built commit by commit, with the data files it names."""
+
+    root: Path
+    commits: list[list[dict[str, Any]]] = field(default_factory=list)
+    # path -> deleted row positions (None when the file is not active)
+    live: dict[str, set[int] | None] = field(default_factory=dict)
+    next_file: int = 0
+    next_cdc: int = 0
+    stored_dvs: bool = False
+    # (path, deleted rows) -> descriptor: a remove names the DV its add had
+    dvs: dict[tuple[str, frozenset[int]], dict[str, Any]] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        self.log = LogWriter(self.root)
+
+    def data_file(self) -> tuple[str, dict[str, Any]]:
+        name = f"part-{self.next_file:05}.parquet"
+        first = self.next_file * ROWS_PER_FILE
+        self.next_file += 1
+        ids = pa.array(range(first, first + ROWS_PER_FILE), pa.int64())
+        pq.write_table(pa.table({"id": ids}), self.root / name)
+        stats = json.dumps({"numRecords": ROWS_PER_FILE, "minValues": {"id": first}})
+        return name, {
+            "path": name,
+            "partitionValues": {},
+            "size": (self.root / name).stat().st_size,
+            "modificationTime": BASE_MS,
+            "dataChange": True,
+            "stats": stats,
+        }
+
+    def cdc(self) -> dict[str, Any]:
+        name = f"_change_data/cdc-{self.next_cdc:05}.parquet"
+        self.next_cdc += 1
+        (self.root / "_change_data").mkdir(exist_ok=True)
+        pq.write_table(pa.table({"id": pa.array([0], pa.int64())}), self.root / name)
+        return {
+            "cdc": {
+                "path": name,
+                "partitionValues": {},
+                "size": (self.root / name).stat().st_size,
+                "dataChange": False,
+            }
+        }
+
+    def file_action(self, kind: str, path: str, deleted: set[int] | None) -> dict[str, Any]:
+        action: dict[str, Any] = {"path": path, "dataChange": True}
+        if kind == "add":
+            action.update(
+                partitionValues={},
+                size=(self.root / path).stat().st_size,
+                modificationTime=BASE_MS,
+                stats=json.dumps({"numRecords": ROWS_PER_FILE}),
+            )
+        else:
+            action.update(deletionTimestamp=BASE_MS, extendedFileMetadata=True, size=1)
+        if deleted:
+            key = (path, frozenset(deleted))
+            if key not in self.dvs:
+                self.dvs[key] = (
+                    stored_dv(self.root, deleted, len(self.dvs))
+                    if self.stored_dvs
+                    else inline_dv(deleted)
+                )
+            action["deletionVector"] = self.dvs[key]
+        return {kind: action}
+
+    def commit(self, actions: list[dict[str, Any]]) -> int:
+        version = len(self.commits)
+        actions = [commit_info(timestamp=BASE_MS + version * 1000), *actions]
+        self.commits.append(actions)
+        self.log.commit(version, actions, mtime_ms=BASE_MS + version * 1000)
+        return version
+
+    # -- operations ----------------------------------------------------------------------
+
+    def create(self, files: int) -> None:
+        actions: list[dict[str, Any]] = [DV_PROTOCOL, metadata(configuration=CONFIG)]
+        for _ in range(files):
+            path, add = self.data_file()
+            self.live[path] = set()
+            actions.append({"add": add})
+        self.commit(actions)
+
+    def append(self, files: int = 1) -> None:
+        actions = []
+        for _ in range(files):
+            path, add = self.data_file()
+            self.live[path] = set()
+            actions.append({"add": add})
+        self.commit(actions)
+
+    def active(self) -> list[str]:
+        return sorted(p for p, d in self.live.items() if d is not None)
+
+    def dv_delete(self, path: str, rows: set[int], cdc: bool = True) -> None:
+        """Deletes rows of `path` with a deletion vector: the old file (old DV) is removed and
+        re-added with the grown DV, as DELETE does with deletion vectors."""
+        old = self.live[path]
+        assert old is not None
+        new = old | rows
+        actions = [self.file_action("remove", path, old), self.file_action("add", path, new)]
+        if cdc:
+            actions.append(self.cdc())
+        self.live[path] = new
+        self.commit(actions)
+
+    def remove(self, path: str, cdc: bool = True) -> None:
+        old = self.live[path]
+        actions = [self.file_action("remove", path, old)]
+        if cdc:
+            actions.append(self.cdc())
+        self.live[path] = None
+        self.commit(actions)
+
+    def re_add(self, path: str) -> None:
+        """Adds a removed file back (as RESTORE does), without a deletion vector."""
+        assert self.live[path] is None
+        self.live[path] = set()
+        self.commit([self.file_action("add", path, set())])
+
+    def other(self, actions: list[dict[str, Any]]) -> None:
+        self.commit(actions)
+
+    # -- compactions ---------------------------------------------------------------------
+
+    def compaction(
+        self, start: int, end: int, shuffle: random.Random | None = None, layout: str = "spec"
+    ) -> Path:
+        """`<start>.<end>.compacted.json`, reconciled here from the commits of the range.
+
+        Layouts: "spec" (adds, removes, then the other actions, as the spec's example),
+        "spark" (protocol, metadata, txns, domains, then adds and removes sorted by path with
+        dataChange false, then the cdc actions), or shuffled lines."""
+        seen: set[tuple[str, str | None]] = set()
+        files: list[dict[str, Any]] = []
+        singles: dict[str, dict[str, Any]] = {}
+        txns: dict[str, dict[str, Any]] = {}
+        domains: dict[str, dict[str, Any]] = {}
+        cdcs: list[dict[str, Any]] = []
+        for version in range(end, start - 1, -1):
+            for a in self.commits[version]:
+                ((kind, body),) = a.items()
+                if kind in ("add", "remove"):
+                    key = oracle.file_key(body)
+                    if key not in seen:
+                        seen.add(key)
+                        files.append(a)
+                elif kind in ("protocol", "metaData"):
+                    singles.setdefault(kind, a)
+                elif kind == "txn":
+                    txns.setdefault(body["appId"], a)
+                elif kind == "domainMetadata":
+                    domains.setdefault(body["domain"], a)
+                elif kind == "cdc":
+                    cdcs.append(a)
+        lines = [*files, *singles.values(), *txns.values(), *domains.values(), *cdcs]
+        if layout == "spark":
+            files = sorted(
+                ({k: {**v, "dataChange": False}} for a in files for k, v in a.items()),
+                key=lambda a: next(iter(a.values()))["path"],
+            )
+            lines = [*singles.values(), *txns.values(), *domains.values(), *files, *cdcs]
+        if shuffle is not None:
+            shuffle.shuffle(lines)
+        return self.log.compaction(start, end, lines)
+
+
+# -- comparing reads ---------------------------------------------------------------------------
+
+
+def state(t: dl.DeltaTable) -> dict[str, Any]:
+    """What a snapshot is: version, active logical files, rows, txns, domains, protocol."""
+    actions = t.get_add_actions(flatten=True).to_pylist()
+    files = sorted(
+        (a["path"], a["deletion_vector.path_or_inline_dv"], a["num_records"], a["size"])
+        for a in actions
+    )
+    rows = sorted(t.to_pyarrow_table().column("id").to_pylist())
+    return {
+        "version": t.version(),
+        "files": files,
+        "rows": rows,
+        "txns": t.transactions(),
+        "domains": t.domain_metadata(),
+        "protocol": (t.protocol().min_reader_version, t.protocol().min_writer_version),
+    }
+
+
+def oracle_files(root: Path, version: int) -> list[tuple[str, str | None]]:
+    snap = oracle.replay(root, version)
+    return sorted(
+        (a["path"], (a.get("deletionVector") or {}).get("pathOrInlineDv"))
+        for a in snap.adds.values()
+    )
+
+
+def plain_copy(root: Path, dest: Path) -> Path:
+    """The same table without its compaction files."""
+    shutil.copytree(root, dest)
+    for f in (dest / "_delta_log").glob("*.compacted.json"):
+        f.unlink()
+    return dest
+
+
+def assert_same_reads(root: Path, plain: Path, versions: list[int]) -> None:
+    for v in versions:
+        got = state(dl.DeltaTable(str(root), version=v))
+        want = state(dl.DeltaTable(str(plain), version=v))
+        assert got == want, f"version {v}"
+        assert [f[:2] for f in got["files"]] == oracle_files(plain, v), f"version {v}"
+
+
+def databricks_like(root: Path) -> Table:
+    """26 commits (0..25) with deletion vectors, full removes, a re-added file, txns, domains
+    and cdc files; 2 active files and 5 rows at the end. Compactions 0-5, 6-10 and 6-15, each
+    holding its range's cdc actions, as Databricks Runtime lays them out."""
+    t = Table(root)
+    t.create(3)  # 0: part-0..2
+    t.append(2)  # 1: part-3, part-4
+    t.dv_delete("part-00000.parquet", {0, 1})  # 2
+    t.other([txn("app", 1)])  # 3
+    t.dv_delete("part-00001.parquet", {4})  # 4
+    t.remove("part-00002.parquet")  # 5
+    t.dv_delete("part-00000.parquet", {2})  # 6: second DV on the same file
+    t.append(1)  # 7: part-5
+    t.other([domain("team.x", '{"a":1}'), txn("app", 2)])  # 8
+    t.remove("part-00003.parquet")  # 9
+    t.re_add("part-00002.parquet")  # 10: removed in 5, restored
+    t.dv_delete("part-00005.parquet", {0, 1, 2})  # 11
+    t.remove("part-00004.parquet")  # 12
+    t.dv_delete("part-00002.parquet", {3})  # 13
+    t.append(1)  # 14: part-6
+    t.other([domain("team.x", '{"a":1}', removed=True), txn("other", 7)])  # 15
+    t.remove("part-00000.parquet")  # 16
+    t.dv_delete("part-00006.parquet", {0})  # 17
+    t.remove("part-00005.parquet")  # 18
+    t.append(1)  # 19: part-7
+    t.dv_delete("part-00007.parquet", {0, 1, 2, 3})  # 20
+    t.remove("part-00002.parquet")  # 21
+    t.dv_delete("part-00001.parquet", {0, 1})  # 22: part-1 keeps rows 2, 3
+    t.other([txn("app", 3)])  # 23
+    t.remove("part-00007.parquet")  # 24
+    t.dv_delete("part-00006.parquet", {1})  # 25: part-6 keeps rows 2, 3, 4
+    assert len(t.commits) == 26
+    for start, end in [(0, 5), (6, 10), (6, 15)]:
+        t.compaction(start, end)
+    return t
+
+
+def test_databricks_like_compactions(tmp_path: Path) -> None:
+    t = databricks_like(tmp_path / "t")
+    plain = plain_copy(t.root, tmp_path / "plain")
+    latest = state(dl.DeltaTable(str(t.root)))
+    assert len(latest["files"]) == 2
+    assert len(latest["rows"]) == 5
+    assert latest["rows"] == [7, 8, 32, 33, 34]
+    assert latest == state(dl.DeltaTable(str(plain)))
+    assert latest["txns"] == {"app": 3, "other": 7}
+    assert latest["domains"] == {}
+    # Every version: inside, at the ends of and past each compaction range.
+    assert_same_reads(t.root, plain, list(range(26)))
+
+
+def test_compaction_in_use_replaces_its_commits(tmp_path: Path) -> None:
+    """With the commits inside 6..15 damaged, versions from 15 on still read (from the
+    compaction 6-15); versions inside the range need their commits and say so."""
+    t = databricks_like(tmp_path / "t")
+    plain = plain_copy(t.root, tmp_path / "plain")
+    for v in range(11, 15):
+        t.log.raw(v, "{not json\n")
+    assert_same_reads(t.root, plain, [15, 16, 20, 25])
+    with pytest.raises(dl.CorruptLogError):
+        dl.DeltaTable(str(t.root), version=12)
+
+
+def test_update_incremental_across_compactions(tmp_path: Path) -> None:
+    t = databricks_like(tmp_path / "t")
+    plain = plain_copy(t.root, tmp_path / "plain")
+    for start, stop in [(0, 25), (3, 8), (5, 6), (7, 15), (10, 16), (15, 25), (4, 20)]:
+        table = dl.DeltaTable(str(t.root), version=start)
+        table.load_as_version(stop) if stop < 25 else table.update_incremental()
+        assert state(table) == state(dl.DeltaTable(str(plain), version=stop)), (start, stop)
+
+
+# -- property: random logs, random compactions -----------------------------------------------
+
+
+@st.composite
+def logs(draw: st.DrawFn) -> tuple[list[tuple[str, Any]], list[tuple[int, int]], int]:
+    ops = draw(
+        st.lists(
+            st.one_of(
+                st.tuples(st.just("append"), st.integers(1, 2)),
+                st.tuples(st.just("dv"), st.integers(0, 50)),
+                st.tuples(st.just("remove"), st.integers(0, 50)),
+                st.tuples(st.just("re_add"), st.integers(0, 50)),
+                st.tuples(st.just("txn"), st.integers(0, 2)),
+                st.tuples(st.just("domain"), st.integers(0, 3)),
+            ),
+            min_size=2,
+            max_size=18,
+        )
+    )
+    n = len(ops) + 1
+    ranges = draw(
+        st.lists(
+            st.tuples(st.integers(0, n - 1), st.integers(0, n - 1)).map(sorted).map(tuple),
+            max_size=5,
+        )
+    )
+    seed = draw(st.integers(0, 2**16))
+    return ops, ranges, seed
+
+
+def build_random(root: Path, ops: list[tuple[str, Any]], seed: int) -> Table:
+    rnd = random.Random(seed)
+    t = Table(root)
+    t.create(2)
+    for kind, arg in ops:
+        active = t.active()
+        removed = sorted(p for p, d in t.live.items() if d is None)
+        if kind == "append" or (kind in ("dv", "remove") and not active):
+            t.append(arg if kind == "append" else 1)
+        elif kind == "dv":
+            path = active[arg % len(active)]
+            left = sorted(set(range(ROWS_PER_FILE)) - (t.live[path] or set()))
+            if len(left) > 1:  # the DV must change: a new logical file
+                t.dv_delete(path, {rnd.choice(left)}, cdc=rnd.random() < 0.7)
+            else:
+                t.remove(path)
+        elif kind == "remove":
+            t.remove(active[arg % len(active)], cdc=rnd.random() < 0.5)
+        elif kind == "re_add" and removed:
+            t.re_add(removed[arg % len(removed)])
+        elif kind == "txn":
+            t.other([txn(f"app{arg}", len(t.commits))])
+        elif kind == "domain":
+            t.other([domain(f"d{arg % 2}", f'{{"v":{len(t.commits)}}}', removed=arg >= 2)])
+        else:
+            t.other([])
+    return t
+
+
+@settings(
+    max_examples=int(os.environ.get("COMPACTION_EXAMPLES", "40")),
+    deadline=None,
+    suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
+)
+@given(case=logs())
+def test_random_compactions_match_plain_replay(
+    tmp_path_factory: pytest.TempPathFactory,
+    case: tuple[list[tuple[str, Any]], list[tuple[int, int]], int],
+) -> None:
+    ops, ranges, seed = case
+    base = tmp_path_factory.mktemp("prop")
+    t = build_random(base / "t", ops, seed)
+    plain = plain_copy(t.root, base / "plain")
+    rnd = random.Random(seed)
+    for start, end in ranges:
+        t.compaction(start, end, shuffle=rnd)
+    latest = len(t.commits) - 1
+    ends = {e for _, e in ranges} | {s for s, _ in ranges} | {latest}
+    versions = sorted(ends | {v + 1 for v in ends if v < latest} | {rnd.randrange(latest + 1)})
+    assert_same_reads(t.root, plain, versions)
+    # Moving a loaded snapshot forward across the compactions.
+    start = rnd.randrange(latest + 1)
+    table = dl.DeltaTable(str(t.root), version=start)
+    table.update_incremental()
+    assert state(table) == state(dl.DeltaTable(str(plain)))
