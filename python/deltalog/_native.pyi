@@ -104,6 +104,7 @@ def write_table(
     overwrite_schema: bool = False,
     predicate: str | None = None,
     clustering_columns: list[str] | None = None,
+    target_file_size: int | None = None,
 ) -> tuple[int, bool]:
     """Writes `data` to the table at `uri`; `(version, written)`. `protocol` is the JSON
     `protocol` action of a new table."""
@@ -115,11 +116,14 @@ def dml(
     set: list[tuple[str, str, bool]] | None = None,
     app_transaction: tuple[str, int] | None = None,
     commit_info: str | None = None,
+    target_file_size: int | None = None,
 ) -> dict[str, Any]:
     """DELETE (`set` None) or UPDATE of the latest version `snapshot`; the metrics, with
     `version` None when nothing changed. `set` holds `(column, value, is_sql)`."""
 
-def write_files(snapshot: RawSnapshot, data: pa.RecordBatchReader) -> list[str]:
+def write_files(
+    snapshot: RawSnapshot, data: pa.RecordBatchReader, target_file_size: int | None = None
+) -> list[str]:
     """Writes data files of the table (its schema, partitioning, column mapping, statistics and
     rules) without committing; their `add` actions as JSON texts."""
 
@@ -165,6 +169,7 @@ def merge(
     clauses: str,
     app_transaction: tuple[str, int] | None = None,
     commit_info: str | None = None,
+    target_file_size: int | None = None,
 ) -> dict[str, Any]:
     """MERGE `source` into the snapshot's table; the metrics (`version` None: no change)."""
 

@@ -550,7 +550,7 @@ fn json_checksum(text: &str) -> PyResult<String> {
 /// table at `uri`, whose latest version the caller loaded as `snapshot` (None: no table yet);
 /// returns `(version, written)` (`written` false when nothing was committed).
 #[pyfunction]
-#[pyo3(signature = (uri, data, mode, snapshot=None, partition_by=None, configuration=None, name=None, description=None, storage_options=None, app_transaction=None, commit_info=None, merge_schema=false, protocol=None, overwrite_schema=false, predicate=None, clustering_columns=None))]
+#[pyo3(signature = (uri, data, mode, snapshot=None, partition_by=None, configuration=None, name=None, description=None, storage_options=None, app_transaction=None, commit_info=None, merge_schema=false, protocol=None, overwrite_schema=false, predicate=None, clustering_columns=None, target_file_size=None))]
 #[allow(clippy::too_many_arguments)]
 fn write_table(
     py: Python<'_>,
@@ -570,6 +570,7 @@ fn write_table(
     overwrite_schema: bool,
     predicate: Option<&str>,
     clustering_columns: Option<Vec<String>>,
+    target_file_size: Option<u64>,
 ) -> PyResult<(u64, bool)> {
     use deltalog_core::write::table::{write_batches, SaveMode, WriteOptions, Written};
     let storage = open_storage(uri, storage_options).map_err(|e| to_py_err(py, e))?;
@@ -599,6 +600,7 @@ fn write_table(
         overwrite_schema,
         replace_where: predicate.map(str::to_string),
         clustering_columns,
+        target_file_size,
     };
     let batches = reader.map(|b| b.map_err(DeltaError::from));
     let snapshot = snapshot.map(|s| s.snapshot.clone());
@@ -615,11 +617,12 @@ fn write_table(
 /// Writes `data` as data files of the table whose latest version is `snapshot`, without
 /// committing them; returns their `add` actions as JSON texts.
 #[pyfunction]
-#[pyo3(signature = (snapshot, data))]
+#[pyo3(signature = (snapshot, data, target_file_size=None))]
 fn write_files(
     py: Python<'_>,
     snapshot: PyRef<'_, RawSnapshot>,
     data: arrow::pyarrow::PyArrowType<arrow::ffi_stream::RecordBatchStreamReader>,
+    target_file_size: Option<u64>,
 ) -> PyResult<Vec<String>> {
     use deltalog_core::write::table::{write_batches, SaveMode, WriteOptions, Written};
     let snapshot = snapshot.snapshot.clone();
@@ -640,6 +643,7 @@ fn write_files(
         overwrite_schema: false,
         replace_where: None,
         clustering_columns: None,
+        target_file_size,
     };
     let batches = reader.map(|b| b.map_err(DeltaError::from));
     let written = block_on(py, async move {
@@ -716,7 +720,7 @@ fn commit_actions(
 /// JSON list of `deltalog_core::write::merge::MergeClause`. Returns the metrics, with
 /// `version` None when nothing changed.
 #[pyfunction]
-#[pyo3(signature = (snapshot, source, predicate, source_alias, target_alias, clauses, app_transaction=None, commit_info=None))]
+#[pyo3(signature = (snapshot, source, predicate, source_alias, target_alias, clauses, app_transaction=None, commit_info=None, target_file_size=None))]
 #[allow(clippy::too_many_arguments)]
 fn merge(
     py: Python<'_>,
@@ -728,6 +732,7 @@ fn merge(
     clauses: &str,
     app_transaction: Option<(String, i64)>,
     commit_info: Option<&str>,
+    target_file_size: Option<u64>,
 ) -> PyResult<Py<PyDict>> {
     use deltalog_core::write::merge::{merge, MergeClause, MergeSpec};
     let clauses: Vec<MergeClause> = serde_json::from_str(clauses).map_err(|e| {
@@ -745,6 +750,7 @@ fn merge(
         source_alias,
         target_alias,
         clauses,
+        target_file_size,
     };
     let info = commit_info_map(commit_info)?;
     let snapshot = snapshot.snapshot.clone();
@@ -867,7 +873,12 @@ fn expression(text: &str, is_sql: bool) -> Result<deltalog_core::expr::Expr, Del
         Expr::parse(text)
     } else {
         serde_json::from_str::<Expr>(text)
-            .map_err(|e| DeltaError::InvalidArgument(format!("not a deltalog expression: {e}")))
+            .map_err(|e| {
+                DeltaError::InvalidArgument(format!(
+                    "not a deltalog expression: {}",
+                    deltalog_core::predicate::json_error(&e)
+                ))
+            })
     }
 }
 
@@ -876,7 +887,8 @@ fn expression(text: &str, is_sql: bool) -> Result<deltalog_core::expr::Expr, Del
 /// all rows when both are None. `set` holds `(column, value, is_sql)`: a SQL expression, or
 /// an expression's JSON. Returns the metrics, with `version` None when nothing changed.
 #[pyfunction]
-#[pyo3(signature = (snapshot, predicate_sql=None, predicate_json=None, set=None, app_transaction=None, commit_info=None))]
+#[pyo3(signature = (snapshot, predicate_sql=None, predicate_json=None, set=None, app_transaction=None, commit_info=None, target_file_size=None))]
+#[allow(clippy::too_many_arguments)]
 fn dml(
     py: Python<'_>,
     snapshot: PyRef<'_, RawSnapshot>,
@@ -885,6 +897,7 @@ fn dml(
     set: Option<Vec<(String, String, bool)>>,
     app_transaction: Option<(String, i64)>,
     commit_info: Option<&str>,
+    target_file_size: Option<u64>,
 ) -> PyResult<Py<PyDict>> {
     use deltalog_core::expr::Expr;
     use deltalog_core::write::dml::{execute, Change, DmlOptions};
@@ -911,6 +924,7 @@ fn dml(
         predicate_text: predicate_sql
             .map(str::to_string)
             .or_else(|| predicate.as_ref().map(|p| format!("{p:?}"))),
+        target_file_size,
     };
     let snapshot = snapshot.snapshot.clone();
     let metrics = block_on(py, async move {

@@ -67,6 +67,9 @@ pub struct DmlOptions {
     pub app_transaction: Option<(String, i64)>,
     /// The predicate as the user wrote it, for the commitInfo.
     pub predicate_text: Option<String>,
+    /// Target size of the files written (`None`: the table's `delta.targetFileSize`, else
+    /// the default).
+    pub target_file_size: Option<u64>,
 }
 
 /// What a DML statement did.
@@ -138,6 +141,7 @@ pub async fn execute(
     }
     // The table's rules are parsed up front: one deltalog cannot evaluate fails here.
     let mut rewriter = Rewriter::try_new(snapshot)?;
+    rewriter.set_target_file_size(options.target_file_size)?;
     if let Some((app, version)) = &options.app_transaction {
         if snapshot
             .transactions()

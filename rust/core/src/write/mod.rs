@@ -19,6 +19,7 @@
 pub mod clustering;
 pub mod constraints;
 pub mod data_files;
+pub mod float_stats;
 pub mod dml;
 pub mod iceberg;
 pub mod identity;
