@@ -872,13 +872,12 @@ fn expression(text: &str, is_sql: bool) -> Result<deltalog_core::expr::Expr, Del
     if is_sql {
         Expr::parse(text)
     } else {
-        serde_json::from_str::<Expr>(text)
-            .map_err(|e| {
-                DeltaError::InvalidArgument(format!(
-                    "not a deltalog expression: {}",
-                    deltalog_core::predicate::json_error(&e)
-                ))
-            })
+        serde_json::from_str::<Expr>(text).map_err(|e| {
+            DeltaError::InvalidArgument(format!(
+                "not a deltalog expression: {}",
+                deltalog_core::predicate::json_error(&e)
+            ))
+        })
     }
 }
 

@@ -14,8 +14,8 @@ use sqlparser::ast::{
     ObjectNamePart, UnaryOperator, Value,
 };
 use sqlparser::dialect::SparkSqlDialect;
-use sqlparser::parser::Parser;
 use sqlparser::keywords::Keyword;
+use sqlparser::parser::Parser;
 use sqlparser::tokenizer::{Token, TokenWithSpan, Tokenizer};
 
 use crate::error::{DeltaError, DeltaResult};
@@ -625,7 +625,11 @@ mod tests {
         for text in [
             format!("{}id > 0{}", "(".repeat(below), ")".repeat(below)),
             format!("{}id > 0", "NOT ".repeat(below)),
-            format!("{}id > 0{}", "coalesce(".repeat(below / 2), ", false)".repeat(below / 2)),
+            format!(
+                "{}id > 0{}",
+                "coalesce(".repeat(below / 2),
+                ", false)".repeat(below / 2)
+            ),
             format!(
                 "{}id > 0{}",
                 "CASE WHEN true THEN ".repeat(below / 2),

@@ -19,8 +19,8 @@
 pub mod clustering;
 pub mod constraints;
 pub mod data_files;
-pub mod float_stats;
 pub mod dml;
+pub mod float_stats;
 pub mod iceberg;
 pub mod identity;
 pub mod mapping;
