@@ -201,13 +201,12 @@ fn copy(r: &mut Reader<'_>, w: &mut Writer, ty: u8, in_collection: bool) -> Res<
     Ok(())
 }
 
-/// Copies a struct, handing each field to `on_field` (which returns false to have it copied
-/// as it is).
-fn copy_struct(
-    r: &mut Reader<'_>,
-    w: &mut Writer,
-    on_field: &mut dyn FnMut(&mut Reader<'_>, &mut Writer, &mut i16, i16, u8) -> Res<bool>,
-) -> Res<()> {
+/// A struct field handler: (reader, writer, last field id written, field id, type); returns
+/// false to have the field copied as it is.
+type OnField<'f> = dyn FnMut(&mut Reader<'_>, &mut Writer, &mut i16, i16, u8) -> Res<bool> + 'f;
+
+/// Copies a struct, handing each field to `on_field`.
+fn copy_struct(r: &mut Reader<'_>, w: &mut Writer, on_field: &mut OnField<'_>) -> Res<()> {
     let (mut read_last, mut write_last) = (0i16, 0i16);
     while let Some((id, ty)) = r.field(&mut read_last)? {
         if !on_field(r, w, &mut write_last, id, ty)? {
