@@ -104,6 +104,7 @@ def write_table(
     overwrite_schema: bool = False,
     predicate: str | None = None,
     clustering_columns: list[str] | None = None,
+    target_file_size: int | None = None,
 ) -> tuple[int, bool]:
     """Writes `data` to the table at `uri`; `(version, written)`. `protocol` is the JSON
     `protocol` action of a new table."""
@@ -117,12 +118,15 @@ def dml(
     commit_info: str | None = None,
     predicate_text: str | None = None,
     set_text: list[tuple[str, str]] | None = None,
+    target_file_size: int | None = None,
 ) -> dict[str, Any]:
     """DELETE (`set` None) or UPDATE of the latest version `snapshot`; the metrics, with
     `version` None when nothing changed. `set` holds `(column, value, is_sql)`;
     `predicate_text` and `set_text` (column, SQL) are what the commitInfo shows."""
 
-def write_files(snapshot: RawSnapshot, data: pa.RecordBatchReader) -> list[str]:
+def write_files(
+    snapshot: RawSnapshot, data: pa.RecordBatchReader, target_file_size: int | None = None
+) -> list[str]:
     """Writes data files of the table (its schema, partitioning, column mapping, statistics and
     rules) without committing; their `add` actions as JSON texts."""
 
@@ -168,6 +172,7 @@ def merge(
     clauses: str,
     app_transaction: tuple[str, int] | None = None,
     commit_info: str | None = None,
+    target_file_size: int | None = None,
 ) -> dict[str, Any]:
     """MERGE `source` into the snapshot's table; the metrics (`version` None: no change)."""
 

@@ -20,6 +20,8 @@ import json
 from collections.abc import Iterable, Sequence
 from typing import Any
 
+from deltalog.exceptions import InvalidArgumentError
+
 _EPOCH = _dt.datetime(1970, 1, 1, tzinfo=_dt.timezone.utc)
 _EPOCH_DATE = _dt.date(1970, 1, 1)
 _OPS = {"=": "=", "==": "=", "!=": "!=", "<>": "!=", "<": "<", "<=": "<=", ">": ">", ">=": ">="}
@@ -140,21 +142,42 @@ class Expr:
     def __init__(self, node: Any) -> None:
         self._node = node
 
+    # `a & b & c ...` stays one flat list (however long, it nests one level), and `~~x` is
+    # `x` (NOT NOT is the identity in three-valued logic), so generated predicates do not
+    # nest deeper than the JSON parser allows.
+    def _joined(self, op: str, other: Any) -> Expr:
+        parts: list[Any] = []
+        for node in (self._node, _as_expr(other)._node):
+            if isinstance(node, dict) and len(node) == 1 and op in node:
+                parts.extend(node[op])
+            else:
+                parts.append(node)
+        return Expr({op: parts})
+
     def __and__(self, other: Expr) -> Expr:
-        return Expr({"and": [self._node, _as_expr(other)._node]})
+        return self._joined("and", other)
 
     def __or__(self, other: Expr) -> Expr:
-        return Expr({"or": [self._node, _as_expr(other)._node]})
+        return self._joined("or", other)
 
     def __invert__(self) -> Expr:
-        return Expr({"not": self._node})
+        node = self._node
+        if isinstance(node, dict) and len(node) == 1 and "not" in node:
+            return Expr(node["not"])
+        return Expr({"not": node})
 
     def __bool__(self) -> bool:
         raise TypeError("a deltalog predicate has no truth value; combine with & | ~")
 
     def to_json(self) -> str:
         """The JSON form the native core parses."""
-        return json.dumps(self._node, separators=(",", ":"))
+        try:
+            return json.dumps(self._node, separators=(",", ":"))
+        except RecursionError:
+            raise InvalidArgumentError(
+                "the predicate nests too deeply to encode (Python's recursion limit); the core "
+                "accepts at most 128 levels of JSON"
+            ) from None
 
     def to_sql(self) -> str:
         """The predicate as Spark SQL text (for display: ``history()`` shows it)."""

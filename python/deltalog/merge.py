@@ -38,8 +38,9 @@ class TableMerger:
         source_alias: str,
         target_alias: str,
         commit_properties: CommitProperties | None,
+        target_file_size: int | None = None,
     ) -> None:
-        from deltalog.writer import _reader
+        from deltalog.writer import _reader, _target_file_size
 
         self._table = table
         self._source = _reader(source)
@@ -47,6 +48,7 @@ class TableMerger:
         self._aliases = (source_alias, target_alias)
         self._clauses: list[dict[str, Any]] = []
         self._commit_properties = commit_properties
+        self._target_file_size = _target_file_size(target_file_size)
 
     def _add(
         self,
@@ -122,6 +124,7 @@ class TableMerger:
             json.dumps(self._clauses),
             app,
             props.commit_info_json(),
+            self._target_file_size,
         )
         table.update_incremental()
         return metrics

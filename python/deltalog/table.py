@@ -429,6 +429,7 @@ class DeltaTable:
         self,
         predicate: str | FilterLike | None = None,
         commit_properties: CommitProperties | None = None,
+        target_file_size: int | None = None,
     ) -> dict[str, Any]:
         """Deletes the rows matching ``predicate`` (every row when ``None``) and reloads this
         object at the latest version. The rows are those of the loaded version; commits made
@@ -438,6 +439,8 @@ class DeltaTable:
             predicate: a SQL boolean expression (``"id < 100 AND part = 'a'"``), or a filter as
                 :meth:`scan` takes it. Rows where it is true are deleted (unknown is kept).
             commit_properties: an application transaction and extra commitInfo fields.
+            target_file_size: size in bytes files written are closed at, as for
+                :func:`deltalog.write_table`.
 
         With ``delta.enableDeletionVectors=true`` on a table that supports the feature, rows
         are marked deleted in deletion vectors; otherwise the files holding them are
@@ -455,7 +458,7 @@ class DeltaTable:
                 the metadata; nothing was committed.
             ValueError: a malformed predicate or unknown column.
         """
-        return self._dml(predicate, None, commit_properties)
+        return self._dml(predicate, None, commit_properties, target_file_size=target_file_size)
 
     def update(
         self,
@@ -465,6 +468,7 @@ class DeltaTable:
         updates: Mapping[str, str] | None = None,
         new_values: Mapping[str, Any] | None = None,
         commit_properties: CommitProperties | None = None,
+        target_file_size: int | None = None,
     ) -> dict[str, Any]:
         """Sets columns of the rows matching ``predicate`` (every row when ``None``).
 
@@ -500,7 +504,9 @@ class DeltaTable:
             shown.append((column, sql_literal(value)))
         if not assignments:
             raise ValueError("update needs set/updates or new_values")
-        return self._dml(predicate, assignments, commit_properties, shown)
+        return self._dml(
+            predicate, assignments, commit_properties, shown, target_file_size
+        )
 
     def _dml(
         self,
@@ -508,7 +514,10 @@ class DeltaTable:
         assignments: list[tuple[str, str, bool]] | None,
         commit_properties: CommitProperties | None,
         shown: list[tuple[str, str]] | None = None,
+        target_file_size: int | None = None,
     ) -> dict[str, Any]:
+        from deltalog.writer import _target_file_size
+
         # The statement reads the loaded version; commits since are checked as concurrent
         # winners (blind appends commute, a change to a file it read conflicts).
         check_snapshot_writable(self._raw)
@@ -533,6 +542,7 @@ class DeltaTable:
             props.commit_info_json(),
             predicate_text,
             shown,
+            _target_file_size(target_file_size),
         )
         self.update_incremental()
         return metrics
@@ -544,15 +554,25 @@ class DeltaTable:
         source_alias: str = "source",
         target_alias: str = "target",
         commit_properties: CommitProperties | None = None,
+        target_file_size: int | None = None,
     ) -> TableMerger:
         """Starts a MERGE of ``source`` (a pyarrow Table/RecordBatchReader, pandas or polars
         frame, or any Arrow stream) into the loaded version, matched by ``predicate`` (SQL
         over ``<target_alias>.col`` and ``<source_alias>.col``, with at least one equality
         between a target and a source column). Add ``when_*`` clauses, then ``execute()``
-        (see :mod:`deltalog.merge`)."""
+        (see :mod:`deltalog.merge`). ``target_file_size`` as for
+        :func:`deltalog.write_table`."""
         from deltalog.merge import TableMerger
 
-        return TableMerger(self, source, predicate, source_alias, target_alias, commit_properties)
+        return TableMerger(
+            self,
+            source,
+            predicate,
+            source_alias,
+            target_alias,
+            commit_properties,
+            target_file_size,
+        )
 
     # -- table changes -----------------------------------------------------------------------
 

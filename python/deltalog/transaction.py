@@ -30,18 +30,21 @@ if TYPE_CHECKING:
 _ACTIONS = frozenset({"add", "remove", "cdc", "txn", "metaData", "protocol", "domainMetadata"})
 
 
-def write_files(table: DeltaTable, data: Any) -> list[dict[str, Any]]:
+def write_files(
+    table: DeltaTable, data: Any, target_file_size: int | None = None
+) -> list[dict[str, Any]]:
     """Writes ``data`` as data files of ``table``'s loaded version, without committing.
 
     Returns one ``add`` action per file (``{"add": {...}}``, with statistics), picklable and
     JSON-serializable, for :meth:`Transaction.add_actions`. The data must fit the table's
     schema (new columns are refused: change the schema with a write's ``schema_mode`` first).
     Files that are never committed are orphans a later VACUUM removes; they are never read.
+    ``target_file_size`` as for :func:`deltalog.write_table`.
     """
-    from deltalog.writer import _reader
+    from deltalog.writer import _reader, _target_file_size
 
     check_snapshot_writable(table._raw)
-    texts = _native.write_files(table._raw, _reader(data))
+    texts = _native.write_files(table._raw, _reader(data), _target_file_size(target_file_size))
     return [json.loads(t) for t in texts]
 
 

@@ -15,7 +15,7 @@ from typing import Any, Literal
 import pyarrow as pa
 
 from deltalog import _args, _native, features
-from deltalog.exceptions import TableNotFoundError
+from deltalog.exceptions import InvalidArgumentError, TableNotFoundError
 
 WriteMode = Literal["error", "append", "overwrite", "ignore"]
 
@@ -182,6 +182,15 @@ def _reader(data: Any) -> pa.RecordBatchReader:
     )
 
 
+def _target_file_size(size: int | None) -> int | None:
+    """A ``target_file_size`` argument, checked."""
+    if size is None:
+        return None
+    if isinstance(size, bool) or not isinstance(size, int) or size <= 0:
+        raise InvalidArgumentError(f"target_file_size must be a positive int, not {size!r}")
+    return size
+
+
 def write_table(
     table_or_uri: Any,
     data: Any,
@@ -196,6 +205,7 @@ def write_table(
     table_features: Iterable[str] | None = None,
     predicate: str | None = None,
     clustering_columns: list[str] | None = None,
+    target_file_size: int | None = None,
 ) -> int:
     """Writes ``data`` to the Delta table at ``table_or_uri`` and returns the new version.
 
@@ -222,6 +232,9 @@ def write_table(
             predicate (Delta's ``replaceWhere``, e.g. ``"day >= '2026-01-01'"``); every written
             row must match it. Matching rows are removed with deletion vectors or by rewriting
             their files, as DELETE does.
+        target_file_size: size in bytes a data file is closed at (``None``: the table's
+            ``delta.targetFileSize``, else 100 MiB as ``deltalake`` writes). Each partition's
+            rows go to one file at a time in input order, so files hold consecutive rows.
         table_features: table features a new table supports from the start (also
             ``configuration={"delta.feature.<name>": "supported"}``); enablement properties
             such as ``delta.enableDeletionVectors=true`` add their feature themselves.
@@ -292,6 +305,7 @@ def write_table(
         schema_mode == "overwrite",
         predicate,
         list(clustering_columns) if clustering_columns and existing is None else None,
+        _target_file_size(target_file_size),
     )
     if isinstance(table_or_uri, DeltaTable):
         if existing is not None:

@@ -119,10 +119,38 @@ impl Predicate {
         }
     }
 
-    /// Parses the JSON form.
+    /// `a AND b`, with the children of either side that is itself a conjunction taken in
+    /// (so that predicates built pairwise stay flat).
+    pub fn and_flat(a: Predicate, b: Predicate) -> Self {
+        let mut parts = Vec::new();
+        for p in [a, b] {
+            match p {
+                Predicate::And(children) => parts.extend(children),
+                other => parts.push(other),
+            }
+        }
+        Predicate::And(parts)
+    }
+
+    /// `a OR b`, flattened like [`Predicate::and_flat`].
+    pub fn or_flat(a: Predicate, b: Predicate) -> Self {
+        let mut parts = Vec::new();
+        for p in [a, b] {
+            match p {
+                Predicate::Or(children) => parts.extend(children),
+                other => parts.push(other),
+            }
+        }
+        Predicate::Or(parts)
+    }
+
+    /// Parses the JSON form. Nesting is bounded by serde_json's recursion limit (128 levels
+    /// of JSON), beyond which the predicate is an [`DeltaError::InvalidArgument`] (and
+    /// every walker over a parsed predicate therefore recurses boundedly).
     pub fn from_json(text: &str) -> DeltaResult<Self> {
-        serde_json::from_str(text)
-            .map_err(|e| DeltaError::InvalidArgument(format!("not a deltalog predicate: {e}")))
+        serde_json::from_str(text).map_err(|e| {
+            DeltaError::InvalidArgument(format!("not a deltalog predicate: {}", json_error(&e)))
+        })
     }
 
     /// The JSON form.
@@ -245,12 +273,50 @@ pub enum BoundPredicate {
     Not(Box<BoundPredicate>),
 }
 
-/// `a op b` with Arrow's comparison kernels (`b` may be a one-element scalar).
+/// A serde_json error, with its recursion limit named.
+pub fn json_error(e: &serde_json::Error) -> String {
+    let text = e.to_string();
+    if text.contains("recursion limit exceeded") {
+        format!(
+            "{text}: nested deeper than the limit of 128 levels of JSON (build long \
+             conjunctions and disjunctions as flat lists)"
+        )
+    } else {
+        text
+    }
+}
+
+/// `a op b` with Arrow's comparison kernels (`b` may be a one-element scalar), with SQL's
+/// floating-point equality: Arrow orders floats totally (`-0.0 < 0.0`), SQL, Spark and pyarrow
+/// treat the two zeros as equal, so both sides have their zeros (and NaNs) normalized first
+/// ([`normalize_floats`]). NaN keeps Spark SQL's rules, which Arrow's total order already
+/// has: NaN equals NaN and is above every other value.
 pub fn compare(
     a: &dyn arrow::array::Datum,
     op: CmpOp,
     b: &dyn arrow::array::Datum,
 ) -> Result<BooleanArray, arrow::error::ArrowError> {
+    let normalized = |d: &dyn arrow::array::Datum| -> Option<Box<dyn arrow::array::Datum>> {
+        let (array, is_scalar) = d.get();
+        if !matches!(array.data_type(), DataType::Float32 | DataType::Float64) {
+            return None;
+        }
+        let out = normalize_floats(&arrow::array::make_array(array.to_data()));
+        Some(if is_scalar {
+            Box::new(arrow::array::Scalar::new(out))
+        } else {
+            Box::new(out)
+        })
+    };
+    let (na, nb) = (normalized(a), normalized(b));
+    let a: &dyn arrow::array::Datum = match &na {
+        Some(n) => n.as_ref(),
+        None => a,
+    };
+    let b: &dyn arrow::array::Datum = match &nb {
+        Some(n) => n.as_ref(),
+        None => b,
+    };
     match op {
         CmpOp::Eq => cmp::eq(a, b),
         CmpOp::Ne => cmp::neq(a, b),
@@ -258,6 +324,28 @@ pub fn compare(
         CmpOp::Le => cmp::lt_eq(a, b),
         CmpOp::Gt => cmp::gt(a, b),
         CmpOp::Ge => cmp::gt_eq(a, b),
+    }
+}
+
+/// A float array with `-0.0` as `0.0` and every NaN as the one positive NaN, so that Arrow's
+/// total order and byte-wise row keys (MERGE's join) agree with SQL equality; other arrays as
+/// they are.
+pub fn normalize_floats(array: &ArrayRef) -> ArrayRef {
+    use arrow::array::AsArray;
+    use arrow::datatypes::{Float32Type, Float64Type};
+    // `x + 0.0` is `0.0` for both zeros and `x` otherwise.
+    match array.data_type() {
+        DataType::Float64 => Arc::new(
+            array
+                .as_primitive::<Float64Type>()
+                .unary::<_, Float64Type>(|v| if v.is_nan() { f64::NAN } else { v + 0.0 }),
+        ),
+        DataType::Float32 => Arc::new(
+            array
+                .as_primitive::<Float32Type>()
+                .unary::<_, Float32Type>(|v| if v.is_nan() { f32::NAN } else { v + 0.0 }),
+        ),
+        _ => array.clone(),
     }
 }
 
@@ -278,7 +366,7 @@ impl BoundPredicate {
                 let column = batch.column(*index);
                 let mut out: Option<BooleanArray> = None;
                 for v in values {
-                    let eq = cmp::eq(column, &arrow::array::Scalar::new(v.clone()))?;
+                    let eq = compare(column, CmpOp::Eq, &arrow::array::Scalar::new(v.clone()))?;
                     out = Some(match out {
                         Some(o) => or_kleene(&o, &eq)?,
                         None => eq,

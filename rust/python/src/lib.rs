@@ -561,7 +561,7 @@ fn json_checksum(text: &str) -> PyResult<String> {
 /// table at `uri`, whose latest version the caller loaded as `snapshot` (None: no table yet);
 /// returns `(version, written)` (`written` false when nothing was committed).
 #[pyfunction]
-#[pyo3(signature = (uri, data, mode, snapshot=None, partition_by=None, configuration=None, name=None, description=None, storage_options=None, app_transaction=None, commit_info=None, merge_schema=false, protocol=None, overwrite_schema=false, predicate=None, clustering_columns=None))]
+#[pyo3(signature = (uri, data, mode, snapshot=None, partition_by=None, configuration=None, name=None, description=None, storage_options=None, app_transaction=None, commit_info=None, merge_schema=false, protocol=None, overwrite_schema=false, predicate=None, clustering_columns=None, target_file_size=None))]
 #[allow(clippy::too_many_arguments)]
 fn write_table(
     py: Python<'_>,
@@ -581,6 +581,7 @@ fn write_table(
     overwrite_schema: bool,
     predicate: Option<&str>,
     clustering_columns: Option<Vec<String>>,
+    target_file_size: Option<u64>,
 ) -> PyResult<(u64, bool)> {
     use deltalog_core::write::table::{write_batches, SaveMode, WriteOptions, Written};
     let storage = open_storage(uri, storage_options).map_err(|e| to_py_err(py, e))?;
@@ -610,6 +611,7 @@ fn write_table(
         overwrite_schema,
         replace_where: predicate.map(str::to_string),
         clustering_columns,
+        target_file_size,
     };
     let batches = reader.map(|b| b.map_err(DeltaError::from));
     let snapshot = snapshot.map(|s| s.snapshot.clone());
@@ -626,11 +628,12 @@ fn write_table(
 /// Writes `data` as data files of the table whose latest version is `snapshot`, without
 /// committing them; returns their `add` actions as JSON texts.
 #[pyfunction]
-#[pyo3(signature = (snapshot, data))]
+#[pyo3(signature = (snapshot, data, target_file_size=None))]
 fn write_files(
     py: Python<'_>,
     snapshot: PyRef<'_, RawSnapshot>,
     data: arrow::pyarrow::PyArrowType<arrow::ffi_stream::RecordBatchStreamReader>,
+    target_file_size: Option<u64>,
 ) -> PyResult<Vec<String>> {
     use deltalog_core::write::table::{write_batches, SaveMode, WriteOptions, Written};
     let snapshot = snapshot.snapshot.clone();
@@ -651,6 +654,7 @@ fn write_files(
         overwrite_schema: false,
         replace_where: None,
         clustering_columns: None,
+        target_file_size,
     };
     let batches = reader.map(|b| b.map_err(DeltaError::from));
     let written = block_on(py, async move {
@@ -727,7 +731,7 @@ fn commit_actions(
 /// JSON list of `deltalog_core::write::merge::MergeClause`. Returns the metrics, with
 /// `version` None when nothing changed.
 #[pyfunction]
-#[pyo3(signature = (snapshot, source, predicate, source_alias, target_alias, clauses, app_transaction=None, commit_info=None))]
+#[pyo3(signature = (snapshot, source, predicate, source_alias, target_alias, clauses, app_transaction=None, commit_info=None, target_file_size=None))]
 #[allow(clippy::too_many_arguments)]
 fn merge(
     py: Python<'_>,
@@ -739,6 +743,7 @@ fn merge(
     clauses: &str,
     app_transaction: Option<(String, i64)>,
     commit_info: Option<&str>,
+    target_file_size: Option<u64>,
 ) -> PyResult<Py<PyDict>> {
     use deltalog_core::write::merge::{merge, MergeClause, MergeSpec};
     let clauses: Vec<MergeClause> = serde_json::from_str(clauses).map_err(|e| {
@@ -756,6 +761,7 @@ fn merge(
         source_alias,
         target_alias,
         clauses,
+        target_file_size,
     };
     let info = commit_info_map(commit_info)?;
     let snapshot = snapshot.snapshot.clone();
@@ -877,8 +883,12 @@ fn expression(text: &str, is_sql: bool) -> Result<deltalog_core::expr::Expr, Del
     if is_sql {
         Expr::parse(text)
     } else {
-        serde_json::from_str::<Expr>(text)
-            .map_err(|e| DeltaError::InvalidArgument(format!("not a deltalog expression: {e}")))
+        serde_json::from_str::<Expr>(text).map_err(|e| {
+            DeltaError::InvalidArgument(format!(
+                "not a deltalog expression: {}",
+                deltalog_core::predicate::json_error(&e)
+            ))
+        })
     }
 }
 
@@ -887,7 +897,7 @@ fn expression(text: &str, is_sql: bool) -> Result<deltalog_core::expr::Expr, Del
 /// all rows when both are None. `set` holds `(column, value, is_sql)`: a SQL expression, or
 /// an expression's JSON. Returns the metrics, with `version` None when nothing changed.
 #[pyfunction]
-#[pyo3(signature = (snapshot, predicate_sql=None, predicate_json=None, set=None, app_transaction=None, commit_info=None, predicate_text=None, set_text=None))]
+#[pyo3(signature = (snapshot, predicate_sql=None, predicate_json=None, set=None, app_transaction=None, commit_info=None, predicate_text=None, set_text=None, target_file_size=None))]
 #[allow(clippy::too_many_arguments)]
 fn dml(
     py: Python<'_>,
@@ -899,6 +909,7 @@ fn dml(
     commit_info: Option<&str>,
     predicate_text: Option<String>,
     set_text: Option<Vec<(String, String)>>,
+    target_file_size: Option<u64>,
 ) -> PyResult<Py<PyDict>> {
     use deltalog_core::expr::Expr;
     use deltalog_core::write::dml::{execute, Change, DmlOptions};
@@ -926,6 +937,7 @@ fn dml(
             .or_else(|| predicate_sql.map(str::to_string))
             .or_else(|| predicate_json.map(str::to_string)),
         set_text,
+        target_file_size,
     };
     let snapshot = snapshot.snapshot.clone();
     let metrics = block_on(py, async move {

@@ -19,6 +19,12 @@ use serde::{Deserialize, Serialize};
 use crate::error::{DeltaError, DeltaResult};
 use crate::predicate::{CmpOp, Literal, Predicate};
 
+/// How many levels an expression may nest. The parser refuses deeper expressions with an
+/// [`DeltaError::InvalidArgument`] naming this limit; every walker over [`Expr`] (evaluation,
+/// skipping, column lists, JSON, drop) recurses at most this deep (plus about log2 of the
+/// longest `AND`/`OR` chain, which is kept balanced: [`Expr::balanced`]).
+pub const MAX_DEPTH: usize = 256;
+
 /// A binary operator.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
@@ -159,6 +165,25 @@ impl Expr {
         }
     }
 
+    /// `parts[0] op parts[1] op ...` for an associative `op` (`AND`, `OR`) as a balanced
+    /// tree, so that its depth grows with the logarithm of the number of parts; `None` when
+    /// there are none.
+    pub fn balanced(op: BinaryOp, mut parts: Vec<Expr>) -> Option<Expr> {
+        // Pairs neighbours level by level: the operands keep their left-to-right order.
+        while parts.len() > 1 {
+            let mut next = Vec::with_capacity(parts.len().div_ceil(2));
+            let mut it = parts.into_iter();
+            while let Some(a) = it.next() {
+                next.push(match it.next() {
+                    Some(b) => Expr::binary(op, a, b),
+                    None => a,
+                });
+            }
+            parts = next;
+        }
+        parts.pop()
+    }
+
     /// The columns the expression reads, each once, in order of appearance.
     pub fn columns(&self) -> Vec<String> {
         let mut out: Vec<String> = Vec::new();
@@ -280,17 +305,17 @@ impl Expr {
                 left,
                 right,
             } => match (left.skipping_predicate(), right.skipping_predicate()) {
-                (Some(l), Some(r)) => Some(Predicate::And(vec![l, r])),
+                (Some(l), Some(r)) => Some(Predicate::and_flat(l, r)),
                 (one, other) => one.or(other),
             },
             Expr::Binary {
                 op: BinaryOp::Or,
                 left,
                 right,
-            } => Some(Predicate::Or(vec![
+            } => Some(Predicate::or_flat(
                 left.skipping_predicate()?,
                 right.skipping_predicate()?,
-            ])),
+            )),
             other => other.exact_predicate(),
         }
     }
@@ -329,11 +354,11 @@ impl Expr {
                 left,
                 right,
             } => {
-                let parts = vec![left.exact_predicate()?, right.exact_predicate()?];
+                let (l, r) = (left.exact_predicate()?, right.exact_predicate()?);
                 Some(if *op == BinaryOp::And {
-                    Predicate::And(parts)
+                    Predicate::and_flat(l, r)
                 } else {
-                    Predicate::Or(parts)
+                    Predicate::or_flat(l, r)
                 })
             }
             Expr::Not(inner) => Some(Predicate::Not(Box::new(inner.exact_predicate()?))),
@@ -388,10 +413,7 @@ impl From<&Predicate> for Expr {
     /// The expression equal to a filter predicate.
     fn from(p: &Predicate) -> Self {
         let all = |children: &[Predicate], op: BinaryOp, empty: bool| {
-            children
-                .iter()
-                .map(Expr::from)
-                .reduce(|a, b| Expr::binary(op, a, b))
+            Expr::balanced(op, children.iter().map(Expr::from).collect())
                 .unwrap_or(Expr::Literal(Literal::Bool(empty)))
         };
         match p {

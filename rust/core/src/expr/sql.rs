@@ -14,37 +14,164 @@ use sqlparser::ast::{
     ObjectNamePart, UnaryOperator, Value,
 };
 use sqlparser::dialect::SparkSqlDialect;
+use sqlparser::keywords::Keyword;
 use sqlparser::parser::Parser;
-use sqlparser::tokenizer::Token;
+use sqlparser::tokenizer::{Token, TokenWithSpan, Tokenizer};
 
 use crate::error::{DeltaError, DeltaResult};
-use crate::expr::{BinaryOp, Expr, Function};
+use crate::expr::{BinaryOp, Expr, Function, MAX_DEPTH};
 use crate::predicate::{CmpOp, Literal};
 
-/// Parses one SQL expression; trailing text is an error.
+/// Longest expression text accepted, in tokens (the parse needs stack in proportion, see
+/// [`parse`]).
+pub const MAX_TOKENS: usize = 1_000_000;
+
+/// Stack of the parsing thread: a base for sqlparser's own recursion (bounded by its recursion
+/// counter, [`SQLPARSER_DEPTH`]) plus an allowance per token, since sqlparser builds chains
+/// of infix operators (`a + a + ...`, `x AND y AND ...`) as left-deep trees in a loop, and
+/// dropping such a tree (which sqlparser does itself when a later token is a syntax error)
+/// recurses once per level.
+const BASE_STACK: usize = 64 << 20;
+/// sqlparser's recursion limit: a few of its recursions per syntactic level.
+const SQLPARSER_DEPTH: usize = 4 * MAX_DEPTH + 64;
+const STACK_PER_TOKEN: usize = 256;
+
+/// Parses one SQL expression; trailing text is an error. Chains of `AND` or `OR` of any
+/// length become balanced trees (both are associative in three-valued logic and every
+/// operand is evaluated anyway), so a generated predicate of 20,000 terms nests about 15
+/// levels; anything nested deeper than [`MAX_DEPTH`] levels (parentheses, `NOT`, `CASE`,
+/// arithmetic chains) is an [`DeltaError::InvalidArgument`] naming the limit.
 pub fn parse(text: &str) -> DeltaResult<Expr> {
     let bad = |e: &dyn std::fmt::Display| {
-        DeltaError::InvalidArgument(format!("not a SQL expression: {text:?}: {e}"))
+        let shown: String = text.chars().take(200).collect();
+        let ellipsis = if shown.len() < text.len() { "…" } else { "" };
+        DeltaError::InvalidArgument(format!("not a SQL expression: {shown:?}{ellipsis}: {e}"))
     };
     let dialect = SparkSqlDialect {};
-    let mut parser = Parser::new(&dialect)
-        .try_with_sql(text)
+    let tokens = Tokenizer::new(&dialect, text)
+        .with_unescape(true)
+        .tokenize_with_location()
         .map_err(|e| bad(&e))?;
-    let parsed = parser.parse_expr().map_err(|e| bad(&e))?;
-    parser.expect_token(&Token::EOF).map_err(|e| bad(&e))?;
-    convert(&parsed).map_err(|reason| bad(&reason))
+    if tokens.len() > MAX_TOKENS {
+        return Err(bad(&format!(
+            "longer than the limit of {MAX_TOKENS} tokens ({} tokens)",
+            tokens.len()
+        )));
+    }
+    // Nesting is checked on the tokens: sqlparser's own recursion limit surfaces as whatever
+    // syntax error an alternative it tries next runs into, not as a limit.
+    if nesting(&tokens) > MAX_DEPTH {
+        return Err(bad(&too_deep()));
+    }
+    // The parse runs on a thread whose stack is sized for the token count, so neither
+    // sqlparser's recursion nor the drop of its trees depends on the caller's stack.
+    let stack = BASE_STACK + tokens.len() * STACK_PER_TOKEN;
+    let result = std::thread::scope(|scope| {
+        let worker = std::thread::Builder::new()
+            .name("deltalog-sql".into())
+            .stack_size(stack)
+            .spawn_scoped(scope, move || -> Result<Expr, String> {
+                // Below MAX_DEPTH syntactic levels (checked above) sqlparser recurses a few
+                // times per level; its limit only guards against what the check misses.
+                let mut parser = Parser::new(&dialect)
+                    .with_recursion_limit(SQLPARSER_DEPTH)
+                    .with_tokens_with_locations(tokens);
+                let parsed = parser.parse_expr().map_err(parser_error)?;
+                parser.expect_token(&Token::EOF).map_err(parser_error)?;
+                convert(&parsed, 0)
+            })
+            .map_err(|e| format!("cannot start the parsing thread: {e}"))?;
+        worker
+            .join()
+            .unwrap_or_else(|_| Err("the SQL parser panicked".to_string()))
+    });
+    result.map_err(|reason| bad(&reason))
+}
+
+/// The deepest syntactic nesting of `tokens`: open parentheses and `CASE`s, plus the run of
+/// prefix operators (`NOT`, unary `-`, `+`, `!`) being read, each of which sqlparser parses
+/// by recursion.
+fn nesting(tokens: &[TokenWithSpan]) -> usize {
+    let (mut depth, mut run, mut deepest) = (0usize, 0usize, 0usize);
+    for t in tokens {
+        match &t.token {
+            Token::Whitespace(_) => continue,
+            Token::LParen => (depth, run) = (depth + 1, 0),
+            Token::RParen => (depth, run) = (depth.saturating_sub(1), 0),
+            Token::Word(w) if w.keyword == Keyword::CASE => (depth, run) = (depth + 1, 0),
+            Token::Word(w) if w.keyword == Keyword::END => {
+                (depth, run) = (depth.saturating_sub(1), 0)
+            }
+            Token::Word(w) if w.keyword == Keyword::NOT => run += 1,
+            Token::Minus | Token::Plus | Token::ExclamationMark => run += 1,
+            _ => run = 0,
+        }
+        deepest = deepest.max(depth + run);
+    }
+    deepest
+}
+
+fn parser_error(e: sqlparser::parser::ParserError) -> String {
+    match e {
+        sqlparser::parser::ParserError::RecursionLimitExceeded => too_deep(),
+        other => other.to_string(),
+    }
+}
+
+fn too_deep() -> String {
+    format!("the expression nests deeper than the limit of {MAX_DEPTH} levels")
 }
 
 fn unsupported(what: &dyn std::fmt::Display) -> String {
     format!("{what} is not supported in deltalog expressions")
 }
 
-fn boxed(e: &ast::Expr) -> Result<Box<Expr>, String> {
-    convert(e).map(Box::new)
+/// The operands of a chain of `op` (`a op b op c`, grouped any way, parenthesized or not),
+/// left to right, found without recursion.
+fn chain<'a>(e: &'a ast::Expr, op: &BinaryOperator) -> Vec<&'a ast::Expr> {
+    let mut out = Vec::new();
+    let mut stack = vec![e];
+    while let Some(e) = stack.pop() {
+        match e {
+            ast::Expr::BinaryOp { left, op: o, right } if o == op => {
+                stack.push(right);
+                stack.push(left);
+            }
+            ast::Expr::Nested(inner) if matches!(inner.as_ref(), ast::Expr::BinaryOp { op: o, .. } if o == op) => {
+                stack.push(inner)
+            }
+            other => out.push(other),
+        }
+    }
+    out
 }
 
-fn convert(e: &ast::Expr) -> Result<Expr, String> {
+/// Converts `e`, found `depth` levels below the top of the expression.
+fn convert(e: &ast::Expr, depth: usize) -> Result<Expr, String> {
+    if depth > MAX_DEPTH {
+        return Err(too_deep());
+    }
+    let convert = |e: &ast::Expr| convert(e, depth + 1);
+    let boxed = |e: &ast::Expr| convert(e).map(Box::new);
     Ok(match e {
+        ast::Expr::BinaryOp {
+            op: op @ (BinaryOperator::And | BinaryOperator::Or),
+            ..
+        } => {
+            let operands = chain(e, op);
+            // The balanced tree adds about log2(n) levels above each operand.
+            let below = depth + (usize::BITS - operands.len().leading_zeros()) as usize;
+            let converted = operands
+                .into_iter()
+                .map(|o| self::convert(o, below))
+                .collect::<Result<Vec<_>, _>>()?;
+            let op = if *op == BinaryOperator::And {
+                BinaryOp::And
+            } else {
+                BinaryOp::Or
+            };
+            Expr::balanced(op, converted).ok_or("an empty chain")?
+        }
         ast::Expr::Identifier(ident) => Expr::Column(ident.value.clone()),
         ast::Expr::CompoundIdentifier(parts) => Expr::Column(
             parts
@@ -428,5 +555,173 @@ mod tests {
         }
         assert!(parse_type_name("decimal(40,2)").is_err());
         assert!(parse_type_name("map<string,int>").is_err());
+    }
+
+    fn ids(n: i64) -> arrow::array::RecordBatch {
+        let schema = std::sync::Arc::new(arrow::datatypes::Schema::new(vec![
+            arrow::datatypes::Field::new("id", DataType::Int64, true),
+        ]));
+        arrow::array::RecordBatch::try_new(
+            schema,
+            vec![std::sync::Arc::new(
+                arrow::array::Int64Array::from_iter_values(0..n),
+            )],
+        )
+        .unwrap()
+    }
+
+    fn depth(e: &Expr) -> usize {
+        let children: Vec<&Expr> = match e {
+            Expr::Column(_) | Expr::Literal(_) => vec![],
+            Expr::Binary { left, right, .. } => vec![left, right],
+            Expr::Not(x) | Expr::Negative(x) | Expr::IsNull { expr: x, .. } => vec![x],
+            Expr::Cast { expr, .. } => vec![expr],
+            Expr::InList { expr, list, .. } => std::iter::once(expr.as_ref()).chain(list).collect(),
+            Expr::Between {
+                expr, low, high, ..
+            } => vec![expr, low, high],
+            Expr::Like { expr, pattern, .. } => vec![expr, pattern],
+            Expr::Case {
+                operand,
+                branches,
+                otherwise,
+            } => operand
+                .iter()
+                .map(|b| b.as_ref())
+                .chain(branches.iter().flat_map(|(w, t)| [w, t]))
+                .chain(otherwise.iter().map(|b| b.as_ref()))
+                .collect(),
+            Expr::Function { args, .. } => args.iter().collect(),
+        };
+        1 + children.into_iter().map(depth).max().unwrap_or(0)
+    }
+
+    #[test]
+    fn long_flat_chains_become_shallow() {
+        let text = vec!["id > 0"; 20_000].join(" AND ");
+        let e = parse(&text).unwrap();
+        assert!(depth(&e) <= 20, "{}", depth(&e));
+        let m = crate::expr::eval::matches(&e, &ids(5)).unwrap();
+        assert_eq!(m.true_count(), 4);
+        // Parenthesized groups of the same operator flatten too; mixed chains keep
+        // precedence (AND binds tighter than OR).
+        let text = format!(
+            "({}) OR id = 0 AND id = 1",
+            vec!["id = 3"; 5_000].join(" OR ")
+        );
+        let e = parse(&text).unwrap();
+        assert!(depth(&e) <= 20);
+        assert_eq!(
+            crate::expr::eval::matches(&e, &ids(5))
+                .unwrap()
+                .true_count(),
+            1
+        );
+    }
+
+    #[test]
+    fn nesting_up_to_the_limit_parses_and_evaluates() {
+        let below = MAX_DEPTH - 6;
+        for text in [
+            format!("{}id > 0{}", "(".repeat(below), ")".repeat(below)),
+            format!("{}id > 0", "NOT ".repeat(below)),
+            format!(
+                "{}id > 0{}",
+                "coalesce(".repeat(below / 2),
+                ", false)".repeat(below / 2)
+            ),
+            format!(
+                "{}id > 0{}",
+                "CASE WHEN true THEN ".repeat(below / 2),
+                " END".repeat(below / 2)
+            ),
+        ] {
+            let e = parse(&text).unwrap_or_else(|e| panic!("{e}"));
+            let m = crate::expr::eval::matches(&e, &ids(3)).unwrap();
+            assert!(m.len() == 3);
+            assert!(serde_json::to_string(&e).is_ok());
+        }
+    }
+
+    #[test]
+    fn deep_nesting_is_an_error_naming_the_limit() {
+        for text in [
+            format!("{}id > 0{}", "(".repeat(5000), ")".repeat(5000)),
+            format!("{} > 0", vec!["id"; 5000].join(" + ")),
+            format!("{}id > 0", "NOT ".repeat(5000)),
+            format!(
+                "{}id{} > 0",
+                "CASE WHEN true THEN ".repeat(3000),
+                " END".repeat(3000)
+            ),
+            format!("{}id", "- ".repeat(5000)),
+            format!("{} > 0", vec!["id"; 100_000].join(" * ")),
+            // A syntax error after a very long chain: sqlparser drops the chain itself.
+            format!("{} AND id >", vec!["id > 0"; 50_000].join(" AND ")),
+        ] {
+            let err = parse(&text).unwrap_err();
+            assert!(matches!(err, DeltaError::InvalidArgument(_)), "{err}");
+            if !text.ends_with('>') {
+                assert!(err.to_string().contains("limit"), "{err}");
+            }
+        }
+    }
+
+    /// One level of nesting around an expression, as SQL.
+    fn wrap(level: u8, inner: &str) -> String {
+        match level % 8 {
+            0 => format!("({inner})"),
+            1 => format!("NOT ({inner})"),
+            2 => format!("CASE WHEN {inner} THEN true ELSE false END"),
+            3 => format!("coalesce({inner}, false)"),
+            4 => format!("({inner}) = true"),
+            5 => format!("({inner}) AND id >= 0"),
+            6 => format!("id < 0 OR ({inner})"),
+            _ => format!("({inner}) IS NOT NULL AND ({inner})"),
+        }
+    }
+
+    proptest::proptest! {
+        #![proptest_config(proptest::prelude::ProptestConfig::with_cases(48))]
+        /// Random nestings of every construct: shallow ones parse and evaluate as a reference
+        /// interpreter says; any nesting either parses (and then evaluates, serializes and
+        /// drops without overflowing the test thread's stack) or is an InvalidArgument error.
+        #[test]
+        fn nested_expressions_never_crash(
+            levels in proptest::collection::vec(0u8..8, 0..400),
+            k in 0i64..6,
+        ) {
+            // Level 7 doubles the text: keep it to a few.
+            let levels: Vec<u8> = levels
+                .into_iter()
+                .enumerate()
+                .map(|(i, l)| if l == 7 && i % 40 != 0 { 0 } else { l })
+                .collect();
+            let mut text = format!("id > {k}");
+            for &l in &levels {
+                text = wrap(l, &text);
+            }
+            let batch = ids(6);
+            match parse(&text) {
+                Ok(e) => {
+                    let got = crate::expr::eval::matches(&e, &batch).unwrap();
+                    // Reference: NOT levels flip, the others keep the condition (ids >= 0).
+                    let flips = levels.iter().filter(|&&l| l % 8 == 1).count();
+                    for row in 0..6i64 {
+                        let base = row > k;
+                        let want = if flips % 2 == 1 { !base } else { base };
+                        proptest::prop_assert_eq!(got.value(row as usize), want);
+                    }
+                    let json = serde_json::to_string(&e).unwrap();
+                    proptest::prop_assert!(!json.is_empty());
+                    let _ = e.skipping_predicate();
+                }
+                Err(err) => {
+                    proptest::prop_assert!(matches!(err, DeltaError::InvalidArgument(_)));
+                    proptest::prop_assert!(err.to_string().contains("limit"), "{}", err);
+                    proptest::prop_assert!(levels.len() > 10);
+                }
+            }
+        }
     }
 }

@@ -230,7 +230,22 @@ impl Evaluator<'_> {
 
 /// Maximum statistics as bounds: timestamps are truncated to milliseconds when written
 /// ("Per-file Statistics"), so the true maximum may be up to 999 µs above the stored one.
+/// A float maximum bounds only the numbers: writers leave NaN out of it (parquet statistics
+/// exclude NaN, and writers deriving Delta statistics from them do too), while in Spark SQL's
+/// order, which comparisons follow, NaN is above every number. So a file whose float maximum
+/// is a number may still hold NaN rows that `f > x` keeps: the maximum is widened to NaN
+/// (never skips `>`, `>=`, `!=` or `= NaN`; `<`, `<=` and `=` still skip on the minimum).
 fn widened_max(max: &ArrayRef) -> DeltaResult<ArrayRef> {
+    if let DataType::Float32 | DataType::Float64 = max.data_type() {
+        let nan: ArrayRef = Arc::new(arrow::array::Float64Array::from(vec![f64::NAN]));
+        let nan = cast(&nan, max.data_type())?;
+        let filled = arrow::compute::kernels::zip::zip(
+            &is_not_null(max)?,
+            &arrow::array::Scalar::new(nan),
+            max,
+        )?;
+        return Ok(filled);
+    }
     let DataType::Timestamp(TimeUnit::Microsecond, _) = max.data_type() else {
         return Ok(max.clone());
     };

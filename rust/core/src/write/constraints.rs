@@ -17,7 +17,6 @@ use std::sync::Arc;
 use arrow::array::{Array, ArrayRef, BooleanArray, RecordBatch};
 use arrow::compute::is_null;
 use arrow::compute::kernels::boolean::{and, or};
-use arrow::compute::kernels::cmp;
 use arrow::datatypes::Schema;
 
 use crate::error::{DeltaError, DeltaResult};
@@ -271,7 +270,7 @@ fn fill(
 
 /// `a <=> b`: equal, or both null.
 fn null_safe_equal(a: &ArrayRef, b: &ArrayRef) -> DeltaResult<BooleanArray> {
-    let eq = cmp::eq(a, b)?;
+    let eq = crate::predicate::compare(a, crate::predicate::CmpOp::Eq, b)?;
     let eq = match eq.nulls() {
         Some(_) => arrow::compute::prep_null_mask_filter(&eq),
         None => eq,

@@ -8,24 +8,58 @@
 //! (`part-<uuid>.c000.snappy.parquet`), so writers never collide and a writer that dies leaves
 //! only orphan files. Nothing here commits: the actions are returned for a transaction.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, VecDeque};
 use std::sync::Arc;
 
-use arrow::array::{ArrayRef, RecordBatch, UInt32Array};
+use arrow::array::{Array, ArrayRef, RecordBatch, UInt32Array};
 use arrow::compute::take_record_batch;
-use arrow::datatypes::{Schema, SchemaRef};
+use arrow::datatypes::{DataType, Schema, SchemaRef};
+use parquet::arrow::arrow_writer::{compute_leaves, ArrowColumnChunk, ArrowRowGroupWriterFactory};
 use parquet::arrow::ArrowWriter;
 use parquet::basic::Compression;
 use parquet::file::properties::WriterProperties;
+use parquet::file::writer::SerializedFileWriter;
 use serde_json::{json, Value};
 
 use crate::error::{DeltaError, DeltaResult};
 use crate::storage::Storage;
+use crate::write::float_stats;
 use crate::write::partitions::{partition_directory, path_uri, serialize_partition_value};
 use crate::write::stats::{IndexedColumns, StatsCollector};
 
-/// Target size of one data file (bytes of encoded data buffered before a file is closed).
-pub const TARGET_FILE_SIZE: usize = 128 * 1024 * 1024;
+/// Default target size of one data file, in bytes: 100 MiB, as the `deltalake` package
+/// writes (its `target_file_size`). A file is closed once it reaches this size, and a row
+/// group that would take it past it starts the next file.
+pub const TARGET_FILE_SIZE: usize = 100 * 1024 * 1024;
+
+/// Table property overriding [`TARGET_FILE_SIZE`] (bytes), as Delta Spark and `deltalake`
+/// read it.
+pub const TARGET_FILE_SIZE_PROPERTY: &str = "delta.targetFileSize";
+
+/// The target file size of a write: the one asked for, else the table's
+/// `delta.targetFileSize`, else [`TARGET_FILE_SIZE`].
+pub fn target_file_size(
+    requested: Option<u64>,
+    config: &std::collections::BTreeMap<String, String>,
+) -> DeltaResult<usize> {
+    let size = match requested {
+        Some(n) => n,
+        None => match config.get(TARGET_FILE_SIZE_PROPERTY) {
+            Some(text) => text.trim().parse::<u64>().map_err(|_| {
+                DeltaError::InvalidArgument(format!(
+                    "table property {TARGET_FILE_SIZE_PROPERTY} is not a byte count: {text:?}"
+                ))
+            })?,
+            None => TARGET_FILE_SIZE as u64,
+        },
+    };
+    if size == 0 {
+        return Err(DeltaError::InvalidArgument(
+            "the target file size must be positive".into(),
+        ));
+    }
+    Ok(usize::try_from(size).unwrap_or(usize::MAX))
+}
 
 /// An `add` action for a written file.
 #[derive(Debug, Clone, PartialEq)]
@@ -71,7 +105,7 @@ pub struct DataFileOptions {
     pub partition_columns: Vec<String>,
     /// Which columns get statistics.
     pub indexed: IndexedColumns,
-    /// Close a file once this many bytes are buffered.
+    /// Close a file once it holds this many bytes (see [`TARGET_FILE_SIZE`]).
     pub target_file_size: usize,
     /// A directory under the table root the files go to (`_change_data` for change data
     /// files), before the partition directories; the table root when `None`.
@@ -114,12 +148,16 @@ impl DataFileOptions {
     }
 }
 
-/// Rows handed to one encoding step: batches are cut to this size, so that files roll over
-/// at the target size and lanes share the work.
-const SLICE_ROWS: usize = 128 * 1024;
+/// Rows of one row group at most (the parquet crate's default).
+const ROW_GROUP_ROWS: usize = 1024 * 1024;
+/// Bytes (Arrow memory) of one row group at most, below the target file size.
+const ROW_GROUP_BYTES: usize = 128 * 1024 * 1024;
+/// Rows waiting for their row group, over all partitions, before the largest partition's are
+/// encoded early (as a smaller row group) to bound memory.
+const PENDING_BYTES: usize = 512 * 1024 * 1024;
 
 /// Where an open file's bytes go: straight to a local file (memory stays bounded by the row
-/// group being encoded), or a buffer put to an object store when the file is closed.
+/// groups being encoded), or a buffer put to an object store when the file is closed.
 enum Sink {
     Local(std::io::BufWriter<std::fs::File>),
     Memory(Vec<u8>),
@@ -141,28 +179,43 @@ impl std::io::Write for Sink {
     }
 }
 
-/// One open file of one partition.
+/// The file a partition's rows are going to.
 struct OpenFile {
-    writer: ArrowWriter<Sink>,
+    writer: SerializedFileWriter<Sink>,
     stats: StatsCollector,
-    partition_values: Vec<(String, Option<String>)>,
     /// The table-relative path the file gets.
     relative: String,
+    row_groups: usize,
 }
 
-/// The files one encoding lane has open, by partition key.
-type LaneFiles = BTreeMap<Vec<Option<String>>, OpenFile>;
-
-/// One lane: its open files, or the blocking task encoding into them (which hands them back
-/// with the files it filled).
-enum Lane {
-    Idle(LaneFiles),
-    Busy(tokio::task::JoinHandle<DeltaResult<(LaneFiles, Vec<OpenFile>)>>),
+/// One partition of the input: its rows waiting for a row group, and its open file.
+struct Partition {
+    partition_values: Vec<(String, Option<String>)>,
+    pending: Vec<RecordBatch>,
+    pending_rows: usize,
+    pending_bytes: usize,
+    file: Option<OpenFile>,
 }
 
-/// Writes record batches of one table into data files. Slices of the input are encoded on
-/// `available_parallelism` lanes, each a blocking task with its own open files (one per
-/// partition), so large writes use every core and produce files of about the target size.
+/// A row group encoded into column chunks (not yet in any file), with its statistics.
+struct Encoded {
+    chunks: Vec<ArrowColumnChunk>,
+    stats: StatsCollector,
+    /// Encoded bytes.
+    bytes: usize,
+}
+
+type Key = Vec<Option<String>>;
+
+/// Writes record batches of one table into data files.
+///
+/// The rows of each partition go to one file at a time, in input order, until the file
+/// reaches the target size ("Data Files"; a sorted input gives files with disjoint key
+/// ranges, in order). Parallelism never reorders rows: row groups are cut from a partition's
+/// rows in order, encoded concurrently (`available_parallelism` at a time, each on a blocking
+/// task, with the parquet crate's column writers), and appended to the partition's file in
+/// the order they were cut. A row group that would take a file past the target size starts
+/// the next file.
 pub struct DataFileWriter {
     storage: Storage,
     /// The schema of the files: the batches' schema without the partition columns (or with
@@ -175,9 +228,45 @@ pub struct DataFileWriter {
     /// Column indexes of the stored columns in the input batches.
     data_indexes: Vec<usize>,
     options: DataFileOptions,
-    lanes: Vec<Lane>,
-    next_lane: usize,
+    props: Arc<WriterProperties>,
+    /// Column writers of new row groups (the same for every file of this schema).
+    factory: Arc<ArrowRowGroupWriterFactory>,
+    /// Whether the files hold float columns, whose statistics need
+    /// [`crate::write::float_stats`].
+    floats: bool,
+    partitions: BTreeMap<Key, Partition>,
+    pending_bytes: usize,
+    /// Row groups being encoded, in the order they were cut.
+    in_flight: VecDeque<(Key, tokio::task::JoinHandle<DeltaResult<Encoded>>)>,
+    parallelism: usize,
     written: Vec<WrittenFile>,
+}
+
+fn has_floats(dt: &DataType) -> bool {
+    match dt {
+        DataType::Float16 | DataType::Float32 | DataType::Float64 => true,
+        DataType::Struct(fields) => fields.iter().any(|f| has_floats(f.data_type())),
+        DataType::List(f)
+        | DataType::LargeList(f)
+        | DataType::ListView(f)
+        | DataType::LargeListView(f)
+        | DataType::FixedSizeList(f, _)
+        | DataType::Map(f, _) => has_floats(f.data_type()),
+        _ => false,
+    }
+}
+
+/// Arrow memory of the rows of `batch` (slices count only their part of shared buffers).
+fn batch_bytes(batch: &RecordBatch) -> usize {
+    batch
+        .columns()
+        .iter()
+        .map(|c| {
+            c.to_data()
+                .get_slice_memory_size()
+                .unwrap_or_else(|_| c.get_array_memory_size())
+        })
+        .sum()
 }
 
 impl DataFileWriter {
@@ -220,8 +309,25 @@ impl DataFileWriter {
                 },
             ));
         }
+        if options.target_file_size == 0 {
+            return Err(DeltaError::InvalidArgument(
+                "the target file size must be positive".into(),
+            ));
+        }
         let file_schema = Arc::new(schema.project(&data_indexes)?);
-        let lanes = std::thread::available_parallelism().map_or(2, |n| n.get());
+        let props = Arc::new(
+            WriterProperties::builder()
+                .set_compression(Compression::SNAPPY)
+                .build(),
+        );
+        let (_, factory) =
+            ArrowWriter::try_new(Vec::new(), file_schema.clone(), Some((*props).clone()))?
+                .into_serialized_writer()?;
+        let floats = file_schema
+            .fields()
+            .iter()
+            .any(|f| has_floats(f.data_type()));
+        let parallelism = std::thread::available_parallelism().map_or(2, |n| n.get());
         Ok(DataFileWriter {
             storage,
             file_schema,
@@ -229,8 +335,13 @@ impl DataFileWriter {
             partition_indexes,
             data_indexes,
             options,
-            lanes: (0..lanes).map(|_| Lane::Idle(BTreeMap::new())).collect(),
-            next_lane: 0,
+            props,
+            factory: Arc::new(factory),
+            floats,
+            partitions: BTreeMap::new(),
+            pending_bytes: 0,
+            in_flight: VecDeque::new(),
+            parallelism,
             written: Vec::new(),
         })
     }
@@ -240,8 +351,8 @@ impl DataFileWriter {
         if batch.num_rows() == 0 {
             return Ok(());
         }
-        // Rows of each partition (partitions in key order).
-        let mut groups: BTreeMap<Vec<Option<String>>, Vec<u32>> = BTreeMap::new();
+        // Rows of each partition (partitions in key order, rows in input order).
+        let mut groups: BTreeMap<Key, Vec<u32>> = BTreeMap::new();
         if self.partition_indexes.is_empty() {
             groups.insert(Vec::new(), Vec::new());
         } else {
@@ -267,108 +378,191 @@ impl DataFileWriter {
             } else {
                 take_record_batch(&data, &UInt32Array::from(rows))?
             };
-            let mut offset = 0;
-            while offset < part.num_rows() {
-                let len = SLICE_ROWS.min(part.num_rows() - offset);
-                self.dispatch(key.clone(), part.slice(offset, len)).await?;
-                offset += len;
-            }
+            self.push(key, part).await?;
         }
         Ok(())
     }
 
-    /// Hands a slice of one partition to the next lane, once that lane's previous slice is
-    /// encoded (closing the files it filled).
-    async fn dispatch(&mut self, key: Vec<Option<String>>, slice: RecordBatch) -> DeltaResult<()> {
-        let lane = self.next_lane;
-        self.next_lane = (self.next_lane + 1) % self.lanes.len();
-        let mut files = self.settle(lane).await?;
-        let (file_schema, options) = (self.file_schema.clone(), self.options.clone());
-        let stats_schema = self.stats_schema.clone();
-        let storage = self.storage.clone();
-        self.lanes[lane] = Lane::Busy(tokio::task::spawn_blocking(move || {
-            if !files.contains_key(&key) {
-                let partition_values: Vec<(String, Option<String>)> = options
-                    .partition_columns
+    /// The row group size of this writer, in Arrow bytes.
+    fn group_bytes(&self) -> usize {
+        self.options.target_file_size.min(ROW_GROUP_BYTES)
+    }
+
+    /// Queues rows of one partition, cutting row groups as they fill.
+    async fn push(&mut self, key: Key, mut batch: RecordBatch) -> DeltaResult<()> {
+        let group_bytes = self.group_bytes();
+        while batch.num_rows() > 0 {
+            let bytes_per_row = (batch_bytes(&batch) / batch.num_rows()).max(1);
+            let columns = &self.options.partition_columns;
+            let partition = self
+                .partitions
+                .entry(key.clone())
+                .or_insert_with(|| Partition {
+                    partition_values: columns.iter().cloned().zip(key.iter().cloned()).collect(),
+                    pending: Vec::new(),
+                    pending_rows: 0,
+                    pending_bytes: 0,
+                    file: None,
+                });
+            let room_rows = ROW_GROUP_ROWS.saturating_sub(partition.pending_rows);
+            let room_bytes = group_bytes.saturating_sub(partition.pending_bytes);
+            let take = batch
+                .num_rows()
+                .min(room_rows)
+                .min((room_bytes / bytes_per_row).max(1));
+            partition.pending.push(batch.slice(0, take));
+            partition.pending_rows += take;
+            partition.pending_bytes += take * bytes_per_row;
+            self.pending_bytes += take * bytes_per_row;
+            batch = batch.slice(take, batch.num_rows() - take);
+            if partition.pending_rows >= ROW_GROUP_ROWS || partition.pending_bytes >= group_bytes {
+                self.cut(&key).await?;
+            }
+            if self.pending_bytes > PENDING_BYTES {
+                let largest = self
+                    .partitions
                     .iter()
-                    .cloned()
-                    .zip(key.iter().cloned())
-                    .collect();
-                let relative = file_path(&options, &partition_values);
-                let sink = match storage.file_location(&relative)? {
-                    crate::storage::FileLocation::Local(path) => {
-                        if let Some(dir) = path.parent() {
-                            std::fs::create_dir_all(dir).map_err(|e| write_error(&relative, e))?;
-                        }
-                        let file = std::fs::OpenOptions::new()
-                            .write(true)
-                            .create_new(true)
-                            .open(&path)
-                            .map_err(|e| write_error(&relative, e))?;
-                        Sink::Local(std::io::BufWriter::with_capacity(1 << 20, file))
-                    }
-                    crate::storage::FileLocation::Store(_) => Sink::Memory(Vec::new()),
-                };
-                let props = WriterProperties::builder()
-                    .set_compression(Compression::SNAPPY)
-                    .build();
-                let writer = ArrowWriter::try_new(sink, file_schema.clone(), Some(props))?;
-                let stats = StatsCollector::new(&stats_schema, &options.indexed);
-                files.insert(
-                    key.clone(),
-                    OpenFile {
-                        writer,
-                        stats,
-                        partition_values,
-                        relative,
-                    },
-                );
-            }
-            let mut full = Vec::new();
-            if let Some(file) = files.get_mut(&key) {
-                file.writer.write(&slice)?;
-                file.stats.update(&slice).map_err(DeltaError::Internal)?;
-                if file.writer.in_progress_size() + file.writer.bytes_written()
-                    >= options.target_file_size
-                {
-                    full.extend(files.remove(&key));
+                    .max_by_key(|(_, p)| p.pending_bytes)
+                    .map(|(k, _)| k.clone());
+                if let Some(k) = largest {
+                    self.cut(&k).await?;
                 }
             }
-            Ok((files, full))
-        }));
+        }
         Ok(())
     }
 
-    /// Waits for lane `lane`'s encoding, closes the files it filled, and returns its open
-    /// files.
-    async fn settle(&mut self, lane: usize) -> DeltaResult<LaneFiles> {
-        let state = std::mem::replace(&mut self.lanes[lane], Lane::Idle(BTreeMap::new()));
-        match state {
-            Lane::Idle(files) => Ok(files),
-            Lane::Busy(task) => {
-                let (files, full) = task.await.map_err(|e| {
-                    DeltaError::Internal(format!("encoding a data file failed: {e}"))
-                })??;
-                for file in full {
-                    self.close(file).await?;
-                }
-                Ok(files)
-            }
+    /// Cuts the pending rows of partition `key` into a row group and starts encoding it;
+    /// waits for the oldest row group when `parallelism` are being encoded already.
+    async fn cut(&mut self, key: &Key) -> DeltaResult<()> {
+        let Some(partition) = self.partitions.get_mut(key) else {
+            return Ok(());
+        };
+        if partition.pending_rows == 0 {
+            return Ok(());
         }
+        let batches = std::mem::take(&mut partition.pending);
+        self.pending_bytes = self.pending_bytes.saturating_sub(partition.pending_bytes);
+        partition.pending_rows = 0;
+        partition.pending_bytes = 0;
+        while self.in_flight.len() >= self.parallelism {
+            self.append_oldest().await?;
+        }
+        let factory = self.factory.clone();
+        let schema = self.file_schema.clone();
+        let stats_schema = self.stats_schema.clone();
+        let indexed = self.options.indexed.clone();
+        let task = tokio::task::spawn_blocking(move || {
+            encode(&factory, &schema, &stats_schema, &indexed, &batches)
+        });
+        self.in_flight.push_back((key.clone(), task));
+        Ok(())
     }
 
-    async fn close(&mut self, file: OpenFile) -> DeltaResult<()> {
+    /// Waits for the oldest row group being encoded and appends it to its partition's file
+    /// (closing the file first when the row group would take it past the target size, and
+    /// after, when it reached it).
+    async fn append_oldest(&mut self) -> DeltaResult<()> {
+        let Some((key, task)) = self.in_flight.pop_front() else {
+            return Ok(());
+        };
+        let encoded = task
+            .await
+            .map_err(|e| DeltaError::Internal(format!("encoding a data file failed: {e}")))??;
+        let target = self.options.target_file_size;
+        let full = match self.partitions.get(&key).and_then(|p| p.file.as_ref()) {
+            Some(f) => f.row_groups > 0 && f.writer.bytes_written() + encoded.bytes > target,
+            None => false,
+        };
+        if full {
+            self.close_file(&key).await?;
+        }
+        let file = match self.partitions.get_mut(&key).and_then(|p| p.file.take()) {
+            Some(f) => f,
+            None => self.open_file(&key)?,
+        };
+        let file = tokio::task::spawn_blocking(move || -> DeltaResult<OpenFile> {
+            let mut file = file;
+            let Encoded { chunks, stats, .. } = encoded;
+            let mut group = file.writer.next_row_group()?;
+            for chunk in chunks {
+                chunk.append_to_row_group(&mut group)?;
+            }
+            group.close()?;
+            file.stats.merge(&stats);
+            file.row_groups += 1;
+            Ok(file)
+        })
+        .await
+        .map_err(|e| DeltaError::Internal(format!("writing a data file failed: {e}")))??;
+        let reached = file.writer.bytes_written() >= target;
+        if let Some(p) = self.partitions.get_mut(&key) {
+            p.file = Some(file);
+        }
+        if reached {
+            self.close_file(&key).await?;
+        }
+        Ok(())
+    }
+
+    /// A new file for partition `key`.
+    fn open_file(&self, key: &Key) -> DeltaResult<OpenFile> {
+        let partition_values = self
+            .partitions
+            .get(key)
+            .map(|p| p.partition_values.clone())
+            .unwrap_or_default();
+        let relative = file_path(&self.options, &partition_values);
+        let sink = match self.storage.file_location(&relative)? {
+            crate::storage::FileLocation::Local(path) => {
+                if let Some(dir) = path.parent() {
+                    std::fs::create_dir_all(dir).map_err(|e| write_error(&relative, e))?;
+                }
+                let file = std::fs::OpenOptions::new()
+                    .write(true)
+                    .read(true)
+                    .create_new(true)
+                    .open(&path)
+                    .map_err(|e| write_error(&relative, e))?;
+                Sink::Local(std::io::BufWriter::with_capacity(1 << 20, file))
+            }
+            crate::storage::FileLocation::Store(_) => Sink::Memory(Vec::new()),
+        };
+        let (writer, _) =
+            ArrowWriter::try_new(sink, self.file_schema.clone(), Some((*self.props).clone()))?
+                .into_serialized_writer()?;
+        Ok(OpenFile {
+            writer,
+            stats: StatsCollector::new(&self.stats_schema, &self.options.indexed),
+            relative,
+            row_groups: 0,
+        })
+    }
+
+    /// Closes the open file of partition `key`, if any.
+    async fn close_file(&mut self, key: &Key) -> DeltaResult<()> {
+        let Some(partition) = self.partitions.get_mut(key) else {
+            return Ok(());
+        };
+        let Some(file) = partition.file.take() else {
+            return Ok(());
+        };
+        let partition_values = partition.partition_values.clone();
         let OpenFile {
             writer,
             stats,
-            partition_values,
             relative,
+            ..
         } = file;
         let name = relative.clone();
+        let floats = self.floats;
         let (sink, stats) = tokio::task::spawn_blocking(move || {
             let stats = stats.finish().to_string();
             let mut sink = writer.into_inner()?;
             std::io::Write::flush(&mut sink).map_err(|e| write_error(&name, e))?;
+            if floats {
+                fix_float_statistics(&mut sink, &name)?;
+            }
             Ok::<_, DeltaError>((sink, stats))
         })
         .await
@@ -399,16 +593,101 @@ impl DataFileWriter {
         Ok(())
     }
 
-    /// Closes every open file; the written files in the order they were closed.
+    /// Writes what is pending and closes every file; the written files in the order they
+    /// were closed (each partition's in the order of its rows).
     pub async fn finish(mut self) -> DeltaResult<Vec<WrittenFile>> {
-        for lane in 0..self.lanes.len() {
-            let files = self.settle(lane).await?;
-            for (_, file) in files {
-                self.close(file).await?;
-            }
+        let keys: Vec<Key> = self.partitions.keys().cloned().collect();
+        for key in &keys {
+            self.cut(key).await?;
+        }
+        while !self.in_flight.is_empty() {
+            self.append_oldest().await?;
+        }
+        for key in &keys {
+            self.close_file(key).await?;
         }
         Ok(self.written)
     }
+}
+
+/// Encodes rows into the column chunks of one row group, with their statistics.
+fn encode(
+    factory: &ArrowRowGroupWriterFactory,
+    schema: &SchemaRef,
+    stats_schema: &SchemaRef,
+    indexed: &IndexedColumns,
+    batches: &[RecordBatch],
+) -> DeltaResult<Encoded> {
+    let mut writers = factory.create_column_writers(0)?;
+    let mut stats = StatsCollector::new(stats_schema, indexed);
+    for batch in batches {
+        let mut leaves = writers.iter_mut();
+        for (field, column) in schema.fields().iter().zip(batch.columns()) {
+            for leaf in compute_leaves(field, column)? {
+                leaves
+                    .next()
+                    .ok_or_else(|| {
+                        DeltaError::Internal("more leaf columns than column writers".into())
+                    })?
+                    .write(&leaf)?;
+            }
+        }
+        stats.update(batch).map_err(DeltaError::Internal)?;
+    }
+    let chunks = writers
+        .into_iter()
+        .map(|w| w.close())
+        .collect::<Result<Vec<_>, _>>()?;
+    let bytes = chunks
+        .iter()
+        .map(|c| usize::try_from(c.close().metadata.compressed_size()).unwrap_or(0))
+        .sum();
+    Ok(Encoded {
+        chunks,
+        stats,
+        bytes,
+    })
+}
+
+/// Rewrites a finished file's footer so that its float statistics are usable by every reader
+/// ([`crate::write::float_stats`]).
+fn fix_float_statistics(sink: &mut Sink, name: &str) -> DeltaResult<()> {
+    use std::io::{Read, Seek, SeekFrom, Write};
+    let bad = |e: String| DeltaError::Internal(format!("rewriting the footer of {name}: {e}"));
+    match sink {
+        Sink::Memory(bytes) => {
+            float_stats::rewrite_file(bytes).map_err(bad)?;
+        }
+        Sink::Local(writer) => {
+            let file = writer.get_mut();
+            let len = file
+                .seek(SeekFrom::End(0))
+                .map_err(|e| write_error(name, e))?;
+            let mut tail8 = [0u8; 8];
+            file.seek(SeekFrom::Start(len.saturating_sub(8)))
+                .map_err(|e| write_error(name, e))?;
+            file.read_exact(&mut tail8)
+                .map_err(|e| write_error(name, e))?;
+            let meta_len = u64::from(u32::from_le_bytes([tail8[0], tail8[1], tail8[2], tail8[3]]));
+            let start = len
+                .checked_sub(8 + meta_len)
+                .ok_or_else(|| bad("the footer length exceeds the file".into()))?;
+            let mut tail = vec![0u8; (len - start) as usize];
+            file.seek(SeekFrom::Start(start))
+                .map_err(|e| write_error(name, e))?;
+            file.read_exact(&mut tail)
+                .map_err(|e| write_error(name, e))?;
+            if !float_stats::rewrite_file(&mut tail).map_err(bad)? {
+                return Ok(());
+            }
+            file.set_len(start).map_err(|e| write_error(name, e))?;
+            file.seek(SeekFrom::Start(start))
+                .map_err(|e| write_error(name, e))?;
+            file.write_all(&tail).map_err(|e| write_error(name, e))?;
+            file.flush().map_err(|e| write_error(name, e))?;
+        }
+    }
+    Ok(())
 }
 
 /// The table-relative path of a new file: `[<directory>/][<partition dirs>/]<prefix>-<uuid>...`.

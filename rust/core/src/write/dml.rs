@@ -70,6 +70,9 @@ pub struct DmlOptions {
     /// UPDATE's assignments as the user wrote them (column, SQL), for the commitInfo; when
     /// `None` the expressions' own form is shown.
     pub set_text: Option<Vec<(String, String)>>,
+    /// Target size of the files written (`None`: the table's `delta.targetFileSize`, else
+    /// the default).
+    pub target_file_size: Option<u64>,
 }
 
 /// What a DML statement did.
@@ -141,6 +144,7 @@ pub async fn execute(
     }
     // The table's rules are parsed up front: one deltalog cannot evaluate fails here.
     let mut rewriter = Rewriter::try_new(snapshot)?;
+    rewriter.set_target_file_size(options.target_file_size)?;
     if let Some((app, version)) = &options.app_transaction {
         if snapshot
             .transactions()

@@ -87,6 +87,9 @@ pub struct MergeSpec {
     pub source_alias: String,
     pub target_alias: String,
     pub clauses: Vec<MergeClause>,
+    /// Target size of the files written (`None`: the table's `delta.targetFileSize`, else
+    /// the default).
+    pub target_file_size: Option<u64>,
 }
 
 /// What a MERGE did.
@@ -397,6 +400,7 @@ pub async fn merge(
         return Err(bad("the source and target aliases must differ".into()));
     }
     let mut rewriter = Rewriter::try_new(snapshot)?;
+    rewriter.set_target_file_size(spec.target_file_size)?;
     let schema = snapshot.schema()?;
     let data_schema = rewriter.data_schema().clone();
     let source = if spec.source.is_empty() {
@@ -584,6 +588,11 @@ pub async fn merge(
             })
         })
         .collect::<DeltaResult<_>>()?;
+    // Row keys compare bytes: -0.0 and 0.0 (and NaNs) made equal first, as SQL has them.
+    let source_keys: Vec<ArrayRef> = source_keys
+        .iter()
+        .map(crate::predicate::normalize_floats)
+        .collect();
     let source_rows = converter.convert_columns(&source_keys)?;
     let mut index: HashMap<Box<[u8]>, Vec<u32>> = HashMap::new();
     for i in 0..source.num_rows() {
@@ -699,7 +708,7 @@ pub async fn merge(
             // Candidate pairs by key, then the whole condition.
             let target_keys: Vec<ArrayRef> = keys
                 .iter()
-                .map(|(t, _)| table_part.column(*t).clone())
+                .map(|(t, _)| crate::predicate::normalize_floats(table_part.column(*t)))
                 .collect();
             let target_rows = converter.convert_columns(&target_keys)?;
             let (mut pt, mut ps) = (Vec::new(), Vec::new());

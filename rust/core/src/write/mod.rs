@@ -20,6 +20,7 @@ pub mod clustering;
 pub mod constraints;
 pub mod data_files;
 pub mod dml;
+pub mod float_stats;
 pub mod iceberg;
 pub mod identity;
 pub mod mapping;

@@ -157,6 +157,8 @@ pub struct Rewriter {
     materialize_partitions: bool,
     /// A `metaData` action the commit carries (identity high-water marks moved).
     metadata: Option<Value>,
+    /// Target size of new data and change data files.
+    target_file_size: usize,
     /// The counts so far.
     pub counts: FileCounts,
 }
@@ -231,8 +233,19 @@ impl Rewriter {
             removed: Vec::new(),
             new_vectors: Vec::new(),
             metadata: None,
+            target_file_size: crate::write::data_files::target_file_size(None, &config)?,
             counts: FileCounts::default(),
         })
+    }
+
+    /// Sets the target size of the files written (`None`: the table's
+    /// `delta.targetFileSize`, else the default), before any row is written.
+    pub fn set_target_file_size(&mut self, requested: Option<u64>) -> DeltaResult<()> {
+        if requested.is_some() {
+            self.target_file_size =
+                crate::write::data_files::target_file_size(requested, &Default::default())?;
+        }
+        Ok(())
     }
 
     /// The table's output columns: the schema of the batches callers hand in.
@@ -301,6 +314,7 @@ impl Rewriter {
             let mut options = DataFileOptions::data(self.partitions.clone(), self.indexed.clone());
             options.unindexed = self.unindexed.clone();
             options.materialize_partitions = self.materialize_partitions;
+            options.target_file_size = self.target_file_size;
             self.data_writer = Some(DataFileWriter::try_new(
                 self.storage.clone(),
                 &self.file_physical,
@@ -339,10 +353,12 @@ impl Rewriter {
             return Ok(());
         }
         if self.change_writer.is_none() {
+            let mut options = DataFileOptions::change_data(self.partitions.clone());
+            options.target_file_size = self.target_file_size;
             self.change_writer = Some(DataFileWriter::try_new(
                 self.storage.clone(),
                 &self.cdc_physical,
-                DataFileOptions::change_data(self.partitions.clone()),
+                options,
             )?);
         }
         let physical = to_physical(

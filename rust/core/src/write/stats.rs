@@ -3,8 +3,9 @@
 //! Spec: "Per-file Statistics". `numRecords`, and per leaf column (nested struct fields
 //! included, keyed by the names the file uses, i.e. physical names under column mapping):
 //! `nullCount` for every leaf, `minValues`/`maxValues` for numbers, decimals, dates, timestamps
-//! and strings. Strings are cut to a prefix of [`STRING_PREFIX`] characters; a cut maximum gets
-//! U+10FFFF appended so that it still bounds every value with that prefix. Timestamps are
+//! and strings. Strings are cut to a prefix of [`STRING_PREFIX`] characters; a cut maximum must
+//! still be an upper bound in Delta's order (UTF-8 bytes, i.e. code points), see
+//! [`truncated_max`], and is left out when none exists. Timestamps are
 //! truncated down to milliseconds. Floating-point columns holding a NaN get no min/max (no
 //! bound can be written for them in JSON). Which leaves get statistics follows
 //! `delta.dataSkippingNumIndexedCols` (the first N leaves, 32 by default, -1 for all) or
@@ -117,7 +118,9 @@ impl Bound {
     fn cmp(&self, other: &Bound) -> Option<Ordering> {
         match (self, other) {
             (Bound::Int(a), Bound::Int(b)) => Some(a.cmp(b)),
-            (Bound::Float(a), Bound::Float(b)) => a.partial_cmp(b),
+            // Total order: of the two zeros the minimum keeps -0.0 and the maximum 0.0 (NaN
+            // never gets here: a column holding one gets no bounds).
+            (Bound::Float(a), Bound::Float(b)) => Some(a.total_cmp(b)),
             (Bound::Decimal(a, _), Bound::Decimal(b, _)) => Some(a.cmp(b)),
             (Bound::Date(a), Bound::Date(b)) => Some(a.cmp(b)),
             (Bound::Timestamp(a, _), Bound::Timestamp(b, _)) => Some(a.cmp(b)),
@@ -153,17 +156,40 @@ impl Bound {
                     t.naive_utc().format("%Y-%m-%dT%H:%M:%S%.3f").to_string()
                 })
             }
-            Bound::Str(s) => {
-                let mut chars = s.chars();
-                let prefix: String = chars.by_ref().take(STRING_PREFIX).collect();
-                if chars.next().is_some() && is_max {
-                    Value::String(format!("{prefix}\u{10FFFF}"))
-                } else {
-                    Value::String(prefix)
-                }
-            }
+            Bound::Str(s) if is_max => Value::String(truncated_max(s)?),
+            Bound::Str(s) => Value::String(truncated_min(s).to_string()),
         })
     }
+}
+
+/// A minimum string statistic: the first [`STRING_PREFIX`] characters of `s`, a prefix and
+/// therefore never above `s`.
+pub fn truncated_min(s: &str) -> &str {
+    match s.char_indices().nth(STRING_PREFIX) {
+        Some((end, _)) => &s[..end],
+        None => s,
+    }
+}
+
+/// A maximum string statistic of at most [`STRING_PREFIX`] + 1 characters that is `>= s` in
+/// Delta's string order (UTF-8 bytes, which is code point order): `s` itself when it is short
+/// enough, else its longest prefix `p` of at most [`STRING_PREFIX`] characters whose next
+/// character `c` is not U+10FFFF, followed by U+10FFFF (`p + U+10FFFF > p + c + ...`).
+/// `None` when a longer value's first [`STRING_PREFIX`] + 1 characters are all U+10FFFF: no
+/// such bound exists, and a maximum is left out rather than understated ("Per-file
+/// Statistics": bounds must hold for every value).
+pub fn truncated_max(s: &str) -> Option<String> {
+    let head: Vec<(usize, char)> = s.char_indices().take(STRING_PREFIX + 2).collect();
+    // Up to STRING_PREFIX + 1 characters the value is its own bound (which also makes the
+    // cut idempotent: a cut maximum re-written from parsed statistics stays the same).
+    if head.len() <= STRING_PREFIX + 1 {
+        return Some(s.to_string());
+    }
+    head[..=STRING_PREFIX]
+        .iter()
+        .rev()
+        .find(|(_, c)| *c != char::MAX)
+        .map(|&(end, _)| format!("{}{}", &s[..end], char::MAX))
 }
 
 /// The statistics of one leaf column so far.
@@ -264,6 +290,34 @@ impl StatsCollector {
         Ok(())
     }
 
+    /// Adds the statistics `other` collected over more rows of the same file (a collector
+    /// made with the same schema and indexed columns).
+    pub fn merge(&mut self, other: &StatsCollector) {
+        self.rows += other.rows;
+        for (leaf, theirs) in self.leaves.iter_mut().zip(&other.leaves) {
+            leaf.nulls += theirs.nulls;
+            leaf.nan |= theirs.nan;
+            if let Some(v) = &theirs.min {
+                if leaf
+                    .min
+                    .as_ref()
+                    .is_none_or(|m| v.cmp(m) == Some(Ordering::Less))
+                {
+                    leaf.min = Some(v.clone());
+                }
+            }
+            if let Some(v) = &theirs.max {
+                if leaf
+                    .max
+                    .as_ref()
+                    .is_none_or(|m| v.cmp(m) == Some(Ordering::Greater))
+                {
+                    leaf.max = Some(v.clone());
+                }
+            }
+        }
+    }
+
     /// The `stats` JSON document.
     pub fn finish(&self) -> Value {
         let mut doc = Map::new();
@@ -274,10 +328,11 @@ impl StatsCollector {
             if leaf.nan {
                 continue;
             }
-            let min = leaf.min.as_ref().and_then(|m| m.to_json(false));
-            let max = leaf.max.as_ref().and_then(|m| m.to_json(true));
-            if let (Some(min), Some(max)) = (min, max) {
+            // Each bound on its own: a string maximum may have no valid truncation.
+            if let Some(min) = leaf.min.as_ref().and_then(|m| m.to_json(false)) {
                 insert(&mut mins, &leaf.path, min);
+            }
+            if let Some(max) = leaf.max.as_ref().and_then(|m| m.to_json(true)) {
                 insert(&mut maxs, &leaf.path, max);
             }
         }
@@ -448,6 +503,10 @@ fn bounds(
             }
             let lo = values.iter().copied().fold(f64::INFINITY, f64::min);
             let hi = values.iter().copied().fold(f64::NEG_INFINITY, f64::max);
+            // SQL equates the zeros; writing the outer one of each (min -0.0, max 0.0) keeps
+            // the bounds valid for readers that order floats totally as well.
+            let lo = if lo == 0.0 { -0.0 } else { lo };
+            let hi = if hi == 0.0 { 0.0 } else { hi };
             if values.is_empty() {
                 Vec::new()
             } else {
@@ -510,6 +569,7 @@ mod tests {
         Float64Array, Int32Array, StringArray, StructArray, TimestampMicrosecondArray,
     };
     use arrow::datatypes::Fields;
+    use proptest::prelude::*;
     use std::sync::Arc;
 
     fn batch() -> RecordBatch {
@@ -664,7 +724,118 @@ mod tests {
         let stats = c.finish();
         assert_eq!(stats["minValues"]["d"].to_string(), "-12.345");
         assert_eq!(stats["maxValues"]["d"].to_string(), "0.007");
-        assert!(stats["minValues"].get("w").is_none());
+        // Each bound on its own: the small minimum is exact, the maximum is not.
+        assert_eq!(stats["minValues"]["w"], 1);
+        assert!(stats["maxValues"].get("w").is_none());
         assert_eq!(stats["nullCount"]["w"], 0);
+    }
+
+    #[test]
+    fn string_maxima_stay_upper_bounds() {
+        let top = char::MAX.to_string();
+        // 40 x U+10FFFF: no bound of at most 33 characters exists.
+        assert_eq!(truncated_max(&top.repeat(40)), None);
+        // 31 ASCII characters + 9 x U+10FFFF: the prefix before the U+10FFFF run.
+        let v = format!("{}{}", "a".repeat(31), top.repeat(9));
+        let max = truncated_max(&v).unwrap();
+        assert_eq!(max, format!("{}{}", "a".repeat(30), top));
+        assert!(max.as_str() >= v.as_str());
+        // Short values are their own bounds; the usual cut keeps 32 characters + U+10FFFF.
+        assert_eq!(truncated_max("abc").unwrap(), "abc");
+        let long = "x".repeat(40);
+        assert_eq!(
+            truncated_max(&long).unwrap(),
+            format!("{}{top}", "x".repeat(32))
+        );
+        assert_eq!(truncated_min(&long), "x".repeat(32));
+
+        // Through the collector, nested columns included: the maximum is left out when no
+        // bound exists, the minimum is still a prefix.
+        let inner = Fields::from(vec![Field::new("s", DataType::Utf8, true)]);
+        let values = vec![top.repeat(40), v.clone()];
+        let strings: ArrayRef = Arc::new(StringArray::from(values.clone()));
+        let nested = StructArray::new(inner.clone(), vec![strings.clone()], None);
+        let schema = Arc::new(Schema::new(vec![
+            Field::new("s", DataType::Utf8, true),
+            Field::new("n", DataType::Struct(inner), true),
+        ]));
+        let b = RecordBatch::try_new(schema.clone(), vec![strings, Arc::new(nested)]).unwrap();
+        let mut c = StatsCollector::new(&schema, &IndexedColumns::First(-1));
+        c.update(&b).unwrap();
+        let stats = c.finish();
+        assert!(stats["maxValues"].get("s").is_none(), "{stats}");
+        assert!(stats["maxValues"].get("n").is_none(), "{stats}");
+        assert_eq!(stats["minValues"]["s"], truncated_min(&v));
+        assert_eq!(stats["minValues"]["n"]["s"], truncated_min(&v));
+        let mut c = StatsCollector::new(&schema, &IndexedColumns::First(-1));
+        c.update(&b.slice(1, 1)).unwrap();
+        let stats = c.finish();
+        assert_eq!(stats["maxValues"]["s"], max.as_str());
+        assert_eq!(stats["maxValues"]["n"]["s"], max.as_str());
+    }
+
+    /// Characters around the edges that matter: ASCII, the last BMP characters before and after
+    /// the surrogate range, U+FFFF, the first supplementary character and U+10FFFF.
+    fn edge_char() -> impl Strategy<Value = char> {
+        prop_oneof![
+            prop::sample::select(vec![
+                'a',
+                'z',
+                '\u{7f}',
+                '\u{80}',
+                '\u{7ff}',
+                '\u{800}',
+                '\u{d7ff}',
+                '\u{e000}',
+                '\u{fffd}',
+                '\u{ffff}',
+                '\u{10000}',
+                '\u{10fffe}',
+                char::MAX,
+            ]),
+            any::<char>(),
+        ]
+    }
+
+    proptest! {
+        /// Truncated minima are `<=` and truncated maxima `>=` every value of the column, in
+        /// UTF-8 byte order as Delta compares strings.
+        #[test]
+        fn truncated_bounds_bound_every_value(
+            values in prop::collection::vec(
+                // Runs of U+10FFFF at any position, long enough to reach past the cut.
+                (
+                    prop::collection::vec(edge_char(), 0..40),
+                    0..45usize,
+                    prop::collection::vec(edge_char(), 0..6),
+                )
+                    .prop_map(|(head, run, tail)| {
+                        let mut s: String = head.into_iter().collect();
+                        s.extend(std::iter::repeat_n(char::MAX, run));
+                        s.extend(tail);
+                        s
+                    }),
+                1..6,
+            )
+        ) {
+            let lo = values.iter().min().unwrap();
+            let hi = values.iter().max().unwrap();
+            let min = truncated_min(lo);
+            prop_assert!(min.chars().count() <= STRING_PREFIX);
+            for v in &values {
+                prop_assert!(min.as_bytes() <= v.as_bytes());
+            }
+            match truncated_max(hi) {
+                Some(max) => {
+                    prop_assert!(max.chars().count() <= STRING_PREFIX + 1);
+                    for v in &values {
+                        prop_assert!(max.as_bytes() >= v.as_bytes(), "{:?} < {:?}", max, v);
+                    }
+                }
+                // Only when a longer value starts with STRING_PREFIX + 1 U+10FFFF characters.
+                None => prop_assert!(hi.chars().take(STRING_PREFIX + 1).all(|c| c == char::MAX)
+                    && hi.chars().count() > STRING_PREFIX + 1),
+            }
+        }
     }
 }

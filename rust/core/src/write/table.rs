@@ -94,6 +94,9 @@ pub struct WriteOptions {
     /// Commit the files (`true`), or only write them and return their `add` actions
     /// ([`Written::Files`]) for a transaction that commits them elsewhere.
     pub commit: bool,
+    /// Target size of data files in bytes (`None`: the table's `delta.targetFileSize`, else
+    /// [`crate::write::data_files::TARGET_FILE_SIZE`]).
+    pub target_file_size: Option<u64>,
 }
 
 /// The table a write goes to: the latest snapshot, or none when the table does not exist.
@@ -349,13 +352,17 @@ where
     );
     // Iceberg compatibility: partition values are written into the files too.
     file_options.materialize_partitions = crate::write::iceberg::requested(&config).is_some();
+    file_options.target_file_size =
+        crate::write::data_files::target_file_size(options.target_file_size, &config)?;
     let mut writer = DataFileWriter::try_new(storage.clone(), &physical, file_options)?;
     // replaceWhere: the rows matching the predicate are deleted (DVs or rewrites) and the new
     // rows, which must all match it, written through the same rewriter.
     let replace = match (&snapshot, &options.replace_where) {
         (Some(s), Some(sql)) => {
             let predicate = crate::expr::Expr::parse(sql)?.resolve(&table_schema)?;
-            Some((s, predicate, Rewriter::try_new(s)?))
+            let mut rewriter = Rewriter::try_new(s)?;
+            rewriter.set_target_file_size(options.target_file_size)?;
+            Some((s, predicate, rewriter))
         }
         _ => None,
     };
