@@ -655,6 +655,11 @@ mod tests {
     async fn table() -> (tempfile::TempDir, Storage) {
         let dir = tempfile::tempdir().unwrap();
         let storage = Storage::open(dir.path().to_str().unwrap(), &HashMap::new()).unwrap();
+        create(&storage).await;
+        (dir, storage)
+    }
+
+    async fn create(storage: &Storage) {
         let mut create = Transaction::new(storage.clone(), None, "CREATE", Isolation::BlindAppend);
         create.add_actions([
             json!({"protocol": {"minReaderVersion": 1, "minWriterVersion": 2}}),
@@ -663,7 +668,6 @@ mod tests {
                    "partitionColumns": [], "configuration": {}}}),
         ]);
         assert_eq!(create.commit().await.unwrap(), 0);
-        (dir, storage)
     }
 
     fn txn(storage: &Storage, isolation: Isolation, path: &str) -> Transaction {
@@ -698,6 +702,58 @@ mod tests {
             serde_json::from_slice(text.split(|b| *b == b'\n').next().unwrap()).unwrap();
         assert_eq!(first["commitInfo"]["readVersion"], 0);
         assert_eq!(first["commitInfo"]["isBlindAppend"], true);
+    }
+
+    #[tokio::test]
+    async fn a_commit_read_from_a_table_since_deleted_and_created_again_is_refused() {
+        let (dir, storage) = table().await;
+        let stale = crate::Snapshot::try_new(storage.clone(), None)
+            .await
+            .unwrap();
+        let stale_commit = |storage: &Storage| {
+            let mut t = Transaction::new(storage.clone(), Some(0), "WRITE", Isolation::BlindAppend)
+                .for_table(&stale);
+            t.add_actions([add("stale")]);
+            t
+        };
+        let exists = |v: u64| {
+            dir.path()
+                .join("_delta_log")
+                .join(commit_file_name(v))
+                .exists()
+        };
+        // The table deleted: no `_delta_log` holding only the stale commit.
+        std::fs::remove_dir_all(dir.path().join("_delta_log")).unwrap();
+        let err = stale_commit(&storage).commit().await.unwrap_err();
+        assert!(
+            matches!(&err, DeltaError::CommitConflict { version: 1, reason } if reason.contains("no longer exists")),
+            "{err}"
+        );
+        assert!(!exists(1));
+        // Created again with as many versions: the read version's commit is another file.
+        create(&storage).await;
+        let err = stale_commit(&storage).commit().await.unwrap_err();
+        assert!(
+            matches!(&err, DeltaError::CommitConflict { version: 1, reason } if reason.contains("replaced")),
+            "{err}"
+        );
+        assert!(!exists(1));
+        // The loaded snapshot moves to the new table rather than replaying onto the old one.
+        txn(&storage, Isolation::BlindAppend, "new")
+            .commit()
+            .await
+            .unwrap();
+        let moved = stale.advance(None).await.unwrap();
+        assert_eq!(moved.version(), 1);
+        assert_eq!(moved.num_files(), 1);
+        // A transaction without the read snapshot still needs the read version's commit.
+        let mut t = Transaction::new(storage.clone(), Some(5), "WRITE", Isolation::BlindAppend);
+        t.add_actions([add("x")]);
+        assert!(matches!(
+            t.commit().await,
+            Err(DeltaError::CommitConflict { version: 6, .. })
+        ));
+        assert!(!exists(6));
     }
 
     #[tokio::test]
