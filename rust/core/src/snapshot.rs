@@ -294,12 +294,11 @@ impl Snapshot {
         if target.is_some_and(|t| t < current) {
             return Self::try_new(self.storage.clone(), target).await;
         }
-        let listing = LogListing::list(&self.storage, Some(current + 1)).await?;
+        // From this version on: its own commit is checked too. When that is gone or another
+        // file, the table was deleted and created again (or its log cleaned up past this
+        // version), and nothing of this snapshot carries over: the target is loaded afresh.
+        let listing = LogListing::list(&self.storage, Some(current)).await?;
         let commits = listing.commits();
-        // The listing starts right after the name `<current>` and so holds this version's own
-        // commit: when it is gone or another file, the table was deleted and created again
-        // (or its log cleaned up past this version), and nothing of this snapshot carries
-        // over: the target is loaded afresh.
         let loaded_stands = match (&self.segment.last_commit, commits.get(&current)) {
             (Some(loaded), Some(listed)) => crate::segment::same_object(&loaded.meta, &listed.meta),
             (Some(_), None) => false,
