@@ -130,6 +130,7 @@ def test_clustering_columns_resolve_case_insensitively(tmp_path: Path) -> None:
     dl.write_table(path, pa.table({"id": [1, 2], "v": [3, 4]}), clustering_columns=["ID"])
     domain = json.loads(dl.DeltaTable(path).domain_metadata()["delta.clustering"])
     assert domain["clusteringColumns"] == ["id"]
+    assert assert_peer_agrees(path) == [{"id": 1, "v": 3}, {"id": 2, "v": 4}]
     with pytest.raises(dl.InvalidArgumentError, match="given twice"):
         dl.write_table(tmp_path / "u", pa.table({"id": [1]}), clustering_columns=["id", "ID"])
 
@@ -226,6 +227,7 @@ def test_filters_and_columns_in_any_case(table: Path) -> None:
     assert rows(t.to_pyarrow_table(filter=[("VAL", "=", "v2")])) == [{"id": 2, "Val": "v2"}]
     with pytest.raises(dl.InvalidArgumentError, match="twice"):
         t.to_pyarrow_table(columns=["id", "ID"])
+    assert len(assert_peer_agrees(table)) == 6
 
 
 def test_dml_and_constraints_in_any_case(table: Path) -> None:
@@ -263,7 +265,7 @@ def test_generated_column_expression_in_another_case(tmp_path: Path) -> None:
     )
     dl.write_table(path, pa.table({"id": [1, 2], "twice": [2, 4]}, schema=schema))
     dl.write_table(path, pa.table({"ID": [3]}), mode="append")
-    assert rows(dl.DeltaTable(path).to_pyarrow_table()) == [
+    assert assert_peer_agrees(path) == [
         {"id": 1, "twice": 2},
         {"id": 2, "twice": 4},
         {"id": 3, "twice": 6},
