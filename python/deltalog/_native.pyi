@@ -203,6 +203,10 @@ def vacuum_plan(
 ) -> list[tuple[str, int]]:
     """The files VACUUM would delete, as (table-relative path, size) pairs."""
 
+def interval_ms(text: str) -> int:
+    """Milliseconds of an interval property value (``interval 7 days``); ``ValueError`` when
+    it is not one."""
+
 def duration_property_ms(snapshot: RawSnapshot, key: str) -> int:
     """An interval table property (``delta.deletedFileRetentionDuration``,
     ``delta.logRetentionDuration``, ``delta.checkpointRetentionDuration``) in milliseconds, its

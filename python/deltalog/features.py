@@ -653,8 +653,14 @@ def features_for_configuration(
 
     Raises:
         ValueError: a ``delta.feature.*`` property with a value other than ``supported``.
+        InvalidArgumentError: an unknown ``delta.*`` property or an invalid value
+            (:func:`deltalog.properties.validate`).
         UnsupportedFeatureError: an unknown feature name.
     """
+    from deltalog import properties
+
+    # Every key and value checked ("delta.*" keys by the property registry), as strings.
+    configuration = properties.validate(configuration)
     needed = set(features)
     stored: dict[str, str] = {}
     for key, value in configuration.items():

@@ -277,6 +277,11 @@ def write_table(
         raise ValueError('schema_mode="overwrite" needs mode="overwrite"')
     if predicate is not None and mode != "overwrite":
         raise ValueError('a predicate (replaceWhere) needs mode="overwrite"')
+    if configuration is not None:
+        # Checked even where an existing table ignores them: a bad property is an error.
+        from deltalog import properties
+
+        properties.validate(configuration)
     props = commit_properties or CommitProperties()
     app = props.app_transaction()
     reader = _reader(data)

@@ -169,6 +169,31 @@ impl Predicate {
         out
     }
 
+    /// The predicate with every column name `c` replaced by `rename(c)`.
+    pub fn rename_columns(&self, rename: &dyn Fn(&str) -> String) -> Predicate {
+        match self {
+            Predicate::Compare { column, op, value } => Predicate::Compare {
+                column: rename(column),
+                op: *op,
+                value: value.clone(),
+            },
+            Predicate::IsNull { column } => Predicate::IsNull {
+                column: rename(column),
+            },
+            Predicate::In { column, values } => Predicate::In {
+                column: rename(column),
+                values: values.clone(),
+            },
+            Predicate::And(children) => {
+                Predicate::And(children.iter().map(|c| c.rename_columns(rename)).collect())
+            }
+            Predicate::Or(children) => {
+                Predicate::Or(children.iter().map(|c| c.rename_columns(rename)).collect())
+            }
+            Predicate::Not(child) => Predicate::Not(Box::new(child.rename_columns(rename))),
+        }
+    }
+
     fn visit_columns(&self, f: &mut impl FnMut(&str)) {
         match self {
             Predicate::Compare { column, .. }

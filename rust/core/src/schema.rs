@@ -93,6 +93,65 @@ fn err<T>(msg: impl Into<String>) -> Result<T, SchemaError> {
     Err(SchemaError(msg.into()))
 }
 
+/// Column names compare case-insensitively in Delta, as in Spark (`Locale.ROOT` lower case):
+/// the key two names share when they name the same column.
+pub fn name_key(name: &str) -> String {
+    name.to_lowercase()
+}
+
+/// The index of the field of `fields` that `name` names: the field spelled exactly so, else
+/// the only field whose name equals it case-insensitively ([`name_key`]); `None` when there is
+/// none, or several and none exact.
+pub fn find_column(fields: &Fields, name: &str) -> Option<usize> {
+    if let Some(i) = fields.iter().position(|f| f.name() == name) {
+        return Some(i);
+    }
+    let key = name_key(name);
+    let mut matches = fields
+        .iter()
+        .enumerate()
+        .filter(|(_, f)| name_key(f.name()) == key);
+    match (matches.next(), matches.next()) {
+        (Some((i, _)), None) => Some(i),
+        _ => None,
+    }
+}
+
+/// Refuses fields whose names differ only in case, at any depth (struct fields, also inside
+/// arrays and maps): Delta column names are case-insensitive, so such a schema names one
+/// column twice (Delta Spark refuses it as a duplicate column). `what` says whose fields
+/// they are, for the message.
+pub fn check_unique_names(fields: &Fields, what: &str) -> Result<(), SchemaError> {
+    fn visit(fields: &Fields, prefix: &str, what: &str) -> Result<(), SchemaError> {
+        let mut seen: HashMap<String, &str> = HashMap::new();
+        for f in fields {
+            if let Some(first) = seen.insert(name_key(f.name()), f.name()) {
+                return err(format!(
+                    "{what} has the columns {:?} and {:?}, whose names differ only in case: \
+                     Delta column names are case-insensitive",
+                    format!("{prefix}{first}"),
+                    format!("{prefix}{}", f.name())
+                ));
+            }
+            nested(f.data_type(), &format!("{prefix}{}.", f.name()), what)?;
+        }
+        Ok(())
+    }
+    fn nested(dt: &DataType, prefix: &str, what: &str) -> Result<(), SchemaError> {
+        match dt {
+            DataType::Struct(children) => visit(children, prefix, what),
+            DataType::List(item)
+            | DataType::LargeList(item)
+            | DataType::FixedSizeList(item, _)
+            | DataType::ListView(item)
+            | DataType::LargeListView(item) => nested(item.data_type(), prefix, what),
+            DataType::Map(entries, _) => nested(entries.data_type(), prefix, what),
+            _ => Ok(()),
+        }
+    }
+    visit(fields, "", what)
+}
+
 /// Parses `schemaString` into an Arrow schema with logical names.
 pub fn parse_schema_string(schema_string: &str) -> Result<Schema, SchemaError> {
     let value: Value = serde_json::from_str(schema_string).map_err(|e| {
@@ -518,6 +577,51 @@ mod tests {
         {"name":"e","type":{"type":"array","elementType":{"type":"struct","fields":[{"name":"d","type":"integer","nullable":false,"metadata":{}}]},"containsNull":true},"nullable":true,"metadata":{}},
         {"name":"f","type":{"type":"map","keyType":"string","valueType":"string","valueContainsNull":true},"nullable":true,"metadata":{}}
     ]}"#;
+
+    #[test]
+    fn names_resolve_case_insensitively_and_case_duplicates_are_found() {
+        let fields = Fields::from(vec![
+            Field::new("Id", DataType::Int64, true),
+            Field::new("ÄBC", DataType::Int64, true),
+            Field::new("x", DataType::Int64, true),
+            Field::new("X", DataType::Int64, true),
+        ]);
+        assert_eq!(find_column(&fields, "Id"), Some(0));
+        assert_eq!(find_column(&fields, "ID"), Some(0));
+        // Unicode lower case, as Spark's `toLowerCase(Locale.ROOT)`.
+        assert_eq!(find_column(&fields, "äbc"), Some(1));
+        // Exact wins; otherwise two candidates are no match.
+        assert_eq!(find_column(&fields, "X"), Some(3));
+        assert_eq!(
+            find_column(
+                &Fields::from(vec![fields[2].clone(), fields[3].clone()]),
+                "x"
+            ),
+            Some(0)
+        );
+        assert_eq!(
+            find_column(&fields[2..].iter().cloned().collect(), "Y"),
+            None
+        );
+        let dup = check_unique_names(&fields, "the data").unwrap_err();
+        assert!(dup.0.contains("\"x\" and \"X\""), "{dup}");
+        assert!(check_unique_names(&fields[..3].iter().cloned().collect(), "t").is_ok());
+        // Nested: struct fields, also inside lists and maps.
+        let inner = DataType::Struct(Fields::from(vec![
+            Field::new("k", DataType::Int32, true),
+            Field::new("K", DataType::Int32, true),
+        ]));
+        for dt in [
+            inner.clone(),
+            DataType::List(Arc::new(Field::new("element", inner.clone(), true))),
+            map_type(DataType::Utf8, inner.clone(), true),
+        ] {
+            let nested = Fields::from(vec![Field::new("s", dt, true)]);
+            let e = check_unique_names(&nested, "the data").unwrap_err();
+            // Map values are named by their entry field: `s.value.k`.
+            assert!(e.0.contains("\"s.") && e.0.contains("k\" and \"s."), "{e}");
+        }
+    }
 
     #[test]
     fn spec_example_parses() {

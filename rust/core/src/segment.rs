@@ -25,6 +25,20 @@ pub struct LogFile {
     pub meta: ObjectMeta,
 }
 
+/// Whether two listings (or a listing and a `HEAD`) of one log file name saw the same object:
+/// the same size and entity tag when the store gives both tags (a local file's tag includes
+/// its inode, so a file written anew differs), else the same size and modification second
+/// (object stores list modification times more precisely than `HEAD` reports them). Log files
+/// are never rewritten in place, so a difference means the table was deleted and created
+/// again at the same location.
+pub fn same_object(a: &ObjectMeta, b: &ObjectMeta) -> bool {
+    a.size == b.size
+        && match (&a.e_tag, &b.e_tag) {
+            (Some(x), Some(y)) => x == y,
+            _ => a.last_modified.timestamp() == b.last_modified.timestamp(),
+        }
+}
+
 /// A complete checkpoint: one file, or every part of a multi-part set.
 #[derive(Debug, Clone)]
 pub struct CheckpointFiles {

@@ -283,7 +283,8 @@ impl Snapshot {
     /// after a write, this costs the new commits, not a reload of the whole table.
     ///
     /// Falls back to opening `target` afresh ([`Snapshot::try_new`]) when that is the only
-    /// exact answer or clearly cheaper: an older target, a commit of the range missing (cleaned
+    /// exact answer or clearly cheaper: this version's own commit gone or replaced (the table
+    /// deleted and created again), an older target, a commit of the range missing (cleaned
     /// up; a newer checkpoint covers it), a `protocol` or `metaData` change in the range (it
     /// may retype statistics), or more than [`MAX_INCREMENTAL_COMMITS`] commits to replay.
     /// The result equals a fresh load, except that tombstones a newer checkpoint dropped as
@@ -293,8 +294,24 @@ impl Snapshot {
         if target.is_some_and(|t| t < current) {
             return Self::try_new(self.storage.clone(), target).await;
         }
-        let listing = LogListing::list(&self.storage, Some(current + 1)).await?;
+        // From this version on: its own commit is checked too. When that is gone or another
+        // file, the table was deleted and created again (or its log cleaned up past this
+        // version), and nothing of this snapshot carries over: the target is loaded afresh.
+        let listing = LogListing::list(&self.storage, Some(current)).await?;
         let commits = listing.commits();
+        let loaded_stands = match (&self.segment.last_commit, commits.get(&current)) {
+            (Some(loaded), Some(listed)) => crate::segment::same_object(&loaded.meta, &listed.meta),
+            (Some(_), None) => false,
+            (None, Some(_)) => true,
+            (None, None) => self.segment.checkpoint.as_ref().is_some_and(|c| {
+                c.parts
+                    .iter()
+                    .all(|p| listing.files.iter().any(|f| f.name == p.name))
+            }),
+        };
+        if !loaded_stands {
+            return Self::try_new(self.storage.clone(), target).await;
+        }
         let latest = listing.latest_version().map_or(current, |v| v.max(current));
         let target = target.unwrap_or(latest);
         if target == current {

@@ -1110,6 +1110,14 @@ fn duration_property_ms(
     duration_ms(&snapshot.snapshot.configuration(), property).map_err(|e| to_py_err(py, e))
 }
 
+/// Milliseconds of an interval table property's value (`interval 7 days`); a `ValueError`
+/// saying why when it is not one (`maintenance::intervals`).
+#[pyfunction]
+fn interval_ms(text: &str) -> PyResult<i64> {
+    deltalog_core::maintenance::intervals::parse_interval_ms(text)
+        .map_err(pyo3::exceptions::PyValueError::new_err)
+}
+
 /// Deletes table-relative `paths` of `snapshot`'s table; returns how many were processed.
 #[pyfunction]
 fn delete_files(
@@ -1199,6 +1207,7 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<RawBatchStream>()?;
     m.add_function(wrap_pyfunction!(json_checksum, m)?)?;
     m.add_function(wrap_pyfunction!(duration_property_ms, m)?)?;
+    m.add_function(wrap_pyfunction!(interval_ms, m)?)?;
     m.add_function(wrap_pyfunction!(write_table, m)?)?;
     m.add_function(wrap_pyfunction!(dml, m)?)?;
     m.add_function(wrap_pyfunction!(write_files, m)?)?;

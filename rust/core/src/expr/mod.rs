@@ -446,9 +446,10 @@ fn resolve_name(fields: &Fields, name: &str) -> DeltaResult<String> {
         if let Some(f) = fields.iter().find(|f| f.name() == part) {
             return Some((f.name().clone(), f.data_type().clone()));
         }
+        let key = crate::schema::name_key(part);
         let mut matches = fields
             .iter()
-            .filter(|f| f.name().eq_ignore_ascii_case(part));
+            .filter(|f| crate::schema::name_key(f.name()) == key);
         match (matches.next(), matches.next()) {
             (Some(f), None) => Some((f.name().clone(), f.data_type().clone())),
             _ => None,

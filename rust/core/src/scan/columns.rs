@@ -27,7 +27,9 @@ use arrow::array::{
 use arrow::compute::{cast_with_options, CastOptions};
 use arrow::datatypes::{DataType, Field, FieldRef, Fields, TimeUnit};
 
-use crate::schema::{ColumnMappingMode, COLUMN_ID_KEY, PARQUET_FIELD_ID_KEY, PHYSICAL_NAME_KEY};
+use crate::schema::{
+    name_key, ColumnMappingMode, COLUMN_ID_KEY, PARQUET_FIELD_ID_KEY, PHYSICAL_NAME_KEY,
+};
 
 /// The output form of a logical type: no field metadata, every field nullable (map keys keep
 /// Arrow's non-null rule).
@@ -71,21 +73,46 @@ pub fn output_field(logical: &Field) -> FieldRef {
     ))
 }
 
-/// The index of the field of `fields` (as decoded from a data file) that holds `logical`.
+/// The index of the field of `fields` (as decoded from a data file) that holds `logical`, one
+/// of the logical fields `siblings` (the table's columns, or a struct's fields).
 ///
-/// Mode `none` matches the display name, exactly or else case-insensitively when that is
-/// unambiguous (Delta Spark resolves names case-insensitively). Mode `name` matches the
-/// physical name; mode `id` the parquet field id.
-pub fn find_field(fields: &Fields, logical: &Field, mode: ColumnMappingMode) -> Option<usize> {
-    match mode {
-        ColumnMappingMode::None => find_by_name(fields, logical.name()),
-        ColumnMappingMode::Name => {
-            let physical = logical
+/// Mode `none` matches the display name, mode `name` the physical name: exactly, or else
+/// case-insensitively (Delta column names are case-insensitive; older writers such as Delta
+/// Spark may spell a file's column differently from the schema) when that is unambiguous on
+/// both sides: one file column matches, and no other sibling has the same name in another
+/// case (a table that has both `a` and `A`, which deltalog refuses to create, reads `A` as
+/// null from a file holding only `a`). Mode `id` matches the parquet field id.
+pub fn find_field(
+    fields: &Fields,
+    logical: &Field,
+    mode: ColumnMappingMode,
+    siblings: &Fields,
+) -> Option<usize> {
+    let physical = |f: &Field| -> String {
+        match mode {
+            ColumnMappingMode::Name => f
                 .metadata()
                 .get(PHYSICAL_NAME_KEY)
-                .map(String::as_str)
-                .unwrap_or(logical.name());
-            find_by_name(fields, physical)
+                .cloned()
+                .unwrap_or_else(|| f.name().clone()),
+            _ => f.name().clone(),
+        }
+    };
+    match mode {
+        ColumnMappingMode::None | ColumnMappingMode::Name => {
+            let name = physical(logical);
+            if let Some(i) = fields.iter().position(|f| *f.name() == name) {
+                return Some(i);
+            }
+            let key = name_key(&name);
+            let others = siblings
+                .iter()
+                .filter(|s| name_key(&physical(s)) == key)
+                .count();
+            if others > 1 {
+                return None;
+            }
+            find_by_name(fields, &name)
         }
         ColumnMappingMode::Id => {
             let id = logical.metadata().get(COLUMN_ID_KEY)?;
@@ -97,17 +124,7 @@ pub fn find_field(fields: &Fields, logical: &Field, mode: ColumnMappingMode) -> 
 }
 
 fn find_by_name(fields: &Fields, name: &str) -> Option<usize> {
-    if let Some(i) = fields.iter().position(|f| f.name() == name) {
-        return Some(i);
-    }
-    let mut matches = fields
-        .iter()
-        .enumerate()
-        .filter(|(_, f)| f.name().eq_ignore_ascii_case(name));
-    match (matches.next(), matches.next()) {
-        (Some((i, _)), None) => Some(i),
-        _ => None,
-    }
+    crate::schema::find_column(fields, name)
 }
 
 /// Converts `array`, decoded from a data file, to the output form of the logical type
@@ -209,7 +226,7 @@ fn struct_to_logical(
     let len = source.len();
     let mut columns = Vec::with_capacity(fields.len());
     for field in fields {
-        let column = match find_field(source.fields(), field, mode) {
+        let column = match find_field(source.fields(), field, mode, fields) {
             Some(i) => to_logical(source.column(i), field.data_type(), mode)
                 .map_err(|e| format!("field {:?}: {e}", field.name()))?,
             None => new_null_array(&output_type(field.data_type()), len),
@@ -275,6 +292,35 @@ mod tests {
                 .map(|(k, v)| (k.to_string(), v.to_string()))
                 .collect::<HashMap<_, _>>(),
         )
+    }
+
+    #[test]
+    fn a_file_column_matches_another_case_only_when_no_sibling_claims_it() {
+        let file = Fields::from(vec![
+            Field::new("a", DataType::Int64, true),
+            Field::new("id", DataType::Int64, true),
+        ]);
+        // A schema that spells `id` otherwise still finds it (older writers, Delta Spark).
+        let table = Fields::from(vec![
+            Field::new("Id", DataType::Int64, true),
+            Field::new("a", DataType::Int64, true),
+        ]);
+        let mode = ColumnMappingMode::None;
+        assert_eq!(find_field(&file, &table[0], mode, &table), Some(1));
+        // A table with both `a` and `A`: the file's `a` is `a`'s, and `A` is missing.
+        let both = Fields::from(vec![
+            Field::new("a", DataType::Int64, true),
+            Field::new("A", DataType::Int64, true),
+        ]);
+        assert_eq!(find_field(&file, &both[0], mode, &both), Some(0));
+        assert_eq!(find_field(&file, &both[1], mode, &both), None);
+        let a: ArrayRef = Arc::new(Int64Array::from(vec![7]));
+        let id: ArrayRef = Arc::new(Int64Array::from(vec![1]));
+        let source: ArrayRef = Arc::new(StructArray::new(file.clone(), vec![a, id], None));
+        let out = to_logical(&source, &DataType::Struct(both), mode).unwrap();
+        let out = out.as_struct();
+        assert_eq!(out.column(0).as_primitive::<Int64Type>().value(0), 7);
+        assert!(out.column(1).is_null(0));
     }
 
     #[test]

@@ -35,6 +35,7 @@ use crate::paths::decode_uri_path;
 use crate::predicate::Predicate;
 use crate::scan::partition_values::{parse_partition_column, partition_texts};
 use crate::scan::skipping::{may_match, FileStats};
+use crate::schema::find_column;
 use crate::snapshot::Snapshot;
 use crate::storage::Storage;
 
@@ -83,6 +84,7 @@ impl Scan {
         } else {
             None
         };
+        let options = resolve_names(snapshot.schema()?.as_ref(), options);
         let predicate = options.predicate.clone();
         let spec = read_spec(snapshot, options, row_tracking, false)?;
         let schema = spec.table_schema().clone();
@@ -111,6 +113,7 @@ impl Scan {
         options: ScanOptions,
     ) -> DeltaResult<Self> {
         let row_tracking = options.row_tracking.then(RowTracking::default);
+        let options = resolve_names(snapshot.schema()?.as_ref(), options);
         let spec = read_spec(snapshot, options, row_tracking, true)?;
         let tasks = changes::change_tasks(snapshot, start).await?;
         Ok(Scan {
@@ -135,6 +138,24 @@ impl Scan {
     pub fn tasks(&self) -> &[FileTask] {
         &self.tasks
     }
+}
+
+/// `options` with the column names it gives (selected columns, the predicate's columns) as
+/// `schema` spells them: Delta column names are case-insensitive ([`find_column`]), so `ID`
+/// selects or filters the column `id`. Unknown names stay as given, for the errors that name
+/// them.
+fn resolve_names(schema: &Schema, mut options: ScanOptions) -> ScanOptions {
+    let resolve = |name: &str| -> String {
+        find_column(schema.fields(), name)
+            .map_or_else(|| name.to_string(), |i| schema.field(i).name().clone())
+    };
+    if let Some(columns) = options.columns.as_mut() {
+        for c in columns.iter_mut() {
+            *c = resolve(c);
+        }
+    }
+    options.predicate = options.predicate.map(|p| p.rename_columns(&resolve));
+    options
 }
 
 /// The read spec of a scan of `snapshot` with `options`.

@@ -348,7 +348,12 @@ fn resolve_columns(
     let tracking = spec.row_tracking();
     for source in spec.sources() {
         let root = match source {
-            ColumnSource::Data(field) => find_field(file_fields, field, spec.mode()),
+            ColumnSource::Data(field) => find_field(
+                file_fields,
+                field,
+                spec.mode(),
+                spec.table_schema().fields(),
+            ),
             ColumnSource::RowId => tracking
                 .and_then(|t| t.materialized_row_id_column.as_deref())
                 .and_then(|c| file_fields.iter().position(|f| f.name() == c)),

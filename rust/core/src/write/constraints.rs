@@ -68,6 +68,7 @@ impl TableRules {
                 let expr = Expr::parse(sql)
                     .and_then(|e| e.resolve(schema))
                     .map_err(|e| unsupported(&what, sql, &e))?;
+                check_is_condition(&what, sql, &expr, schema)?;
                 rules.checks.push(Check {
                     what,
                     sql: sql.clone(),
@@ -134,6 +135,7 @@ impl TableRules {
                 let expr = Expr::parse(&sql)
                     .and_then(|e| e.resolve(schema))
                     .map_err(|e| unsupported(&what, &sql, &e))?;
+                check_is_condition(&what, &sql, &expr, schema)?;
                 self.checks.push(Check { what, sql, expr });
             }
             if let arrow::datatypes::DataType::Struct(children) = field.data_type() {
@@ -207,6 +209,31 @@ impl TableRules {
     }
 }
 
+/// Refuses a CHECK constraint or invariant whose expression is not a condition ("CHECK
+/// Constraints": "a SQL expression that evaluates to a boolean"), such as `id + 1`: its type
+/// is found by evaluating it over no rows of `schema` (the table's logical schema). Other
+/// evaluation errors are left to the rows, which report them with the values involved.
+fn check_is_condition(what: &str, sql: &str, expr: &Expr, schema: &Schema) -> DeltaResult<()> {
+    let empty = RecordBatch::new_empty(Arc::new(Schema::new(
+        schema
+            .fields()
+            .iter()
+            .map(|f| crate::scan::columns::output_field(f))
+            .collect::<Vec<_>>(),
+    )));
+    match eval::evaluate(expr, &empty) {
+        Ok(values) => match values.data_type() {
+            arrow::datatypes::DataType::Boolean | arrow::datatypes::DataType::Null => Ok(()),
+            other => Err(DeltaError::InvalidArgument(format!(
+                "the {what} ({sql}) is not a boolean condition: its value is of type {} \
+                 (spec: \"CHECK Constraints\")",
+                crate::expr::sql::type_name(other)
+            ))),
+        },
+        Err(_) => Ok(()),
+    }
+}
+
 /// How many rows of `snapshot` violate the boolean SQL expression `sql` (false or unknown),
 /// e.g. before a CHECK constraint is added ("CHECK Constraints": existing rows must satisfy
 /// it).
@@ -214,6 +241,7 @@ pub async fn count_violations(snapshot: &crate::Snapshot, sql: &str) -> DeltaRes
     use futures::TryStreamExt;
     let schema = snapshot.schema()?;
     let expr = Expr::parse(sql)?.resolve(&schema)?;
+    check_is_condition("CHECK constraint", sql, &expr, &schema)?;
     let columns: Vec<String> = expr
         .columns()
         .iter()

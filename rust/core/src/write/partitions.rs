@@ -34,8 +34,26 @@ pub fn serialize_partition_value(array: &ArrayRef, row: usize) -> Result<Option<
         DataType::Int16 => array.as_primitive::<Int16Type>().value(row).to_string(),
         DataType::Int32 => array.as_primitive::<Int32Type>().value(row).to_string(),
         DataType::Int64 => array.as_primitive::<Int64Type>().value(row).to_string(),
-        DataType::Float32 => float_text(f64::from(array.as_primitive::<Float32Type>().value(row))),
-        DataType::Float64 => float_text(array.as_primitive::<Float64Type>().value(row)),
+        DataType::Float32 => {
+            let v = array.as_primitive::<Float32Type>().value(row);
+            java_float_text(
+                v.is_nan(),
+                v.is_infinite(),
+                v < 0.0,
+                format!("{v:e}"),
+                || format!("{v:.1e}"),
+            )
+        }
+        DataType::Float64 => {
+            let v = array.as_primitive::<Float64Type>().value(row);
+            java_float_text(
+                v.is_nan(),
+                v.is_infinite(),
+                v < 0.0,
+                format!("{v:e}"),
+                || format!("{v:.1e}"),
+            )
+        }
         DataType::Decimal128(_, _) => array
             .as_primitive::<arrow::datatypes::Decimal128Type>()
             .value_as_string(row),
@@ -74,15 +92,58 @@ pub fn format_date(days: i32) -> Option<String> {
     Some(date.format("%Y-%m-%d").to_string())
 }
 
-/// Floats as Java prints the special values (`NaN`, `Infinity`, `-Infinity`), which readers
-/// of every Delta implementation parse.
-fn float_text(v: f64) -> String {
-    if v.is_nan() {
-        "NaN".into()
-    } else if v.is_infinite() {
-        if v > 0.0 { "Infinity" } else { "-Infinity" }.into()
+/// A float or double as Java's `Float.toString` / `Double.toString` prints it, which is how
+/// Delta Spark serializes them ("Partition Value Serialization" leaves the form to the
+/// writer): `NaN`, `Infinity`, `-Infinity`; plain decimals with at least one fractional digit
+/// for magnitudes in [10^-3, 10^7) (`0.001`, `1.0`, `1234567.0`); otherwise scientific
+/// notation (`1.0E-300`, `-1.5E300`, `1.0E7`). The digits are the shortest that round-trip
+/// at the value's own precision, but at least two significant ones (Java 19+: of those, the
+/// closest to the value, so `4.9E-324` rather than `5.0E-324`): `scientific` is Rust's `{:e}`
+/// form of the value (`1.5e300`, `-1e-300`; shortest digits), `two_digits` its `{:.1e}` form
+/// (correctly rounded), used when the shortest has one digit. Every Delta reader (deltalog's
+/// included) parses both this form and plain decimal text.
+fn java_float_text(
+    nan: bool,
+    infinite: bool,
+    negative: bool,
+    scientific: String,
+    two_digits: impl FnOnce() -> String,
+) -> String {
+    if nan {
+        return "NaN".into();
+    }
+    if infinite {
+        return if negative { "-Infinity" } else { "Infinity" }.into();
+    }
+    let scientific = match scientific.split_once('e') {
+        Some((mantissa, _)) if mantissa.trim_start_matches('-').len() == 1 => two_digits(),
+        _ => scientific,
+    };
+    let unsigned = scientific.trim_start_matches('-');
+    let sign = if scientific.starts_with('-') { "-" } else { "" };
+    let (mantissa, exponent) = unsigned.split_once('e').unwrap_or((unsigned, "0"));
+    let exponent: i32 = exponent.parse().unwrap_or(0);
+    let digits: String = mantissa.chars().filter(char::is_ascii_digit).collect();
+    let digits = digits.trim_end_matches('0');
+    if digits.is_empty() {
+        return format!("{sign}0.0");
+    }
+    let (first, rest) = digits.split_at(1);
+    if (-3..7).contains(&exponent) {
+        let text = if exponent >= 0 {
+            let int_len = exponent as usize + 1;
+            if digits.len() <= int_len {
+                format!("{digits}{}.0", "0".repeat(int_len - digits.len()))
+            } else {
+                format!("{}.{}", &digits[..int_len], &digits[int_len..])
+            }
+        } else {
+            format!("0.{}{digits}", "0".repeat((-exponent - 1) as usize))
+        };
+        format!("{sign}{text}")
     } else {
-        v.to_string()
+        let rest = if rest.is_empty() { "0" } else { rest };
+        format!("{sign}{first}.{rest}E{exponent}")
     }
 }
 
@@ -154,8 +215,8 @@ mod tests {
     use crate::paths::decode_uri_path;
     use crate::scan::partition_values::parse_partition_value;
     use arrow::array::{
-        BinaryArray, BooleanArray, Date32Array, Decimal128Array, Float64Array, Int8Array,
-        StringArray, TimestampMicrosecondArray,
+        BinaryArray, BooleanArray, Date32Array, Decimal128Array, Float32Array, Float64Array,
+        Int8Array, StringArray, TimestampMicrosecondArray,
     };
     use proptest::prelude::*;
     use std::sync::Arc;
@@ -228,11 +289,49 @@ mod tests {
         );
     }
 
+    #[test]
+    fn floats_serialize_as_java_prints_them() {
+        let double = |v: f64| one(Arc::new(Float64Array::from(vec![v]))).unwrap();
+        let float = |v: f32| one(Arc::new(Float32Array::from(vec![v]))).unwrap();
+        for (v, text) in [
+            (1e-300, "1.0E-300"),
+            (-1.5e300, "-1.5E300"),
+            (1.0, "1.0"),
+            (0.001, "0.001"),
+            (0.000_999, "9.99E-4"),
+            (1e7, "1.0E7"),
+            (9_999_999.5, "9999999.5"),
+            (1_234_567.0, "1234567.0"),
+            (-0.5, "-0.5"),
+            (0.0, "0.0"),
+            (-0.0, "-0.0"),
+            (100.25, "100.25"),
+            (f64::MAX, "1.7976931348623157E308"),
+            (f64::MIN_POSITIVE, "2.2250738585072014E-308"),
+            (5e-324, "4.9E-324"),
+            (0.1 + 0.2, "0.30000000000000004"),
+            (f64::INFINITY, "Infinity"),
+        ] {
+            assert_eq!(double(v), text, "{v:e}");
+        }
+        // Floats print their own shortest digits, not those of the widened double.
+        for (v, text) in [
+            (0.1f32, "0.1"),
+            (1e-30, "1.0E-30"),
+            (-3.4028235e38, "-3.4028235E38"),
+            (16_777_216.0, "1.6777216E7"),
+            (f32::NAN, "NaN"),
+        ] {
+            assert_eq!(float(v), text, "{v:e}");
+        }
+    }
+
     proptest! {
         #[test]
         fn values_round_trip_through_the_reader(
             i in any::<i64>(),
             f in any::<f64>(),
+            g in any::<f32>(),
             s in "\\PC{1,12}",
             micros in -62_000_000_000_000_000i64..250_000_000_000_000_000,
             days in -700_000i32..2_900_000,
@@ -240,6 +339,7 @@ mod tests {
             let cases: Vec<ArrayRef> = vec![
                 Arc::new(arrow::array::Int64Array::from(vec![i])),
                 Arc::new(Float64Array::from(vec![f])),
+                Arc::new(Float32Array::from(vec![g])),
                 Arc::new(StringArray::from(vec![s.as_str()])),
                 Arc::new(TimestampMicrosecondArray::from(vec![micros]).with_timezone("UTC")),
                 Arc::new(TimestampMicrosecondArray::from(vec![micros])),
@@ -250,6 +350,9 @@ mod tests {
                 let back = parse_partition_value(text.as_deref(), array.data_type()).unwrap();
                 if let Some(v) = array.as_primitive_opt::<Float64Type>() {
                     let b = back.as_primitive::<Float64Type>().value(0);
+                    prop_assert!(v.value(0).to_bits() == b.to_bits() || (v.value(0).is_nan() && b.is_nan()));
+                } else if let Some(v) = array.as_primitive_opt::<Float32Type>() {
+                    let b = back.as_primitive::<Float32Type>().value(0);
                     prop_assert!(v.value(0).to_bits() == b.to_bits() || (v.value(0).is_nan() && b.is_nan()));
                 } else {
                     prop_assert_eq!(back.as_ref(), array.as_ref());

@@ -18,7 +18,10 @@ use serde_json::{json, Value};
 use crate::error::{DeltaError, DeltaResult};
 use crate::model::Metadata;
 use crate::scan::columns::{output_field, to_logical};
-use crate::schema::{arrow_to_schema_string, parse_schema_string, ColumnMappingMode};
+use crate::schema::{
+    arrow_to_schema_string, check_unique_names, find_column, name_key, parse_schema_string,
+    ColumnMappingMode,
+};
 use crate::snapshot::Snapshot;
 use crate::storage::Storage;
 use crate::write::constraints::TableRules;
@@ -136,6 +139,8 @@ const KEPT_FIELD_METADATA: [&str; 8] = [
 /// A table schema for `schema` (the incoming data's): Delta types only; top-level fields keep
 /// their nullability (a NOT NULL column stays one, as Delta Spark's CREATE TABLE keeps it).
 fn table_schema_of(schema: &Schema) -> DeltaResult<SchemaRef> {
+    check_unique_names(schema.fields(), "the data")
+        .map_err(|e| DeltaError::InvalidArgument(e.0))?;
     let text = arrow_to_schema_string(&Schema::new(
         schema
             .fields()
@@ -195,6 +200,10 @@ where
             }
         }
     }
+    // "Schema Serialization Format": column names are case-insensitive; data naming one
+    // column twice cannot be matched to a table's columns.
+    check_unique_names(schema.fields(), "the data")
+        .map_err(|e| DeltaError::InvalidArgument(e.0))?;
     let replace_schema = options.overwrite_schema && snapshot.is_some();
     if options.overwrite_schema && options.mode != SaveMode::Overwrite {
         return Err(DeltaError::InvalidArgument(
@@ -216,19 +225,22 @@ where
                 // New columns, new ids: continue after the largest id ever used.
                 fields = with_new_ids(&fields, s.schema()?.fields(), &mut config);
             }
-            (
-                Arc::new(Schema::new(fields)),
-                options
-                    .partition_by
-                    .clone()
-                    .unwrap_or_else(|| metadata.partition_columns.clone()),
-                config,
-            )
+            let partitions = options
+                .partition_by
+                .clone()
+                .unwrap_or_else(|| metadata.partition_columns.clone());
+            let partitions = resolve_partition_columns(&fields, &partitions)?;
+            (Arc::new(Schema::new(fields)), partitions, config)
         }
         Some(s) => {
             let metadata = s.metadata()?;
             if let Some(p) = &options.partition_by {
-                if p != &metadata.partition_columns {
+                // Names as the table spells them (case-insensitive), in the table's order.
+                let same = p.len() == metadata.partition_columns.len()
+                    && p.iter()
+                        .zip(&metadata.partition_columns)
+                        .all(|(a, b)| name_key(a) == name_key(b));
+                if !same {
                     return Err(DeltaError::InvalidArgument(format!(
                         "the table is partitioned by {:?}, not {p:?}",
                         metadata.partition_columns
@@ -241,11 +253,12 @@ where
                 s.configuration(),
             )
         }
-        None => (
-            table_schema_of(schema)?,
-            options.partition_by.clone().unwrap_or_default(),
-            options.configuration.clone(),
-        ),
+        None => {
+            let table_schema = table_schema_of(schema)?;
+            let partitions = options.partition_by.clone().unwrap_or_default();
+            let partitions = resolve_partition_columns(table_schema.fields(), &partitions)?;
+            (table_schema, partitions, options.configuration.clone())
+        }
     };
     // "Column Mapping": a new table's columns get ids and physical names.
     let mode = match &snapshot {
@@ -262,7 +275,7 @@ where
     let new_fields: Vec<Field> = schema
         .fields()
         .iter()
-        .filter(|f| table_schema.field_with_name(f.name()).is_err())
+        .filter(|f| find_column(table_schema.fields(), f.name()).is_none())
         .map(|f| f.as_ref().clone())
         .collect();
     let (table_schema, merged) = match (&snapshot, new_fields.is_empty()) {
@@ -307,7 +320,7 @@ where
     let provided: Vec<bool> = table_schema
         .fields()
         .iter()
-        .map(|f| schema.field_with_name(f.name()).is_ok())
+        .map(|f| find_column(schema.fields(), f.name()).is_some())
         .collect();
     let target = DataType::Struct(table_schema.fields().clone());
     let file_schema = Arc::new(Schema::new(
@@ -330,14 +343,20 @@ where
                         .into(),
                 ));
             }
-            let mut out = Vec::new();
+            let mut out: Vec<String> = Vec::new();
             for c in columns {
-                if table_schema.field_with_name(c).is_err() {
+                let Some(i) = find_column(table_schema.fields(), c) else {
                     return Err(DeltaError::InvalidArgument(format!(
                         "clustering column {c:?} is not a column of the table"
                     )));
+                };
+                let name = physical_name(&table_schema, table_schema.field(i).name(), mode);
+                if out.contains(&name) {
+                    return Err(DeltaError::InvalidArgument(format!(
+                        "clustering column {c:?} is given twice"
+                    )));
                 }
-                out.push(physical_name(&table_schema, c, mode));
+                out.push(name);
             }
             out
         }
@@ -530,6 +549,27 @@ where
     Ok(Written::Version(txn.commit().await?))
 }
 
+/// The partition columns `given` as the table spells them (names are case-insensitive:
+/// `partition_by=["ID"]` is the column `id`), refusing unknown columns and any given twice.
+fn resolve_partition_columns(fields: &Fields, given: &[String]) -> DeltaResult<Vec<String>> {
+    let mut out: Vec<String> = Vec::with_capacity(given.len());
+    for p in given {
+        let Some(i) = find_column(fields, p) else {
+            return Err(DeltaError::InvalidArgument(format!(
+                "partition column {p:?} is not a column of the table"
+            )));
+        };
+        let name = fields[i].name().clone();
+        if out.contains(&name) {
+            return Err(DeltaError::InvalidArgument(format!(
+                "partition column {p:?} is given twice (column names are case-insensitive)"
+            )));
+        }
+        out.push(name);
+    }
+    Ok(out)
+}
+
 /// "Append-only Tables": no overwrite of an existing table when `delta.appendOnly` is true.
 /// (Row rules, CHECK constraints, invariants and generated columns, are
 /// [`crate::write::constraints`].)
@@ -611,10 +651,10 @@ pub fn add_columns(
     let mut seen: Vec<String> = current
         .fields()
         .iter()
-        .map(|f| f.name().to_lowercase())
+        .map(|f| name_key(f.name()))
         .collect();
     for f in columns.fields() {
-        let lower = f.name().to_lowercase();
+        let lower = name_key(f.name());
         if seen.contains(&lower) {
             return Err(DeltaError::InvalidArgument(format!(
                 "the table already has a column named {:?} (column names are case-insensitive)",

@@ -211,6 +211,9 @@ impl Transaction {
         if self.read_version.is_none() || self.table.is_some() {
             crate::write::iceberg::check_commit(self.table.as_ref(), &self.actions)?;
         }
+        if let Some(read) = self.read_version {
+            self.check_read_version(read).await?;
+        }
         let mut version = self.read_version.map_or(0, |v| v + 1);
         let txn_id = uuid::Uuid::new_v4().to_string();
         let mut ict = self.ict;
@@ -260,6 +263,60 @@ impl Transaction {
             version,
             reason: format!("no free version after {MAX_ATTEMPTS} attempts"),
         })
+    }
+
+    /// Checks that the version this transaction read still stands in the log, so that the
+    /// commit follows it ("Delta Log Entries": versions are contiguous; "Creation of New Log
+    /// Entries"): its commit file exists (or, for a version read from a checkpoint without
+    /// its commit, the checkpoint does) and, when the read snapshot listed that file, it is
+    /// the same file ([`crate::segment::same_object`]). A table deleted and created anew at the
+    /// same location fails this check, instead of getting a commit `read + 1` next to its own
+    /// versions (which would leave a log that does not open, or one holding only that
+    /// commit). One `HEAD` request: no listing.
+    async fn check_read_version(&self, read: u64) -> DeltaResult<()> {
+        let table = self.storage.url();
+        let gone = |why: String| DeltaError::CommitConflict {
+            version: read + 1,
+            reason: format!(
+                "the table at {table} is not the one this transaction read at version {read}: \
+                 {why}; load the table again"
+            ),
+        };
+        let segment = self.read_snapshot.as_ref().map(|s| s.segment());
+        let listed = segment
+            .filter(|s| s.version == read)
+            .and_then(|s| s.last_commit.as_ref());
+        let name = commit_file_name(read);
+        match self.storage.head(&self.storage.log_path(&name)).await {
+            Ok(meta) => match listed {
+                Some(file) if !crate::segment::same_object(&file.meta, &meta) => {
+                    Err(gone(format!(
+                        "its commit file {name} was replaced (the table was deleted and \
+                         created again)"
+                    )))
+                }
+                _ => Ok(()),
+            },
+            Err(object_store::Error::NotFound { .. }) => {
+                // A version read from a checkpoint whose commit was cleaned up.
+                let checkpoint = segment
+                    .filter(|s| s.version == read && listed.is_none())
+                    .and_then(|s| s.checkpoint.as_ref())
+                    .filter(|c| c.version == read)
+                    .and_then(|c| c.parts.first());
+                if let Some(part) = checkpoint {
+                    let path = self.storage.log_path(&part.name);
+                    if self.storage.head(&path).await.is_ok() {
+                        return Ok(());
+                    }
+                }
+                Err(gone(format!(
+                    "its commit file {name} no longer exists (the table was deleted, or its \
+                     log cleaned up past that version)"
+                )))
+            }
+            Err(e) => Err(e.into()),
+        }
     }
 
     /// Writes `<version>.crc` (see [`crate::maintenance::version_checksum`]): `before` (the
@@ -505,7 +562,23 @@ impl Transaction {
                 .and_then(|c| c.get("isBlindAppend").and_then(Value::as_bool))
                 .unwrap_or(false)
         });
+        let read_id = self
+            .read_snapshot
+            .as_ref()
+            .and_then(|s| s.metadata().ok())
+            .and_then(|m| m.id.clone());
         for value in &actions {
+            let winner_id = action(value, "metaData")
+                .and_then(|m| m.get("id").and_then(Value::as_str).map(str::to_string));
+            if let (Some(read), Some(winner)) = (&read_id, &winner_id) {
+                if read != winner {
+                    return Err(conflict(format!(
+                        "it belongs to another table (id {winner}, not {read}): the table at {} \
+                         was replaced",
+                        self.storage.url()
+                    )));
+                }
+            }
             if action(value, "metaData").is_some() || action(value, "protocol").is_some() {
                 return Err(conflict(
                     "it changed the table's metadata or protocol".into(),
@@ -582,6 +655,11 @@ mod tests {
     async fn table() -> (tempfile::TempDir, Storage) {
         let dir = tempfile::tempdir().unwrap();
         let storage = Storage::open(dir.path().to_str().unwrap(), &HashMap::new()).unwrap();
+        create(&storage).await;
+        (dir, storage)
+    }
+
+    async fn create(storage: &Storage) {
         let mut create = Transaction::new(storage.clone(), None, "CREATE", Isolation::BlindAppend);
         create.add_actions([
             json!({"protocol": {"minReaderVersion": 1, "minWriterVersion": 2}}),
@@ -590,7 +668,6 @@ mod tests {
                    "partitionColumns": [], "configuration": {}}}),
         ]);
         assert_eq!(create.commit().await.unwrap(), 0);
-        (dir, storage)
     }
 
     fn txn(storage: &Storage, isolation: Isolation, path: &str) -> Transaction {
@@ -625,6 +702,58 @@ mod tests {
             serde_json::from_slice(text.split(|b| *b == b'\n').next().unwrap()).unwrap();
         assert_eq!(first["commitInfo"]["readVersion"], 0);
         assert_eq!(first["commitInfo"]["isBlindAppend"], true);
+    }
+
+    #[tokio::test]
+    async fn a_commit_read_from_a_table_since_deleted_and_created_again_is_refused() {
+        let (dir, storage) = table().await;
+        let stale = crate::Snapshot::try_new(storage.clone(), None)
+            .await
+            .unwrap();
+        let stale_commit = |storage: &Storage| {
+            let mut t = Transaction::new(storage.clone(), Some(0), "WRITE", Isolation::BlindAppend)
+                .for_table(&stale);
+            t.add_actions([add("stale")]);
+            t
+        };
+        let exists = |v: u64| {
+            dir.path()
+                .join("_delta_log")
+                .join(commit_file_name(v))
+                .exists()
+        };
+        // The table deleted: no `_delta_log` holding only the stale commit.
+        std::fs::remove_dir_all(dir.path().join("_delta_log")).unwrap();
+        let err = stale_commit(&storage).commit().await.unwrap_err();
+        assert!(
+            matches!(&err, DeltaError::CommitConflict { version: 1, reason } if reason.contains("no longer exists")),
+            "{err}"
+        );
+        assert!(!exists(1));
+        // Created again with as many versions: the read version's commit is another file.
+        create(&storage).await;
+        let err = stale_commit(&storage).commit().await.unwrap_err();
+        assert!(
+            matches!(&err, DeltaError::CommitConflict { version: 1, reason } if reason.contains("replaced")),
+            "{err}"
+        );
+        assert!(!exists(1));
+        // The loaded snapshot moves to the new table rather than replaying onto the old one.
+        txn(&storage, Isolation::BlindAppend, "new")
+            .commit()
+            .await
+            .unwrap();
+        let moved = stale.advance(None).await.unwrap();
+        assert_eq!(moved.version(), 1);
+        assert_eq!(moved.num_files(), 1);
+        // A transaction without the read snapshot still needs the read version's commit.
+        let mut t = Transaction::new(storage.clone(), Some(5), "WRITE", Isolation::BlindAppend);
+        t.add_actions([add("x")]);
+        assert!(matches!(
+            t.commit().await,
+            Err(DeltaError::CommitConflict { version: 6, .. })
+        ));
+        assert!(!exists(6));
     }
 
     #[tokio::test]
