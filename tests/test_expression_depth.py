@@ -326,8 +326,8 @@ def test_expression_json_beyond_the_parser_limit_is_a_typed_error() -> None:
     from deltalog import _native
     from deltalog.exceptions import InvalidArgumentError
 
-    # parse_expression hands back JSON; an expression nested 100 levels parses (below the
-    # limit) and its JSON form stays valid.
+    # parse_expression hands back JSON: an expression nested 40 levels parses (below the
+    # limit) and its JSON form is valid; 5001 nested NOTs are an error naming the limit.
     text = "(" * 40 + "id > 0" + ")" * 40
     assert json.loads(_native.parse_expression(text))
     with pytest.raises(InvalidArgumentError, match="limit"):

@@ -180,3 +180,28 @@ def test_float_statistics_are_visible_to_pyarrow(tmp_path: Path) -> None:
     assert back.column("d").to_pylist()[2] == -3.0
     assert peer(path).num_rows == 4
     assert dl.DeltaTable(path).to_pyarrow_table().num_rows == 4
+
+
+def test_a_maximum_cut_by_another_writer_does_not_skip(tmp_path: Path) -> None:
+    """Another writer's maximum cut to 32 characters plus U+FFFF (an older tie-breaker, below
+    supplementary characters) is widened before files are skipped."""
+    path = tmp_path / "t"
+    value = "a" * 32 + "\U0001f600tail"
+    deltalake.write_deltalake(str(path), pa.table({"id": [1], "s": [value]}))
+    deltalake.write_deltalake(str(path), pa.table({"id": [2], "s": ["b"]}), mode="append")
+    commit = path / "_delta_log" / f"{0:020}.json"
+    lines = []
+    for line in commit.read_text().splitlines():
+        action = json.loads(line)
+        if "add" in action:
+            stats = json.loads(action["add"]["stats"])
+            stats["minValues"]["s"] = "a" * 32
+            stats["maxValues"]["s"] = "a" * 32 + "\uffff"
+            action["add"]["stats"] = json.dumps(stats)
+        lines.append(json.dumps(action))
+    commit.write_text("\n".join(lines) + "\n")
+    t = dl.DeltaTable(path)
+    assert t.to_pyarrow_table(filter=dl.col("s") == value)["id"].to_pylist() == [1]
+    assert sorted(t.to_pyarrow_table(filter=dl.col("s") > "a" * 33)["id"].to_pylist()) == [1, 2]
+    assert t.delete(f"s = '{value}'")["num_deleted_rows"] == 1
+    assert peer(path)["id"].to_pylist() == [2]

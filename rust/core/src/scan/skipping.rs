@@ -21,6 +21,7 @@ use arrow::datatypes::{DataType, Int64Type, Schema, TimeUnit};
 
 use crate::error::{DeltaError, DeltaResult};
 use crate::predicate::{compare, literal_array, CmpOp, Literal, Predicate};
+use crate::write::stats::STRING_PREFIX;
 
 /// The statistics and partition values of a batch of files, by logical column name.
 #[derive(Debug, Default)]
@@ -228,6 +229,28 @@ impl Evaluator<'_> {
     }
 }
 
+/// A string maximum as an upper bound. Writers cut string statistics to a prefix of
+/// [`STRING_PREFIX`] characters and append a tie-breaker (U+10FFFF, or U+FFFF in older
+/// writers, which is below every supplementary character), so a maximum of that length or
+/// longer may be below the values it stands for. Their first [`STRING_PREFIX`] characters are
+/// the values' prefix, so the next string after every string with that prefix bounds them:
+/// the prefix up to its last character that is not U+10FFFF, that character incremented.
+/// `None` (unknown) when there is no such character. Shorter maxima are exact.
+fn string_max_bound(max: &str) -> Option<String> {
+    let head: Vec<(usize, char)> = max.char_indices().take(STRING_PREFIX).collect();
+    if head.len() < STRING_PREFIX {
+        return Some(max.to_string());
+    }
+    head.iter().rev().find_map(|&(at, c)| {
+        let next = match c {
+            char::MAX => return None,
+            '\u{D7FF}' => '\u{E000}',
+            c => char::from_u32(u32::from(c) + 1)?,
+        };
+        Some(format!("{}{next}", &max[..at]))
+    })
+}
+
 /// Maximum statistics as bounds: timestamps are truncated to milliseconds when written
 /// ("Per-file Statistics"), so the true maximum may be up to 999 µs above the stored one.
 /// A float maximum bounds only the numbers: writers leave NaN out of it (parquet statistics
@@ -246,6 +269,15 @@ fn widened_max(max: &ArrayRef) -> DeltaResult<ArrayRef> {
         )?;
         return Ok(filled);
     }
+    if let DataType::Utf8 | DataType::LargeUtf8 | DataType::Utf8View = max.data_type() {
+        let text = cast(max, &DataType::Utf8)?;
+        let widened: arrow::array::StringArray = text
+            .as_string::<i32>()
+            .iter()
+            .map(|v| v.and_then(string_max_bound))
+            .collect();
+        return Ok(cast(&(Arc::new(widened) as ArrayRef), max.data_type())?);
+    }
     let DataType::Timestamp(TimeUnit::Microsecond, _) = max.data_type() else {
         return Ok(max.clone());
     };
@@ -261,6 +293,28 @@ fn widened_max(max: &ArrayRef) -> DeltaResult<ArrayRef> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn string_maxima_of_the_cut_length_are_widened() {
+        let top = char::MAX.to_string();
+        assert_eq!(string_max_bound("abc").unwrap(), "abc");
+        // A maximum cut by an older writer (U+FFFF tie-breaker) is below a value with a
+        // supplementary character after the prefix; the widened bound is above it.
+        let prefix = "a".repeat(STRING_PREFIX);
+        let stored = format!("{prefix}\u{FFFF}");
+        let value = format!("{prefix}\u{1F600}tail");
+        assert!(stored < value);
+        let bound = string_max_bound(&stored).unwrap();
+        assert!(bound > value, "{bound:?}");
+        assert_eq!(bound, format!("{}b", "a".repeat(STRING_PREFIX - 1)));
+        // U+10FFFF runs are skipped, the surrogate gap jumped, all-U+10FFFF is unknown.
+        let v = format!("{}\u{D7FF}{}", "x".repeat(STRING_PREFIX - 3), top.repeat(2));
+        assert_eq!(
+            string_max_bound(&v).unwrap(),
+            format!("{}\u{E000}", "x".repeat(STRING_PREFIX - 3))
+        );
+        assert_eq!(string_max_bound(&top.repeat(STRING_PREFIX + 1)), None);
+    }
     use arrow::array::TimestampMicrosecondArray;
     use arrow::datatypes::{Field, Fields};
 
