@@ -125,3 +125,22 @@ def test_an_ordinary_object_still_commits_after_others_did(tmp_path: Path) -> No
     dl.write_table(other, pa.table({"id": [9]}), mode="append")
     assert old.delete("id = 0")["version"] == 3
     assert sorted(r["id"] for r in dl.DeltaTable(path).to_pyarrow_table().to_pylist()) == [1, 9]
+
+
+@pytest.mark.parametrize("new_versions", [1, 4], ids=["fewer", "same"])
+def test_a_stale_object_writes_no_checkpoint_into_the_new_table(
+    tmp_path: Path, new_versions: int
+) -> None:
+    path = tmp_path / "t"
+    old = _old_table(path, 4)
+    _recreate(path, new_versions)
+    with pytest.raises(dl.CommitConflictError, match="no checkpoint written"):
+        old.create_checkpoint()
+    assert not list((path / "_delta_log").glob("*checkpoint*"))
+    expected = [{"id": 100 + i} for i in range(new_versions)]
+    for table in (dl.DeltaTable(path), deltalake.DeltaTable(str(path))):
+        assert sorted(table.to_pyarrow_table().to_pylist(), key=lambda r: r["id"]) == expected
+    # The same object, moved to the new table, checkpoints it.
+    old.update_incremental()
+    old.create_checkpoint()
+    assert dl.DeltaTable(path).to_pyarrow_table().num_rows == new_versions
