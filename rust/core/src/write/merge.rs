@@ -398,6 +398,12 @@ pub async fn merge(
         return Err(bad("the source and target aliases must differ".into()));
     }
     let mut rewriter = Rewriter::try_new(snapshot)?;
+    crate::write::transaction::check_version_stands(
+        snapshot.storage(),
+        snapshot.version(),
+        Some(snapshot.segment()),
+    )
+    .await?;
     let schema = snapshot.schema()?;
     let data_schema = rewriter.data_schema().clone();
     let source = if spec.source.is_empty() {

@@ -78,6 +78,28 @@ pub struct Transaction {
     read_snapshot: Option<crate::Snapshot>,
 }
 
+/// [`crate::segment::version_stands`] as a [`DeltaError::CommitConflict`] at the version
+/// after `read`: a transaction that read `read` cannot commit when it does not stand. Also
+/// checked before a statement reads the data of its snapshot (DELETE, UPDATE, MERGE), so that
+/// a table deleted and created again is reported as such rather than as a missing data file.
+pub async fn check_version_stands(
+    storage: &Storage,
+    read: u64,
+    segment: Option<&crate::segment::LogSegment>,
+) -> DeltaResult<()> {
+    match crate::segment::version_stands(storage, read, segment).await? {
+        Ok(()) => Ok(()),
+        Err(why) => Err(DeltaError::CommitConflict {
+            version: read + 1,
+            reason: format!(
+                "the table at {} is not the one this transaction read at version {read}: \
+                 {why}; load the table again",
+                storage.url()
+            ),
+        }),
+    }
+}
+
 /// The metadata domain of row tracking's high-water mark.
 pub const ROW_TRACKING_DOMAIN: &str = "delta.rowTracking";
 
@@ -273,17 +295,7 @@ impl Transaction {
     /// commit).
     async fn check_read_version(&self, read: u64) -> DeltaResult<()> {
         let segment = self.read_snapshot.as_ref().map(|s| s.segment());
-        match crate::segment::version_stands(&self.storage, read, segment).await? {
-            Ok(()) => Ok(()),
-            Err(why) => Err(DeltaError::CommitConflict {
-                version: read + 1,
-                reason: format!(
-                    "the table at {} is not the one this transaction read at version {read}: \
-                     {why}; load the table again",
-                    self.storage.url()
-                ),
-            }),
-        }
+        check_version_stands(&self.storage, read, segment).await
     }
 
     /// Writes `<version>.crc` (see [`crate::maintenance::version_checksum`]): `before` (the
