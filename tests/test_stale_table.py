@@ -41,17 +41,16 @@ def test_statements_of_a_stale_object_are_refused(tmp_path: Path, new_versions: 
     old = _old_table(path, 4)  # versions 0..3
     _recreate(path, new_versions)
     before = _log(path)
-    # Statements act on the loaded version: against another table, refused. ALTER reads no
-    # data and reaches the commit; DELETE, UPDATE and MERGE fail earlier, at the old table's
-    # data files (gone with it).
-    with pytest.raises(dl.CommitConflictError, match="not the one this transaction read"):
+    # Statements act on the loaded version: against another table, refused (DELETE, UPDATE
+    # and MERGE before they read the old table's data files, gone with it).
+    stale = "not the one this transaction read"
+    with pytest.raises(dl.CommitConflictError, match=stale):
         old.alter.set_properties({"owner": "x"})
-    gone = (dl.CommitConflictError, dl.DataFileNotFoundError)
-    with pytest.raises(gone):
+    with pytest.raises(dl.CommitConflictError, match=stale):
         old.delete("id = 0")
-    with pytest.raises(gone):
+    with pytest.raises(dl.CommitConflictError, match=stale):
         old.update({"id": "id + 1"})
-    with pytest.raises(gone):
+    with pytest.raises(dl.CommitConflictError, match=stale):
         old.merge(pa.table({"id": [0]}), "target.id = source.id").when_matched_delete().execute()
     # Nothing was committed: the new table is intact and opens with both readers.
     assert _log(path) == before
@@ -125,3 +124,22 @@ def test_an_ordinary_object_still_commits_after_others_did(tmp_path: Path) -> No
     dl.write_table(other, pa.table({"id": [9]}), mode="append")
     assert old.delete("id = 0")["version"] == 3
     assert sorted(r["id"] for r in dl.DeltaTable(path).to_pyarrow_table().to_pylist()) == [1, 9]
+
+
+@pytest.mark.parametrize("new_versions", [1, 4], ids=["fewer", "same"])
+def test_a_stale_object_writes_no_checkpoint_into_the_new_table(
+    tmp_path: Path, new_versions: int
+) -> None:
+    path = tmp_path / "t"
+    old = _old_table(path, 4)
+    _recreate(path, new_versions)
+    with pytest.raises(dl.CommitConflictError, match="no checkpoint written"):
+        old.create_checkpoint()
+    assert not list((path / "_delta_log").glob("*checkpoint*"))
+    expected = [{"id": 100 + i} for i in range(new_versions)]
+    for table in (dl.DeltaTable(path), deltalake.DeltaTable(str(path))):
+        assert sorted(table.to_pyarrow_table().to_pylist(), key=lambda r: r["id"]) == expected
+    # The same object, moved to the new table, checkpoints it.
+    old.update_incremental()
+    old.create_checkpoint()
+    assert dl.DeltaTable(path).to_pyarrow_table().num_rows == new_versions

@@ -53,19 +53,23 @@ class TableProperty:
 
 def _boolean(value: str) -> str | None:
     # Delta Spark parses booleans with `toBoolean`: true/false in any case.
-    return None if value.strip().lower() in ("true", "false") else "expected true or false"
+    return None if value.lower() in ("true", "false") else "expected true or false"
 
 
-def _integer(minimum: int) -> Callable[[str], str | None]:
+def _integer(minimum: int, bits: int = 32) -> Callable[[str], str | None]:
+    """Whole numbers from ``minimum`` up to the largest Java int (``bits=32``) or long."""
+    maximum = 2 ** (bits - 1) - 1
+
     def check(value: str) -> str | None:
-        try:
-            number = int(value.strip())
-        except ValueError:
+        # Java's parseInt/parseLong: an optional sign and digits, nothing else.
+        digits = value[1:] if value[:1] in ("-", "+") else value
+        if not digits.isascii() or not digits.isdigit():
             return "expected a whole number"
+        number = int(value)
         if number < minimum:
             return f"expected a whole number of at least {minimum}"
-        if number >= 2**63:
-            return "the number is too large"
+        if number > maximum:
+            return f"expected a whole number of at most {maximum}"
         return None
 
     return check
@@ -146,7 +150,10 @@ _REGISTRY: tuple[TableProperty, ...] = (
         "Column Mapping",
     ),
     TableProperty(
-        "delta.columnMapping.maxColumnId", "a non-negative integer", _integer(0), "Column Mapping"
+        "delta.columnMapping.maxColumnId",
+        "a non-negative integer",
+        _integer(0, 64),
+        "Column Mapping",
     ),
     TableProperty("delta.enableDeletionVectors", "boolean", _boolean, "Deletion Vectors"),
     TableProperty("delta.enableRowTracking", "boolean", _boolean, "Row Tracking"),
@@ -163,13 +170,13 @@ _REGISTRY: tuple[TableProperty, ...] = (
     TableProperty(
         "delta.inCommitTimestampEnablementVersion",
         "a non-negative integer",
-        _integer(0),
+        _integer(0, 64),
         "In-Commit Timestamps",
     ),
     TableProperty(
         "delta.inCommitTimestampEnablementTimestamp",
         "an integer",
-        _integer(-(2**63)),
+        _integer(-(2**63), 64),
         "In-Commit Timestamps",
     ),
     TableProperty(
@@ -197,7 +204,7 @@ _REGISTRY: tuple[TableProperty, ...] = (
         _one_of("true", "false", "auto", "legacy"),
         _SPARK,
     ),
-    TableProperty("delta.targetFileSize", "a positive number of bytes", _integer(1), _SPARK),
+    TableProperty("delta.targetFileSize", "a positive number of bytes", _integer(1, 64), _SPARK),
     TableProperty("delta.tuneFileSizesForRewrites", "boolean", _boolean, _SPARK),
 )
 

@@ -242,7 +242,9 @@ class DeltaTable:
         """Moves to the latest version (``deltalake``'s name; :meth:`update` is SQL UPDATE),
         replaying only the commits after the loaded version onto it: after a write this costs
         the new commit, not a reload of the table. A loaded version older than the log's
-        cleanup horizon, a schema or protocol change, or a long way to go reload afresh."""
+        cleanup horizon, a schema or protocol change, or a long way to go reload afresh; so
+        does a table deleted and created again at the same location (the loaded version's
+        commit gone or another file): the object then shows the new table."""
         self._set(self._raw.advance(None))
 
     # -- state ---------------------------------------------------------------------------

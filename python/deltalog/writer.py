@@ -216,8 +216,12 @@ def write_table(
         mode: ``"error"`` (the default: fail if the table exists), ``"append"``,
             ``"overwrite"`` (replace every row) or ``"ignore"`` (do nothing if it exists).
         partition_by: partition columns of a new table (checked against an existing one).
+            Column names are case-insensitive, here and in the data: ``"ID"`` is the
+            column ``id``, in the schema's spelling; names differing only in case are refused.
         configuration, name, description: table properties, name and description of a new
-            table.
+            table. ``delta.*`` properties are checked by :mod:`deltalog.properties` (unknown
+            keys and invalid values refused); values are strings (booleans and numbers are
+            converted, ``None`` is refused).
         storage_options: object store settings, as for ``DeltaTable``.
         commit_properties: an application transaction (idempotent writes) and extra
             commitInfo fields.

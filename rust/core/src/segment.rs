@@ -39,6 +39,48 @@ pub fn same_object(a: &ObjectMeta, b: &ObjectMeta) -> bool {
         }
 }
 
+/// Whether `version` still stands in the log of `storage` as `segment` (the files a snapshot
+/// of that version was built from, when known) saw it: its commit file exists and, when the
+/// segment listed it, is the same file ([`same_object`]); for a version read from a
+/// checkpoint without its commit, the checkpoint exists. `Ok(Err(why))` when it does not:
+/// the table was deleted (and perhaps created again) at the same location, or its log cleaned
+/// up past that version. One `HEAD` request, no listing (two for a checkpoint-only version).
+pub async fn version_stands(
+    storage: &Storage,
+    version: u64,
+    segment: Option<&LogSegment>,
+) -> DeltaResult<Result<(), String>> {
+    let listed = segment
+        .filter(|s| s.version == version)
+        .and_then(|s| s.last_commit.as_ref());
+    let name = crate::log_path::commit_file_name(version);
+    match storage.head(&storage.log_path(&name)).await {
+        Ok(meta) => Ok(match listed {
+            Some(file) if !same_object(&file.meta, &meta) => Err(format!(
+                "its commit file {name} was replaced (the table was deleted and created again)"
+            )),
+            _ => Ok(()),
+        }),
+        Err(object_store::Error::NotFound { .. }) => {
+            let checkpoint = segment
+                .filter(|s| s.version == version && listed.is_none())
+                .and_then(|s| s.checkpoint.as_ref())
+                .filter(|c| c.version == version)
+                .and_then(|c| c.parts.first());
+            if let Some(part) = checkpoint {
+                if storage.head(&storage.log_path(&part.name)).await.is_ok() {
+                    return Ok(Ok(()));
+                }
+            }
+            Ok(Err(format!(
+                "its commit file {name} no longer exists (the table was deleted, or its log \
+                 cleaned up past that version)"
+            )))
+        }
+        Err(e) => Err(e.into()),
+    }
+}
+
 /// A complete checkpoint: one file, or every part of a multi-part set.
 #[derive(Debug, Clone)]
 pub struct CheckpointFiles {

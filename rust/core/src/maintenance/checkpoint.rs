@@ -466,6 +466,21 @@ pub async fn write_checkpoint(
     // "Checkpoints": a checkpoint must hold the metadata; a legacy log without one cannot
     // have a checkpoint (the error names the rule).
     snapshot.metadata()?;
+    // A checkpoint of this snapshot is the state of `version` only while that version stands
+    // (a table deleted and created again would get the old table's state as its own).
+    if let Err(why) =
+        crate::segment::version_stands(snapshot.storage(), version, Some(snapshot.segment()))
+            .await?
+    {
+        return Err(DeltaError::CommitConflict {
+            version,
+            reason: format!(
+                "no checkpoint written: the table at {} is not the one loaded at version \
+                 {version}: {why}; load the table again",
+                snapshot.storage().url()
+            ),
+        });
+    }
     let v2_supported = supports_v2(snapshot);
     let kind = options.kind.unwrap_or_else(|| policy_kind(snapshot));
     if matches!(kind, CheckpointKind::V2(_)) && !v2_supported {

@@ -38,6 +38,7 @@ use crate::error::{DeltaError, DeltaResult};
 use crate::expr::{eval, BinaryOp, Expr};
 use crate::predicate::{CmpOp, Literal};
 use crate::scan::{self, FileTask, MetadataColumns, ReadSpec, Scan, ScanOptions, ROW_INDEX};
+use crate::schema::name_key;
 use crate::snapshot::Snapshot;
 use crate::write::constraints::TableRules;
 use crate::write::dml::drop_row_index;
@@ -161,7 +162,7 @@ impl Names {
             schema
                 .fields()
                 .iter()
-                .any(|f| f.name().eq_ignore_ascii_case(top))
+                .any(|f| name_key(f.name()) == name_key(top))
         };
         let mut problem: Option<String> = None;
         let renamed = expr.rename_columns(&|c| {
@@ -401,6 +402,12 @@ pub async fn merge(
     }
     let mut rewriter = Rewriter::try_new(snapshot)?;
     rewriter.set_target_file_size(spec.target_file_size)?;
+    crate::write::transaction::check_version_stands(
+        snapshot.storage(),
+        snapshot.version(),
+        Some(snapshot.segment()),
+    )
+    .await?;
     let schema = snapshot.schema()?;
     let data_schema = rewriter.data_schema().clone();
     let source = if spec.source.is_empty() {
@@ -509,7 +516,7 @@ pub async fn merge(
                             data_schema
                                 .fields()
                                 .iter()
-                                .position(|f| f.name().eq_ignore_ascii_case(target))
+                                .position(|f| name_key(f.name()) == name_key(target))
                         })
                         .ok_or_else(|| bad(format!("MERGE sets an unknown column {column:?}")))?;
                     if values[index].is_some() {
@@ -524,7 +531,7 @@ pub async fn merge(
                         .source
                         .fields()
                         .iter()
-                        .find(|s| s.name().eq_ignore_ascii_case(f.name()));
+                        .find(|s| name_key(s.name()) == name_key(f.name()));
                     match from {
                         Some(s) => values[i] = Some(Expr::Column(format!("{}{}", sa, s.name()))),
                         None if rewriter.rules().is_generated(i) => {}

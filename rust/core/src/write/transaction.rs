@@ -78,6 +78,28 @@ pub struct Transaction {
     read_snapshot: Option<crate::Snapshot>,
 }
 
+/// [`crate::segment::version_stands`] as a [`DeltaError::CommitConflict`] at the version
+/// after `read`: a transaction that read `read` cannot commit when it does not stand. Also
+/// checked before a statement reads the data of its snapshot (DELETE, UPDATE, MERGE), so that
+/// a table deleted and created again is reported as such rather than as a missing data file.
+pub async fn check_version_stands(
+    storage: &Storage,
+    read: u64,
+    segment: Option<&crate::segment::LogSegment>,
+) -> DeltaResult<()> {
+    match crate::segment::version_stands(storage, read, segment).await? {
+        Ok(()) => Ok(()),
+        Err(why) => Err(DeltaError::CommitConflict {
+            version: read + 1,
+            reason: format!(
+                "the table at {} is not the one this transaction read at version {read}: \
+                 {why}; load the table again",
+                storage.url()
+            ),
+        }),
+    }
+}
+
 /// The metadata domain of row tracking's high-water mark.
 pub const ROW_TRACKING_DOMAIN: &str = "delta.rowTracking";
 
@@ -265,58 +287,15 @@ impl Transaction {
         })
     }
 
-    /// Checks that the version this transaction read still stands in the log, so that the
-    /// commit follows it ("Delta Log Entries": versions are contiguous; "Creation of New Log
-    /// Entries"): its commit file exists (or, for a version read from a checkpoint without
-    /// its commit, the checkpoint does) and, when the read snapshot listed that file, it is
-    /// the same file ([`crate::segment::same_object`]). A table deleted and created anew at the
-    /// same location fails this check, instead of getting a commit `read + 1` next to its own
+    /// Checks that the version this transaction read still stands in the log
+    /// ([`crate::segment::version_stands`]), so that the commit follows it ("Delta Log
+    /// Entries": versions are contiguous): a table deleted and created anew at the same
+    /// location fails this check, instead of getting a commit `read + 1` next to its own
     /// versions (which would leave a log that does not open, or one holding only that
-    /// commit). One `HEAD` request: no listing.
+    /// commit).
     async fn check_read_version(&self, read: u64) -> DeltaResult<()> {
-        let table = self.storage.url();
-        let gone = |why: String| DeltaError::CommitConflict {
-            version: read + 1,
-            reason: format!(
-                "the table at {table} is not the one this transaction read at version {read}: \
-                 {why}; load the table again"
-            ),
-        };
         let segment = self.read_snapshot.as_ref().map(|s| s.segment());
-        let listed = segment
-            .filter(|s| s.version == read)
-            .and_then(|s| s.last_commit.as_ref());
-        let name = commit_file_name(read);
-        match self.storage.head(&self.storage.log_path(&name)).await {
-            Ok(meta) => match listed {
-                Some(file) if !crate::segment::same_object(&file.meta, &meta) => {
-                    Err(gone(format!(
-                        "its commit file {name} was replaced (the table was deleted and \
-                         created again)"
-                    )))
-                }
-                _ => Ok(()),
-            },
-            Err(object_store::Error::NotFound { .. }) => {
-                // A version read from a checkpoint whose commit was cleaned up.
-                let checkpoint = segment
-                    .filter(|s| s.version == read && listed.is_none())
-                    .and_then(|s| s.checkpoint.as_ref())
-                    .filter(|c| c.version == read)
-                    .and_then(|c| c.parts.first());
-                if let Some(part) = checkpoint {
-                    let path = self.storage.log_path(&part.name);
-                    if self.storage.head(&path).await.is_ok() {
-                        return Ok(());
-                    }
-                }
-                Err(gone(format!(
-                    "its commit file {name} no longer exists (the table was deleted, or its \
-                     log cleaned up past that version)"
-                )))
-            }
-            Err(e) => Err(e.into()),
-        }
+        check_version_stands(&self.storage, read, segment).await
     }
 
     /// Writes `<version>.crc` (see [`crate::maintenance::version_checksum`]): `before` (the
