@@ -33,7 +33,7 @@ from typing import Any
 GENERATOR_VERSION = 2
 MARKER = "_bench_complete.json"  # written last; a table without it is regenerated
 
-SHAPES = ("ckpt", "json")
+SHAPES = ("ckpt", "ckpt100", "json")
 IMPLS = ("deltalog", "deltalake", "raw")
 
 ADDS_PER_COMMIT = 1000  # json shape: N / 1000 commits of 1000 adds
@@ -43,6 +43,11 @@ TAIL_COMMITS = 10  # ckpt shape: JSON commits after the checkpoint
 TAIL_ADDS = 300  # ... each adding this many files
 # ... and removing this many (checkpoint files and files of earlier tail commits)
 TAIL_REMOVES = 50
+# ckpt100 shape: a checkpoint of 90% of the files, then 100 JSON commits of N/1000 adds (and
+# 5 removes) each, as a writer with the default checkpoint interval of 100 leaves the log
+# just before its next checkpoint.
+LONG_TAIL_COMMITS = 100
+LONG_TAIL_REMOVES = 5
 READDS = 5  # last commit re-adds this many paths removed earlier (add after remove)
 TOMBSTONES_PER_1000 = 5  # remove tombstones kept in the checkpoint, per 1000 adds
 PARTITIONS = 100
@@ -411,17 +416,46 @@ def _checkpoint_table(
 def generate_ckpt(root: Path, n: int) -> dict[str, Any]:
     """A V1 parquet checkpoint at version c = n/1000 holding n adds, then 10 JSON commits.
 
+    (``ckpt100``: see :func:`generate_ckpt100`.)
+
     The log looks like one after metadata cleanup: no commit files up to the checkpoint
     version (the checkpoint alone describes that state), ``_last_checkpoint`` points at it.
     Each tail commit adds 300 files and removes 50 (checkpoint files and files of earlier tail
     commits); the last one re-adds a few removed paths.
     """
+    g = Gen(seed=n * 2)
+    c = max(1, n // ADDS_PER_COMMIT)
+    return _generate_ckpt_tail(root, g, c, n, TAIL_COMMITS, TAIL_ADDS, TAIL_REMOVES)
+
+
+def generate_ckpt100(root: Path, n: int) -> dict[str, Any]:
+    """A V1 parquet checkpoint holding 0.9 n adds at version c = 0.9 n/1000 - 1, then 100 JSON
+    commits each adding n/1000 files and removing 5 (checkpoint files and files of earlier
+    commits); the last one re-adds a few removed paths. For n = 1M: 900,000 files at version
+    899, then versions 900..999 of 1,000 adds each (delta-rs's default checkpoint interval)."""
+    g = Gen(seed=n * 2 + 7)
+    in_ckpt = n * 9 // 10
+    c = max(1, in_ckpt // ADDS_PER_COMMIT - 1)
+    per_commit = max(1, n // ADDS_PER_COMMIT)
+    return _generate_ckpt_tail(
+        root, g, c, in_ckpt, LONG_TAIL_COMMITS, per_commit, LONG_TAIL_REMOVES
+    )
+
+
+def _generate_ckpt_tail(
+    root: Path,
+    g: Gen,
+    c: int,
+    n: int,
+    tail_commits: int,
+    tail_adds: int,
+    tail_removes: int,
+) -> dict[str, Any]:
+    """A checkpoint at version c holding n adds, then `tail_commits` JSON commits."""
     import pyarrow.parquet as pq
 
     log = root / "_delta_log"
     log.mkdir(parents=True)
-    g = Gen(seed=n * 2)
-    c = max(1, n // ADDS_PER_COMMIT)
     metadata = g.metadata()
     adds = g.adds(n, c)
     tombstones = g.adds(max(1, n * TOMBSTONES_PER_1000 // 1000), c).entries()
@@ -440,18 +474,18 @@ def generate_ckpt(root: Path, n: int) -> dict[str, Any]:
     del adds
     removed: list[FileEntry] = []
     readded: list[FileEntry] = []
-    for i in range(1, TAIL_COMMITS + 1):
+    for i in range(1, tail_commits + 1):
         v = c + i
-        from_tail = min(TAIL_REMOVES // 5, len(tail_live.files))
-        rm = ckpt_live.pop_random(g.rng, TAIL_REMOVES - from_tail) + tail_live.pop_random(
+        from_tail = min(tail_removes // 5, len(tail_live.files))
+        rm = ckpt_live.pop_random(g.rng, tail_removes - from_tail) + tail_live.pop_random(
             g.rng, from_tail
         )
         removed.extend(rm)
-        b = g.adds(TAIL_ADDS, v)
+        b = g.adds(tail_adds, v)
         lines = [g.commit_info(v, "MERGE", len(b), len(rm))]
         lines += g.add_lines(b)
         lines += g.remove_lines(rm, v)
-        if i == TAIL_COMMITS:
+        if i == tail_commits:
             readd_lines, readded = _readd(g, removed[:READDS], v)
             lines += readd_lines
         _write_commit(log, v, lines)
@@ -459,7 +493,7 @@ def generate_ckpt(root: Path, n: int) -> dict[str, Any]:
     tail_live.extend(readded)
     (log / "_last_checkpoint").write_text(json.dumps(last) + "\n")
     return {
-        "version": c + TAIL_COMMITS,
+        "version": c + tail_commits,
         "expected_files": len(ckpt_live.files) + len(tail_live.files),
         "checkpoint": ckpt_name,
     }
@@ -484,7 +518,8 @@ def ensure_table(base: Path, shape: str, n: int, force: bool, verify: bool) -> d
         shutil.rmtree(root)
     print(f"  generating {shape}-{n} in {root} ...", end="", flush=True)
     t0 = time.perf_counter()
-    info = (generate_ckpt if shape == "ckpt" else generate_json)(root, n)
+    generate = {"ckpt": generate_ckpt, "ckpt100": generate_ckpt100, "json": generate_json}
+    info = generate[shape](root, n)
     gen_s = time.perf_counter() - t0
     log_bytes = sum(f.stat().st_size for f in (root / "_delta_log").iterdir())
     info.update(
@@ -739,6 +774,7 @@ def _ratio(a: dict[str, Any] | None, b: dict[str, Any] | None, key: str) -> str:
 def print_table(shape: str, results: list[dict[str, Any]]) -> None:
     title = {
         "ckpt": "V1 parquet checkpoint + 10 JSON commits",
+        "ckpt100": "V1 parquet checkpoint (90% of the files) + 100 JSON commits",
         "json": "JSON commits only (1000 adds per commit)",
     }[shape]
     print(f"\n== shape {shape}: {title} ==")
@@ -812,7 +848,9 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
         default=None,
         help="results JSON (default <dir>/results/snapshot-<time>.json)",
     )
-    p.add_argument("--shapes", default=",".join(SHAPES), help="comma-separated subset of ckpt,json")
+    p.add_argument(
+        "--shapes", default=",".join(SHAPES), help="comma-separated subset of ckpt,ckpt100,json"
+    )
     p.add_argument(
         "--impls",
         default=",".join(IMPLS),

@@ -664,7 +664,10 @@ mod tests {
                 DeltaError::CorruptDeletionVector { file, reason } => {
                     assert!(file.contains("deletion_vector_d2c639aa"), "{err}");
                     assert!(reason.contains("part-1.parquet"), "{err}");
-                    assert!(reason.contains("Deletion Vector File Storage Format"), "{err}");
+                    assert!(
+                        reason.contains("Deletion Vector File Storage Format"),
+                        "{err}"
+                    );
                 }
                 other => panic!("{} bytes: unexpected {other:?}", bytes.len()),
             }

@@ -655,16 +655,16 @@ impl ParquetLogFile {
                     .collect();
                 let sink = sink.clone();
                 tokio::spawn(async move {
-                    let mut out = Vec::new();
+                    let mut out = Applied::default();
                     for builder in builders {
                         let mut stream = builder.build().map_err(|e| sink.unreadable(&e))?;
                         while let Some(raw) =
                             stream.try_next().await.map_err(|e| sink.unreadable(&e))?
                         {
-                            out.push(sink.apply(raw)?);
+                            out.push_async(&sink, raw).await?;
                         }
                     }
-                    Ok(out)
+                    out.finish_async().await
                 })
             })
             .collect();
@@ -712,6 +712,92 @@ impl<F> BatchSink<F> {
         })?;
         drop(raw);
         (self.f)(batch)
+    }
+}
+
+/// Decoded batches handed on to `f` while a run decodes the next ones, at most this many per
+/// run at once.
+const APPLY_IN_FLIGHT: usize = 2;
+
+/// The results of one run's batches: each decoded batch is conformed and given to `f` on a
+/// blocking thread of its own, so that decoding (decompression, levels) and `f` (selection,
+/// statistics parsing) proceed in parallel and one long run does not keep the other cores idle
+/// once the shorter runs are done. Results stay in batch order.
+struct Applied<T> {
+    pending: std::collections::VecDeque<tokio::task::JoinHandle<DeltaResult<T>>>,
+    done: Vec<T>,
+}
+
+impl<T> Default for Applied<T> {
+    fn default() -> Self {
+        Applied {
+            pending: std::collections::VecDeque::new(),
+            done: Vec::new(),
+        }
+    }
+}
+
+fn apply_task_failed(e: tokio::task::JoinError) -> DeltaError {
+    DeltaError::Internal(format!("checkpoint batch task failed: {e}"))
+}
+
+impl<T: Send + 'static> Applied<T> {
+    fn spawn<F>(&mut self, sink: &BatchSink<F>, raw: RecordBatch)
+    where
+        F: Fn(RecordBatch) -> DeltaResult<T> + Clone + Send + Sync + 'static,
+    {
+        let sink = sink.clone();
+        self.pending
+            .push_back(tokio::task::spawn_blocking(move || sink.apply(raw)));
+    }
+
+    /// From a blocking thread: hands `raw` on, waiting for the oldest batch when too many are
+    /// in flight.
+    fn push<F>(&mut self, sink: &BatchSink<F>, raw: RecordBatch) -> DeltaResult<()>
+    where
+        F: Fn(RecordBatch) -> DeltaResult<T> + Clone + Send + Sync + 'static,
+    {
+        self.spawn(sink, raw);
+        while self.pending.len() > APPLY_IN_FLIGHT {
+            self.wait_oldest()?;
+        }
+        Ok(())
+    }
+
+    fn wait_oldest(&mut self) -> DeltaResult<()> {
+        if let Some(handle) = self.pending.pop_front() {
+            let result = futures::executor::block_on(handle).map_err(apply_task_failed)?;
+            self.done.push(result?);
+        }
+        Ok(())
+    }
+
+    fn finish(mut self) -> DeltaResult<Vec<T>> {
+        while !self.pending.is_empty() {
+            self.wait_oldest()?;
+        }
+        Ok(self.done)
+    }
+
+    /// [`Applied::push`] for an async task.
+    async fn push_async<F>(&mut self, sink: &BatchSink<F>, raw: RecordBatch) -> DeltaResult<()>
+    where
+        F: Fn(RecordBatch) -> DeltaResult<T> + Clone + Send + Sync + 'static,
+    {
+        self.spawn(sink, raw);
+        while self.pending.len() > APPLY_IN_FLIGHT {
+            if let Some(handle) = self.pending.pop_front() {
+                self.done.push(handle.await.map_err(apply_task_failed)??);
+            }
+        }
+        Ok(())
+    }
+
+    async fn finish_async(mut self) -> DeltaResult<Vec<T>> {
+        while let Some(handle) = self.pending.pop_front() {
+            self.done.push(handle.await.map_err(apply_task_failed)??);
+        }
+        Ok(self.done)
     }
 }
 
@@ -802,13 +888,13 @@ impl ParquetLogFile {
                     .collect();
                 let sink = sink.clone();
                 tokio::task::spawn_blocking(move || {
-                    let mut out = Vec::new();
+                    let mut out = Applied::default();
                     for builder in builders {
                         for raw in builder.build().map_err(|e| sink.unreadable(&e))? {
-                            out.push(sink.apply(raw.map_err(|e| sink.unreadable(&e))?)?);
+                            out.push(&sink, raw.map_err(|e| sink.unreadable(&e))?)?;
                         }
                     }
-                    Ok(out)
+                    out.finish()
                 })
             })
             .collect();

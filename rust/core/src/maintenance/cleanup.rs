@@ -249,7 +249,8 @@ fn remove_stale_staging(storage: &Storage, older_than_ms: i64) -> DeltaResult<Ve
                 .ok()
                 .and_then(|t| t.duration_since(std::time::UNIX_EPOCH).ok())
                 .and_then(|d| i64::try_from(d.as_millis()).ok());
-            if !log_file || !meta.is_file() || !modified.is_some_and(|m| m < older_than_ms) {
+            let stale = modified.is_some_and(|m| m < older_than_ms);
+            if !(log_file && meta.is_file() && stale) {
                 continue;
             }
             match std::fs::remove_file(entry.path()) {
