@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import math
+from collections.abc import Iterator
 from pathlib import Path
 
 import deltalake
@@ -17,13 +18,25 @@ from deltalog.cli import main
 BIG = 2**63
 
 
+def _same_as_deltalake(root: Path) -> None:
+    """deltalake opens the table deltalog wrote and reads the same rows."""
+    ours = dl.DeltaTable(root).to_pyarrow_table()
+    theirs = deltalake.DeltaTable(str(root)).to_pyarrow_table()
+    key = [(c, "ascending") for c in ours.column_names]
+    assert (
+        theirs.select(ours.column_names).sort_by(key).to_pylist() == ours.sort_by(key).to_pylist()
+    )
+
+
 @pytest.fixture()
-def table(tmp_path: Path) -> Path:
+def table(tmp_path: Path) -> Iterator[Path]:
     root = tmp_path / "t"
     data = pa.table({"id": pa.array([1, 2, 3], pa.int64()), "s": ["a", "b", "c"]})
     dl.write_table(root, data)
     dl.write_table(root, data, mode="append")
-    return root
+    yield root
+    # Whatever the test did to the table, another reader still agrees with deltalog.
+    _same_as_deltalake(root)
 
 
 def test_numbers_out_of_range_are_invalid_arguments(table: Path) -> None:
@@ -160,6 +173,8 @@ def test_names_deltalake_users_type(table: Path) -> None:
     )
     c = dl.DeltaTable(cdf)
     assert c.load_cdf(predicate=dl.col("v") == 2).read_all().column("v").to_pylist() == [2]
+    _same_as_deltalake(part)
+    _same_as_deltalake(cdf)
     with pytest.raises(TypeError, match="filter="):
         c.load_cdf(predicate="v = 2")
 
@@ -182,6 +197,7 @@ def test_pandas_index_is_not_a_column(tmp_path: Path) -> None:
     assert deltalake.DeltaTable(str(tmp_path / "t")).to_pyarrow_table().column_names == ["v"]
     dl.write_table(tmp_path / "i", df.reset_index())
     assert dl.DeltaTable(tmp_path / "i").schema().names == ["index", "v"]
+    _same_as_deltalake(tmp_path / "i")
 
 
 def _nested(depth: int) -> pa.DataType:
