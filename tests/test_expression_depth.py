@@ -288,22 +288,15 @@ def test_python_filters_long_and_deep(tmp_path: Path) -> None:
         out["not"] = t.to_pyarrow_table(filter=h).num_rows
         out["delete"] = t.delete(f)["num_deleted_rows"]
         # Genuinely deep: alternating AND/NOT nesting.
-        d = dl.col("id") > 0
-        for _ in range(3000):
-            d = ~(d & (dl.col("id") > -1))
-        try:
-            t.to_pyarrow_table(filter=d)
-            out["deep"] = "ok"
-        except InvalidArgumentError as e:
-            out["deep"] = "InvalidArgumentError" if "128" in str(e) else str(e)
-        e = dl.col("id") > 0
-        for _ in range(100):
-            e = ~(e & (dl.col("id") > -1))
-        try:
-            t.to_pyarrow_table(filter=e)
-            out["deep100"] = "ok"
-        except InvalidArgumentError as x:
-            out["deep100"] = "InvalidArgumentError" if "128" in str(x) else str(x)
+        for key, levels in (("deep", 3000), ("deep100", 100)):
+            d = dl.col("id") > 0
+            for _ in range(levels):
+                d = ~(d & (dl.col("id") > -1))
+            try:
+                t.to_pyarrow_table(filter=d)
+                out[key] = "ok"
+            except InvalidArgumentError as e:
+                out[key] = "InvalidArgumentError" if "128" in str(e) else str(e)
         print(json.dumps({"ok": out}))
         """,
     )

@@ -20,7 +20,7 @@ from deltalog import _args, _native, features
 from deltalog.exceptions import DeltaError, InvalidArgumentError, VersionNotFoundError
 from deltalog.expressions import Expr, FilterLike, to_predicate
 from deltalog.scan import DeltaScan
-from deltalog.writer import CommitProperties, check_snapshot_writable
+from deltalog.writer import CommitProperties, _target_file_size, check_snapshot_writable
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -90,13 +90,11 @@ def _merged_filter(
     ``partitions`` (DNF filters on partition columns), all of which must hold."""
     if filter is not None and filters is not None:
         raise TypeError("pass filter or its alias filters, not both")
-    parts = [to_predicate(f) for f in (filter if filter is not None else filters, partitions)]
-    present = [p for p in parts if p is not None]
-    if not present:
-        return None
-    if len(present) == 1:
-        return present[0]
-    return present[0] & present[1]
+    rows = to_predicate(filter if filter is not None else filters)
+    parts = to_predicate(partitions)
+    if rows is None or parts is None:
+        return rows if parts is None else parts
+    return rows & parts
 
 
 def _column_list(columns: list[str] | None) -> list[str] | None:
@@ -506,9 +504,7 @@ class DeltaTable:
             shown.append((column, sql_literal(value)))
         if not assignments:
             raise ValueError("update needs set/updates or new_values")
-        return self._dml(
-            predicate, assignments, commit_properties, shown, target_file_size
-        )
+        return self._dml(predicate, assignments, commit_properties, shown, target_file_size)
 
     def _dml(
         self,
@@ -518,8 +514,6 @@ class DeltaTable:
         shown: list[tuple[str, str]] | None = None,
         target_file_size: int | None = None,
     ) -> dict[str, Any]:
-        from deltalog.writer import _target_file_size
-
         # The statement reads the loaded version; commits since are checked as concurrent
         # winners (blind appends commute, a change to a file it read conflicts).
         check_snapshot_writable(self._raw)

@@ -112,7 +112,7 @@ pub fn find_field(
             if others > 1 {
                 return None;
             }
-            find_by_name(fields, &name)
+            crate::schema::find_column(fields, &name)
         }
         ColumnMappingMode::Id => {
             let id = logical.metadata().get(COLUMN_ID_KEY)?;
@@ -121,10 +121,6 @@ pub fn find_field(
                 .position(|f| f.metadata().get(PARQUET_FIELD_ID_KEY) == Some(id))
         }
     }
-}
-
-fn find_by_name(fields: &Fields, name: &str) -> Option<usize> {
-    crate::schema::find_column(fields, name)
 }
 
 /// Converts `array`, decoded from a data file, to the output form of the logical type
@@ -390,14 +386,14 @@ mod tests {
             Field::new("Y", DataType::Int32, true),
             Field::new("y", DataType::Int32, true),
         ]);
-        assert_eq!(find_by_name(&fields, "x"), Some(0));
-        assert_eq!(find_by_name(&fields, "y"), Some(3));
+        assert_eq!(crate::schema::find_column(&fields, "x"), Some(0));
+        assert_eq!(crate::schema::find_column(&fields, "y"), Some(3));
         let two = Fields::from(vec![
             Field::new("Zz", DataType::Int32, true),
             Field::new("zZ", DataType::Int32, true),
         ]);
-        assert_eq!(find_by_name(&two, "zZ"), Some(1));
-        assert_eq!(find_by_name(&two, "ZZ"), None);
+        assert_eq!(crate::schema::find_column(&two, "zZ"), Some(1));
+        assert_eq!(crate::schema::find_column(&two, "ZZ"), None);
     }
 
     #[test]

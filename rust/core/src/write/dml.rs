@@ -142,15 +142,7 @@ pub async fn execute(
              (spec: \"Append-only Tables\")"
         )));
     }
-    // The table's rules are parsed up front: one deltalog cannot evaluate fails here.
-    let mut rewriter = Rewriter::try_new(snapshot)?;
-    rewriter.set_target_file_size(options.target_file_size)?;
-    crate::write::transaction::check_version_stands(
-        snapshot.storage(),
-        snapshot.version(),
-        Some(snapshot.segment()),
-    )
-    .await?;
+    let mut rewriter = Rewriter::for_statement(snapshot, options.target_file_size).await?;
     if let Some((app, version)) = &options.app_transaction {
         if snapshot
             .transactions()

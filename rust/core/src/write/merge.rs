@@ -400,14 +400,7 @@ pub async fn merge(
     if spec.source_alias.eq_ignore_ascii_case(&spec.target_alias) {
         return Err(bad("the source and target aliases must differ".into()));
     }
-    let mut rewriter = Rewriter::try_new(snapshot)?;
-    rewriter.set_target_file_size(spec.target_file_size)?;
-    crate::write::transaction::check_version_stands(
-        snapshot.storage(),
-        snapshot.version(),
-        Some(snapshot.segment()),
-    )
-    .await?;
+    let mut rewriter = Rewriter::for_statement(snapshot, spec.target_file_size).await?;
     let schema = snapshot.schema()?;
     let data_schema = rewriter.data_schema().clone();
     let source = if spec.source.is_empty() {

@@ -34,26 +34,8 @@ pub fn serialize_partition_value(array: &ArrayRef, row: usize) -> Result<Option<
         DataType::Int16 => array.as_primitive::<Int16Type>().value(row).to_string(),
         DataType::Int32 => array.as_primitive::<Int32Type>().value(row).to_string(),
         DataType::Int64 => array.as_primitive::<Int64Type>().value(row).to_string(),
-        DataType::Float32 => {
-            let v = array.as_primitive::<Float32Type>().value(row);
-            java_float_text(
-                v.is_nan(),
-                v.is_infinite(),
-                v < 0.0,
-                format!("{v:e}"),
-                || format!("{v:.1e}"),
-            )
-        }
-        DataType::Float64 => {
-            let v = array.as_primitive::<Float64Type>().value(row);
-            java_float_text(
-                v.is_nan(),
-                v.is_infinite(),
-                v < 0.0,
-                format!("{v:e}"),
-                || format!("{v:.1e}"),
-            )
-        }
+        DataType::Float32 => java_text(array.as_primitive::<Float32Type>().value(row)),
+        DataType::Float64 => java_text(array.as_primitive::<Float64Type>().value(row)),
         DataType::Decimal128(_, _) => array
             .as_primitive::<arrow::datatypes::Decimal128Type>()
             .value_as_string(row),
@@ -98,10 +80,23 @@ pub fn format_date(days: i32) -> Option<String> {
 /// for magnitudes in [10^-3, 10^7) (`0.001`, `1.0`, `1234567.0`); otherwise scientific
 /// notation (`1.0E-300`, `-1.5E300`, `1.0E7`). The digits are the shortest that round-trip
 /// at the value's own precision, but at least two significant ones (Java 19+: of those, the
-/// closest to the value, so `4.9E-324` rather than `5.0E-324`): `scientific` is Rust's `{:e}`
-/// form of the value (`1.5e300`, `-1e-300`; shortest digits), `two_digits` its `{:.1e}` form
-/// (correctly rounded), used when the shortest has one digit. Every Delta reader (deltalog's
-/// included) parses both this form and plain decimal text.
+/// closest to the value, so `4.9E-324` rather than `5.0E-324`). Every Delta reader
+/// (deltalog's included) parses both this form and plain decimal text.
+fn java_text<F: std::fmt::LowerExp + Copy + Into<f64>>(v: F) -> String {
+    // Digits at the value's own precision (an f32's shortest digits, not its f64 widening's).
+    let wide: f64 = v.into();
+    java_float_text(
+        wide.is_nan(),
+        wide.is_infinite(),
+        wide < 0.0,
+        format!("{v:e}"),
+        || format!("{v:.1e}"),
+    )
+}
+
+/// The text of [`java_text`] from the value's class, `scientific` (Rust's `{:e}` form:
+/// `1.5e300`, `-1e-300`; shortest digits) and `two_digits` (its `{:.1e}` form, correctly
+/// rounded), used when the shortest has one digit.
 fn java_float_text(
     nan: bool,
     infinite: bool,

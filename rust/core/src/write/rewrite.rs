@@ -165,7 +165,7 @@ pub struct Rewriter {
 
 impl Rewriter {
     /// A rewriter of `snapshot`'s files.
-    pub fn try_new(snapshot: &Snapshot) -> DeltaResult<Self> {
+    pub fn try_new(snapshot: &Snapshot, target_file_size: Option<u64>) -> DeltaResult<Self> {
         let config = snapshot.configuration();
         let schema = snapshot.schema()?;
         let mode = snapshot.column_mapping_mode()?;
@@ -233,19 +233,30 @@ impl Rewriter {
             removed: Vec::new(),
             new_vectors: Vec::new(),
             metadata: None,
-            target_file_size: crate::write::data_files::target_file_size(None, &config)?,
+            target_file_size: crate::write::data_files::target_file_size(
+                target_file_size,
+                &config,
+            )?,
             counts: FileCounts::default(),
         })
     }
 
-    /// Sets the target size of the files written (`None`: the table's
-    /// `delta.targetFileSize`, else the default), before any row is written.
-    pub fn set_target_file_size(&mut self, requested: Option<u64>) -> DeltaResult<()> {
-        if requested.is_some() {
-            self.target_file_size =
-                crate::write::data_files::target_file_size(requested, &Default::default())?;
-        }
-        Ok(())
+    /// A rewriter for a statement that reads `snapshot`'s data (DELETE, UPDATE, MERGE): it
+    /// first checks that the read version still stands, so that a table deleted and created
+    /// again is reported as such rather than as a missing data file.
+    pub async fn for_statement(
+        snapshot: &Snapshot,
+        target_file_size: Option<u64>,
+    ) -> DeltaResult<Self> {
+        // The table's rules are parsed up front: one deltalog cannot evaluate fails here.
+        let rewriter = Self::try_new(snapshot, target_file_size)?;
+        crate::write::transaction::check_version_stands(
+            snapshot.storage(),
+            snapshot.version(),
+            Some(snapshot.segment()),
+        )
+        .await?;
+        Ok(rewriter)
     }
 
     /// The table's output columns: the schema of the batches callers hand in.

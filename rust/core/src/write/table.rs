@@ -379,8 +379,7 @@ where
     let replace = match (&snapshot, &options.replace_where) {
         (Some(s), Some(sql)) => {
             let predicate = crate::expr::Expr::parse(sql)?.resolve(&table_schema)?;
-            let mut rewriter = Rewriter::try_new(s)?;
-            rewriter.set_target_file_size(options.target_file_size)?;
+            let rewriter = Rewriter::try_new(s, options.target_file_size)?;
             Some((s, predicate, rewriter))
         }
         _ => None,
