@@ -222,7 +222,18 @@ class Table:
 
         Layouts: "spec" (adds, removes, then the other actions, as the spec's example),
         "spark" (protocol, metadata, txns, domains, then adds and removes sorted by path with
-        dataChange false, then the cdc actions), or shuffled lines."""
+        dataChange false, then the cdc actions), or shuffled lines; "commits" is not
+        reconciled: every action of the range but `commitInfo`, in commit order, so one logical
+        file, txn or domain may appear several times and the last line is the newest (a
+        layout readers must replay newest line first)."""
+        if layout == "commits":
+            ordered = [
+                a
+                for version in range(start, end + 1)
+                for a in self.commits[version]
+                if "commitInfo" not in a
+            ]
+            return self.log.compaction(start, end, ordered)
         seen: set[tuple[str, str | None]] = set()
         files: list[dict[str, Any]] = []
         singles: dict[str, dict[str, Any]] = {}
@@ -275,6 +286,7 @@ def state(t: dl.DeltaTable) -> dict[str, Any]:
         "txns": t.transactions(),
         "domains": t.domain_metadata(),
         "protocol": (t.protocol().min_reader_version, t.protocol().min_writer_version),
+        "configuration": t.metadata().configuration,
     }
 
 
@@ -302,7 +314,7 @@ def assert_same_reads(root: Path, plain: Path, versions: list[int]) -> None:
         assert [f[:2] for f in got["files"]] == oracle_files(plain, v), f"version {v}"
 
 
-def databricks_like(root: Path) -> Table:
+def databricks_like(root: Path, layout: str = "spec") -> Table:
     """26 commits (0..25) with deletion vectors, full removes, a re-added file, txns, domains
     and cdc files; 2 active files and 5 rows at the end. Compactions 0-5, 6-10 and 6-15, each
     holding its range's cdc actions, as Databricks Runtime lays them out."""
@@ -335,12 +347,13 @@ def databricks_like(root: Path) -> Table:
     t.dv_delete("part-00006.parquet", {1})  # 25: part-6 keeps rows 2, 3, 4
     assert len(t.commits) == 26
     for start, end in [(0, 5), (6, 10), (6, 15)]:
-        t.compaction(start, end)
+        t.compaction(start, end, layout=layout)
     return t
 
 
-def test_databricks_like_compactions(tmp_path: Path) -> None:
-    t = databricks_like(tmp_path / "t")
+@pytest.mark.parametrize("layout", ["spec", "spark", "commits"])
+def test_databricks_like_compactions(tmp_path: Path, layout: str) -> None:
+    t = databricks_like(tmp_path / "t", layout)
     plain = plain_copy(t.root, tmp_path / "plain")
     latest = state(dl.DeltaTable(str(t.root)))
     assert len(latest["files"]) == 2
@@ -365,8 +378,9 @@ def test_compaction_in_use_replaces_its_commits(tmp_path: Path) -> None:
         dl.DeltaTable(str(t.root), version=12)
 
 
-def test_update_incremental_across_compactions(tmp_path: Path) -> None:
-    t = databricks_like(tmp_path / "t")
+@pytest.mark.parametrize("layout", ["spec", "commits"])
+def test_update_incremental_across_compactions(tmp_path: Path, layout: str) -> None:
+    t = databricks_like(tmp_path / "t", layout)
     plain = plain_copy(t.root, tmp_path / "plain")
     for start, stop in [(0, 25), (3, 8), (5, 6), (7, 15), (10, 16), (15, 25), (4, 20)]:
         table = dl.DeltaTable(str(t.root), version=start)
@@ -388,6 +402,7 @@ def logs(draw: st.DrawFn) -> tuple[list[tuple[str, Any]], list[tuple[int, int]],
                 st.tuples(st.just("re_add"), st.integers(0, 50)),
                 st.tuples(st.just("txn"), st.integers(0, 2)),
                 st.tuples(st.just("domain"), st.integers(0, 3)),
+                st.tuples(st.just("metadata"), st.integers(0, 3)),
             ),
             min_size=2,
             max_size=18,
@@ -426,6 +441,9 @@ def build_random(root: Path, ops: list[tuple[str, Any]], seed: int) -> Table:
             t.re_add(removed[arg % len(removed)])
         elif kind == "txn":
             t.other([txn(f"app{arg}", len(t.commits))])
+        elif kind == "metadata":
+            # A table property change: the newest metadata must win inside a compaction too.
+            t.other([metadata(configuration={**CONFIG, "user.step": f"{len(t.commits)}.{arg}"})])
         elif kind == "domain":
             t.other([domain(f"d{arg % 2}", f'{{"v":{len(t.commits)}}}', removed=arg >= 2)])
         else:
@@ -449,7 +467,11 @@ def test_random_compactions_match_plain_replay(
     plain = plain_copy(t.root, base / "plain")
     rnd = random.Random(seed)
     for start, end in ranges:
-        t.compaction(start, end, shuffle=rnd)
+        if rnd.random() < 0.3:
+            # Not reconciled: the range's actions in commit order.
+            t.compaction(start, end, layout="commits")
+        else:
+            t.compaction(start, end, shuffle=rnd)
     latest = len(t.commits) - 1
     ends = {e for _, e in ranges} | {s for s, _ in ranges} | {latest}
     versions = sorted(ends | {v + 1 for v in ends if v < latest} | {rnd.randrange(latest + 1)})
@@ -459,3 +481,29 @@ def test_random_compactions_match_plain_replay(
     table = dl.DeltaTable(str(t.root), version=start)
     table.update_incremental()
     assert state(table) == state(dl.DeltaTable(str(plain)))
+
+
+def test_in_commit_timestamp_of_a_version_inside_a_compaction(tmp_path: Path) -> None:
+    """A compaction ending at the loaded version has no `commitInfo`: the version's in-commit
+    timestamp still comes from its commit, not from the file's modification time."""
+    uri = str(tmp_path / "t")
+    dl.write_table(
+        uri, pa.table({"x": [0]}), configuration={"delta.enableInCommitTimestamps": "true"}
+    )
+    for i in range(1, 4):
+        dl.write_table(uri, pa.table({"x": [i]}), mode="append")
+    log = tmp_path / "t" / "_delta_log"
+    commit = log / f"{3:020}.json"
+    ict = next(
+        json.loads(line)["commitInfo"]["inCommitTimestamp"]
+        for line in commit.read_text().splitlines()
+        if line.startswith('{"commitInfo"')
+    )
+    dl.DeltaTable(uri).compact_logs(1, 3)
+    os.utime(commit, (0, 0))  # the modification time says 1970
+    t = dl.DeltaTable(uri)
+    assert t.timestamp() == ict
+    # The next commit's in-commit timestamp is later than this one ("In-Commit Timestamps").
+    dl.write_table(uri, pa.table({"x": [4]}), mode="append")
+    newest = json.loads((log / f"{4:020}.json").read_text().splitlines()[0])
+    assert newest["commitInfo"]["inCommitTimestamp"] > ict

@@ -52,21 +52,52 @@ pub struct DeltaBatches {
     pub add_keys: Vec<Option<HashedKeys>>,
 }
 
+/// How the lines of a log file are ordered relative to each other.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum LineOrder {
+    /// A commit: its actions are one version and not ordered ("Action Reconciliation" allows
+    /// at most one file action per logical file in it), so `add` lines may take the fast path.
+    Unordered,
+    /// A log compaction file: reconciled by the spec, but some writers (Databricks Runtime
+    /// among them) keep the actions of its commits in commit order, with `cdc` lines and
+    /// repeated references to one logical file, `txn` or domain. Decoded in line order and
+    /// handed to replay newest line first, so the last reference wins, as it would have in the
+    /// commits it replaces ("Log Compaction Files").
+    NewestLast,
+}
+
 /// Decodes one commit or compaction file: `add` lines through the fast path, the other lines
-/// through the general JSON decoder (statistics split off when a schema is given).
+/// through the general JSON decoder (statistics split off when a schema is given). Files whose
+/// lines are ordered ([`LineOrder::NewestLast`]) are decoded whole by the general decoder and
+/// returned newest line first.
 fn decode_delta(
     bytes: &[u8],
     stats: Option<&StatsSchema>,
     name: &str,
     version: u64,
+    order: LineOrder,
 ) -> DeltaResult<DeltaBatches> {
-    let split = split_commit(bytes, stats)?;
     let mut out = DeltaBatches {
         version,
         batches: Vec::new(),
         stats: Vec::new(),
         add_keys: Vec::new(),
     };
+    if order == LineOrder::NewestLast {
+        let batches = decode_json_actions(bytes, &actions::commit_schema(), name, Some(version))?;
+        for batch in batches.into_iter().rev() {
+            let batch = reverse_rows(&batch)?;
+            let (batch, parsed) = match stats {
+                Some(stats) => split_stats(batch, stats)?,
+                None => (batch, None),
+            };
+            out.batches.push(batch);
+            out.stats.push(parsed);
+            out.add_keys.push(None);
+        }
+        return Ok(out);
+    }
+    let split = split_commit(bytes, stats)?;
     if let Some(adds) = split.adds {
         let schema = Arc::new(Schema::new(vec![add_field(&adds)]));
         out.batches.push(RecordBatch::try_new(
@@ -90,6 +121,16 @@ fn decode_delta(
         out.add_keys.push(None);
     }
     Ok(out)
+}
+
+/// The rows of `batch` in reverse order.
+fn reverse_rows(batch: &RecordBatch) -> DeltaResult<RecordBatch> {
+    let n = batch.num_rows();
+    let Ok(last) = u32::try_from(n) else {
+        return Err(DeltaError::Internal("log batch too large".into()));
+    };
+    let indices = arrow::array::UInt32Array::from_iter_values((0..last).rev());
+    Ok(arrow::compute::take_record_batch(batch, &indices)?)
 }
 
 /// Parses the statistics of the `add` column of `batch` and drops their JSON text.
@@ -137,10 +178,14 @@ pub fn delta_stream(
                 let file = delta.file();
                 let name = format!("_delta_log/{}", file.name);
                 let version = delta.end_version();
+                let order = match delta {
+                    Delta::Commit { .. } => LineOrder::Unordered,
+                    Delta::Compaction { .. } => LineOrder::NewestLast,
+                };
                 // Decoded where it is read (mapped when local): nothing keeps the file's bytes.
                 let decoded = storage
                     .scan(&file.meta.location, move |bytes| {
-                        decode_delta(bytes, stats.as_deref(), &name, version)
+                        decode_delta(bytes, stats.as_deref(), &name, version, order)
                     })
                     .await
                     .map_err(|e| log_file_error(e, file, Some(version)))??;
@@ -188,14 +233,41 @@ pub async fn protocol_and_metadata(
             &origin.file,
             Some(origin.version),
         )?;
-        for b in &batches {
-            found.apply_non_file_actions(b, &origin)?;
+        if matches!(delta, Delta::Compaction { .. }) {
+            // Newest line first (see `LineOrder::NewestLast`).
+            for b in batches.iter().rev() {
+                found.apply_non_file_actions(&reverse_rows(b)?, &origin)?;
+            }
+        } else {
+            for b in &batches {
+                found.apply_non_file_actions(b, &origin)?;
+            }
         }
         if found.protocol.is_some() && found.metadata.is_some() {
             break;
         }
     }
     Ok(found)
+}
+
+/// The `commitInfo` lines of commit `file` (version `version`), decoded: what a reader needs of
+/// a commit that a log compaction replaced (its in-commit timestamp, "In-Commit Timestamps").
+pub async fn commit_info_batches(
+    storage: &Storage,
+    file: &LogFile,
+    version: u64,
+) -> DeltaResult<Vec<RecordBatch>> {
+    let lines = storage
+        .scan(&file.meta.location, |bytes| {
+            lines_mentioning(bytes, &[b"\"commitInfo\""])
+        })
+        .await
+        .map_err(|e| log_file_error(e, file, Some(version)))?;
+    if lines.is_empty() {
+        return Ok(Vec::new());
+    }
+    let name = format!("_delta_log/{}", file.name);
+    decode_json_actions(&lines, &actions::commit_schema(), &name, Some(version))
 }
 
 /// Line prefixes of the file actions that make up the bulk of a log. Such a line holds no other
@@ -908,6 +980,52 @@ mod tests {
     use arrow::datatypes::{Field, Fields, Schema};
     use parquet::arrow::ArrowSchemaConverter;
     use std::sync::Arc;
+
+    #[test]
+    fn compaction_lines_replay_newest_last() {
+        use crate::replay::{Origin, Reconciler};
+        // Not reconciled: the actions of three commits in commit order. `a` is added, removed
+        // and added again with a DV; `b` is added then removed; the txn and metadata change.
+        let text = br#"{"metaData":{"id":"t","format":{"provider":"parquet","options":{}},"schemaString":"{\"type\":\"struct\",\"fields\":[]}","partitionColumns":[],"configuration":{"step":"1"}}}
+{"add":{"path":"a","partitionValues":{},"size":1,"modificationTime":1,"dataChange":true}}
+{"add":{"path":"b","partitionValues":{},"size":1,"modificationTime":1,"dataChange":true}}
+{"txn":{"appId":"app","version":1}}
+{"remove":{"path":"a","deletionTimestamp":2,"dataChange":true}}
+{"add":{"path":"a","partitionValues":{},"size":1,"modificationTime":1,"dataChange":true,"deletionVector":{"storageType":"i","pathOrInlineDv":"wi5b=000010000siXQKl0rr91000f55c8Xg0@@D72lkbi5=-{L","sizeInBytes":40,"cardinality":6}}}
+{"cdc":{"path":"_change_data/c","partitionValues":{},"size":1,"dataChange":false}}
+{"remove":{"path":"b","deletionTimestamp":3,"dataChange":true}}
+{"txn":{"appId":"app","version":2}}
+{"metaData":{"id":"t","format":{"provider":"parquet","options":{}},"schemaString":"{\"type\":\"struct\",\"fields\":[]}","partitionColumns":[],"configuration":{"step":"3"}}}
+"#;
+        let origin = Origin {
+            file: "x".into(),
+            version: 3,
+        };
+        let replay = |order| {
+            let decoded = decode_delta(text, None, "x", 3, order).unwrap();
+            let mut r = Reconciler::default();
+            r.apply_delta(&decoded.batches, &decoded.stats, decoded.add_keys, &origin)
+                .unwrap();
+            r
+        };
+        let r = replay(LineOrder::NewestLast);
+        let adds: Vec<_> = r.adds.iter().map(|s| s.len()).collect();
+        assert_eq!(
+            adds.iter().sum::<usize>(),
+            1,
+            "only `a` with its DV is active"
+        );
+        assert_eq!(r.txns["app"].version, 2);
+        let config = &r.metadata.as_ref().unwrap().0.configuration;
+        assert_eq!(config.get("step").map(String::as_str), Some("3"));
+        assert_eq!(
+            crate::replay::tests::paths(&r.removes),
+            vec!["a".to_string(), "b".to_string()]
+        );
+        // Read as an (illegal) single commit, the file would keep `a` twice and `b`.
+        let unordered = replay(LineOrder::Unordered);
+        assert_eq!(unordered.adds.iter().map(|s| s.len()).sum::<usize>(), 3);
+    }
 
     #[test]
     fn lines_mentioning_keeps_whole_matching_lines_once() {

@@ -203,36 +203,49 @@ impl Reconciler {
         for batch in batches {
             self.apply_non_file_actions(batch, origin)?;
         }
-        // File actions: a key first seen here decides the file's fate.
+        // File actions: a key first seen here decides the file's fate. Rows are taken in the
+        // order given, an `add` and a `remove` row alike (one action per row), so a file whose
+        // rows come newest first (a compaction, see `LineOrder::NewestLast`) lets its newest
+        // reference win.
         for (i, batch) in batches.iter().enumerate() {
-            if let Some(add) = struct_column(batch, names::ADD) {
-                let mut mask = vec![false; add.len()];
-                match add_keys.get_mut(i).and_then(Option::take) {
-                    // Every row of such a batch is a valid add with its key hashed.
-                    Some(hashed) if hashed.len() == add.len() && add.null_count() == 0 => {
-                        mask = self.seen.insert_all(hashed)?;
-                    }
-                    _ => {
-                        let keys = KeyColumns::new(add);
-                        for (row, keep) in mask.iter_mut().enumerate() {
-                            if add.is_valid(row) {
-                                *keep = self.seen.insert(&keys.key("add", row, origin)?)?;
+            let add = struct_column(batch, names::ADD);
+            let remove = struct_column(batch, names::REMOVE);
+            let hashed = add_keys.get_mut(i).and_then(Option::take);
+            let mut add_mask = vec![false; add.map_or(0, |a| a.len())];
+            let mut remove_mask = vec![false; remove.map_or(0, |r| r.len())];
+            match (add, hashed) {
+                // Every row of such a batch is a valid add with its key hashed (the fast path
+                // batches hold nothing else).
+                (Some(add), Some(hashed))
+                    if remove.is_none() && hashed.len() == add.len() && add.null_count() == 0 =>
+                {
+                    add_mask = self.seen.insert_all(hashed)?;
+                }
+                _ => {
+                    let add_keys = add.map(KeyColumns::new);
+                    let remove_keys = remove.map(KeyColumns::new);
+                    for row in 0..batch.num_rows() {
+                        if let (Some(a), Some(keys)) = (add, &add_keys) {
+                            if a.is_valid(row) {
+                                add_mask[row] = self.seen.insert(&keys.key("add", row, origin)?)?;
+                                continue;
+                            }
+                        }
+                        if let (Some(r), Some(keys)) = (remove, &remove_keys) {
+                            if r.is_valid(row) {
+                                remove_mask[row] =
+                                    self.seen.insert(&keys.key("remove", row, origin)?)?;
                             }
                         }
                     }
                 }
-                let parsed = stats.get(i).and_then(Option::as_ref);
-                self.adds.extend(Selected::from_mask(add, mask, parsed));
             }
-            if let Some(remove) = struct_column(batch, names::REMOVE) {
-                let keys = KeyColumns::new(remove);
-                let mut mask = vec![false; remove.len()];
-                for (row, keep) in mask.iter_mut().enumerate() {
-                    if remove.is_valid(row) {
-                        *keep = self.seen.insert(&keys.key("remove", row, origin)?)?;
-                    }
-                }
-                if let Some(r) = compact(remove, mask)? {
+            if let Some(add) = add {
+                let parsed = stats.get(i).and_then(Option::as_ref);
+                self.adds.extend(Selected::from_mask(add, add_mask, parsed));
+            }
+            if let Some(remove) = remove {
+                if let Some(r) = compact(remove, remove_mask)? {
                     self.removes.push(r);
                 }
             }

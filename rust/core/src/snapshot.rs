@@ -25,7 +25,9 @@ use crate::actions::names;
 use crate::error::{DeltaError, DeltaResult};
 use crate::files::FileBatch;
 use crate::log_path::CheckpointNaming;
-use crate::log_reader::{delta_stream, open_checkpoint, protocol_and_metadata};
+use crate::log_reader::{
+    commit_info_batches, delta_stream, open_checkpoint, protocol_and_metadata,
+};
 use crate::model::{DomainMetadata, Metadata, Protocol, Txn};
 use crate::nulls::filter_compact;
 use crate::replay::{select_checkpoint_files, unseen, Origin, Reconciler, Selected};
@@ -162,7 +164,7 @@ impl Snapshot {
 
             // The commits, newest first, replayed as they arrive.
             let mut reconciler = Reconciler::default();
-            let in_commit_timestamp = replay_deltas(
+            let mut in_commit_timestamp = replay_deltas(
                 &storage,
                 newest_first,
                 early.clone(),
@@ -170,6 +172,14 @@ impl Snapshot {
                 segment.version,
             )
             .await?;
+            if let (Some(Delta::Compaction { .. }), Some(last)) =
+                (segment.deltas.last(), &segment.last_commit)
+            {
+                // A compaction holds no `commitInfo`: the version's own commit has its
+                // in-commit timestamp.
+                let batches = commit_info_batches(&storage, last, segment.version).await?;
+                in_commit_timestamp = commit_info_ict(&batches);
+            }
 
             if let (Some(cp), Some(open), Some(origin)) =
                 (&segment.checkpoint, &checkpoint, &checkpoint_origin)
