@@ -268,8 +268,7 @@ impl StatsCollector {
             if !leaf.min_max || null_count == array.len() {
                 continue;
             }
-            let valid = |i: usize| nulls.as_ref().is_none_or(|n| n.is_valid(i));
-            let values: Vec<Bound> = bounds(&array, &valid, &mut leaf.nan)?;
+            let values: Vec<Bound> = bounds(&array, nulls.as_ref(), &mut leaf.nan)?;
             for v in values {
                 if leaf
                     .min
@@ -398,7 +397,7 @@ pub fn stats_json_of_parsed(
             }
             let one = column.slice(row, 1);
             let mut nan = false;
-            let Ok(found) = bounds(&one, &|_| true, &mut nan) else {
+            let Ok(found) = bounds(&one, None, &mut nan) else {
                 continue;
             };
             let bound = if is_max { found.last() } else { found.first() };
@@ -453,109 +452,118 @@ pub fn stats_json_of_parsed(
     Value::Object(out)
 }
 
-/// The non-null values of a leaf as bounds (only the extreme ones matter, so primitive
-/// columns contribute their min and max).
+/// The smallest and largest of the values at the valid positions (`nulls`: `None` when every
+/// position is valid), in one pass over the value slice: no per-value indirection, nothing
+/// collected.
+fn extremes<T: Copy + PartialOrd>(values: &[T], nulls: Option<&NullBuffer>) -> Option<(T, T)> {
+    let step = |(lo, hi): (T, T), v: T| (if v < lo { v } else { lo }, if v > hi { v } else { hi });
+    match nulls {
+        None => {
+            let (&first, rest) = values.split_first()?;
+            Some(rest.iter().copied().fold((first, first), step))
+        }
+        Some(n) => {
+            let mut valid = n.valid_indices().filter_map(|i| values.get(i).copied());
+            let first = valid.next()?;
+            Some(valid.fold((first, first), step))
+        }
+    }
+}
+
+/// The smallest and largest strings at the valid positions of a string array.
+fn string_extremes<'a>(
+    len: usize,
+    value: impl Fn(usize) -> &'a str,
+    nulls: Option<&NullBuffer>,
+) -> Option<(&'a str, &'a str)> {
+    let mut positions: Box<dyn Iterator<Item = usize>> = match nulls {
+        None => Box::new(0..len),
+        Some(n) => Box::new(n.valid_indices()),
+    };
+    let first = value(positions.next()?);
+    Some(positions.fold((first, first), |(lo, hi), i| {
+        let v = value(i);
+        (lo.min(v), hi.max(v))
+    }))
+}
+
+/// The bounds of the values of a leaf at the positions `nulls` marks valid (`None`: all):
+/// its minimum and maximum, or nothing when there are no values or, for floats, when one is
+/// NaN (then `nan` is set; "Per-file Statistics").
 fn bounds(
     array: &ArrayRef,
-    valid: &dyn Fn(usize) -> bool,
+    nulls: Option<&NullBuffer>,
     nan: &mut bool,
 ) -> Result<Vec<Bound>, String> {
-    macro_rules! extremes {
+    macro_rules! primitive {
         ($t:ty, $make:expr) => {{
-            let a = array.as_primitive::<$t>();
-            let mut out: Option<(_, _)> = None;
-            for i in (0..a.len()).filter(|&i| valid(i)) {
-                let v = a.value(i);
-                out = Some(match out {
-                    None => (v, v),
-                    Some((lo, hi)) => (if v < lo { v } else { lo }, if v > hi { v } else { hi }),
-                });
-            }
-            out.map(|(lo, hi)| vec![$make(lo), $make(hi)])
+            extremes(array.as_primitive::<$t>().values(), nulls)
+                .map(|(lo, hi)| vec![$make(lo), $make(hi)])
                 .unwrap_or_default()
         }};
     }
-    Ok(match array.data_type() {
-        DataType::Int8 => extremes!(Int8Type, |v: i8| Bound::Int(i64::from(v))),
-        DataType::Int16 => extremes!(Int16Type, |v: i16| Bound::Int(i64::from(v))),
-        DataType::Int32 => extremes!(Int32Type, |v: i32| Bound::Int(i64::from(v))),
-        DataType::Int64 => extremes!(Int64Type, Bound::Int),
-        DataType::Float32 | DataType::Float64 => {
-            let values: Vec<f64> = match array.data_type() {
-                DataType::Float32 => {
-                    let a = array.as_primitive::<Float32Type>();
-                    (0..a.len())
-                        .filter(|&i| valid(i))
-                        .map(|i| f64::from(a.value(i)))
-                        .collect()
-                }
-                _ => {
-                    let a = array.as_primitive::<Float64Type>();
-                    (0..a.len())
-                        .filter(|&i| valid(i))
-                        .map(|i| a.value(i))
-                        .collect()
-                }
-            };
-            if values.iter().any(|v| v.is_nan()) {
-                *nan = true;
-                return Ok(Vec::new());
-            }
-            let lo = values.iter().copied().fold(f64::INFINITY, f64::min);
-            let hi = values.iter().copied().fold(f64::NEG_INFINITY, f64::max);
-            // SQL equates the zeros; writing the outer one of each (min -0.0, max 0.0) keeps
-            // the bounds valid for readers that order floats totally as well.
-            let lo = if lo == 0.0 { -0.0 } else { lo };
-            let hi = if hi == 0.0 { 0.0 } else { hi };
-            if values.is_empty() {
-                Vec::new()
-            } else {
-                vec![Bound::Float(lo), Bound::Float(hi)]
-            }
+    /// Floats: NaN has no place among bounds, and the zeros are equal (SQL); writing the
+    /// outer one of each (min -0.0, max 0.0) keeps the bounds valid for readers that order
+    /// floats totally as well.
+    fn floats<T: Copy + PartialOrd + Into<f64>>(
+        values: &[T],
+        nulls: Option<&NullBuffer>,
+        nan: &mut bool,
+    ) -> Vec<Bound> {
+        let is_nan = |v: &T| {
+            let f: f64 = (*v).into();
+            f.is_nan()
+        };
+        let any_nan = match nulls {
+            None => values.iter().any(is_nan),
+            Some(n) => n.valid_indices().any(|i| values.get(i).is_some_and(is_nan)),
+        };
+        if any_nan {
+            *nan = true;
+            return Vec::new();
         }
+        let Some((lo, hi)) = extremes(values, nulls) else {
+            return Vec::new();
+        };
+        let (lo, hi): (f64, f64) = (lo.into(), hi.into());
+        let lo = if lo == 0.0 { -0.0 } else { lo };
+        let hi = if hi == 0.0 { 0.0 } else { hi };
+        vec![Bound::Float(lo), Bound::Float(hi)]
+    }
+    let texts = |extremes: Option<(&str, &str)>| {
+        extremes
+            .map(|(lo, hi)| vec![Bound::Str(lo.to_string()), Bound::Str(hi.to_string())])
+            .unwrap_or_default()
+    };
+    Ok(match array.data_type() {
+        DataType::Int8 => primitive!(Int8Type, |v: i8| Bound::Int(i64::from(v))),
+        DataType::Int16 => primitive!(Int16Type, |v: i16| Bound::Int(i64::from(v))),
+        DataType::Int32 => primitive!(Int32Type, |v: i32| Bound::Int(i64::from(v))),
+        DataType::Int64 => primitive!(Int64Type, Bound::Int),
+        DataType::Float32 => floats(array.as_primitive::<Float32Type>().values(), nulls, nan),
+        DataType::Float64 => floats(array.as_primitive::<Float64Type>().values(), nulls, nan),
         DataType::Decimal128(_, scale) => {
             let scale = *scale;
-            extremes!(Decimal128Type, |v: i128| Bound::Decimal(v, scale))
+            primitive!(Decimal128Type, |v: i128| Bound::Decimal(v, scale))
         }
-        DataType::Date32 => extremes!(Date32Type, Bound::Date),
+        DataType::Date32 => primitive!(Date32Type, Bound::Date),
         DataType::Timestamp(TimeUnit::Microsecond, tz) => {
             let zoned = tz.is_some();
-            extremes!(TimestampMicrosecondType, |v: i64| Bound::Timestamp(
+            primitive!(TimestampMicrosecondType, |v: i64| Bound::Timestamp(
                 v, zoned
             ))
         }
-        DataType::Utf8 | DataType::LargeUtf8 | DataType::Utf8View => {
-            let texts: Vec<&str> = match array.data_type() {
-                DataType::Utf8 => {
-                    let a = array.as_string::<i32>();
-                    (0..a.len())
-                        .filter(|&i| valid(i))
-                        .map(|i| a.value(i))
-                        .collect()
-                }
-                DataType::LargeUtf8 => {
-                    let a = array.as_string::<i64>();
-                    (0..a.len())
-                        .filter(|&i| valid(i))
-                        .map(|i| a.value(i))
-                        .collect()
-                }
-                _ => {
-                    let a = array.as_string_view();
-                    (0..a.len())
-                        .filter(|&i| valid(i))
-                        .map(|i| a.value(i))
-                        .collect()
-                }
-            };
-            let lo = texts.iter().min();
-            let hi = texts.iter().max();
-            match (lo, hi) {
-                (Some(lo), Some(hi)) => {
-                    vec![Bound::Str(lo.to_string()), Bound::Str(hi.to_string())]
-                }
-                _ => Vec::new(),
-            }
+        DataType::Utf8 => {
+            let a = array.as_string::<i32>();
+            texts(string_extremes(a.len(), |i| a.value(i), nulls))
+        }
+        DataType::LargeUtf8 => {
+            let a = array.as_string::<i64>();
+            texts(string_extremes(a.len(), |i| a.value(i), nulls))
+        }
+        DataType::Utf8View => {
+            let a = array.as_string_view();
+            texts(string_extremes(a.len(), |i| a.value(i), nulls))
         }
         other => return Err(format!("no statistics for {other}")),
     })
@@ -566,7 +574,7 @@ mod tests {
     use super::*;
     use crate::stats::StatsSchema;
     use arrow::array::{
-        Float64Array, Int32Array, StringArray, StructArray, TimestampMicrosecondArray,
+        Float64Array, Int32Array, Int64Array, StringArray, StructArray, TimestampMicrosecondArray,
     };
     use arrow::datatypes::Fields;
     use proptest::prelude::*;
@@ -795,6 +803,93 @@ mod tests {
             ]),
             any::<char>(),
         ]
+    }
+
+    #[test]
+    fn values_under_a_null_parent_are_no_bounds() {
+        // Row 2's struct is null: its child value 100 is not in the table.
+        let inner = Fields::from(vec![Field::new("b", DataType::Int32, true)]);
+        let nested = StructArray::new(
+            inner.clone(),
+            vec![Arc::new(Int32Array::from(vec![
+                Some(7),
+                Some(-2),
+                Some(100),
+            ]))],
+            Some(NullBuffer::from(vec![true, true, false])),
+        );
+        let schema = Schema::new(vec![Field::new("a", DataType::Struct(inner), true)]);
+        let b = RecordBatch::try_new(Arc::new(schema), vec![Arc::new(nested)]).unwrap();
+        let mut c = StatsCollector::new(&b.schema(), &IndexedColumns::First(-1));
+        c.update(&b).unwrap();
+        let stats = c.finish();
+        assert_eq!(stats["maxValues"]["a"]["b"], 7);
+        assert_eq!(stats["minValues"]["a"]["b"], -2);
+        assert_eq!(stats["nullCount"]["a"]["b"], 1);
+    }
+
+    proptest! {
+        /// The bounds of a column are the smallest and largest of its valid values (floats:
+        /// none when a valid value is NaN, zeros widened to -0.0 / 0.0), for any null mask.
+        #[test]
+        fn bounds_are_the_extremes_of_the_valid_values(
+            rows in prop::collection::vec(
+                (
+                    any::<i64>(),
+                    prop_oneof![
+                        Just(f64::NAN),
+                        Just(-0.0f64),
+                        Just(0.0f64),
+                        Just(f64::INFINITY),
+                        Just(f64::NEG_INFINITY),
+                        -1e6f64..1e6,
+                    ],
+                    "[a-c\u{e9}]{0,4}",
+                    any::<bool>(),
+                ),
+                0..40,
+            ),
+            masked in any::<bool>(),
+        ) {
+            let valid: Vec<bool> = rows.iter().map(|r| r.3 || !masked).collect();
+            let nulls = masked.then(|| NullBuffer::from(valid.clone()));
+            let ints: ArrayRef = Arc::new(Int64Array::from(rows.iter().map(|r| r.0).collect::<Vec<_>>()));
+            let floats: ArrayRef = Arc::new(Float64Array::from(rows.iter().map(|r| r.1).collect::<Vec<_>>()));
+            let texts: ArrayRef = Arc::new(StringArray::from(rows.iter().map(|r| r.2.as_str()).collect::<Vec<_>>()));
+            let kept = |i: &usize| valid[*i];
+            let idx: Vec<usize> = (0..rows.len()).filter(kept).collect();
+
+            let mut nan = false;
+            let got = bounds(&ints, nulls.as_ref(), &mut nan).unwrap();
+            let want: Vec<Bound> = match (idx.iter().map(|&i| rows[i].0).min(), idx.iter().map(|&i| rows[i].0).max()) {
+                (Some(lo), Some(hi)) => vec![Bound::Int(lo), Bound::Int(hi)],
+                _ => vec![],
+            };
+            prop_assert_eq!(format!("{got:?}"), format!("{want:?}"));
+
+            let mut nan = false;
+            let got = bounds(&floats, nulls.as_ref(), &mut nan).unwrap();
+            let values: Vec<f64> = idx.iter().map(|&i| rows[i].1).collect();
+            let has_nan = values.iter().any(|v| v.is_nan());
+            prop_assert_eq!(nan, has_nan);
+            if has_nan || values.is_empty() {
+                prop_assert!(got.is_empty());
+            } else {
+                let lo = values.iter().copied().fold(f64::INFINITY, f64::min);
+                let hi = values.iter().copied().fold(f64::NEG_INFINITY, f64::max);
+                let lo = if lo == 0.0 { -0.0 } else { lo };
+                let hi = if hi == 0.0 { 0.0 } else { hi };
+                prop_assert_eq!(format!("{got:?}"), format!("{:?}", vec![Bound::Float(lo), Bound::Float(hi)]));
+            }
+
+            let mut nan = false;
+            let got = bounds(&texts, nulls.as_ref(), &mut nan).unwrap();
+            let want: Vec<Bound> = match (idx.iter().map(|&i| rows[i].2.as_str()).min(), idx.iter().map(|&i| rows[i].2.as_str()).max()) {
+                (Some(lo), Some(hi)) => vec![Bound::Str(lo.into()), Bound::Str(hi.into())],
+                _ => vec![],
+            };
+            prop_assert_eq!(format!("{got:?}"), format!("{want:?}"));
+        }
     }
 
     proptest! {
