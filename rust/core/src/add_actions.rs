@@ -114,7 +114,7 @@ fn decoded_paths(add: &StructArray, origin: &str) -> DeltaResult<ArrayRef> {
 /// Columns are shared with the snapshot (zero-copy) except decoded paths.
 pub fn add_actions_table(snapshot: &Snapshot) -> DeltaResult<(SchemaRef, Vec<RecordBatch>)> {
     let stats_type = snapshot.stats_schema().logical_type();
-    let schema = output_schema(&stats_type, &crate::actions::add_fields());
+    let schema = output_schema(&stats_type, &crate::log::actions::add_fields());
     let batches = snapshot
         .files()
         .iter()

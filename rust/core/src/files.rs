@@ -10,10 +10,10 @@ use std::sync::Arc;
 use arrow::array::{Array, ArrayRef, AsArray, BooleanArray, StructArray};
 use arrow::datatypes::Fields;
 
-use crate::actions::STATS_PARSED;
 use crate::error::DeltaResult;
+use crate::log::actions::STATS_PARSED;
+use crate::log::replay::Selected;
 use crate::nulls::{compact_struct_children, filter_compact};
-use crate::replay::Selected;
 use crate::stats::StatsSchema;
 
 /// Active files: `add` structs (every row valid) and their parsed statistics.

@@ -174,12 +174,12 @@ mod tests {
             DataType::Timestamp(TimeUnit::Microsecond, Some("UTC".into())),
             DataType::Date32,
             DataType::FixedSizeBinary(3),
-            crate::actions::string_map(),
-            crate::actions::string_list(),
+            crate::log::actions::string_map(),
+            crate::log::actions::string_list(),
             DataType::Struct(Fields::from(vec![
                 Field::new("a", DataType::Utf8, true),
                 Field::new("b", DataType::Int64, true),
-                Field::new("m", crate::actions::string_map(), true),
+                Field::new("m", crate::log::actions::string_map(), true),
             ])),
             DataType::Null,
         ]

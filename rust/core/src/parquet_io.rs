@@ -1,4 +1,4 @@
-//! Parquet files read through `object_store`: an [`AsyncFileReader`] over a [`Storage`] path.
+//! Parquet files read through `object_store`: an [`AsyncFileReader`] over a [`crate::Storage`] path.
 //!
 //! The file size is always known up front (from a listing, an action's `size`, or one `HEAD`),
 //! so the footer is fetched with bounded range requests only.

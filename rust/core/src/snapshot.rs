@@ -21,18 +21,18 @@ use arrow::array::{Array, AsArray, BooleanArray, RecordBatch, StructArray};
 use arrow::datatypes::{Int64Type, Schema, SchemaRef};
 use futures::TryStreamExt;
 
-use crate::actions::names;
 use crate::error::{DeltaError, DeltaResult};
 use crate::files::FileBatch;
-use crate::log_path::CheckpointNaming;
-use crate::log_reader::{
+use crate::log::actions::names;
+use crate::log::path::CheckpointNaming;
+use crate::log::reader::{
     commit_info_batches, delta_stream, open_checkpoint, protocol_and_metadata,
 };
+use crate::log::replay::{select_checkpoint_files, unseen, Origin, Reconciler, Selected};
+use crate::log::segment::{build_segment, load_segment, Delta, LogListing, LogSegment};
 use crate::model::{DomainMetadata, Metadata, Protocol, Txn};
 use crate::nulls::filter_compact;
-use crate::replay::{select_checkpoint_files, unseen, Origin, Reconciler, Selected};
 use crate::schema::{parse_schema_string, physical_schema, ColumnMappingMode};
-use crate::segment::{build_segment, load_segment, Delta, LogListing, LogSegment};
 use crate::stats::StatsSchema;
 use crate::storage::Storage;
 
@@ -100,7 +100,7 @@ impl Snapshot {
         // The version's checksum file, when there is one, names the protocol and metadata:
         // the first pass over the newest commits is not needed (replay still checks them).
         let has_checksum = listing.files.iter().any(|f| {
-            matches!(f.kind, crate::log_path::LogFileKind::Crc { version } if version == segment.version)
+            matches!(f.kind, crate::log::path::LogFileKind::Crc { version } if version == segment.version)
         });
         if has_checksum {
             if let Some(schema) = checksum_stats_schema(&storage, segment.version).await {
@@ -310,7 +310,9 @@ impl Snapshot {
         let listing = LogListing::list(&self.storage, Some(current)).await?;
         let commits = listing.commits();
         let loaded_stands = match (&self.segment.last_commit, commits.get(&current)) {
-            (Some(loaded), Some(listed)) => crate::segment::same_object(&loaded.meta, &listed.meta),
+            (Some(loaded), Some(listed)) => {
+                crate::log::segment::same_object(&loaded.meta, &listed.meta)
+            }
             (Some(_), None) => false,
             (None, Some(_)) => true,
             (None, None) => self.segment.checkpoint.as_ref().is_some_and(|c| {
@@ -509,7 +511,7 @@ impl Snapshot {
         &self.domains
     }
 
-    /// The active files: `add` structs of [`crate::actions::add_fields`] (without `stats`)
+    /// The active files: `add` structs of [`crate::log::actions::add_fields`] (without `stats`)
     /// with their parsed statistics.
     pub fn files(&self) -> &[FileBatch] {
         &self.files
@@ -520,7 +522,7 @@ impl Snapshot {
         &self.stats_schema
     }
 
-    /// The `remove` tombstones, as struct arrays of [`crate::actions::remove_fields`].
+    /// The `remove` tombstones, as struct arrays of [`crate::log::actions::remove_fields`].
     pub fn removes(&self) -> &[StructArray] {
         &self.removes
     }
@@ -541,7 +543,7 @@ impl Snapshot {
     /// Timestamps").
     pub fn timestamp(&self) -> Option<i64> {
         let config = self.configuration();
-        if crate::timeline::ict_applies(&config, self.version()) {
+        if crate::log::timeline::ict_applies(&config, self.version()) {
             if let Some(ict) = self.in_commit_timestamp {
                 return Some(ict);
             }
@@ -609,7 +611,7 @@ fn missing_metadata_rule(version: u64) -> String {
 /// "Checkpoints": protocol and metadata must be in the checkpoint itself; "V2 Spec": a
 /// UUID-named checkpoint has a checkpointMetadata action.
 fn check_checkpoint_header(
-    cp: &crate::segment::CheckpointFiles,
+    cp: &crate::log::segment::CheckpointFiles,
     header: &[RecordBatch],
     origin: &Origin,
 ) -> DeltaResult<()> {
@@ -757,7 +759,7 @@ mod tests {
             }
         }
         adds.sort();
-        (adds, crate::replay::tests::paths(s.removes()))
+        (adds, crate::log::replay::tests::paths(s.removes()))
     }
 
     #[tokio::test]

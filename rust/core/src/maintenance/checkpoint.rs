@@ -31,11 +31,11 @@ use parquet::file::writer::SerializedFileWriter;
 use parquet::schema::types::ColumnPath;
 use serde_json::{json, Value};
 
-use crate::actions::names;
 use crate::error::{DeltaError, DeltaResult};
 use crate::files::FileBatch;
-use crate::last_checkpoint::{parse_last_checkpoint, write_last_checkpoint};
-use crate::log_path::CheckpointFormat;
+use crate::log::actions::names;
+use crate::log::last_checkpoint::{parse_last_checkpoint, write_last_checkpoint};
+use crate::log::path::CheckpointFormat;
 use crate::maintenance::checkpoint_rows::{
     actions_batch, non_file_actions, one_action_batch, remove_rows, CheckpointLayout,
 };
@@ -469,7 +469,7 @@ pub async fn write_checkpoint(
     // A checkpoint of this snapshot is the state of `version` only while that version stands
     // (a table deleted and created again would get the old table's state as its own).
     if let Err(why) =
-        crate::segment::version_stands(snapshot.storage(), version, Some(snapshot.segment()))
+        crate::log::segment::version_stands(snapshot.storage(), version, Some(snapshot.segment()))
             .await?
     {
         return Err(DeltaError::CommitConflict {

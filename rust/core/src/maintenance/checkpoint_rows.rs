@@ -25,9 +25,9 @@ use arrow::datatypes::{
 use arrow::json::writer::{make_encoder, Encoder, EncoderFactory, EncoderOptions, NullableEncoder};
 use serde_json::{json, Value};
 
-use crate::actions::{self, names, STATS_PARSED};
 use crate::error::{DeltaError, DeltaResult};
 use crate::files::FileBatch;
+use crate::log::actions::{self, names, STATS_PARSED};
 use crate::model::{DomainMetadata, Protocol, Txn};
 use crate::nulls::shared_null_array;
 use crate::scan::partition_values::{parse_partition_column, partition_texts};

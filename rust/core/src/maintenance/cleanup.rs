@@ -24,12 +24,12 @@ use arrow::array::{Array, AsArray};
 use futures::StreamExt;
 use object_store::ObjectMeta;
 
-use crate::actions::names;
 use crate::error::DeltaResult;
-use crate::log_path::{classify, CheckpointNaming, LogFileKind};
-use crate::log_reader::open_checkpoint;
+use crate::log::actions::names;
+use crate::log::path::{classify, CheckpointNaming, LogFileKind};
+use crate::log::reader::open_checkpoint;
+use crate::log::segment::{CheckpointFiles, LogListing};
 use crate::maintenance::intervals::{duration_ms, flag, LOG_RETENTION};
-use crate::segment::{CheckpointFiles, LogListing};
 use crate::snapshot::Snapshot;
 use crate::storage::Storage;
 
@@ -45,9 +45,9 @@ pub fn cleanup_enabled(snapshot: &Snapshot) -> bool {
 
 /// The commit timestamps cleanup compares with the cutoff, ascending by version.
 async fn commit_times(snapshot: &Snapshot, listing: &LogListing) -> DeltaResult<Vec<(u64, i64)>> {
-    let times = crate::timeline::monotonic_file_times(listing);
+    let times = crate::log::timeline::monotonic_file_times(listing);
     let config = snapshot.configuration();
-    let Some(ict) = crate::timeline::ict_settings(&config) else {
+    let Some(ict) = crate::log::timeline::ict_settings(&config) else {
         return Ok(times.into_iter().map(|(v, t, _)| (v, t)).collect());
     };
     // From the enablement version on, a commit's time is its in-commit timestamp.
@@ -57,7 +57,8 @@ async fn commit_times(snapshot: &Snapshot, listing: &LogListing) -> DeltaResult<
             out.push((version, file_time));
             continue;
         }
-        let info = crate::timeline::read_commit_info(snapshot.storage(), &file, version).await?;
+        let info =
+            crate::log::timeline::read_commit_info(snapshot.storage(), &file, version).await?;
         let t = info
             .as_ref()
             .and_then(|c| c.get("inCommitTimestamp"))

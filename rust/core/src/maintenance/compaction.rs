@@ -14,7 +14,7 @@ use std::collections::{HashMap, HashSet};
 use serde_json::Value;
 
 use crate::error::{DeltaError, DeltaResult};
-use crate::log_path::commit_file_name;
+use crate::log::path::commit_file_name;
 use crate::maintenance::sink::FileSink;
 use crate::paths::{dv_unique_id, file_key};
 use crate::storage::Storage;

@@ -18,11 +18,11 @@ use serde_json::Value;
 
 use crate::deletion_vector::DvDescriptor;
 use crate::error::{DeltaError, DeltaResult};
+use crate::log::segment::LogListing;
+use crate::log::timeline::{ict_applies, monotonic_file_times};
 use crate::paths::decode_uri_path;
 use crate::scan::task::FileTask;
-use crate::segment::LogListing;
 use crate::snapshot::Snapshot;
-use crate::timeline::{ict_applies, monotonic_file_times};
 
 /// Change type of inserted rows.
 pub const INSERT: &str = "insert";

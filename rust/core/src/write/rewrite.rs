@@ -17,7 +17,7 @@
 //! to new files keep their stable row ID and commit version in the hidden materialized columns
 //! (`delta.rowTracking.materialized*ColumnName`), updated rows keep their row ID and take the
 //! commit's version, and the commitInfo says `delta.rowTracking.preserved`. Small deletion
-//! vectors are stored inline in the log ([`INLINE_DV_LIMIT`]).
+//! vectors are stored inline in the log (`INLINE_DV_LIMIT`).
 
 use std::collections::HashSet;
 use std::sync::Arc;

@@ -19,7 +19,7 @@ use object_store::{PutMode, PutOptions, PutPayload};
 use serde_json::{json, Map, Value};
 
 use crate::error::{DeltaError, DeltaResult};
-use crate::log_path::commit_file_name;
+use crate::log::path::commit_file_name;
 use crate::maintenance::version_checksum::VersionChecksum;
 use crate::storage::Storage;
 
@@ -78,16 +78,16 @@ pub struct Transaction {
     read_snapshot: Option<crate::Snapshot>,
 }
 
-/// [`crate::segment::version_stands`] as a [`DeltaError::CommitConflict`] at the version
+/// [`crate::log::segment::version_stands`] as a [`DeltaError::CommitConflict`] at the version
 /// after `read`: a transaction that read `read` cannot commit when it does not stand. Also
 /// checked before a statement reads the data of its snapshot (DELETE, UPDATE, MERGE), so that
 /// a table deleted and created again is reported as such rather than as a missing data file.
 pub async fn check_version_stands(
     storage: &Storage,
     read: u64,
-    segment: Option<&crate::segment::LogSegment>,
+    segment: Option<&crate::log::segment::LogSegment>,
 ) -> DeltaResult<()> {
-    match crate::segment::version_stands(storage, read, segment).await? {
+    match crate::log::segment::version_stands(storage, read, segment).await? {
         Ok(()) => Ok(()),
         Err(why) => Err(DeltaError::CommitConflict {
             version: read + 1,
@@ -288,7 +288,7 @@ impl Transaction {
     }
 
     /// Checks that the version this transaction read still stands in the log
-    /// ([`crate::segment::version_stands`]), so that the commit follows it ("Delta Log
+    /// ([`crate::log::segment::version_stands`]), so that the commit follows it ("Delta Log
     /// Entries": versions are contiguous): a table deleted and created anew at the same
     /// location fails this check, instead of getting a commit `read + 1` next to its own
     /// versions (which would leave a log that does not open, or one holding only that

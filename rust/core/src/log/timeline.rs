@@ -13,9 +13,9 @@ use futures::stream::{self, StreamExt, TryStreamExt};
 use serde_json::Value;
 
 use crate::error::{DeltaError, DeltaResult};
-use crate::log_reader::{open_checkpoint, protocol_and_metadata};
-use crate::replay::Origin;
-use crate::segment::{build_segment, not_a_table, LogFile, LogListing, SegmentError};
+use crate::log::reader::{open_checkpoint, protocol_and_metadata};
+use crate::log::replay::Origin;
+use crate::log::segment::{build_segment, not_a_table, LogFile, LogListing, SegmentError};
 use crate::snapshot::Snapshot;
 use crate::storage::Storage;
 

@@ -10,8 +10,8 @@ use std::collections::{BTreeMap, HashMap};
 use object_store::ObjectMeta;
 
 use crate::error::{DeltaError, DeltaResult};
-use crate::last_checkpoint::parse_last_checkpoint;
-use crate::log_path::{classify, CheckpointFormat, CheckpointNaming, LogFileKind};
+use crate::log::last_checkpoint::parse_last_checkpoint;
+use crate::log::path::{classify, CheckpointFormat, CheckpointNaming, LogFileKind};
 use crate::storage::Storage;
 
 /// One file of `_delta_log`, classified.
@@ -53,7 +53,7 @@ pub async fn version_stands(
     let listed = segment
         .filter(|s| s.version == version)
         .and_then(|s| s.last_commit.as_ref());
-    let name = crate::log_path::commit_file_name(version);
+    let name = crate::log::path::commit_file_name(version);
     match storage.head(&storage.log_path(&name)).await {
         Ok(meta) => Ok(match listed {
             Some(file) if !same_object(&file.meta, &meta) => Err(format!(

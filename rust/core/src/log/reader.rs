@@ -17,17 +17,17 @@ use parquet::arrow::arrow_reader::{
 use parquet::arrow::{ParquetRecordBatchStreamBuilder, ProjectionMask};
 use parquet::schema::types::SchemaDescriptor;
 
-use crate::actions::{self, decode_json_actions, names};
-use crate::add_lines::{add_field, split_commit};
 use crate::conform::conform_batch;
 use crate::error::{DeltaError, DeltaResult};
-use crate::file_keys::HashedKeys;
 use crate::files::without_field;
-use crate::log_path::CheckpointFormat;
+use crate::log::actions::{self, decode_json_actions, names};
+use crate::log::add_lines::{add_field, split_commit};
+use crate::log::file_keys::HashedKeys;
+use crate::log::path::CheckpointFormat;
+use crate::log::segment::{CheckpointFiles, Delta, LogFile};
 #[cfg(unix)]
 use crate::parquet_io::LocalChunkReader;
 use crate::parquet_io::StoreFileReader;
-use crate::segment::{CheckpointFiles, Delta, LogFile};
 use crate::stats::StatsSchema;
 use crate::storage::Storage;
 
@@ -48,7 +48,7 @@ pub struct DeltaBatches {
     /// schema was given.
     pub stats: Vec<Option<StructArray>>,
     /// Per batch, the hashed logical-file keys of its `add` rows (row-aligned), when the
-    /// decoder computed them ([`crate::add_lines`]).
+    /// decoder computed them ([`crate::log::add_lines`]).
     pub add_keys: Vec<Option<HashedKeys>>,
 }
 
@@ -201,8 +201,8 @@ pub fn delta_stream(
 pub async fn protocol_and_metadata(
     storage: &Storage,
     deltas: Vec<Delta>,
-) -> DeltaResult<crate::replay::Reconciler> {
-    use crate::replay::{Origin, Reconciler};
+) -> DeltaResult<crate::log::replay::Reconciler> {
+    use crate::log::replay::{Origin, Reconciler};
     let mut found = Reconciler::default();
     let mut files = std::pin::pin!(stream::iter(deltas)
         .map(|delta| {
@@ -983,7 +983,7 @@ mod tests {
 
     #[test]
     fn compaction_lines_replay_newest_last() {
-        use crate::replay::{Origin, Reconciler};
+        use crate::log::replay::{Origin, Reconciler};
         // Not reconciled: the actions of three commits in commit order. `a` is added, removed
         // and added again with a DV; `b` is added then removed; the txn and metadata change.
         let text = br#"{"metaData":{"id":"t","format":{"provider":"parquet","options":{}},"schemaString":"{\"type\":\"struct\",\"fields\":[]}","partitionColumns":[],"configuration":{"step":"1"}}}
@@ -1019,7 +1019,7 @@ mod tests {
         let config = &r.metadata.as_ref().unwrap().0.configuration;
         assert_eq!(config.get("step").map(String::as_str), Some("3"));
         assert_eq!(
-            crate::replay::tests::paths(&r.removes),
+            crate::log::replay::tests::paths(&r.removes),
             vec!["a".to_string(), "b".to_string()]
         );
         // Read as an (illegal) single commit, the file would keep `a` twice and `b`.

@@ -16,8 +16,8 @@ use arrow::array::{
 use arrow::compute::filter;
 use arrow::datatypes::Int32Type;
 
-use crate::actions::names;
 use crate::error::{DeltaError, DeltaResult};
+use crate::log::actions::names;
 use crate::model::{DomainMetadata, Metadata, Protocol, Txn};
 use crate::paths::{dv_unique_id, file_key};
 
@@ -30,7 +30,7 @@ pub struct Origin {
     pub version: u64,
 }
 
-pub use crate::file_keys::{FileKeys, HashedKeys};
+pub use crate::log::file_keys::{FileKeys, HashedKeys};
 
 /// The reconciled state being built.
 #[derive(Debug, Default)]
@@ -362,7 +362,7 @@ pub fn unseen(
 #[cfg(test)]
 pub(crate) mod tests {
     use super::*;
-    use crate::actions::{commit_schema, decode_json_actions};
+    use crate::log::actions::{commit_schema, decode_json_actions};
 
     fn origin(v: u64) -> Origin {
         Origin {

@@ -10,7 +10,7 @@
 //!
 //! Only lines of the exact shape `{"add":{...}}` whose fields have their expected JSON types
 //! take this path; every other line (other actions, unexpected types, invalid JSON, paths that
-//! do not URI-decode) is left to [`crate::actions::decode_json_actions`], which decodes it (or
+//! do not URI-decode) is left to [`crate::log::actions::decode_json_actions`], which decodes it (or
 //! reports it) exactly as before.
 
 use std::borrow::Cow;
@@ -23,10 +23,10 @@ use arrow::array::{
 use arrow::buffer::{NullBuffer, OffsetBuffer};
 use arrow::datatypes::{DataType, Field, Fields};
 
-use crate::actions::{add_fields, deletion_vector_fields, string_map};
 use crate::error::DeltaResult;
-use crate::file_keys::HashedKeys;
 use crate::json_scan::{Scalar, ScanError, ScanResult, Scanner};
+use crate::log::actions::{add_fields, deletion_vector_fields, string_map};
+use crate::log::file_keys::HashedKeys;
 use crate::nulls::compact_struct_children;
 use crate::paths::{dv_unique_id, file_key};
 use crate::stats::StatsSchema;
@@ -525,13 +525,17 @@ pub fn split_commit(bytes: &[u8], stats: Option<&StatsSchema>) -> DeltaResult<Sp
 
 /// The `add` field of a commit batch for `adds` (its own type).
 pub fn add_field(adds: &StructArray) -> Field {
-    Field::new(crate::actions::names::ADD, adds.data_type().clone(), true)
+    Field::new(
+        crate::log::actions::names::ADD,
+        adds.data_type().clone(),
+        true,
+    )
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::actions::{commit_schema, decode_json_actions};
+    use crate::log::actions::{commit_schema, decode_json_actions};
     use arrow::array::AsArray;
     use arrow::compute::{concat, filter, is_not_null};
     use proptest::prelude::*;

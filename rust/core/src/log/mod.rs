@@ -1,0 +1,22 @@
+//! The transaction log: everything between a table's `_delta_log` directory and the
+//! reconciled state of one version.
+//!
+//! Bottom up:
+//! - [`path`]: what each file name in `_delta_log` is (commits, checkpoints, compactions,
+//!   checksums, staged commits);
+//! - [`last_checkpoint`]: the `_last_checkpoint` hint and its JSON checksum;
+//! - [`segment`]: which files reconstruct a version (listing, checkpoint choice, compactions);
+//! - [`actions`], [`reader`]: log files decoded into Arrow batches of the action schema
+//!   ([`add_lines`]: the fast path for commits' `add` lines);
+//! - [`file_keys`], [`replay`]: action reconciliation;
+//! - [`timeline`]: commit timestamps, timestamp time travel and history.
+
+pub mod actions;
+pub mod add_lines;
+pub mod file_keys;
+pub mod last_checkpoint;
+pub mod path;
+pub mod reader;
+pub mod replay;
+pub mod segment;
+pub mod timeline;

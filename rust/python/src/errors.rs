@@ -1,0 +1,82 @@
+//! Core errors as the exception classes of `deltalog.exceptions`.
+
+use deltalog_core::error::DeltaError;
+use pyo3::prelude::*;
+use pyo3::types::{PyDict, PyType};
+
+/// Maps a core error onto the matching `deltalog.exceptions` class.
+pub(crate) fn to_py_err(py: Python<'_>, err: DeltaError) -> PyErr {
+    let build = || -> PyResult<PyErr> {
+        let module = py.import("deltalog.exceptions")?;
+        let message = err.to_string();
+        let (class, kwargs) = match &err {
+            DeltaError::TableNotFound { .. } => ("TableNotFoundError", None),
+            DeltaError::CorruptLog {
+                file,
+                version,
+                rule,
+            } => {
+                let kw = PyDict::new(py);
+                kw.set_item("file", file)?;
+                kw.set_item("version", version)?;
+                kw.set_item("rule", rule)?;
+                ("CorruptLogError", Some(kw))
+            }
+            DeltaError::CorruptDeletionVector { file, reason } => {
+                let kw = PyDict::new(py);
+                kw.set_item("file", file)?;
+                kw.set_item("reason", reason)?;
+                ("CorruptDeletionVectorError", Some(kw))
+            }
+            DeltaError::DataFileNotFound { file } => {
+                let kw = PyDict::new(py);
+                kw.set_item("file", file)?;
+                ("DataFileNotFoundError", Some(kw))
+            }
+            DeltaError::CorruptDataFile { file, reason } => {
+                let kw = PyDict::new(py);
+                kw.set_item("file", file)?;
+                kw.set_item("reason", reason)?;
+                ("CorruptDataFileError", Some(kw))
+            }
+            DeltaError::CommitConflict { version, reason } => {
+                let kw = PyDict::new(py);
+                kw.set_item("version", version)?;
+                kw.set_item("reason", reason)?;
+                ("CommitConflictError", Some(kw))
+            }
+            DeltaError::ConstraintViolation {
+                constraint,
+                expression,
+                ..
+            } => {
+                let kw = PyDict::new(py);
+                kw.set_item("constraint", constraint)?;
+                kw.set_item("expression", expression)?;
+                ("ConstraintViolationError", Some(kw))
+            }
+            DeltaError::ChangeDataNotRecorded {
+                start,
+                end,
+                version,
+            } => {
+                let kw = PyDict::new(py);
+                kw.set_item("start", start)?;
+                kw.set_item("end", end)?;
+                kw.set_item("version", version)?;
+                ("ChangeDataNotRecordedError", Some(kw))
+            }
+            DeltaError::VersionNotFound { .. } => ("VersionNotFoundError", None),
+            DeltaError::Unsupported(_) => ("UnsupportedFeatureError", None),
+            DeltaError::InvalidArgument(_) => ("InvalidArgumentError", None),
+            DeltaError::Storage(_) => ("StorageError", None),
+            DeltaError::Arrow(_) | DeltaError::Parquet(_) | DeltaError::Internal(_) => {
+                ("DeltaError", None)
+            }
+        };
+        let ty = module.getattr(class)?.cast_into::<PyType>()?;
+        let instance = ty.call((message,), kwargs.as_ref())?;
+        Ok(PyErr::from_value(instance))
+    };
+    build().unwrap_or_else(|e| e)
+}

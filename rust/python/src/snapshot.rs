@@ -1,0 +1,293 @@
+//! `RawSnapshot`: one loaded version of a table, and what Python asks of it (metadata, files,
+//! history, changes, scans).
+
+use std::collections::HashMap;
+
+use arrow::array::RecordBatchIterator;
+use arrow::pyarrow::{IntoPyArrow, ToPyArrow};
+use arrow::record_batch::RecordBatchReader;
+use deltalog_core::add_actions::{add_actions_table, file_paths};
+use deltalog_core::error::DeltaError;
+use deltalog_core::log::timeline;
+use deltalog_core::predicate::Predicate;
+use deltalog_core::scan::{Scan, ScanOptions};
+use deltalog_core::{Snapshot, Storage};
+use pyo3::prelude::*;
+use pyo3::types::PyDict;
+
+use crate::errors::to_py_err;
+use crate::runtime::block_on;
+use crate::scan::RawScan;
+
+pub(crate) fn open_storage(
+    uri: &str,
+    storage_options: Option<HashMap<String, String>>,
+) -> Result<Storage, DeltaError> {
+    Storage::open(uri, &storage_options.unwrap_or_default())
+}
+
+pub(crate) fn to_version(version: Option<i64>) -> Result<Option<u64>, DeltaError> {
+    version
+        .map(|v| {
+            u64::try_from(v).map_err(|_| {
+                DeltaError::InvalidArgument(format!("a table version cannot be negative: {v}"))
+            })
+        })
+        .transpose()
+}
+
+/// A loaded snapshot of a table.
+#[pyclass(frozen, module = "deltalog._native")]
+pub(crate) struct RawSnapshot {
+    pub(crate) snapshot: Snapshot,
+}
+
+#[pymethods]
+impl RawSnapshot {
+    /// Opens `version` (latest when None) of the table at `uri`.
+    #[staticmethod]
+    #[pyo3(signature = (uri, version=None, storage_options=None))]
+    fn open(
+        py: Python<'_>,
+        uri: &str,
+        version: Option<i64>,
+        storage_options: Option<HashMap<String, String>>,
+    ) -> PyResult<Self> {
+        let storage = open_storage(uri, storage_options).map_err(|e| to_py_err(py, e))?;
+        let version = to_version(version).map_err(|e| to_py_err(py, e))?;
+        let snapshot = block_on(py, Snapshot::try_new(storage, version))?;
+        Ok(RawSnapshot { snapshot })
+    }
+
+    /// The latest version of the table at `uri` committed at or before `timestamp_ms`.
+    #[staticmethod]
+    #[pyo3(signature = (uri, timestamp_ms, storage_options=None))]
+    fn resolve_timestamp(
+        py: Python<'_>,
+        uri: &str,
+        timestamp_ms: i64,
+        storage_options: Option<HashMap<String, String>>,
+    ) -> PyResult<u64> {
+        let storage = open_storage(uri, storage_options).map_err(|e| to_py_err(py, e))?;
+        block_on(py, async move {
+            timeline::version_at_timestamp(&storage, timestamp_ms).await
+        })
+    }
+
+    /// Opens another version of the same table, reusing its storage.
+    fn load_version(&self, py: Python<'_>, version: Option<i64>) -> PyResult<Self> {
+        let version = to_version(version).map_err(|e| to_py_err(py, e))?;
+        let storage = self.snapshot.storage().clone();
+        let snapshot = block_on(py, Snapshot::try_new(storage, version))?;
+        Ok(RawSnapshot { snapshot })
+    }
+
+    /// A newer version (the latest when None): the commits after this one replayed onto
+    /// this snapshot (`Snapshot::advance`).
+    fn advance(&self, py: Python<'_>, version: Option<i64>) -> PyResult<Self> {
+        let version = to_version(version).map_err(|e| to_py_err(py, e))?;
+        let snapshot = self.snapshot.clone();
+        let snapshot = block_on(py, async move { snapshot.advance(version).await })?;
+        Ok(RawSnapshot { snapshot })
+    }
+
+    /// The latest version committed at or before `timestamp_ms`.
+    fn version_at_timestamp(&self, py: Python<'_>, timestamp_ms: i64) -> PyResult<u64> {
+        let storage = self.snapshot.storage().clone();
+        block_on(py, async move {
+            timeline::version_at_timestamp(&storage, timestamp_ms).await
+        })
+    }
+
+    /// `(version, timestamp_ms, commitInfo JSON or None)`, newest first.
+    #[pyo3(signature = (limit=None))]
+    fn history(
+        &self,
+        py: Python<'_>,
+        limit: Option<usize>,
+    ) -> PyResult<Vec<(u64, i64, Option<String>)>> {
+        let snapshot = self.snapshot.clone();
+        let entries = block_on(py, async move { timeline::history(&snapshot, limit).await })?;
+        Ok(entries
+            .into_iter()
+            .map(|e| (e.version, e.timestamp, e.commit_info.map(|c| c.to_string())))
+            .collect())
+    }
+
+    /// The table root URI.
+    fn table_uri(&self) -> String {
+        self.snapshot.storage().url().to_string()
+    }
+
+    fn version(&self) -> u64 {
+        self.snapshot.version()
+    }
+
+    /// `(min_reader_version, min_writer_version, reader_features, writer_features)`.
+    fn protocol(&self) -> (i32, i32, Option<Vec<String>>, Option<Vec<String>>) {
+        let p = self.snapshot.protocol();
+        (
+            p.min_reader_version,
+            p.min_writer_version,
+            p.reader_features.clone(),
+            p.writer_features.clone(),
+        )
+    }
+
+    /// The metadata as a dict of its fields.
+    fn metadata<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
+        let m = self.snapshot.metadata().map_err(|e| to_py_err(py, e))?;
+        let d = PyDict::new(py);
+        d.set_item("id", &m.id)?;
+        d.set_item("name", &m.name)?;
+        d.set_item("description", &m.description)?;
+        d.set_item("format_provider", &m.format_provider)?;
+        d.set_item("format_options", m.format_options.clone())?;
+        d.set_item("schema_string", &m.schema_string)?;
+        d.set_item("partition_columns", m.partition_columns.clone())?;
+        d.set_item("created_time", m.created_time)?;
+        d.set_item("configuration", m.configuration.clone())?;
+        Ok(d)
+    }
+
+    /// The logical schema as a `pyarrow.Schema`.
+    fn schema<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
+        let schema = self.snapshot.schema().map_err(|e| to_py_err(py, e))?;
+        schema.as_ref().to_pyarrow(py)
+    }
+
+    /// The schema of the data files (physical names, field ids in id mode).
+    fn physical_schema<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
+        let schema = self
+            .snapshot
+            .physical_schema()
+            .map_err(|e| to_py_err(py, e))?;
+        schema.to_pyarrow(py)
+    }
+
+    /// `none`, `name` or `id`.
+    fn column_mapping_mode(&self, py: Python<'_>) -> PyResult<&'static str> {
+        self.snapshot
+            .column_mapping_mode()
+            .map(|m| m.as_str())
+            .map_err(|e| to_py_err(py, e))
+    }
+
+    /// The active files as a `pyarrow.RecordBatchReader` (see `deltalog_core::add_actions`).
+    fn add_actions<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
+        let snapshot = self.snapshot.clone();
+        let (schema, batches) = py
+            .detach(|| add_actions_table(&snapshot))
+            .map_err(|e| to_py_err(py, e))?;
+        let reader: Box<dyn RecordBatchReader + Send> = Box::new(RecordBatchIterator::new(
+            batches.into_iter().map(Ok),
+            schema,
+        ));
+        reader.into_pyarrow(py)
+    }
+
+    /// The decoded paths of the active files.
+    fn files(&self, py: Python<'_>) -> PyResult<Vec<String>> {
+        let snapshot = self.snapshot.clone();
+        py.detach(|| file_paths(&snapshot))
+            .map_err(|e| to_py_err(py, e))
+    }
+
+    fn num_files(&self) -> usize {
+        self.snapshot.num_files()
+    }
+
+    /// `{appId: (version, lastUpdated)}`.
+    fn transactions(&self) -> HashMap<String, (i64, Option<i64>)> {
+        self.snapshot
+            .transactions()
+            .values()
+            .map(|t| (t.app_id.clone(), (t.version, t.last_updated)))
+            .collect()
+    }
+
+    /// `[(domain, configuration)]`, sorted by domain.
+    fn domain_metadata(&self) -> Vec<(String, String)> {
+        self.snapshot
+            .domain_metadata()
+            .iter()
+            .map(|d| (d.domain.clone(), d.configuration.clone()))
+            .collect()
+    }
+
+    /// The commit timestamp of this version in ms, when known.
+    fn timestamp(&self) -> Option<i64> {
+        self.snapshot.timestamp()
+    }
+
+    /// Plans a scan of `columns` (all when None), with the row tracking columns when asked,
+    /// of the rows satisfying `predicate` (the JSON form of `deltalog_core::predicate`).
+    #[pyo3(signature = (columns=None, row_tracking=false, predicate=None))]
+    fn scan(
+        &self,
+        py: Python<'_>,
+        columns: Option<Vec<String>>,
+        row_tracking: bool,
+        predicate: Option<&str>,
+    ) -> PyResult<RawScan> {
+        let snapshot = self.snapshot.clone();
+        let predicate = predicate
+            .map(Predicate::from_json)
+            .transpose()
+            .map_err(|e| to_py_err(py, e))?;
+        let options = ScanOptions {
+            columns,
+            row_tracking,
+            predicate,
+            row_index: false,
+        };
+        let planned = py
+            .detach(|| Scan::try_new(&snapshot, options))
+            .map_err(|e| to_py_err(py, e))?;
+        Ok(RawScan {
+            storage: snapshot.storage().clone(),
+            spec: planned.spec().clone(),
+            tasks: planned.tasks().to_vec(),
+            files_considered: planned.files_considered(),
+        })
+    }
+
+    /// Plans the change feed of versions `start..=self.version()` (see
+    /// `deltalog_core::scan::changes`).
+    #[pyo3(signature = (start, columns=None, predicate=None))]
+    fn changes(
+        &self,
+        py: Python<'_>,
+        start: i64,
+        columns: Option<Vec<String>>,
+        predicate: Option<&str>,
+    ) -> PyResult<RawScan> {
+        let snapshot = self.snapshot.clone();
+        let build = || -> Result<ScanOptions, DeltaError> {
+            Ok(ScanOptions {
+                columns,
+                row_tracking: false,
+                predicate: predicate.map(Predicate::from_json).transpose()?,
+                row_index: false,
+            })
+        };
+        let options = build().map_err(|e| to_py_err(py, e))?;
+        let start = u64::try_from(start).map_err(|_| {
+            to_py_err(
+                py,
+                DeltaError::InvalidArgument(format!("a version cannot be negative: {start}")),
+            )
+        })?;
+        let planned = block_on(py, async move {
+            let planned = Scan::changes(&snapshot, start, options).await?;
+            Ok((snapshot, planned))
+        })?;
+        let (snapshot, planned) = planned;
+        Ok(RawScan {
+            storage: snapshot.storage().clone(),
+            spec: planned.spec().clone(),
+            tasks: planned.tasks().to_vec(),
+            files_considered: planned.files_considered(),
+        })
+    }
+}

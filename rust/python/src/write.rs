@@ -1,0 +1,426 @@
+//! Writes and commits: `write_table`, `write_files`, transactions of actions, DML, MERGE,
+//! RESTORE, schema changes, and the SQL expressions they take.
+
+use std::collections::HashMap;
+
+use arrow::record_batch::RecordBatchReader;
+use deltalog_core::error::DeltaError;
+use deltalog_core::predicate::Predicate;
+use pyo3::exceptions::PyRuntimeError;
+use pyo3::prelude::*;
+use pyo3::types::PyDict;
+
+use crate::errors::to_py_err;
+use crate::runtime::block_on;
+use crate::snapshot::{open_storage, RawSnapshot};
+
+/// Writes the batches of `data` (a `pyarrow.RecordBatchReader` or any Arrow stream) to the
+/// table at `uri`, whose latest version the caller loaded as `snapshot` (None: no table yet);
+/// returns `(version, written)` (`written` false when nothing was committed).
+#[pyfunction]
+#[pyo3(signature = (uri, data, mode, snapshot=None, partition_by=None, configuration=None, name=None, description=None, storage_options=None, app_transaction=None, commit_info=None, merge_schema=false, protocol=None, overwrite_schema=false, predicate=None, clustering_columns=None, target_file_size=None))]
+#[allow(clippy::too_many_arguments)]
+pub(crate) fn write_table(
+    py: Python<'_>,
+    uri: &str,
+    data: arrow::pyarrow::PyArrowType<arrow::ffi_stream::RecordBatchStreamReader>,
+    mode: &str,
+    snapshot: Option<PyRef<'_, RawSnapshot>>,
+    partition_by: Option<Vec<String>>,
+    configuration: Option<std::collections::BTreeMap<String, String>>,
+    name: Option<String>,
+    description: Option<String>,
+    storage_options: Option<HashMap<String, String>>,
+    app_transaction: Option<(String, i64)>,
+    commit_info: Option<&str>,
+    merge_schema: bool,
+    protocol: Option<&str>,
+    overwrite_schema: bool,
+    predicate: Option<&str>,
+    clustering_columns: Option<Vec<String>>,
+    target_file_size: Option<u64>,
+) -> PyResult<(u64, bool)> {
+    use deltalog_core::write::table::{write_batches, SaveMode, WriteOptions, Written};
+    let storage = open_storage(uri, storage_options).map_err(|e| to_py_err(py, e))?;
+    let mode = SaveMode::parse(mode).map_err(|e| to_py_err(py, e))?;
+    let reader = data.0;
+    let schema = reader.schema();
+    let commit_info = commit_info_map(commit_info)?;
+    let protocol = match protocol {
+        Some(text) => Some(
+            serde_json::from_str::<serde_json::Value>(text).map_err(|e| {
+                pyo3::exceptions::PyValueError::new_err(format!("protocol must be JSON: {e}"))
+            })?,
+        ),
+        None => None,
+    };
+    let options = WriteOptions {
+        mode,
+        partition_by,
+        configuration: configuration.unwrap_or_default(),
+        name,
+        description,
+        app_transaction,
+        commit_info,
+        merge_schema,
+        protocol,
+        commit: true,
+        overwrite_schema,
+        replace_where: predicate.map(str::to_string),
+        clustering_columns,
+        target_file_size,
+    };
+    let batches = reader.map(|b| b.map_err(DeltaError::from));
+    let snapshot = snapshot.map(|s| s.snapshot.clone());
+    let written = block_on(py, async move {
+        write_batches(&storage, snapshot, schema.as_ref(), batches, options).await
+    })?;
+    Ok(match written {
+        Written::Version(v) => (v, true),
+        Written::Ignored(v) => (v, false),
+        Written::Files(_) => return Err(PyRuntimeError::new_err("files written, not committed")),
+    })
+}
+
+/// Writes `data` as data files of the table whose latest version is `snapshot`, without
+/// committing them; returns their `add` actions as JSON texts.
+#[pyfunction]
+#[pyo3(signature = (snapshot, data, target_file_size=None))]
+pub(crate) fn write_files(
+    py: Python<'_>,
+    snapshot: PyRef<'_, RawSnapshot>,
+    data: arrow::pyarrow::PyArrowType<arrow::ffi_stream::RecordBatchStreamReader>,
+    target_file_size: Option<u64>,
+) -> PyResult<Vec<String>> {
+    use deltalog_core::write::table::{write_batches, SaveMode, WriteOptions, Written};
+    let snapshot = snapshot.snapshot.clone();
+    let storage = snapshot.storage().clone();
+    let reader = data.0;
+    let schema = reader.schema();
+    let options = WriteOptions {
+        mode: SaveMode::Append,
+        partition_by: None,
+        configuration: Default::default(),
+        name: None,
+        description: None,
+        app_transaction: None,
+        commit_info: Default::default(),
+        merge_schema: false,
+        protocol: None,
+        commit: false,
+        overwrite_schema: false,
+        replace_where: None,
+        clustering_columns: None,
+        target_file_size,
+    };
+    let batches = reader.map(|b| b.map_err(DeltaError::from));
+    let written = block_on(py, async move {
+        write_batches(&storage, Some(snapshot), schema.as_ref(), batches, options).await
+    })?;
+    match written {
+        Written::Files(actions) => Ok(actions.iter().map(|a| a.to_string()).collect()),
+        _ => Err(PyRuntimeError::new_err("expected uncommitted files")),
+    }
+}
+
+/// Commits `actions` (JSON texts, one action each) to the table at `uri` as the version after
+/// `read_version` (None: creating the table), under the conflict rules of
+/// `deltalog_core::write::transaction`: `blind_append` commutes with other writers;
+/// `read_files` (URI-decoded paths) names the files the transaction read, when it read only
+/// those. Returns the version committed.
+#[pyfunction]
+#[pyo3(signature = (uri, read_version, operation, actions, parameters=None, blind_append=false, read_files=None, app_transaction=None, commit_info=None, storage_options=None, snapshot=None, enable_in_commit_timestamps=false))]
+#[allow(clippy::too_many_arguments)]
+pub(crate) fn commit_actions(
+    py: Python<'_>,
+    uri: &str,
+    read_version: Option<u64>,
+    operation: &str,
+    actions: Vec<String>,
+    parameters: Option<&str>,
+    blind_append: bool,
+    read_files: Option<Vec<String>>,
+    app_transaction: Option<(String, i64)>,
+    commit_info: Option<&str>,
+    storage_options: Option<HashMap<String, String>>,
+    snapshot: Option<PyRef<'_, RawSnapshot>>,
+    enable_in_commit_timestamps: bool,
+) -> PyResult<u64> {
+    use deltalog_core::write::transaction::{Isolation, Transaction};
+    let storage = open_storage(uri, storage_options).map_err(|e| to_py_err(py, e))?;
+    let parsed = actions
+        .iter()
+        .map(|a| serde_json::from_str::<serde_json::Value>(a))
+        .collect::<Result<Vec<_>, _>>()
+        .map_err(|e| {
+            pyo3::exceptions::PyValueError::new_err(format!("an action is not JSON: {e}"))
+        })?;
+    let isolation = if blind_append {
+        Isolation::BlindAppend
+    } else {
+        Isolation::ReadsData
+    };
+    let mut txn = Transaction::new(storage, read_version, operation, isolation)
+        .with_commit_info(commit_info_map(commit_info)?);
+    for (k, v) in commit_info_map(parameters)? {
+        txn = txn.with_parameter(&k, v);
+    }
+    if let Some(files) = read_files {
+        txn = txn.with_read_files(files.into_iter().collect());
+    }
+    if let Some((app, v)) = app_transaction {
+        txn = txn.with_app_transaction(app, v);
+    }
+    if let Some(s) = &snapshot {
+        txn = txn.for_table(&s.snapshot);
+    }
+    if enable_in_commit_timestamps {
+        let previous = snapshot
+            .as_ref()
+            .and_then(|s| s.snapshot.in_commit_timestamp());
+        txn = txn.with_in_commit_timestamps(previous, true);
+    }
+    txn.add_actions(parsed);
+    block_on(py, async move { txn.commit().await })
+}
+
+/// MERGE of `source` into the table whose loaded version is `snapshot`: `clauses` is the
+/// JSON list of `deltalog_core::write::merge::MergeClause`. Returns the metrics, with
+/// `version` None when nothing changed.
+#[pyfunction]
+#[pyo3(signature = (snapshot, source, predicate, source_alias, target_alias, clauses, app_transaction=None, commit_info=None, target_file_size=None))]
+#[allow(clippy::too_many_arguments)]
+pub(crate) fn merge(
+    py: Python<'_>,
+    snapshot: PyRef<'_, RawSnapshot>,
+    source: arrow::pyarrow::PyArrowType<arrow::ffi_stream::RecordBatchStreamReader>,
+    predicate: String,
+    source_alias: String,
+    target_alias: String,
+    clauses: &str,
+    app_transaction: Option<(String, i64)>,
+    commit_info: Option<&str>,
+    target_file_size: Option<u64>,
+) -> PyResult<Py<PyDict>> {
+    use deltalog_core::write::merge::{merge, MergeClause, MergeSpec};
+    let clauses: Vec<MergeClause> = serde_json::from_str(clauses).map_err(|e| {
+        pyo3::exceptions::PyValueError::new_err(format!("malformed MERGE clauses: {e}"))
+    })?;
+    let reader = source.0;
+    let source_schema = reader.schema();
+    let batches = py
+        .detach(|| reader.collect::<Result<Vec<_>, _>>())
+        .map_err(|e| to_py_err(py, DeltaError::from(e)))?;
+    let spec = MergeSpec {
+        source: batches,
+        source_schema,
+        predicate,
+        source_alias,
+        target_alias,
+        clauses,
+        target_file_size,
+    };
+    let info = commit_info_map(commit_info)?;
+    let snapshot = snapshot.snapshot.clone();
+    let m = block_on(py, async move {
+        merge(&snapshot, spec, info, app_transaction).await
+    })?;
+    let out = PyDict::new(py);
+    out.set_item("version", m.version)?;
+    out.set_item("num_source_rows", m.num_source_rows)?;
+    out.set_item("num_target_rows_inserted", m.num_target_rows_inserted)?;
+    out.set_item("num_target_rows_updated", m.num_target_rows_updated)?;
+    out.set_item("num_target_rows_deleted", m.num_target_rows_deleted)?;
+    out.set_item("num_target_rows_copied", m.num_target_rows_copied)?;
+    out.set_item("num_target_files_scanned", m.num_target_files_scanned)?;
+    out.set_item("num_target_files_added", m.num_target_files_added)?;
+    out.set_item("num_target_files_removed", m.num_target_files_removed)?;
+    out.set_item("num_deletion_vectors_added", m.num_deletion_vectors_added)?;
+    out.set_item("num_added_change_files", m.num_added_change_files)?;
+    Ok(out.unbind())
+}
+
+/// The actions that restore the content of `target` on top of `current` (the latest version):
+/// `(actions as JSON texts, files restored, files removed)`.
+#[pyfunction]
+pub(crate) fn restore_actions(
+    py: Python<'_>,
+    current: PyRef<'_, RawSnapshot>,
+    target: PyRef<'_, RawSnapshot>,
+) -> PyResult<(Vec<String>, u64, u64)> {
+    let (actions, restored, removed) =
+        deltalog_core::write::restore::restore_actions(&current.snapshot, &target.snapshot)
+            .map_err(|e| to_py_err(py, e))?;
+    Ok((
+        actions.iter().map(|a| a.to_string()).collect(),
+        restored,
+        removed,
+    ))
+}
+
+/// `remove` actions (JSON texts) for active files of `snapshot` (URI-decoded paths).
+#[pyfunction]
+pub(crate) fn remove_actions(
+    py: Python<'_>,
+    snapshot: PyRef<'_, RawSnapshot>,
+    paths: Vec<String>,
+) -> PyResult<Vec<String>> {
+    let wanted: std::collections::HashSet<String> = paths.iter().cloned().collect();
+    let now = chrono_now_ms();
+    let found = deltalog_core::write::dml::file_actions(&snapshot.snapshot, &wanted, now)
+        .map_err(|e| to_py_err(py, e))?;
+    paths
+        .iter()
+        .map(|p| {
+            found
+                .get(p)
+                .map(|(_, remove)| remove.to_string())
+                .ok_or_else(|| {
+                    to_py_err(
+                        py,
+                        DeltaError::InvalidArgument(format!("{p} is not an active file")),
+                    )
+                })
+        })
+        .collect()
+}
+
+/// ALTER TABLE ADD COLUMNS: the schema string and configuration of `snapshot`'s table with
+/// the fields of `columns` (a pyarrow schema) added.
+#[pyfunction]
+pub(crate) fn add_columns(
+    py: Python<'_>,
+    snapshot: PyRef<'_, RawSnapshot>,
+    columns: arrow::pyarrow::PyArrowType<arrow::datatypes::Schema>,
+) -> PyResult<(String, std::collections::BTreeMap<String, String>)> {
+    deltalog_core::write::table::add_columns(&snapshot.snapshot, &columns.0)
+        .map_err(|e| to_py_err(py, e))
+}
+
+pub(crate) fn chrono_now_ms() -> i64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_millis() as i64)
+        .unwrap_or(0)
+}
+
+/// How many rows of `snapshot` violate the boolean SQL expression `sql` (false or unknown).
+#[pyfunction]
+pub(crate) fn count_violations(
+    py: Python<'_>,
+    snapshot: PyRef<'_, RawSnapshot>,
+    sql: &str,
+) -> PyResult<u64> {
+    let snapshot = snapshot.snapshot.clone();
+    let sql = sql.to_string();
+    block_on(py, async move {
+        deltalog_core::write::constraints::count_violations(&snapshot, &sql).await
+    })
+}
+
+/// Whether `sql` parses as a SQL expression deltalog evaluates; the error names what is wrong.
+#[pyfunction]
+pub(crate) fn parse_expression(py: Python<'_>, sql: &str) -> PyResult<String> {
+    let expr = deltalog_core::expr::Expr::parse(sql).map_err(|e| to_py_err(py, e))?;
+    serde_json::to_string(&expr).map_err(|e| PyRuntimeError::new_err(e.to_string()))
+}
+
+/// Parses commit metadata given as a JSON object's text.
+pub(crate) fn commit_info_map(
+    text: Option<&str>,
+) -> PyResult<serde_json::Map<String, serde_json::Value>> {
+    match text {
+        Some(text) => match serde_json::from_str::<serde_json::Value>(text) {
+            Ok(serde_json::Value::Object(map)) => Ok(map),
+            _ => Err(pyo3::exceptions::PyValueError::new_err(
+                "commit metadata must be a JSON object",
+            )),
+        },
+        None => Ok(serde_json::Map::new()),
+    }
+}
+
+/// A SQL expression (`is_sql`) or the JSON form of an `Expr`.
+pub(crate) fn expression(
+    text: &str,
+    is_sql: bool,
+) -> Result<deltalog_core::expr::Expr, DeltaError> {
+    use deltalog_core::expr::Expr;
+    if is_sql {
+        Expr::parse(text)
+    } else {
+        serde_json::from_str::<Expr>(text).map_err(|e| {
+            DeltaError::InvalidArgument(format!(
+                "not a deltalog expression: {}",
+                deltalog_core::predicate::json_error(&e)
+            ))
+        })
+    }
+}
+
+/// DELETE (`set` None) or UPDATE of the table whose latest version is `snapshot`, for the
+/// rows matching `predicate_sql` (SQL text) or `predicate_json` (a filter predicate's JSON);
+/// all rows when both are None. `set` holds `(column, value, is_sql)`: a SQL expression, or
+/// an expression's JSON. Returns the metrics, with `version` None when nothing changed.
+#[pyfunction]
+#[pyo3(signature = (snapshot, predicate_sql=None, predicate_json=None, set=None, app_transaction=None, commit_info=None, predicate_text=None, set_text=None, target_file_size=None))]
+#[allow(clippy::too_many_arguments)]
+pub(crate) fn dml(
+    py: Python<'_>,
+    snapshot: PyRef<'_, RawSnapshot>,
+    predicate_sql: Option<&str>,
+    predicate_json: Option<&str>,
+    set: Option<Vec<(String, String, bool)>>,
+    app_transaction: Option<(String, i64)>,
+    commit_info: Option<&str>,
+    predicate_text: Option<String>,
+    set_text: Option<Vec<(String, String)>>,
+    target_file_size: Option<u64>,
+) -> PyResult<Py<PyDict>> {
+    use deltalog_core::expr::Expr;
+    use deltalog_core::write::dml::{execute, Change, DmlOptions};
+    let build = || -> Result<(Option<Expr>, Change), DeltaError> {
+        let predicate = match (predicate_sql, predicate_json) {
+            (Some(sql), _) => Some(Expr::parse(sql)?),
+            (None, Some(json)) => Some(Expr::from(&Predicate::from_json(json)?)),
+            (None, None) => None,
+        };
+        let change = match set {
+            None => Change::Delete,
+            Some(set) => Change::Update(
+                set.into_iter()
+                    .map(|(c, v, sql)| Ok((c, expression(&v, sql)?)))
+                    .collect::<Result<_, DeltaError>>()?,
+            ),
+        };
+        Ok((predicate, change))
+    };
+    let (predicate, change) = build().map_err(|e| to_py_err(py, e))?;
+    let options = DmlOptions {
+        commit_info: commit_info_map(commit_info)?,
+        app_transaction,
+        predicate_text: predicate_text
+            .or_else(|| predicate_sql.map(str::to_string))
+            .or_else(|| predicate_json.map(str::to_string)),
+        set_text,
+        target_file_size,
+    };
+    let snapshot = snapshot.snapshot.clone();
+    let metrics = block_on(py, async move {
+        execute(&snapshot, predicate.as_ref(), change, options).await
+    })?;
+    let out = PyDict::new(py);
+    out.set_item("version", metrics.version)?;
+    out.set_item("num_deleted_rows", metrics.num_deleted_rows)?;
+    out.set_item("num_updated_rows", metrics.num_updated_rows)?;
+    out.set_item("num_copied_rows", metrics.num_copied_rows)?;
+    out.set_item("num_removed_files", metrics.num_removed_files)?;
+    out.set_item("num_added_files", metrics.num_added_files)?;
+    out.set_item("num_added_change_files", metrics.num_added_change_files)?;
+    out.set_item(
+        "num_deletion_vectors_added",
+        metrics.num_deletion_vectors_added,
+    )?;
+    out.set_item("num_files_scanned", metrics.num_files_scanned)?;
+    Ok(out.unbind())
+}
