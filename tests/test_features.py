@@ -214,6 +214,8 @@ def test_support_flags_are_honest() -> None:
         name for name, f in FEATURES.items() if f.kind == "reader_writer" and f.read_supported
     }
     assert readable_reader_features == {
+        "catalogManaged",
+        "catalogOwned-preview",
         "columnMapping",
         "deletionVectors",
         "timestampNtz",
@@ -377,19 +379,17 @@ def test_read_supported_reader_features(name: str) -> None:
     check_readable(P(3, 7, [name], [name]))
 
 
-@pytest.mark.parametrize(
-    "name",
-    [
-        "catalogManaged",
-        "catalogOwned-preview",
-    ],
-)
-def test_unsupported_reader_features_block_reads(name: str) -> None:
+@pytest.mark.parametrize("name", ["catalogManaged", "catalogOwned-preview"])
+def test_catalog_managed_tables_are_read_through_their_catalog(name: str) -> None:
+    """The feature is readable; `DeltaTable` requires the table's catalog (or an explicit
+    published-only read) instead (tests/test_catalog_read.py)."""
+    p = P(3, 7, [name], [name, "inCommitTimestamps"])
+    check_readable(p)
+    assert features.is_catalog_managed(p)
+    assert not features.is_catalog_managed(P(3, 7, [], ["inCommitTimestamps"]))
     with pytest.raises(UnsupportedFeatureError) as err:
-        check_readable(P(3, 7, [name], [name]))
-    assert err.value.features == [name]
-    assert name in str(err.value)
-    assert "not supported yet" in str(err.value)
+        check_writable(p)
+    assert name in err.value.features
 
 
 def test_every_unsupported_reader_feature_is_named() -> None:
@@ -407,7 +407,7 @@ def test_every_unsupported_reader_feature_is_named() -> None:
     )
     with pytest.raises(UnsupportedFeatureError) as err:
         check_readable(p)
-    assert err.value.features == ["catalogManaged", "catalogOwned-preview", "fooBar"]
+    assert err.value.features == ["fooBar"]
     assert "fooBar (unknown)" in str(err.value)
 
 

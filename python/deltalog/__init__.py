@@ -7,9 +7,10 @@
 
 from __future__ import annotations
 
-from deltalog import features
+from deltalog import catalog, features
 from deltalog._native import __version__
 from deltalog.exceptions import (
+    CatalogRequiredError,
     ChangeDataNotRecordedError,
     CommitConflictError,
     ConstraintViolationError,
@@ -31,6 +32,7 @@ from deltalog.transaction import Transaction, write_files
 from deltalog.writer import CommitProperties, write_table
 
 __all__ = [
+    "CatalogRequiredError",
     "ChangeDataNotRecordedError",
     "Column",
     "CommitConflictError",
@@ -55,6 +57,7 @@ __all__ = [
     "VacuumResult",
     "VersionNotFoundError",
     "__version__",
+    "catalog",
     "col",
     "features",
     "read_task",

@@ -11,8 +11,14 @@ class RawSnapshot:
 
     @staticmethod
     def open(
-        uri: str, version: int | None = None, storage_options: dict[str, str] | None = None
-    ) -> RawSnapshot: ...
+        uri: str,
+        version: int | None = None,
+        storage_options: dict[str, str] | None = None,
+        catalog: tuple[int, list[tuple[int, str | None, bytes | None, int | None]]] | None = None,
+    ) -> RawSnapshot:
+        """Opens a version; of a catalog-managed table when ``catalog`` holds its catalog's
+        ratified commits: ``(latest_version, [(version, staged path, inline content,
+        timestamp ms)])``."""
     @staticmethod
     def resolve_timestamp(
         uri: str, timestamp_ms: int, storage_options: dict[str, str] | None = None

@@ -176,3 +176,20 @@ __all__ = [
     "UnsupportedFeatureError",
     "VersionNotFoundError",
 ]
+
+
+class CatalogRequiredError(DeltaError):
+    """A catalog-managed table was opened without its catalog (catalogManaged RFC: "Reader
+    Requirements for Catalog-managed tables": readers must discover the table through its
+    catalog and ask it for ratified commits that are not yet published).
+
+    Open it with ``DeltaTable(uri, catalog_client=...)`` or through a catalog
+    (``deltalog.catalog``); ``published_only=True`` reads its published commits alone.
+
+    Attributes:
+        table: the table's location.
+    """
+
+    def __init__(self, message: str, table: str | None = None) -> None:
+        super().__init__(message)
+        self.table = table

@@ -283,16 +283,18 @@ _REGISTRY: tuple[TableFeature, ...] = (
     # RFC 000 "Catalog-managed Table Enablement"; "Writer Requirements for Catalog-managed
     # tables": in-commit timestamps "must be supported and active". `catalogOwned-preview` is the
     # name the feature had while in preview.
+    # Read through the table's catalog only (`DeltaTable` refuses to open one without it
+    # unless asked to read the published commits alone); writes are not supported yet.
     _reader_writer(
         "catalogManaged",
         "Catalog-managed Table Enablement",
-        read_supported=False,
+        read_supported=True,
         requires=("inCommitTimestamps",),
     ),
     _reader_writer(
         "catalogOwned-preview",
         "Catalog-managed Table Enablement",
-        read_supported=False,
+        read_supported=True,
         requires=("inCommitTimestamps",),
     ),
     # Not in the stored spec (see the module docstring). Both are reader-writer features.
@@ -451,6 +453,17 @@ def _describe(names: Iterable[str]) -> str:
         f"{name} ({'not supported yet' if name in FEATURES else 'unknown'})"
         for name in sorted(names)
     )
+
+
+#: The names of the catalog-managed table feature (``catalogOwned-preview`` while in preview).
+CATALOG_MANAGED = frozenset({"catalogManaged", "catalogOwned-preview"})
+
+
+def is_catalog_managed(protocol: ProtocolLike) -> bool:
+    """Whether the table is catalog-managed: reader version 3, writer version 7 and the
+    feature among both feature lists (catalogManaged RFC: "Catalog-managed Table
+    Enablement"); for reads, its presence among the reader features decides."""
+    return bool(CATALOG_MANAGED & reader_features_of(protocol))
 
 
 def check_readable(protocol: ProtocolLike) -> None:

@@ -10,6 +10,7 @@ from __future__ import annotations
 import datetime as _dt
 import json
 import sys
+import warnings
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
@@ -17,7 +18,14 @@ from typing import TYPE_CHECKING, Any
 import pyarrow as pa
 
 from deltalog import _args, _native, features
-from deltalog.exceptions import DeltaError, InvalidArgumentError, VersionNotFoundError
+from deltalog.catalog.client import CatalogClient, RatifiedCommits
+from deltalog.exceptions import (
+    CatalogRequiredError,
+    DeltaError,
+    InvalidArgumentError,
+    UnsupportedFeatureError,
+    VersionNotFoundError,
+)
 from deltalog.expressions import Expr, FilterLike, to_predicate
 from deltalog.scan import DeltaScan
 from deltalog.writer import CommitProperties, _target_file_size, check_snapshot_writable
@@ -56,6 +64,11 @@ class Metadata:
     schema_string: str | None
     format_provider: str | None = "parquet"
     format_options: dict[str, str] = field(default_factory=dict)
+
+
+#: The catalog's ratified commits as the native core takes them:
+#: ``(latest_version, [(version, staged path, inline content, timestamp ms)])``.
+_NativeCatalogCommits = tuple[int, list[tuple[int, str | None, bytes | None, int | None]]]
 
 
 def _timestamp_ms(value: TimestampLike) -> int:
@@ -135,12 +148,20 @@ class DeltaTable:
         timestamp: load the latest version committed at or before this time instead: a
             ``datetime`` (naive means UTC), an ISO-8601 string, or milliseconds since the epoch.
         storage_options: credentials and settings passed to the object store unchanged.
+        catalog_client: for a catalog-managed table (``catalogManaged`` feature), its catalog's
+            client (any object implementing :class:`deltalog.catalog.CatalogClient`): the
+            ratified commits it returns are read along with the published log, the catalog's
+            commit winning for its version, nothing past its latest version.
+        published_only: open a catalog-managed table without its catalog, reading only its
+            published commits (possibly not the latest version), with a warning.
 
     Raises:
         TableNotFoundError: no Delta table at ``table_uri``.
         VersionNotFoundError: the version or timestamp cannot be served.
-        CorruptLogError: the log breaks a protocol rule (the error names file, version, rule).
+        CorruptLogError: the log breaks a protocol rule (the error names file, version, rule),
+            or the catalog returned malformed commits.
         UnsupportedFeatureError: the table needs reader features deltalog does not support.
+        CatalogRequiredError: the table is catalog-managed and no ``catalog_client`` was given.
     """
 
     def __init__(
@@ -149,22 +170,81 @@ class DeltaTable:
         version: int | None = None,
         timestamp: TimestampLike | None = None,
         storage_options: Mapping[str, str] | None = None,
+        catalog_client: CatalogClient | None = None,
+        published_only: bool = False,
     ) -> None:
         if version is not None and timestamp is not None:
             raise ValueError("pass either version or timestamp, not both")
+        if catalog_client is not None and published_only:
+            raise ValueError("pass either catalog_client or published_only, not both")
+        if catalog_client is not None and not callable(
+            getattr(catalog_client, "get_ratified_commits", None)
+        ):
+            raise TypeError(
+                "catalog_client must implement deltalog.catalog.CatalogClient "
+                f"(get_ratified_commits), not {type(catalog_client).__name__}"
+            )
         if version is not None:
             version = _args.version("version", version)
         self._uri = str(table_uri)
         self._storage_options = dict(storage_options) if storage_options else None
+        self._catalog_client = catalog_client
+        self._published_only = bool(published_only)
         if timestamp is not None:
+            if catalog_client is not None:
+                raise UnsupportedFeatureError(
+                    "time travel by timestamp is not supported yet on catalog-managed tables; "
+                    "pass a version"
+                )
             version = _native.RawSnapshot.resolve_timestamp(
                 self._uri, _timestamp_ms(timestamp), self._storage_options
             )
-        self._set(_native.RawSnapshot.open(self._uri, version, self._storage_options))
+        self._set(self._open(version))
+
+    def _ratified_commits(self) -> _NativeCatalogCommits:
+        """The catalog's ratified commits, checked, in the form the core takes."""
+        assert self._catalog_client is not None
+        answer = self._catalog_client.get_ratified_commits()
+        if not isinstance(answer, RatifiedCommits):
+            raise TypeError(
+                "get_ratified_commits must return deltalog.catalog.RatifiedCommits, not "
+                f"{type(answer).__name__}"
+            )
+        return answer.native()
+
+    def _open(self, version: int | None) -> _native.RawSnapshot:
+        """Opens ``version`` (the latest when ``None``), through the catalog when there is
+        one."""
+        if self._catalog_client is not None:
+            return _native.RawSnapshot.open(
+                self._uri, version, self._storage_options, self._ratified_commits()
+            )
+        return _native.RawSnapshot.open(self._uri, version, self._storage_options)
 
     def _set(self, raw: _native.RawSnapshot) -> None:
         protocol = Protocol(*raw.protocol())
         features.check_readable(protocol)
+        if features.is_catalog_managed(protocol):
+            # catalogManaged RFC, "Reader Requirements for Catalog-managed tables".
+            if self._catalog_client is None and not self._published_only:
+                raise CatalogRequiredError(
+                    f"the table at {self._uri} is catalog-managed (table feature "
+                    "catalogManaged): open it through its catalog (DeltaTable(uri, "
+                    "catalog_client=...)), or pass published_only=True to read only its "
+                    "published commits",
+                    table=self._uri,
+                )
+            if self._catalog_client is None:
+                warnings.warn(
+                    f"reading the catalog-managed table at {self._uri} without its catalog: "
+                    "only published commits are read, so this may not be the latest version",
+                    stacklevel=3,
+                )
+        elif self._catalog_client is not None:
+            raise InvalidArgumentError(
+                f"the table at {self._uri} is not catalog-managed (no catalogManaged table "
+                "feature), so it takes no catalog_client"
+            )
         self._raw = raw
         self._protocol = protocol
 
@@ -230,6 +310,14 @@ class DeltaTable:
 
     def load_as_version(self, version: int | TimestampLike) -> None:
         """Reloads this object at another version: an int is a version, anything else a time."""
+        if self._catalog_client is not None:
+            if not isinstance(version, int) or isinstance(version, bool):
+                raise UnsupportedFeatureError(
+                    "time travel by timestamp is not supported yet on catalog-managed tables; "
+                    "pass a version"
+                )
+            self._set(self._open(_args.version("version", version)))
+            return
         if isinstance(version, int) and not isinstance(version, bool):
             raw = self._raw.load_version(_args.version("version", version))
         else:
@@ -242,7 +330,11 @@ class DeltaTable:
         the new commit, not a reload of the table. A loaded version older than the log's
         cleanup horizon, a schema or protocol change, or a long way to go reload afresh; so
         does a table deleted and created again at the same location (the loaded version's
-        commit gone or another file): the object then shows the new table."""
+        commit gone or another file): the object then shows the new table. A catalog-managed
+        table asks its catalog for the latest ratified commits."""
+        if self._catalog_client is not None:
+            self._set(self._open(None))
+            return
         self._set(self._raw.advance(None))
 
     # -- state ---------------------------------------------------------------------------

@@ -24,12 +24,15 @@ use futures::TryStreamExt;
 use crate::error::{DeltaError, DeltaResult};
 use crate::files::FileBatch;
 use crate::log::actions::names;
+use crate::log::catalog::CatalogCommits;
 use crate::log::path::CheckpointNaming;
 use crate::log::reader::{
     commit_info_batches, delta_stream, open_checkpoint, protocol_and_metadata,
 };
 use crate::log::replay::{select_checkpoint_files, unseen, Origin, Reconciler, Selected};
-use crate::log::segment::{build_segment, load_segment, Delta, LogListing, LogSegment};
+use crate::log::segment::{
+    build_segment, load_catalog_segment, load_segment, Delta, LogListing, LogSegment,
+};
 use crate::model::{DomainMetadata, Metadata, Protocol, Txn};
 use crate::nulls::filter_compact;
 use crate::schema::{parse_schema_string, physical_schema, ColumnMappingMode};
@@ -96,7 +99,29 @@ async fn first_pass(storage: &Storage, newest_first: &[Delta]) -> DeltaResult<Re
 impl Snapshot {
     /// Opens version `version` (the latest when `None`) of the table in `storage`.
     pub async fn try_new(storage: Storage, version: Option<u64>) -> DeltaResult<Self> {
-        let (segment, listing) = load_segment(&storage, version).await?;
+        Self::open(storage, version, None).await
+    }
+
+    /// Opens `version` (the latest ratified one when `None`) of a catalog-managed table, from
+    /// its published log and the commits its catalog returned (catalogManaged RFC: "Reading
+    /// Catalog-managed Tables").
+    pub async fn try_new_with_catalog(
+        storage: Storage,
+        version: Option<u64>,
+        catalog: &CatalogCommits,
+    ) -> DeltaResult<Self> {
+        Self::open(storage, version, Some(catalog)).await
+    }
+
+    async fn open(
+        storage: Storage,
+        version: Option<u64>,
+        catalog: Option<&CatalogCommits>,
+    ) -> DeltaResult<Self> {
+        let (segment, listing) = match catalog {
+            Some(catalog) => load_catalog_segment(&storage, version, catalog).await?,
+            None => load_segment(&storage, version).await?,
+        };
         // The version's checksum file, when there is one, names the protocol and metadata:
         // the first pass over the newest commits is not needed (replay still checks them).
         let has_checksum = listing.files.iter().any(|f| {

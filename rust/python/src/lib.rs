@@ -4,6 +4,7 @@
 //! the GIL released), core results to Python objects (Arrow data through the C data interface,
 //! zero-copy), and core errors to the exception classes of `deltalog.exceptions`.
 
+mod catalog;
 mod codecs;
 mod errors;
 mod maintenance;

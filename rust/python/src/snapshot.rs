@@ -15,6 +15,7 @@ use deltalog_core::{Snapshot, Storage};
 use pyo3::prelude::*;
 use pyo3::types::PyDict;
 
+use crate::catalog::{catalog_commits, PyCatalogCommits};
 use crate::errors::to_py_err;
 use crate::runtime::block_on;
 use crate::scan::RawScan;
@@ -44,18 +45,28 @@ pub(crate) struct RawSnapshot {
 
 #[pymethods]
 impl RawSnapshot {
-    /// Opens `version` (latest when None) of the table at `uri`.
+    /// Opens `version` (latest when None) of the table at `uri`; of a catalog-managed table
+    /// when `catalog` holds its catalog's ratified commits (`(latest_version, commits)`).
     #[staticmethod]
-    #[pyo3(signature = (uri, version=None, storage_options=None))]
+    #[pyo3(signature = (uri, version=None, storage_options=None, catalog=None))]
     fn open(
         py: Python<'_>,
         uri: &str,
         version: Option<i64>,
         storage_options: Option<HashMap<String, String>>,
+        catalog: Option<PyCatalogCommits>,
     ) -> PyResult<Self> {
         let storage = open_storage(uri, storage_options).map_err(|e| to_py_err(py, e))?;
         let version = to_version(version).map_err(|e| to_py_err(py, e))?;
-        let snapshot = block_on(py, Snapshot::try_new(storage, version))?;
+        let snapshot = match catalog {
+            Some(answer) => {
+                let commits = catalog_commits(answer).map_err(|e| to_py_err(py, e))?;
+                block_on(py, async move {
+                    Snapshot::try_new_with_catalog(storage, version, &commits).await
+                })?
+            }
+            None => block_on(py, Snapshot::try_new(storage, version))?,
+        };
         Ok(RawSnapshot { snapshot })
     }
 

@@ -6,6 +6,7 @@
 //!   checksums, staged commits);
 //! - [`last_checkpoint`]: the `_last_checkpoint` hint and its JSON checksum;
 //! - [`segment`]: which files reconstruct a version (listing, checkpoint choice, compactions);
+//!   [`catalog`]: the commits a catalog-managed table's catalog supplies, joined with them;
 //! - [`actions`], [`reader`]: log files decoded into Arrow batches of the action schema
 //!   ([`add_lines`]: the fast path for commits' `add` lines);
 //! - [`file_keys`], [`replay`]: action reconciliation;
@@ -13,6 +14,7 @@
 
 pub mod actions;
 pub mod add_lines;
+pub mod catalog;
 pub mod file_keys;
 pub mod last_checkpoint;
 pub mod path;

@@ -183,8 +183,8 @@ pub fn delta_stream(
                     Delta::Compaction { .. } => LineOrder::NewestLast,
                 };
                 // Decoded where it is read (mapped when local): nothing keeps the file's bytes.
-                let decoded = storage
-                    .scan(&file.meta.location, move |bytes| {
+                let decoded = file
+                    .scan(&storage, move |bytes| {
                         decode_delta(bytes, stats.as_deref(), &name, version, order)
                     })
                     .await
@@ -209,8 +209,9 @@ pub async fn protocol_and_metadata(
             let storage = storage.clone();
             async move {
                 // Searched where it is read (mapped when local), files in parallel.
-                let lines = storage
-                    .scan(&delta.file().meta.location, |bytes| {
+                let lines = delta
+                    .file()
+                    .scan(&storage, |bytes| {
                         lines_mentioning(bytes, &[b"\"protocol\"", b"\"metaData\""])
                     })
                     .await
@@ -257,8 +258,8 @@ pub async fn commit_info_batches(
     file: &LogFile,
     version: u64,
 ) -> DeltaResult<Vec<RecordBatch>> {
-    let lines = storage
-        .scan(&file.meta.location, |bytes| {
+    let lines = file
+        .scan(storage, |bytes| {
             lines_mentioning(bytes, &[b"\"commitInfo\""])
         })
         .await
@@ -309,6 +310,13 @@ async fn fetch(storage: &Storage, file: &LogFile, version: u64) -> DeltaResult<b
 /// and reading is reported as a log error naming it.
 fn log_file_error(e: object_store::Error, file: &LogFile, version: Option<u64>) -> DeltaError {
     match e {
+        object_store::Error::NotFound { .. } if file.name.starts_with("_staged_commits/") => {
+            DeltaError::corrupt(
+                format!("_delta_log/{}", file.name),
+                version,
+                "the catalog ratified this staged commit, but the file could not be read                  (catalogManaged RFC: \"Staged commit\")",
+            )
+        }
         object_store::Error::NotFound { .. } => DeltaError::corrupt(
             format!("_delta_log/{}", file.name),
             version,

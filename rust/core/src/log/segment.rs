@@ -10,6 +10,7 @@ use std::collections::{BTreeMap, HashMap};
 use object_store::ObjectMeta;
 
 use crate::error::{DeltaError, DeltaResult};
+use crate::log::catalog::CatalogCommits;
 use crate::log::last_checkpoint::parse_last_checkpoint;
 use crate::log::path::{classify, CheckpointFormat, CheckpointNaming, LogFileKind};
 use crate::storage::Storage;
@@ -23,6 +24,32 @@ pub struct LogFile {
     pub name: String,
     /// Location, size and modification time.
     pub meta: ObjectMeta,
+    /// The content of a commit the managing catalog holds itself (an inline commit,
+    /// catalogManaged RFC): there is no file to read.
+    pub inline: Option<bytes::Bytes>,
+}
+
+impl LogFile {
+    /// Runs `f` over the file's bytes: the inline content, or the object (memory-mapped when
+    /// local, see [`Storage::scan`]).
+    pub async fn scan<T, F>(&self, storage: &Storage, f: F) -> Result<T, object_store::Error>
+    where
+        T: Send + 'static,
+        F: FnOnce(&[u8]) -> T + Send + 'static,
+    {
+        match &self.inline {
+            Some(content) => {
+                let content = content.clone();
+                tokio::task::spawn_blocking(move || f(&content))
+                    .await
+                    .map_err(|e| object_store::Error::Generic {
+                        store: "catalog",
+                        source: Box::new(e),
+                    })
+            }
+            None => storage.scan(&self.meta.location, f).await,
+        }
+    }
 }
 
 /// Whether two listings (or a listing and a `HEAD`) of one log file name saw the same object:
@@ -164,7 +191,12 @@ impl LogListing {
                     continue;
                 }
             }
-            files.push(LogFile { kind, name, meta });
+            files.push(LogFile {
+                kind,
+                name,
+                meta,
+                inline: None,
+            });
         }
         Ok(LogListing {
             files,
@@ -445,6 +477,48 @@ pub async fn load_segment(
     }
 }
 
+/// [`load_segment`] for a catalog-managed table: the listing joined with the commits its
+/// catalog returned ([`CatalogCommits::apply`]); the `_last_checkpoint` hint is used only when
+/// it is not past the catalog's latest version, which is also the default target.
+pub async fn load_catalog_segment(
+    storage: &Storage,
+    target: Option<u64>,
+    catalog: &CatalogCommits,
+) -> DeltaResult<(LogSegment, LogListing)> {
+    let latest = catalog.latest_version;
+    let version = target.unwrap_or(latest);
+    if version > latest {
+        return Err(DeltaError::version_not_found(format!(
+            "version {version} does not exist; the catalog's latest ratified version is {latest}"
+        )));
+    }
+    if let Some(hint) = last_checkpoint_hint(storage).await {
+        if hint <= version {
+            let mut listing = LogListing::list(storage, Some(hint)).await?;
+            catalog.apply(storage, &mut listing)?;
+            match build_segment(&listing, Some(version)) {
+                Ok(segment) => return Ok((segment, listing)),
+                Err(SegmentError::Fatal(e)) => return Err(e),
+                Err(SegmentError::NeedFullListing(_)) => {}
+            }
+        }
+    }
+    let mut listing = LogListing::list(storage, None).await?;
+    catalog.apply(storage, &mut listing)?;
+    if listing.files.is_empty() {
+        return Err(not_a_table(storage).await);
+    }
+    match build_segment(&listing, Some(version)) {
+        Ok(segment) => Ok((segment, listing)),
+        Err(SegmentError::Fatal(e)) => Err(e),
+        Err(SegmentError::NeedFullListing(reason)) => Err(DeltaError::corrupt(
+            "_delta_log",
+            Some(version),
+            format!("cannot build a log segment: {reason}"),
+        )),
+    }
+}
+
 /// The error for a location whose `_delta_log` holds nothing usable.
 pub async fn not_a_table(storage: &Storage) -> DeltaError {
     let location = storage.url().to_string();
@@ -476,6 +550,7 @@ mod tests {
                 e_tag: None,
                 version: None,
             },
+            inline: None,
         }
     }
 

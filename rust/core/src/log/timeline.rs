@@ -77,7 +77,10 @@ pub async fn read_commit_info(
     file: &LogFile,
     version: u64,
 ) -> DeltaResult<Option<Value>> {
-    let bytes = storage.get(&file.meta.location).await?;
+    let bytes = match &file.inline {
+        Some(content) => content.clone(),
+        None => storage.get(&file.meta.location).await?,
+    };
     let name = format!("_delta_log/{}", file.name);
     for line in bytes.split(|b| *b == b'\n') {
         // Cheap pre-filter: only lines mentioning commitInfo are parsed.

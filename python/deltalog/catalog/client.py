@@ -1,0 +1,88 @@
+"""The client-side API a catalog implements for deltalog (catalogManaged RFC: "Sample Catalog
+Client API", "Getting Ratified Commits from the Catalog", "Commit Protocol")."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Protocol, runtime_checkable
+
+from deltalog.exceptions import InvalidArgumentError
+
+
+@dataclass(frozen=True)
+class RatifiedCommit:
+    """A commit the catalog ratified for ``version``: a staged commit (``path``: its file name
+    in ``_delta_log/_staged_commits/``, ``<version>.<uuid>.json``, or its full URI) or an
+    inline commit (``content``: its newline-delimited JSON actions, held by the catalog).
+
+    Attributes:
+        version: the table version.
+        path: the staged commit file, for a staged commit.
+        content: the commit's actions, for an inline commit.
+        timestamp: when the catalog ratified it, in milliseconds since the epoch, if known
+            (readers take commit times from in-commit timestamps, never from this).
+    """
+
+    version: int
+    path: str | None = None
+    content: bytes | None = None
+    timestamp: int | None = None
+
+    def __post_init__(self) -> None:
+        if isinstance(self.version, bool) or not isinstance(self.version, int):
+            raise TypeError(f"version must be an int, not {type(self.version).__name__}")
+        if self.version < 0:
+            raise InvalidArgumentError(f"a commit version cannot be negative: {self.version}")
+        if (self.path is None) == (self.content is None):
+            raise InvalidArgumentError(
+                f"ratified commit {self.version} needs exactly one of path (staged) and "
+                "content (inline)"
+            )
+        if isinstance(self.content, str):
+            object.__setattr__(self, "content", self.content.encode())
+
+    @property
+    def is_inline(self) -> bool:
+        """Whether the catalog holds the commit's content itself."""
+        return self.content is not None
+
+
+@dataclass(frozen=True)
+class RatifiedCommits:
+    """The catalog's answer to :meth:`CatalogClient.get_ratified_commits`.
+
+    Attributes:
+        commits: the ratified commits the catalog still holds in the requested range, ascending
+            and contiguous (possibly empty: everything was published).
+        latest_version: the table's latest ratified version, authoritative: readers ignore
+            any published file of a later version.
+    """
+
+    commits: Sequence[RatifiedCommit] = field(default_factory=tuple)
+    latest_version: int = -1
+
+    def native(self) -> tuple[int, list[tuple[int, str | None, bytes | None, int | None]]]:
+        """The form the native core takes."""
+        return (
+            self.latest_version,
+            [(c.version, c.path, c.content, c.timestamp) for c in self.commits],
+        )
+
+
+@runtime_checkable
+class CatalogClient(Protocol):
+    """What deltalog needs from the catalog that manages a catalog-managed table.
+
+    ``get_ratified_commits`` is all a reader needs. Writers also call ``commit`` (and
+    publishing and maintenance calls of the catalogs deltalog ships); a read-only adapter may
+    leave those unimplemented.
+    """
+
+    def get_ratified_commits(
+        self, start_version: int | None = None, end_version: int | None = None
+    ) -> RatifiedCommits:
+        """The ratified commits the catalog holds with versions in ``[start_version,
+        end_version]`` (all of them when both are ``None``), ascending and contiguous, and the
+        table's latest ratified version."""
+        ...

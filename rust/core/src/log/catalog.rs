@@ -1,0 +1,346 @@
+//! Commits supplied by a table's managing catalog, and how they join the published log.
+//!
+//! Spec: the `catalogManaged` RFC (`000_…`): "Terminology: Commits" (staged, inline, ratified
+//! and published commits), "Reading Catalog-managed Tables" and "Reader Requirements for
+//! Catalog-managed tables". The catalog is the source of truth: its commit for a version wins
+//! over a published `<v>.json`, files of versions past its latest ratified version are ignored,
+//! and a staged file it did not return is never read.
+
+use bytes::Bytes;
+use object_store::ObjectMeta;
+
+use crate::error::{DeltaError, DeltaResult};
+use crate::log::path::{classify, commit_file_name, LogFileKind};
+use crate::log::segment::{LogFile, LogListing};
+use crate::storage::Storage;
+
+/// Where a ratified commit's content is.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum RatifiedSource {
+    /// A staged commit file: its name in `_delta_log/_staged_commits/`, or its full URI.
+    Staged(String),
+    /// An inline commit: the newline-delimited JSON the catalog holds.
+    Inline(Bytes),
+}
+
+/// A commit the managing catalog ratified ("Ratified commit"); it may also be published.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RatifiedCommit {
+    /// The table version it is.
+    pub version: u64,
+    /// Its content's location or the content itself.
+    pub source: RatifiedSource,
+    /// When the catalog ratified it, in milliseconds since the epoch, if it says.
+    pub timestamp: Option<i64>,
+}
+
+/// What the catalog returned for a table: the ratified commits it still holds, ascending and
+/// contiguous, and the latest ratified version, which is authoritative ("Getting Ratified
+/// Commits from the Catalog").
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct CatalogCommits {
+    /// The commits, ascending and contiguous (possibly empty: everything is published).
+    pub commits: Vec<RatifiedCommit>,
+    /// The table's latest ratified version.
+    pub latest_version: u64,
+}
+
+impl CatalogCommits {
+    /// Checks the catalog's answer: versions ascending, contiguous and none past
+    /// `latest_version`; staged commits named as files of `_delta_log/_staged_commits/` for
+    /// their own version. `table` names the table in errors.
+    pub fn validate(&self, table: &str) -> DeltaResult<()> {
+        let bad = |version: u64, rule: String| {
+            DeltaError::corrupt(
+                format!("the catalog's ratified commits of {table}"),
+                Some(version),
+                format!(
+                    "{rule} (catalogManaged RFC: \"Getting Ratified Commits from the Catalog\")"
+                ),
+            )
+        };
+        for pair in self.commits.windows(2) {
+            if pair[1].version != pair[0].version + 1 {
+                return Err(bad(
+                    pair[1].version,
+                    format!(
+                        "ratified commits must be ascending and contiguous, but version {} \
+                         follows version {}",
+                        pair[1].version, pair[0].version
+                    ),
+                ));
+            }
+        }
+        if let Some(last) = self.commits.last() {
+            if last.version > self.latest_version {
+                return Err(bad(
+                    last.version,
+                    format!(
+                        "a ratified commit of version {} is past the latest ratified version {}",
+                        last.version, self.latest_version
+                    ),
+                ));
+            }
+        }
+        Ok(())
+    }
+
+    /// The versions the catalog holds commits for.
+    pub fn versions(&self) -> Option<(u64, u64)> {
+        Some((self.commits.first()?.version, self.commits.last()?.version))
+    }
+
+    /// Joins the catalog's commits with a listing of the published log ("Reading
+    /// Catalog-managed Tables"): files of versions past the latest ratified version go, as do
+    /// every staged file and the compactions that cover a version the catalog holds; each
+    /// catalog commit takes the place of that version's published file.
+    pub fn apply(&self, storage: &Storage, listing: &mut LogListing) -> DeltaResult<()> {
+        let table = storage.url().to_string();
+        self.validate(&table)?;
+        let latest = self.latest_version;
+        let held = self.versions();
+        listing.files.retain(|f| {
+            let past = f.kind.version().is_some_and(|v| v > latest);
+            let overridden = match (&f.kind, held) {
+                (LogFileKind::Commit { version }, Some((lo, hi))) => (lo..=hi).contains(version),
+                (LogFileKind::Compaction { start, end }, Some((lo, hi))) => {
+                    *start <= hi && lo <= *end
+                }
+                _ => false,
+            };
+            !(past || overridden || matches!(f.kind, LogFileKind::StagedCommit { .. }))
+        });
+        for commit in &self.commits {
+            listing.files.push(commit_file(storage, &table, commit)?);
+        }
+        listing.files.sort_by(|a, b| a.name.cmp(&b.name));
+        Ok(())
+    }
+}
+
+/// The log file a ratified commit is read from.
+fn commit_file(storage: &Storage, table: &str, commit: &RatifiedCommit) -> DeltaResult<LogFile> {
+    let version = commit.version;
+    let last_modified = commit
+        .timestamp
+        .and_then(chrono::DateTime::from_timestamp_millis)
+        .unwrap_or_default();
+    let meta = |name: &str| ObjectMeta {
+        location: storage.log_path(name),
+        last_modified,
+        size: 0,
+        e_tag: None,
+        version: None,
+    };
+    match &commit.source {
+        RatifiedSource::Inline(content) => Ok(LogFile {
+            kind: LogFileKind::Commit { version },
+            name: format!(
+                "{} (inline, held by the catalog)",
+                commit_file_name(version)
+            ),
+            meta: meta(&commit_file_name(version)),
+            inline: Some(content.clone()),
+        }),
+        RatifiedSource::Staged(path) => {
+            let name = staged_name(storage, path).ok_or_else(|| {
+                DeltaError::corrupt(
+                    format!("the catalog's ratified commits of {table}"),
+                    Some(version),
+                    format!(
+                        "the staged commit {path:?} is not a file of the table's \
+                         _delta_log/_staged_commits/ (catalogManaged RFC: \"Staged commit\")"
+                    ),
+                )
+            })?;
+            match classify(&name) {
+                LogFileKind::StagedCommit { version: v, .. } if v == version => Ok(LogFile {
+                    kind: LogFileKind::Commit { version },
+                    meta: meta(&name),
+                    name,
+                    inline: None,
+                }),
+                _ => Err(DeltaError::corrupt(
+                    format!("the catalog's ratified commits of {table}"),
+                    Some(version),
+                    format!(
+                        "the staged commit {path:?} of version {version} is not named \
+                         <version>.<uuid>.json for that version (catalogManaged RFC: \"Staged \
+                         commit\": the version in its name is authoritative)"
+                    ),
+                )),
+            }
+        }
+    }
+}
+
+/// The `_delta_log`-relative name of a staged commit given as a file name or a full URI.
+fn staged_name(storage: &Storage, path: &str) -> Option<String> {
+    if !path.contains('/') {
+        return Some(format!("_staged_commits/{path}"));
+    }
+    let log = format!(
+        "{}/_delta_log/",
+        storage.url().as_str().trim_end_matches('/')
+    );
+    let rest = path.strip_prefix(&log).or_else(|| {
+        // A local path rather than a file:// URI.
+        let local = storage.url().to_file_path().ok()?;
+        let prefix = format!(
+            "{}/_delta_log/",
+            local.to_string_lossy().trim_end_matches('/')
+        );
+        path.strip_prefix(&prefix)
+    })?;
+    (rest.starts_with("_staged_commits/") && rest.matches('/').count() == 1)
+        .then(|| rest.to_string())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use chrono::Utc;
+
+    const U8: &str = "7d17ac10-5cc3-401b-bd1a-9c82dd2ea032";
+
+    fn staged(version: u64, uuid: &str) -> RatifiedCommit {
+        RatifiedCommit {
+            version,
+            source: RatifiedSource::Staged(format!("{version:020}.{uuid}.json")),
+            timestamp: None,
+        }
+    }
+
+    fn listed(storage: &Storage, name: &str) -> LogFile {
+        LogFile {
+            kind: classify(name),
+            name: name.into(),
+            meta: ObjectMeta {
+                location: storage.log_path(name),
+                last_modified: Utc::now(),
+                size: 1,
+                e_tag: None,
+                version: None,
+            },
+            inline: None,
+        }
+    }
+
+    #[test]
+    fn the_catalog_wins_and_later_files_are_ignored() {
+        let dir = tempfile::tempdir().unwrap();
+        let storage = Storage::open(dir.path().to_str().unwrap(), &Default::default()).unwrap();
+        let names = [
+            "00000000000000000006.json".to_string(),
+            "00000000000000000007.json".to_string(),
+            "00000000000000000003.00000000000000000005.compacted.json".to_string(),
+            "00000000000000000006.00000000000000000008.compacted.json".to_string(),
+            "00000000000000000010.json".to_string(),
+            "00000000000000000010.checkpoint.parquet".to_string(),
+            format!("_staged_commits/00000000000000000008.{U8}.json"),
+            format!(
+                "_staged_commits/00000000000000000008.{}.json",
+                uuid::Uuid::new_v4()
+            ),
+        ];
+        let mut listing = LogListing {
+            files: names.iter().map(|n| listed(&storage, n)).collect(),
+            complete: true,
+        };
+        let catalog = CatalogCommits {
+            commits: vec![
+                staged(7, "016ae953-37a9-438e-8683-9a9a4a79a395"),
+                staged(8, U8),
+                RatifiedCommit {
+                    version: 9,
+                    source: RatifiedSource::Inline(Bytes::from_static(b"{}\n")),
+                    timestamp: Some(5),
+                },
+            ],
+            latest_version: 9,
+        };
+        catalog.apply(&storage, &mut listing).unwrap();
+        let kept: Vec<(&str, bool)> = listing
+            .files
+            .iter()
+            .map(|f| (f.name.as_str(), f.inline.is_some()))
+            .collect();
+        assert_eq!(
+            kept,
+            vec![
+                ("00000000000000000003.00000000000000000005.compacted.json", false),
+                ("00000000000000000006.json", false),
+                (
+                    "00000000000000000009.json (inline, held by the catalog)",
+                    true
+                ),
+                (
+                    "_staged_commits/00000000000000000007.016ae953-37a9-438e-8683-9a9a4a79a395.json",
+                    false
+                ),
+                (&*format!("_staged_commits/00000000000000000008.{U8}.json"), false),
+            ]
+        );
+        let commits = listing.commits();
+        assert_eq!(
+            commits.keys().copied().collect::<Vec<_>>(),
+            vec![6, 7, 8, 9]
+        );
+    }
+
+    #[test]
+    fn malformed_answers_are_refused() {
+        let dir = tempfile::tempdir().unwrap();
+        let storage = Storage::open(dir.path().to_str().unwrap(), &Default::default()).unwrap();
+        let gap = CatalogCommits {
+            commits: vec![staged(3, U8), staged(5, U8)],
+            latest_version: 5,
+        };
+        let err = gap.apply(&storage, &mut LogListing::default()).unwrap_err();
+        assert!(err.to_string().contains("contiguous"), "{err}");
+        let past = CatalogCommits {
+            commits: vec![staged(3, U8)],
+            latest_version: 2,
+        };
+        assert!(past.validate("t").is_err());
+        // The staged file's name must be of its own version.
+        let wrong = CatalogCommits {
+            commits: vec![RatifiedCommit {
+                version: 4,
+                source: RatifiedSource::Staged(format!("00000000000000000003.{U8}.json")),
+                timestamp: None,
+            }],
+            latest_version: 4,
+        };
+        let err = wrong
+            .apply(&storage, &mut LogListing::default())
+            .unwrap_err();
+        assert!(err.to_string().contains("authoritative"), "{err}");
+        // Outside the staging directory.
+        let outside = CatalogCommits {
+            commits: vec![RatifiedCommit {
+                version: 4,
+                source: RatifiedSource::Staged("/elsewhere/x.json".into()),
+                timestamp: None,
+            }],
+            latest_version: 4,
+        };
+        assert!(outside.apply(&storage, &mut LogListing::default()).is_err());
+        // A full URI inside the table is accepted.
+        let uri = format!(
+            "{}/_delta_log/_staged_commits/00000000000000000004.{U8}.json",
+            storage.url().as_str().trim_end_matches('/')
+        );
+        let full = CatalogCommits {
+            commits: vec![RatifiedCommit {
+                version: 4,
+                source: RatifiedSource::Staged(uri),
+                timestamp: None,
+            }],
+            latest_version: 4,
+        };
+        let mut listing = LogListing::default();
+        full.apply(&storage, &mut listing).unwrap();
+        assert_eq!(listing.files.len(), 1);
+    }
+}
