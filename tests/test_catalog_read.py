@@ -136,7 +136,8 @@ def ids(t: dl.DeltaTable) -> list[int]:
 
 def test_rfc_reading_example(tmp_path: Path) -> None:
     catalog = rfc_example(tmp_path / "t")
-    assert isinstance(catalog, CatalogClient)
+    # A read-only client (no commit/published) is enough to read.
+    assert not isinstance(catalog, CatalogClient)
     t = dl.DeltaTable(str(tmp_path / "t"), catalog_client=catalog)
     assert t.version() == 9
     assert ids(t) == list(range(10))
@@ -236,7 +237,7 @@ def test_malformed_catalog_answers_are_typed_errors(tmp_path: Path) -> None:
     wrong_version = Catalog([RatifiedCommit(9, path=catalog.commits[1].path)], latest=9)
     with pytest.raises(dl.CorruptLogError, match="authoritative"):
         dl.DeltaTable(root, catalog_client=wrong_version)
-    with pytest.raises(TypeError, match="RatifiedCommits"):
+    with pytest.raises(dl.InvalidArgumentError, match="RatifiedCommits"):
 
         class Bad:
             def get_ratified_commits(self, start_version=None, end_version=None):  # type: ignore[no-untyped-def]

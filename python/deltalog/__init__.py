@@ -10,6 +10,7 @@ from __future__ import annotations
 from deltalog import catalog, features
 from deltalog._native import __version__
 from deltalog.exceptions import (
+    CatalogError,
     CatalogRequiredError,
     ChangeDataNotRecordedError,
     CommitConflictError,
@@ -32,6 +33,7 @@ from deltalog.transaction import Transaction, write_files
 from deltalog.writer import CommitProperties, write_table
 
 __all__ = [
+    "CatalogError",
     "CatalogRequiredError",
     "ChangeDataNotRecordedError",
     "Column",

@@ -14,16 +14,17 @@ class RawSnapshot:
         uri: str,
         version: int | None = None,
         storage_options: dict[str, str] | None = None,
-        catalog: tuple[int, list[tuple[int, str | None, bytes | None, int | None]]] | None = None,
+        catalog_client: Any = None,
     ) -> RawSnapshot:
-        """Opens a version; of a catalog-managed table when ``catalog`` holds its catalog's
-        ratified commits: ``(latest_version, [(version, staged path, inline content,
-        timestamp ms)])``."""
+        """Opens a version; of a catalog-managed table through ``catalog_client`` (a
+        ``deltalog.catalog.CatalogClient``), which the snapshot keeps for later versions and
+        commits."""
     @staticmethod
     def resolve_timestamp(
         uri: str, timestamp_ms: int, storage_options: dict[str, str] | None = None
     ) -> int: ...
     def load_version(self, version: int | None) -> RawSnapshot: ...
+    def has_catalog(self) -> bool: ...
     def advance(self, version: int | None) -> RawSnapshot:
         """A newer version: only the commits after this one are replayed onto it."""
     def version_at_timestamp(self, timestamp_ms: int) -> int: ...

@@ -7,6 +7,8 @@ was broken, so that bad input can be reported precisely. All of them derive from
 
 from __future__ import annotations
 
+from typing import Any
+
 
 class DeltaError(Exception):
     """Base class of every deltalog error."""
@@ -83,15 +85,28 @@ class CorruptDataFileError(DeltaError):
 class CommitConflictError(DeltaError):
     """Another writer committed a conflicting change first; nothing was committed.
 
+    A catalog client raises it from ``commit`` when another commit was ratified for the
+    version first, with ``ratified``: the catalog's ratified commits from that version on, so
+    that the writer can rebase without asking again (catalogManaged RFC: "Commit Protocol").
+
     Attributes:
         version: the version the winning commit took.
         reason: why it conflicts (metadata change, data read by this transaction, ...).
+        ratified: from a catalog, its latest ratified commits
+            (:class:`deltalog.catalog.RatifiedCommits`).
     """
 
-    def __init__(self, message: str, version: int | None = None, reason: str | None = None) -> None:
+    def __init__(
+        self,
+        message: str,
+        version: int | None = None,
+        reason: str | None = None,
+        ratified: Any = None,
+    ) -> None:
         super().__init__(message)
         self.version = version
         self.reason = reason
+        self.ratified = ratified
 
 
 class VersionNotFoundError(DeltaError):
@@ -185,6 +200,19 @@ class CatalogRequiredError(DeltaError):
 
     Open it with ``DeltaTable(uri, catalog_client=...)`` or through a catalog
     (``deltalog.catalog``); ``published_only=True`` reads its published commits alone.
+
+    Attributes:
+        table: the table's location.
+    """
+
+    def __init__(self, message: str, table: str | None = None) -> None:
+        super().__init__(message)
+        self.table = table
+
+
+class CatalogError(DeltaError):
+    """The catalog of a catalog-managed table failed a call: it could not be reached, refused
+    the request, or its client raised (the message carries what it raised).
 
     Attributes:
         table: the table's location.

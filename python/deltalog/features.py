@@ -515,6 +515,7 @@ def check_writable(
     protocol: ProtocolLike,
     schema_string: str | None = None,
     configuration: Mapping[str, str] | None = None,
+    through_catalog: bool = False,
 ) -> None:
     """Raise unless deltalog can write (read and then commit to) a table with this protocol.
 
@@ -529,6 +530,8 @@ def check_writable(
     readerFeatures is a subset of supportedReaderFeatures, and writerFeatures is a subset of
     supportedWriterFeatures"). So every feature of :func:`reader_features_of` and
     :func:`writer_features_of` must be known and both read- and write-supported.
+    ``through_catalog``: the commit goes through the table's catalog, which is what the
+    ``catalogManaged`` feature asks of writers.
 
     Raises:
         UnsupportedFeatureError: a newer protocol version, or features that are unknown or not
@@ -542,6 +545,9 @@ def check_writable(
         if name not in FEATURES
         or not (FEATURES[name].read_supported and FEATURES[name].write_supported)
     }
+    if through_catalog:
+        # Commits go through the table's catalog (catalogManaged RFC, "Commit Protocol").
+        unsupported -= CATALOG_MANAGED
     if schema_string is not None and configuration is not None:
         unsupported = {
             name

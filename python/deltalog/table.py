@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Any
 import pyarrow as pa
 
 from deltalog import _args, _native, features
-from deltalog.catalog.client import CatalogClient, RatifiedCommits
+from deltalog.catalog.client import CatalogClient
 from deltalog.exceptions import (
     CatalogRequiredError,
     DeltaError,
@@ -64,11 +64,6 @@ class Metadata:
     schema_string: str | None
     format_provider: str | None = "parquet"
     format_options: dict[str, str] = field(default_factory=dict)
-
-
-#: The catalog's ratified commits as the native core takes them:
-#: ``(latest_version, [(version, staged path, inline content, timestamp ms)])``.
-_NativeCatalogCommits = tuple[int, list[tuple[int, str | None, bytes | None, int | None]]]
 
 
 def _timestamp_ms(value: TimestampLike) -> int:
@@ -201,25 +196,12 @@ class DeltaTable:
             )
         self._set(self._open(version))
 
-    def _ratified_commits(self) -> _NativeCatalogCommits:
-        """The catalog's ratified commits, checked, in the form the core takes."""
-        assert self._catalog_client is not None
-        answer = self._catalog_client.get_ratified_commits()
-        if not isinstance(answer, RatifiedCommits):
-            raise TypeError(
-                "get_ratified_commits must return deltalog.catalog.RatifiedCommits, not "
-                f"{type(answer).__name__}"
-            )
-        return answer.native()
-
     def _open(self, version: int | None) -> _native.RawSnapshot:
         """Opens ``version`` (the latest when ``None``), through the catalog when there is
         one."""
-        if self._catalog_client is not None:
-            return _native.RawSnapshot.open(
-                self._uri, version, self._storage_options, self._ratified_commits()
-            )
-        return _native.RawSnapshot.open(self._uri, version, self._storage_options)
+        return _native.RawSnapshot.open(
+            self._uri, version, self._storage_options, self._catalog_client
+        )
 
     def _set(self, raw: _native.RawSnapshot) -> None:
         protocol = Protocol(*raw.protocol())
@@ -761,7 +743,7 @@ class DeltaTable:
             ``num_add_files``, ``size_in_bytes``.
         """
         sidecars = _args.optional_integer("sidecars", sidecars, maximum=2**32 - 1)
-        check_snapshot_writable(self._raw)
+        check_snapshot_writable(self._raw, maintenance=True)
         result: dict[str, Any] = _native.create_checkpoint(
             self._raw, kind, sidecars, None, classic_copy
         )
@@ -784,7 +766,7 @@ class DeltaTable:
         """
         start = _args.optional_integer("start", start)
         end = _args.optional_integer("end", end)
-        check_snapshot_writable(self._raw)
+        check_snapshot_writable(self._raw, maintenance=True)
         return _native.compact_logs(self._raw, start, end)
 
     def validate_checksum(self) -> bool:
@@ -813,7 +795,7 @@ class DeltaTable:
             The ``_delta_log``-relative names deleted.
         """
         latest = self._raw.load_version(None)
-        check_snapshot_writable(latest)
+        check_snapshot_writable(latest, maintenance=True)
         now_ms = None if now is None else _timestamp_ms(now)
         return _native.cleanup_metadata(latest, now_ms)
 
@@ -848,7 +830,7 @@ class DeltaTable:
         latest = self._raw.load_version(None)
         # "Writer Requirements for Vacuum Protocol Check": an unconditional write-protocol
         # check, so that files of writer features deltalog does not know are never deleted.
-        check_snapshot_writable(latest)
+        check_snapshot_writable(latest, maintenance=True)
         retention_ms = (
             None
             if retention_hours is None

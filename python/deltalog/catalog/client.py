@@ -74,9 +74,13 @@ class RatifiedCommits:
 class CatalogClient(Protocol):
     """What deltalog needs from the catalog that manages a catalog-managed table.
 
-    ``get_ratified_commits`` is all a reader needs. Writers also call ``commit`` (and
-    publishing and maintenance calls of the catalogs deltalog ships); a read-only adapter may
-    leave those unimplemented.
+    ``get_ratified_commits`` is all a reader needs; writers also call ``commit`` and
+    ``published`` (a read-only adapter may leave those raising). An optional attribute
+    ``max_inline_commit_bytes`` (default 0) makes deltalog propose commits up to that size
+    inline instead of staging them.
+
+    deltalog calls these methods from its own threads (with the GIL held), possibly from
+    several at once: implementations must be thread-safe.
     """
 
     def get_ratified_commits(
@@ -85,4 +89,20 @@ class CatalogClient(Protocol):
         """The ratified commits the catalog holds with versions in ``[start_version,
         end_version]`` (all of them when both are ``None``), ascending and contiguous, and the
         table's latest ratified version."""
+        ...
+
+    def commit(self, version: int, path: str | None = None, content: bytes | None = None) -> None:
+        """Ratifies a proposed commit as ``version``: a staged commit (``path``: its file name in
+        ``_delta_log/_staged_commits/``, already written) or an inline one (``content``). The
+        catalog must ratify ``version`` at most once and only after ``version - 1``
+        ("Commit Protocol"). When another commit was ratified for ``version`` first, raise
+        :class:`deltalog.CommitConflictError` with ``ratified=`` the catalog's
+        :class:`RatifiedCommits` from ``version`` on (deltalog then checks the winners and
+        retries at the next version). Any other exception fails the write as
+        :class:`deltalog.CatalogError`."""
+        ...
+
+    def published(self, version: int) -> None:
+        """Every version up to ``version`` is now published as ``_delta_log/<v>.json``
+        ("Publishing Commits"): the catalog may stop holding those commits."""
         ...

@@ -66,6 +66,11 @@ pub enum DeltaError {
     #[error("version not found: {message}")]
     VersionNotFound { message: String },
 
+    /// The managing catalog of a catalog-managed table failed a call (unreachable, refused,
+    /// or raised); `table` is the table's location.
+    #[error("catalog error for {table}: {reason}")]
+    Catalog { table: String, reason: String },
+
     /// The caller passed an argument that cannot be honoured.
     #[error("invalid argument: {0}")]
     InvalidArgument(String),

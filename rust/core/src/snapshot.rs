@@ -24,7 +24,7 @@ use futures::TryStreamExt;
 use crate::error::{DeltaError, DeltaResult};
 use crate::files::FileBatch;
 use crate::log::actions::names;
-use crate::log::catalog::CatalogCommits;
+use crate::log::catalog::{CatalogClient, CatalogCommits};
 use crate::log::path::CheckpointNaming;
 use crate::log::reader::{
     commit_info_batches, delta_stream, open_checkpoint, protocol_and_metadata,
@@ -52,6 +52,9 @@ pub struct Snapshot {
     removes: Arc<Vec<StructArray>>,
     stats_schema: Arc<StatsSchema>,
     in_commit_timestamp: Option<i64>,
+    /// The catalog of a catalog-managed table opened through it: later versions are read,
+    /// and commits made, through it (catalogManaged RFC).
+    catalog: Option<Arc<dyn CatalogClient>>,
 }
 
 /// How replay learns the schema that types statistics before it decodes the commits.
@@ -111,6 +114,25 @@ impl Snapshot {
         catalog: &CatalogCommits,
     ) -> DeltaResult<Self> {
         Self::open(storage, version, Some(catalog)).await
+    }
+
+    /// Opens `version` (the latest ratified one when `None`) of a catalog-managed table
+    /// through `client`, which this snapshot keeps: its later versions and its commits go
+    /// through the catalog too.
+    pub async fn try_new_with_catalog_client(
+        storage: Storage,
+        version: Option<u64>,
+        client: Arc<dyn CatalogClient>,
+    ) -> DeltaResult<Self> {
+        let commits = client.ratified_commits(None, None).await?;
+        let mut snapshot = Self::open(storage, version, Some(&commits)).await?;
+        snapshot.catalog = Some(client);
+        Ok(snapshot)
+    }
+
+    /// The catalog this catalog-managed table was opened through, if any.
+    pub fn catalog(&self) -> Option<&Arc<dyn CatalogClient>> {
+        self.catalog.as_ref()
     }
 
     async fn open(
@@ -251,6 +273,7 @@ impl Snapshot {
                 removes: Arc::new(Vec::new()),
                 stats_schema: Arc::new(StatsSchema::empty()),
                 in_commit_timestamp,
+                catalog: None,
             };
             // Statistics are typed by the schema; a snapshot without a usable one keeps counts only.
             let stats_schema = Arc::new(stats_schema_of(
@@ -325,6 +348,11 @@ impl Snapshot {
     /// The result equals a fresh load, except that tombstones a newer checkpoint dropped as
     /// expired may still be listed.
     pub async fn advance(&self, target: Option<u64>) -> DeltaResult<Snapshot> {
+        if let Some(client) = &self.catalog {
+            // The catalog knows the versions the listing does not: asked afresh.
+            return Self::try_new_with_catalog_client(self.storage.clone(), target, client.clone())
+                .await;
+        }
         let current = self.version();
         if target.is_some_and(|t| t < current) {
             return Self::try_new(self.storage.clone(), target).await;
@@ -448,6 +476,7 @@ impl Snapshot {
             removes: Arc::new(removes),
             stats_schema,
             in_commit_timestamp,
+            catalog: self.catalog.clone(),
         })
     }
 

@@ -1,9 +1,16 @@
 //! Catalog-managed tables: the ratified commits a Python catalog client returned, as the
 //! core's [`CatalogCommits`].
 
+use std::sync::Arc;
+
 use bytes::Bytes;
-use deltalog_core::error::DeltaError;
-use deltalog_core::log::catalog::{CatalogCommits, RatifiedCommit, RatifiedSource};
+use deltalog_core::error::{DeltaError, DeltaResult};
+use deltalog_core::log::catalog::{
+    CatalogClient, CatalogCommits, CommitOutcome, Proposal, RatifiedCommit, RatifiedSource,
+};
+use futures::future::BoxFuture;
+use pyo3::prelude::*;
+use pyo3::types::{PyBytes, PyDict};
 
 /// One ratified commit as Python passes it: `(version, staged path or None, inline content or
 /// None, timestamp in ms or None)`.
@@ -46,4 +53,165 @@ pub(crate) fn catalog_commits(answer: PyCatalogCommits) -> Result<CatalogCommits
         commits,
         latest_version: version(latest)?,
     })
+}
+
+/// A Python catalog client (`deltalog.catalog.CatalogClient`) as the core's
+/// [`CatalogClient`]: each call runs on a blocking thread that takes the GIL.
+#[derive(Debug)]
+pub(crate) struct PyCatalogClient {
+    client: Arc<Py<PyAny>>,
+    table: String,
+    max_inline: usize,
+}
+
+impl PyCatalogClient {
+    /// Wraps `client` for the table at `table`; its optional `max_inline_commit_bytes`
+    /// attribute says how large a commit it takes inline (0, the default: staged only).
+    pub(crate) fn new(py: Python<'_>, client: Py<PyAny>, table: String) -> PyResult<Self> {
+        let max_inline = match client.getattr(py, "max_inline_commit_bytes") {
+            Ok(value) if !value.is_none(py) => value.extract::<usize>(py)?,
+            _ => 0,
+        };
+        Ok(PyCatalogClient {
+            client: Arc::new(client),
+            table,
+            max_inline,
+        })
+    }
+
+    /// Runs `call` with the GIL on a blocking thread; a Python exception becomes a
+    /// [`DeltaError::Catalog`] naming what was called.
+    fn call<T, F>(&self, what: &'static str, call: F) -> BoxFuture<'_, DeltaResult<T>>
+    where
+        T: Send + 'static,
+        F: FnOnce(Python<'_>, &Py<PyAny>) -> Result<T, CallError> + Send + 'static,
+    {
+        let client = self.client.clone();
+        let table = self.table.clone();
+        Box::pin(async move {
+            let table_for_error = table.clone();
+            tokio::task::spawn_blocking(move || {
+                Python::attach(|py| {
+                    call(py, &client).map_err(|e| match e {
+                        CallError::Delta(e) => e,
+                        CallError::Python(e) => DeltaError::Catalog {
+                            table,
+                            reason: format!("{what} raised {}", describe(py, &e)),
+                        },
+                    })
+                })
+            })
+            .await
+            .map_err(|e| DeltaError::Catalog {
+                table: table_for_error,
+                reason: format!("{what} did not complete: {e}"),
+            })?
+        })
+    }
+}
+
+/// What went wrong in a call to the Python client.
+pub(crate) enum CallError {
+    Delta(DeltaError),
+    Python(PyErr),
+}
+
+impl From<PyErr> for CallError {
+    fn from(e: PyErr) -> Self {
+        CallError::Python(e)
+    }
+}
+
+impl From<DeltaError> for CallError {
+    fn from(e: DeltaError) -> Self {
+        CallError::Delta(e)
+    }
+}
+
+fn describe(py: Python<'_>, e: &PyErr) -> String {
+    let name = e
+        .get_type(py)
+        .name()
+        .map(|n| n.to_string())
+        .unwrap_or_else(|_| "an exception".into());
+    format!("{name}: {}", e.value(py))
+}
+
+/// `RatifiedCommits` (a Python object with `native()`) as the core's value.
+fn ratified(py: Python<'_>, answer: &Bound<'_, PyAny>) -> Result<CatalogCommits, CallError> {
+    let native = answer.call_method0("native").map_err(|_| {
+        CallError::Delta(DeltaError::InvalidArgument(format!(
+            "the catalog client must answer with deltalog.catalog.RatifiedCommits, not {}",
+            answer
+                .get_type()
+                .name()
+                .map(|n| n.to_string())
+                .unwrap_or_default()
+        )))
+    })?;
+    let _ = py;
+    Ok(catalog_commits(native.extract::<PyCatalogCommits>()?)?)
+}
+
+impl CatalogClient for PyCatalogClient {
+    fn ratified_commits(
+        &self,
+        start: Option<u64>,
+        end: Option<u64>,
+    ) -> BoxFuture<'_, DeltaResult<CatalogCommits>> {
+        self.call("get_ratified_commits", move |py, client| {
+            let answer = client.call_method1(py, "get_ratified_commits", (start, end))?;
+            ratified(py, answer.bind(py))
+        })
+    }
+
+    fn commit(
+        &self,
+        version: u64,
+        proposal: Proposal,
+    ) -> BoxFuture<'_, DeltaResult<CommitOutcome>> {
+        self.call("commit", move |py, client| {
+            let kwargs = PyDict::new(py);
+            match &proposal {
+                Proposal::Staged(name) => kwargs.set_item("path", name)?,
+                Proposal::Inline(content) => {
+                    kwargs.set_item("content", PyBytes::new(py, content))?
+                }
+            }
+            match client.call_method(py, "commit", (version,), Some(&kwargs)) {
+                Ok(_) => Ok(CommitOutcome::Ratified),
+                Err(e) => {
+                    let conflict = py
+                        .import("deltalog.exceptions")?
+                        .getattr("CommitConflictError")?;
+                    if e.is_instance(py, &conflict) {
+                        let latest = e.value(py).getattr("ratified")?;
+                        if latest.is_none() {
+                            // A conflict without the winners: asked for them.
+                            let answer = client.call_method1(
+                                py,
+                                "get_ratified_commits",
+                                (Some(version), None::<u64>),
+                            )?;
+                            return Ok(CommitOutcome::Conflict(ratified(py, answer.bind(py))?));
+                        }
+                        Ok(CommitOutcome::Conflict(ratified(py, &latest)?))
+                    } else {
+                        Err(e.into())
+                    }
+                }
+            }
+        })
+    }
+
+    fn published(&self, version: u64) -> BoxFuture<'_, DeltaResult<()>> {
+        self.call("published", move |py, client| {
+            client.call_method1(py, "published", (version,))?;
+            Ok(())
+        })
+    }
+
+    fn max_inline_bytes(&self) -> usize {
+        self.max_inline
+    }
 }

@@ -66,6 +66,11 @@ pub(crate) fn to_py_err(py: Python<'_>, err: DeltaError) -> PyErr {
                 kw.set_item("version", version)?;
                 ("ChangeDataNotRecordedError", Some(kw))
             }
+            DeltaError::Catalog { table, .. } => {
+                let kw = PyDict::new(py);
+                kw.set_item("table", table)?;
+                ("CatalogError", Some(kw))
+            }
             DeltaError::VersionNotFound { .. } => ("VersionNotFoundError", None),
             DeltaError::Unsupported(_) => ("UnsupportedFeatureError", None),
             DeltaError::InvalidArgument(_) => ("InvalidArgumentError", None),

@@ -2,12 +2,14 @@
 //! history, changes, scans).
 
 use std::collections::HashMap;
+use std::sync::Arc;
 
 use arrow::array::RecordBatchIterator;
 use arrow::pyarrow::{IntoPyArrow, ToPyArrow};
 use arrow::record_batch::RecordBatchReader;
 use deltalog_core::add_actions::{add_actions_table, file_paths};
 use deltalog_core::error::DeltaError;
+use deltalog_core::log::catalog::CatalogClient;
 use deltalog_core::log::timeline;
 use deltalog_core::predicate::Predicate;
 use deltalog_core::scan::{Scan, ScanOptions};
@@ -15,7 +17,7 @@ use deltalog_core::{Snapshot, Storage};
 use pyo3::prelude::*;
 use pyo3::types::PyDict;
 
-use crate::catalog::{catalog_commits, PyCatalogCommits};
+use crate::catalog::PyCatalogClient;
 use crate::errors::to_py_err;
 use crate::runtime::block_on;
 use crate::scan::RawScan;
@@ -46,24 +48,27 @@ pub(crate) struct RawSnapshot {
 #[pymethods]
 impl RawSnapshot {
     /// Opens `version` (latest when None) of the table at `uri`; of a catalog-managed table
-    /// when `catalog` holds its catalog's ratified commits (`(latest_version, commits)`).
+    /// through `catalog_client` (a `deltalog.catalog.CatalogClient`), which the snapshot keeps
+    /// for later versions and commits.
     #[staticmethod]
-    #[pyo3(signature = (uri, version=None, storage_options=None, catalog=None))]
+    #[pyo3(signature = (uri, version=None, storage_options=None, catalog_client=None))]
     fn open(
         py: Python<'_>,
         uri: &str,
         version: Option<i64>,
         storage_options: Option<HashMap<String, String>>,
-        catalog: Option<PyCatalogCommits>,
+        catalog_client: Option<Py<PyAny>>,
     ) -> PyResult<Self> {
         let storage = open_storage(uri, storage_options).map_err(|e| to_py_err(py, e))?;
         let version = to_version(version).map_err(|e| to_py_err(py, e))?;
-        let snapshot = match catalog {
-            Some(answer) => {
-                let commits = catalog_commits(answer).map_err(|e| to_py_err(py, e))?;
-                block_on(py, async move {
-                    Snapshot::try_new_with_catalog(storage, version, &commits).await
-                })?
+        let snapshot = match catalog_client {
+            Some(client) => {
+                let client: Arc<dyn CatalogClient> =
+                    Arc::new(PyCatalogClient::new(py, client, storage.url().to_string())?);
+                block_on(
+                    py,
+                    Snapshot::try_new_with_catalog_client(storage, version, client),
+                )?
             }
             None => block_on(py, Snapshot::try_new(storage, version))?,
         };
@@ -89,7 +94,13 @@ impl RawSnapshot {
     fn load_version(&self, py: Python<'_>, version: Option<i64>) -> PyResult<Self> {
         let version = to_version(version).map_err(|e| to_py_err(py, e))?;
         let storage = self.snapshot.storage().clone();
-        let snapshot = block_on(py, Snapshot::try_new(storage, version))?;
+        let snapshot = match self.snapshot.catalog() {
+            Some(client) => block_on(
+                py,
+                Snapshot::try_new_with_catalog_client(storage, version, client.clone()),
+            )?,
+            None => block_on(py, Snapshot::try_new(storage, version))?,
+        };
         Ok(RawSnapshot { snapshot })
     }
 
@@ -100,6 +111,11 @@ impl RawSnapshot {
         let snapshot = self.snapshot.clone();
         let snapshot = block_on(py, async move { snapshot.advance(version).await })?;
         Ok(RawSnapshot { snapshot })
+    }
+
+    /// Whether this snapshot was opened through a catalog (its commits go through it).
+    fn has_catalog(&self) -> bool {
+        self.snapshot.catalog().is_some()
     }
 
     /// The latest version committed at or before `timestamp_ms`.

@@ -7,12 +7,63 @@
 //! and a staged file it did not return is never read.
 
 use bytes::Bytes;
+use futures::future::BoxFuture;
 use object_store::ObjectMeta;
 
 use crate::error::{DeltaError, DeltaResult};
 use crate::log::path::{classify, commit_file_name, LogFileKind};
 use crate::log::segment::{LogFile, LogListing};
 use crate::storage::Storage;
+
+/// A proposed commit as the writer hands it to the catalog ("Commit Protocol": option 1, a
+/// staged commit file; option 2, an inline commit).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Proposal {
+    /// The commit was written to `_delta_log/_staged_commits/<name>`.
+    Staged(String),
+    /// The commit's content, for the catalog to hold.
+    Inline(Bytes),
+}
+
+/// The catalog's answer to a proposal.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum CommitOutcome {
+    /// The proposal is version `v` now.
+    Ratified,
+    /// Another commit was ratified for that version first; the catalog's ratified commits
+    /// from that version on, so that the writer can rebase without asking again.
+    Conflict(CatalogCommits),
+}
+
+/// The client side of the catalog that manages a catalog-managed table: what deltalog needs
+/// from it to read and write the table ("Catalog Responsibilities"; the RFC's "Sample Catalog
+/// Client API"). Implemented in the Python binding over any Python catalog client.
+pub trait CatalogClient: Send + Sync + std::fmt::Debug {
+    /// The ratified commits the catalog holds with versions in `[start, end]` (all when both
+    /// are `None`), ascending and contiguous, and the latest ratified version.
+    fn ratified_commits(
+        &self,
+        start: Option<u64>,
+        end: Option<u64>,
+    ) -> BoxFuture<'_, DeltaResult<CatalogCommits>>;
+
+    /// Proposes `proposal` as version `version`: ratified, or a conflict carrying the
+    /// ratified commits that won. The catalog ratifies `version` at most once and only after
+    /// `version - 1` ("Commit Protocol").
+    fn commit(&self, version: u64, proposal: Proposal)
+        -> BoxFuture<'_, DeltaResult<CommitOutcome>>;
+
+    /// Tells the catalog that every version up to `version` is published as `<v>.json`, so it
+    /// may stop holding those commits ("Publishing Commits").
+    fn published(&self, version: u64) -> BoxFuture<'_, DeltaResult<()>>;
+
+    /// Commits of at most this many bytes are proposed inline (the catalog holds their
+    /// content; nothing is written before ratification); 0 when the catalog takes staged
+    /// commits only.
+    fn max_inline_bytes(&self) -> usize {
+        0
+    }
+}
 
 /// Where a ratified commit's content is.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -175,7 +226,7 @@ fn commit_file(storage: &Storage, table: &str, commit: &RatifiedCommit) -> Delta
 }
 
 /// The `_delta_log`-relative name of a staged commit given as a file name or a full URI.
-fn staged_name(storage: &Storage, path: &str) -> Option<String> {
+pub(crate) fn staged_name(storage: &Storage, path: &str) -> Option<String> {
     if !path.contains('/') {
         return Some(format!("_staged_commits/{path}"));
     }

@@ -17,6 +17,7 @@
 //! - [`dml`]: DELETE and UPDATE, with deletion vectors or by rewriting files.
 
 pub mod clustering;
+pub mod committer;
 pub mod constraints;
 pub mod data_files;
 pub mod dml;

@@ -250,12 +250,15 @@ impl Rewriter {
     ) -> DeltaResult<Self> {
         // The table's rules are parsed up front: one deltalog cannot evaluate fails here.
         let rewriter = Self::try_new(snapshot, target_file_size)?;
-        crate::write::transaction::check_version_stands(
-            snapshot.storage(),
-            snapshot.version(),
-            Some(snapshot.segment()),
-        )
-        .await?;
+        // A catalog-managed table's versions are the catalog's, not (only) files.
+        if snapshot.catalog().is_none() {
+            crate::write::transaction::check_version_stands(
+                snapshot.storage(),
+                snapshot.version(),
+                Some(snapshot.segment()),
+            )
+            .await?;
+        }
         Ok(rewriter)
     }
 

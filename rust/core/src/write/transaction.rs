@@ -15,13 +15,13 @@
 use std::collections::HashSet;
 use std::sync::Arc;
 
-use object_store::{PutMode, PutOptions, PutPayload};
 use serde_json::{json, Map, Value};
 
 use crate::error::{DeltaError, DeltaResult};
 use crate::log::path::commit_file_name;
 use crate::maintenance::version_checksum::VersionChecksum;
 use crate::storage::Storage;
+use crate::write::committer::{self, Attempt};
 
 /// Table property enabling in-commit timestamps ("In-Commit Timestamps").
 pub const ENABLE_IN_COMMIT_TIMESTAMPS: &str = "delta.enableInCommitTimestamps";
@@ -233,7 +233,13 @@ impl Transaction {
         if self.read_version.is_none() || self.table.is_some() {
             crate::write::iceberg::check_commit(self.table.as_ref(), &self.actions)?;
         }
-        if let Some(read) = self.read_version {
+        // A catalog-managed table commits through its catalog (catalogManaged RFC, "Writer
+        // Requirements for Catalog-managed tables"), which orders its versions itself.
+        let catalog = self
+            .read_snapshot
+            .as_ref()
+            .and_then(|s| s.catalog().cloned());
+        if let (Some(read), None) = (self.read_version, &catalog) {
             self.check_read_version(read).await?;
         }
         let mut version = self.read_version.map_or(0, |v| v + 1);
@@ -250,24 +256,22 @@ impl Transaction {
         for _ in 0..MAX_ATTEMPTS {
             let text = self.commit_text(&txn_id, version, ict, mark)?;
             let written = text.clone();
-            let location = self.storage.log_path(&commit_file_name(version));
-            let options = PutOptions::from(PutMode::Create);
-            match self
-                .storage
-                .store()
-                .put_opts(&location, PutPayload::from(text.into_bytes()), options)
-                .await
-            {
-                Ok(_) => {
+            match committer::attempt(&self.storage, catalog.as_ref(), version, text).await? {
+                Attempt::Committed { published } => {
                     if let Some(before) = before {
                         self.write_checksum(before, version, &txn_id, &written)
                             .await;
                     }
-                    self.checkpoint_if_due(version).await;
+                    // "Maintenance Operations on Catalog-managed Tables": checkpoints of
+                    // published versions only.
+                    if published {
+                        self.checkpoint_if_due(version).await;
+                    }
                     return Ok(version);
                 }
-                Err(object_store::Error::AlreadyExists { .. }) => {
-                    let (winner_ict, winner_mark, winner) = self.check_winner(version).await?;
+                Attempt::Lost { winner } => {
+                    let (winner_ict, winner_mark, winner) =
+                        self.check_winner(version, winner).await?;
                     // A winner whose removes lack sizes leaves the state unknown.
                     before = before.and_then(|mut state| state.apply(&winner).then_some(state));
                     if let (Some(state), Some(t)) = (ict.as_mut(), winner_ict) {
@@ -278,7 +282,6 @@ impl Transaction {
                     }
                     version += 1;
                 }
-                Err(e) => return Err(e.into()),
             }
         }
         Err(DeltaError::CommitConflict {
@@ -493,13 +496,17 @@ impl Transaction {
     async fn check_winner(
         &self,
         version: u64,
+        content: Option<bytes::Bytes>,
     ) -> DeltaResult<(Option<i64>, Option<i64>, Vec<Value>)> {
         let conflict = |reason: String| DeltaError::CommitConflict { version, reason };
         if self.read_version.is_none() {
             return Err(conflict("the table was created concurrently".into()));
         }
         let name = commit_file_name(version);
-        let bytes = self.storage.get(&self.storage.log_path(&name)).await?;
+        let bytes = match content {
+            Some(bytes) => bytes,
+            None => self.storage.get(&self.storage.log_path(&name)).await?,
+        };
         let mut actions = Vec::new();
         for line in bytes.split(|b| *b == b'\n') {
             if line.iter().all(u8::is_ascii_whitespace) {
