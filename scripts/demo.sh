@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# Builds and installs deltalog, then runs the end-to-end demo (examples/demo.py) on the golden
-# tables in ../shared/corpus.
+# Builds and installs deltalog, then runs the end-to-end demo (examples/demo.py): a directory
+# catalog of tables it makes itself, then the golden tables in ../shared/corpus when present.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 export CARGO_TARGET_DIR="${CARGO_TARGET_DIR:-$HOME/.cache/deltalog-target}"

@@ -251,3 +251,21 @@ def test_maintenance_is_refused_and_catalog_errors_are_typed(tmp_path: Path) -> 
     # Nothing was ratified or published; the staged attempt is a stray file readers ignore.
     assert not (root / "_delta_log" / f"{1:020}.json").exists()
     assert dl.DeltaTable(str(root), catalog_client=catalog).version() == 0
+
+
+def test_in_commit_timestamps_are_mandatory(tmp_path: Path) -> None:
+    root = tmp_path / "t"
+    log = LogWriter(root)
+    log.commit(
+        0,
+        [
+            {"commitInfo": {"timestamp": BASE_MS, "txnId": "t0"}},
+            CM_PROTOCOL,
+            metadata(schema_string=SCHEMA),
+        ],
+    )
+    catalog = MemoryCatalog(latest=0)
+    t = dl.DeltaTable(str(root), catalog_client=catalog)
+    with pytest.raises(dl.CorruptLogError, match="in-commit timestamps"):
+        dl.write_table(t, rows(1), mode="append")
+    assert catalog.proposals == []

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from deltalog import catalog, features
 from deltalog._native import __version__
+from deltalog.catalog import connect_catalog
 from deltalog.exceptions import (
     CatalogError,
     CatalogRequiredError,
@@ -61,6 +62,7 @@ __all__ = [
     "__version__",
     "catalog",
     "col",
+    "connect_catalog",
     "features",
     "read_task",
     "write_files",

@@ -224,3 +224,9 @@ def delete_files(snapshot: RawSnapshot, paths: list[str]) -> int:
 
 def validate_checksum(snapshot: RawSnapshot) -> bool:
     """Checks the snapshot against its version's `.crc` file; False when there is none."""
+
+def child_directories(uri: str, storage_options: dict[str, str] | None = None) -> list[str]:
+    """The directories directly under ``uri``, sorted (empty ones included locally)."""
+
+def delete_tree(uri: str, storage_options: dict[str, str] | None = None) -> int:
+    """Deletes everything under ``uri``; the number of objects deleted."""

@@ -5,14 +5,67 @@ managing catalog the source of truth for its commits: a commit is *ratified* by 
 staged in ``_delta_log/_staged_commits/`` or held *inline* by the catalog, and *published* to
 ``_delta_log/<v>.json`` later. Readers ask the catalog for the ratified commits it still holds.
 
-This package holds the client-side API catalogs target (:class:`CatalogClient`,
-:class:`RatifiedCommit`, :class:`RatifiedCommits`; the RFC's "Sample Catalog Client API", made
-Pythonic). Any object implementing :class:`CatalogClient` can be passed to
-``DeltaTable(uri, catalog_client=...)``, so an adapter for another catalog works too.
+This package holds:
+
+* the client-side API catalogs target (:class:`CatalogClient`, :class:`RatifiedCommit`,
+  :class:`RatifiedCommits`; the RFC's "Sample Catalog Client API", made Pythonic). Any object
+  implementing :class:`CatalogClient` can be passed to ``DeltaTable(uri, catalog_client=...)``,
+  so an adapter for another catalog works too;
+* the catalogs deltalog ships, organised as the Lance catalog specification (``003_…``) says
+  (:class:`Catalog`, identifiers), opened with :func:`connect_catalog`:
+  :class:`DirectoryCatalog` (``type: dir``).
 """
 
 from __future__ import annotations
 
-from deltalog.catalog.client import CatalogClient, RatifiedCommit, RatifiedCommits
+from collections.abc import Mapping
 
-__all__ = ["CatalogClient", "RatifiedCommit", "RatifiedCommits"]
+from deltalog.catalog.base import Catalog, Identifier, parse_identifier
+from deltalog.catalog.client import CatalogClient, RatifiedCommit, RatifiedCommits
+from deltalog.catalog.directory import DirectoryCatalog
+from deltalog.exceptions import InvalidArgumentError, UnsupportedFeatureError
+
+__all__ = [
+    "Catalog",
+    "CatalogClient",
+    "DirectoryCatalog",
+    "Identifier",
+    "RatifiedCommit",
+    "RatifiedCommits",
+    "connect_catalog",
+    "parse_identifier",
+]
+
+
+def connect_catalog(
+    config: Mapping[str, str], storage_options: Mapping[str, str] | None = None
+) -> Catalog:
+    """Opens a catalog from its configuration (Lance catalog specification:
+    "Configurations"): ``type`` (``dir``), and ``path`` for a directory catalog; an optional
+    ``delimiter`` for string identifiers.
+
+    Raises:
+        InvalidArgumentError: a missing or unknown key.
+        UnsupportedFeatureError: a catalog type deltalog does not provide yet.
+    """
+    if not isinstance(config, Mapping):
+        raise TypeError(f"a catalog configuration is a mapping, not {type(config).__name__}")
+    kind = config.get("type")
+    delimiter = config.get("delimiter", ".")
+    if kind == "dir":
+        unknown = set(config) - {"type", "path", "delimiter"}
+        if unknown:
+            raise InvalidArgumentError(
+                f"unknown keys for a directory catalog: {', '.join(sorted(unknown))}"
+            )
+        path = config.get("path")
+        if not path:
+            raise InvalidArgumentError('a directory catalog needs "path" (Lance catalog spec)')
+        return DirectoryCatalog(path, storage_options=storage_options, delimiter=delimiter)
+    if kind in ("sqlite", "postgresql", "rest"):
+        raise UnsupportedFeatureError(
+            f"the {kind} catalog is not available yet (issue #16/#18); use type 'dir'"
+        )
+    raise InvalidArgumentError(
+        f"unknown catalog type {kind!r}: expected 'dir' (a directory of tables)"
+    )

@@ -8,7 +8,7 @@ use std::collections::HashMap;
 use std::sync::Arc;
 
 use bytes::Bytes;
-use futures::TryStreamExt;
+use futures::{StreamExt, TryStreamExt};
 use object_store::local::LocalFileSystem;
 use object_store::path::Path;
 use object_store::{ObjectMeta, ObjectStore, ObjectStoreExt};
@@ -329,6 +329,79 @@ impl Storage {
         let mut stream = self.store.list(Some(&self.root));
         Ok(stream.try_next().await?.is_some())
     }
+
+    /// The names of the directories directly under the root (on object stores: the common
+    /// prefixes one level down), sorted. A local directory is listed even when it is empty.
+    pub async fn child_directories(&self) -> DeltaResult<Vec<String>> {
+        if let Some(local) = self.local_path(&self.root) {
+            let entries = match std::fs::read_dir(&local) {
+                Ok(entries) => entries,
+                Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Vec::new()),
+                Err(e) => {
+                    return Err(DeltaError::Storage(object_store::Error::Generic {
+                        store: "LocalFileSystem",
+                        source: Box::new(e),
+                    }))
+                }
+            };
+            let mut names = Vec::new();
+            for entry in entries.flatten() {
+                if entry.file_type().is_ok_and(|t| t.is_dir()) {
+                    names.push(entry.file_name().to_string_lossy().into_owned());
+                }
+            }
+            names.sort();
+            return Ok(names);
+        }
+        let listing = self.store.list_with_delimiter(Some(&self.root)).await?;
+        let mut names: Vec<String> = listing
+            .common_prefixes
+            .iter()
+            .filter_map(|p| p.filename().map(str::to_string))
+            .collect();
+        names.sort();
+        Ok(names)
+    }
+
+    /// Deletes every object under the root (and, on a local disk, the directory itself);
+    /// returns how many objects were deleted.
+    pub async fn delete_all(&self) -> DeltaResult<usize> {
+        if let Some(local) = self.local_path(&self.root) {
+            let mut count = 0;
+            if local.exists() {
+                count = walk_count(&local);
+                std::fs::remove_dir_all(&local).map_err(|e| {
+                    DeltaError::Storage(object_store::Error::Generic {
+                        store: "LocalFileSystem",
+                        source: Box::new(e),
+                    })
+                })?;
+            }
+            return Ok(count);
+        }
+        let locations = self
+            .store
+            .list(Some(&self.root))
+            .map_ok(|m| m.location)
+            .boxed();
+        let deleted: Vec<Path> = self.store.delete_stream(locations).try_collect().await?;
+        Ok(deleted.len())
+    }
+}
+
+/// The number of files under a local directory.
+fn walk_count(dir: &std::path::Path) -> usize {
+    std::fs::read_dir(dir)
+        .map(|entries| {
+            entries
+                .flatten()
+                .map(|e| match e.file_type() {
+                    Ok(t) if t.is_dir() => walk_count(&e.path()),
+                    _ => 1,
+                })
+                .sum()
+        })
+        .unwrap_or(0)
 }
 
 #[cfg(test)]

@@ -12,6 +12,10 @@ use futures::future::BoxFuture;
 use pyo3::prelude::*;
 use pyo3::types::{PyBytes, PyDict};
 
+use crate::errors::to_py_err;
+use crate::runtime::block_on;
+use crate::snapshot::open_storage;
+
 /// One ratified commit as Python passes it: `(version, staged path or None, inline content or
 /// None, timestamp in ms or None)`.
 pub(crate) type PyRatifiedCommit = (i64, Option<String>, Option<Vec<u8>>, Option<i64>);
@@ -214,4 +218,28 @@ impl CatalogClient for PyCatalogClient {
     fn max_inline_bytes(&self) -> usize {
         self.max_inline
     }
+}
+
+/// The directories directly under `uri` (a directory catalog's tables).
+#[pyfunction]
+#[pyo3(signature = (uri, storage_options=None))]
+pub(crate) fn child_directories(
+    py: Python<'_>,
+    uri: &str,
+    storage_options: Option<std::collections::HashMap<String, String>>,
+) -> PyResult<Vec<String>> {
+    let storage = open_storage(uri, storage_options).map_err(|e| to_py_err(py, e))?;
+    block_on(py, async move { storage.child_directories().await })
+}
+
+/// Deletes everything under `uri` (a dropped table's directory); the number of objects.
+#[pyfunction]
+#[pyo3(signature = (uri, storage_options=None))]
+pub(crate) fn delete_tree(
+    py: Python<'_>,
+    uri: &str,
+    storage_options: Option<std::collections::HashMap<String, String>>,
+) -> PyResult<usize> {
+    let storage = open_storage(uri, storage_options).map_err(|e| to_py_err(py, e))?;
+    block_on(py, async move { storage.delete_all().await })
 }

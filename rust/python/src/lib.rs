@@ -76,6 +76,8 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(vacuum_plan, m)?)?;
     m.add_function(wrap_pyfunction!(delete_files, m)?)?;
     m.add_function(wrap_pyfunction!(validate_checksum, m)?)?;
+    m.add_function(wrap_pyfunction!(catalog::child_directories, m)?)?;
+    m.add_function(wrap_pyfunction!(catalog::delete_tree, m)?)?;
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;
     Ok(())
 }

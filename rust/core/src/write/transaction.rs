@@ -242,6 +242,18 @@ impl Transaction {
         if let (Some(read), None) = (self.read_version, &catalog) {
             self.check_read_version(read).await?;
         }
+        if catalog.is_some() && self.ict.is_none() {
+            // "Writer Requirements for Catalog-managed tables": in-commit timestamps "must be
+            // supported and active".
+            return Err(DeltaError::CorruptLog {
+                file: "_delta_log".into(),
+                version: self.read_version,
+                rule: "a catalog-managed table must have in-commit timestamps enabled \
+                       (delta.enableInCommitTimestamps = true; catalogManaged RFC: \"Writer \
+                       Requirements for Catalog-managed tables\")"
+                    .into(),
+            });
+        }
         let mut version = self.read_version.map_or(0, |v| v + 1);
         let txn_id = uuid::Uuid::new_v4().to_string();
         let mut ict = self.ict;

@@ -1,0 +1,126 @@
+"""The catalog API every deltalog catalog implements (Lance catalog specification, ``003_…``:
+"Concepts", "Name and Identifier"), and identifiers.
+
+A catalog holds tables, and in catalogs that have them, namespaces nested to any depth. Every
+object's *name* is unique in its parent; its *identifier* is the list of names from under the
+root down to it, or that list joined by a delimiter (``.`` by default).
+"""
+
+from __future__ import annotations
+
+import abc
+from collections.abc import Mapping, Sequence
+from typing import TYPE_CHECKING, Any
+
+from deltalog.exceptions import InvalidArgumentError
+
+if TYPE_CHECKING:
+    import pyarrow as pa
+
+    from deltalog.table import DeltaTable
+
+Identifier = str | Sequence[str]
+
+
+def parse_identifier(identifier: Identifier, delimiter: str = ".") -> list[str]:
+    """The names of an identifier given as a list or as a string joined by ``delimiter``.
+
+    Raises:
+        InvalidArgumentError: an empty identifier or name.
+        TypeError: neither a string nor a sequence of strings.
+    """
+    if isinstance(identifier, str):
+        names = identifier.split(delimiter) if identifier else []
+    elif isinstance(identifier, Sequence) and all(isinstance(n, str) for n in identifier):
+        names = list(identifier)
+    else:
+        raise TypeError(
+            f"an identifier is a string or a list of strings, not {type(identifier).__name__}"
+        )
+    if not names:
+        raise InvalidArgumentError("an identifier needs at least one name")
+    if any(not n for n in names):
+        raise InvalidArgumentError(f"an identifier has an empty name: {identifier!r}")
+    return names
+
+
+class Catalog(abc.ABC):
+    """A catalog of Delta tables.
+
+    Args:
+        delimiter: what joins the names of a string identifier (default ``.``).
+    """
+
+    def __init__(self, delimiter: str = ".") -> None:
+        if not delimiter:
+            raise InvalidArgumentError("the identifier delimiter cannot be empty")
+        self.delimiter = delimiter
+
+    def _names(self, identifier: Identifier) -> list[str]:
+        return parse_identifier(identifier, self.delimiter)
+
+    # -- namespaces ----------------------------------------------------------------------
+
+    @abc.abstractmethod
+    def list_namespaces(self, namespace: Identifier | None = None) -> list[str]:
+        """The names of the namespaces directly under ``namespace`` (the root when None)."""
+
+    @abc.abstractmethod
+    def create_namespace(self, namespace: Identifier) -> None:
+        """Creates a namespace (its parent must exist)."""
+
+    @abc.abstractmethod
+    def drop_namespace(self, namespace: Identifier) -> None:
+        """Drops an empty namespace."""
+
+    @abc.abstractmethod
+    def namespace_exists(self, namespace: Identifier) -> bool:
+        """Whether the namespace exists."""
+
+    # -- tables --------------------------------------------------------------------------
+
+    @abc.abstractmethod
+    def list_tables(self, namespace: Identifier | None = None) -> list[str]:
+        """The names of the tables directly under ``namespace`` (the root when None)."""
+
+    @abc.abstractmethod
+    def table_exists(self, name: Identifier) -> bool:
+        """Whether the catalog holds a table of that identifier."""
+
+    @abc.abstractmethod
+    def create_table(
+        self,
+        name: Identifier,
+        schema: pa.Schema,
+        partition_by: list[str] | None = None,
+        configuration: Mapping[str, str] | None = None,
+        **kwargs: Any,
+    ) -> DeltaTable:
+        """Creates an empty table and returns it."""
+
+    @abc.abstractmethod
+    def register_table(self, name: Identifier, location: str) -> DeltaTable:
+        """Adds an existing Delta table at ``location`` to the catalog under ``name``."""
+
+    @abc.abstractmethod
+    def load_table(self, name: Identifier, version: int | None = None) -> DeltaTable:
+        """The table (its latest version, or ``version``), reading and writing through the
+        catalog where the catalog manages it."""
+
+    @abc.abstractmethod
+    def drop_table(self, name: Identifier, purge: bool = True) -> None:
+        """Removes the table from the catalog (and, with ``purge``, its files)."""
+
+    def write_table(self, name: Identifier, data: Any, mode: str = "error", **kwargs: Any) -> int:
+        """Writes ``data`` to the table ``name`` as :func:`deltalog.write_table` does (creating
+        it where the catalog allows); returns the version committed."""
+        from deltalog.writer import write_table
+
+        if self.table_exists(name):
+            table = self.load_table(name)
+            write_table(table, data, mode=mode, **kwargs)  # type: ignore[arg-type]
+            return table.version()
+        return self._create_from_data(name, data, mode=mode, **kwargs)
+
+    def _create_from_data(self, name: Identifier, data: Any, mode: str, **kwargs: Any) -> int:
+        raise NotImplementedError

@@ -1,0 +1,167 @@
+"""The directory catalog (Lance catalog specification ``003_…``: "Lance Directory Catalog",
+"Directory Path", "Table Existence").
+
+A directory whose sub-directories are its tables: ``<path>/<name>/`` is table ``name``. It holds
+no namespaces. A table exists when its directory exists, even when it is empty or holds no
+Delta table: it is listed, and loading it fails with :class:`deltalog.TableNotFoundError`.
+Its tables are storage-managed (they commit by put-if-absent).
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any
+
+from deltalog import _native
+from deltalog.catalog.base import Catalog, Identifier
+from deltalog.exceptions import (
+    InvalidArgumentError,
+    TableNotFoundError,
+    UnsupportedFeatureError,
+)
+
+if TYPE_CHECKING:
+    import pyarrow as pa
+
+    from deltalog.table import DeltaTable
+
+_NO_NAMESPACES = (
+    "a directory catalog holds tables only, no namespaces (Lance catalog specification: "
+    '"Lance Directory Catalog")'
+)
+
+
+def _directory_uri(path: str) -> str:
+    """A URI as given; a POSIX path (absolute, or relative to the current directory) made
+    absolute ("Directory Path")."""
+    if "://" in path:
+        return path.rstrip("/")
+    return os.path.abspath(path)
+
+
+class DirectoryCatalog(Catalog):
+    """A directory of tables.
+
+    Args:
+        path: a URI (``s3://bucket/prefix``), an absolute POSIX path or a relative one (from the
+            current directory).
+        storage_options: passed to the object store unchanged.
+        delimiter: joins the names of a string identifier.
+    """
+
+    def __init__(
+        self,
+        path: str,
+        storage_options: Mapping[str, str] | None = None,
+        delimiter: str = ".",
+    ) -> None:
+        super().__init__(delimiter)
+        if not isinstance(path, str) or not path:
+            raise InvalidArgumentError("a directory catalog needs a path")
+        self.path = _directory_uri(path)
+        self.storage_options = dict(storage_options) if storage_options else None
+
+    def __repr__(self) -> str:
+        return f"DirectoryCatalog({self.path!r})"
+
+    def _table_name(self, name: Identifier) -> str:
+        names = self._names(name)
+        if len(names) != 1:
+            raise InvalidArgumentError(f"{_NO_NAMESPACES}: {name!r} names a nested object")
+        (table,) = names
+        if table in (".", "..") or "/" in table or "\\" in table:
+            raise InvalidArgumentError(f"{table!r} cannot be a table directory's name")
+        return table
+
+    def table_uri(self, name: Identifier) -> str:
+        """Where table ``name`` lives: its table directory."""
+        table = self._table_name(name)
+        return f"{self.path}/{table}"
+
+    # -- namespaces: none ------------------------------------------------------------------
+
+    def list_namespaces(self, namespace: Identifier | None = None) -> list[str]:
+        if namespace is not None:
+            raise UnsupportedFeatureError(_NO_NAMESPACES)
+        return []
+
+    def create_namespace(self, namespace: Identifier) -> None:
+        raise UnsupportedFeatureError(_NO_NAMESPACES)
+
+    def drop_namespace(self, namespace: Identifier) -> None:
+        raise UnsupportedFeatureError(_NO_NAMESPACES)
+
+    def namespace_exists(self, namespace: Identifier) -> bool:
+        return False
+
+    # -- tables ----------------------------------------------------------------------------
+
+    def list_tables(self, namespace: Identifier | None = None) -> list[str]:
+        if namespace is not None:
+            raise UnsupportedFeatureError(_NO_NAMESPACES)
+        return _native.child_directories(self.path, self.storage_options)
+
+    def table_exists(self, name: Identifier) -> bool:
+        return self._table_name(name) in self.list_tables()
+
+    def create_table(
+        self,
+        name: Identifier,
+        schema: pa.Schema,
+        partition_by: list[str] | None = None,
+        configuration: Mapping[str, str] | None = None,
+        **kwargs: Any,
+    ) -> DeltaTable:
+        from deltalog.table import DeltaTable
+
+        uri = self.table_uri(name)
+        return DeltaTable.create(
+            uri,
+            schema,
+            partition_by=partition_by,
+            configuration=configuration,
+            storage_options=self.storage_options,
+            **kwargs,
+        )
+
+    def register_table(self, name: Identifier, location: str) -> DeltaTable:
+        uri = self.table_uri(name)
+        if _directory_uri(location).rstrip("/") != uri:
+            raise InvalidArgumentError(
+                f"a directory catalog's tables are its sub-directories: table {name!r} lives at "
+                f"{uri}, not {location}"
+            )
+        return self.load_table(name)
+
+    def load_table(self, name: Identifier, version: int | None = None) -> DeltaTable:
+        from deltalog.table import DeltaTable
+
+        uri = self.table_uri(name)
+        if not self.table_exists(name):
+            raise TableNotFoundError(f"the directory catalog {self.path} has no table {name!r}")
+        try:
+            return DeltaTable(uri, version=version, storage_options=self.storage_options)
+        except TableNotFoundError as e:
+            # "Table Existence": the table is listed, but loading it fails clearly.
+            raise TableNotFoundError(
+                f"table {name!r} of the directory catalog {self.path} exists, but its "
+                f"directory holds no Delta table: {e}"
+            ) from e
+
+    def drop_table(self, name: Identifier, purge: bool = True) -> None:
+        if not self.table_exists(name):
+            raise TableNotFoundError(f"the directory catalog {self.path} has no table {name!r}")
+        if not purge:
+            raise InvalidArgumentError(
+                "a directory catalog's table is its directory: dropping it deletes the files "
+                "(purge=False is not possible)"
+            )
+        _native.delete_tree(self.table_uri(name), self.storage_options)
+
+    def _create_from_data(self, name: Identifier, data: Any, mode: str, **kwargs: Any) -> int:
+        from deltalog.writer import write_table
+
+        uri = self.table_uri(name)
+        kwargs.setdefault("storage_options", self.storage_options)
+        return write_table(uri, data, mode=mode, **kwargs)  # type: ignore[arg-type,no-any-return]
