@@ -269,3 +269,35 @@ def test_in_commit_timestamps_are_mandatory(tmp_path: Path) -> None:
     with pytest.raises(dl.CorruptLogError, match="in-commit timestamps"):
         dl.write_table(t, rows(1), mode="append")
     assert catalog.proposals == []
+
+
+def test_creating_a_catalog_managed_table_through_its_catalog(tmp_path: Path) -> None:
+    """Version 0 is ratified by the catalog (which registers the table in that step) and
+    published; the protocol is catalog-managed with in-commit timestamps."""
+    root = tmp_path / "new"
+    catalog = MemoryCatalog(latest=-1)
+    version = dl.write_table(str(root), rows(3), catalog_client=catalog)
+    assert version == 0
+    assert catalog.proposals == [(0, "staged")] and catalog.latest == 0
+    t = dl.DeltaTable(str(root), catalog_client=catalog)
+    p = t.protocol()
+    assert (p.min_reader_version, p.min_writer_version) == (3, 7)
+    assert "catalogManaged" in p.reader_features
+    assert {"catalogManaged", "inCommitTimestamps", "vacuumProtocolCheck"} <= set(p.writer_features)
+    assert t.metadata().configuration["delta.enableInCommitTimestamps"] == "true"
+    assert ids(t) == [0, 1, 2]
+    first = commit_lines(root / "_delta_log" / f"{0:020}.json")[0]["commitInfo"]
+    assert first["txnId"] and first["inCommitTimestamp"] > 0
+    # Writing again through the catalog with a location appends to it.
+    assert dl.write_table(str(root), rows(1, 9), mode="append", catalog_client=catalog) == 1
+    with pytest.raises(dl.CatalogRequiredError):
+        dl.DeltaTable(str(root))
+    # A table the catalog already holds is not created again.
+    with pytest.raises(ValueError):
+        dl.write_table(str(root), rows(1), catalog_client=catalog)
+
+
+def test_a_catalog_managed_table_is_not_created_by_path(tmp_path: Path) -> None:
+    with pytest.raises(dl.InvalidArgumentError, match="through its catalog"):
+        dl.write_table(str(tmp_path / "t"), rows(1), table_features=["catalogManaged"])
+    assert not (tmp_path / "t" / "_delta_log").exists()

@@ -112,6 +112,7 @@ def write_table(
     predicate: str | None = None,
     clustering_columns: list[str] | None = None,
     target_file_size: int | None = None,
+    catalog_client: Any = None,
 ) -> tuple[int, bool]:
     """Writes `data` to the table at `uri`; `(version, written)`. `protocol` is the JSON
     `protocol` action of a new table."""

@@ -15,6 +15,7 @@ from typing import Any, Literal
 import pyarrow as pa
 
 from deltalog import _args, _native, features
+from deltalog.catalog.client import CatalogClient
 from deltalog.exceptions import InvalidArgumentError, TableNotFoundError, UnsupportedFeatureError
 
 WriteMode = Literal["error", "append", "overwrite", "ignore"]
@@ -171,7 +172,11 @@ def new_table_protocol(
     if writer_list is None:
         writer = max(writer, 2)
     protocol = Protocol(reader, writer, reader_list, writer_list)
-    features.check_writable(protocol, "", stored)
+    # A catalog-managed table is only ever created through its catalog (write_table's
+    # catalog_client), which is what the feature asks of writers.
+    features.check_writable(
+        protocol, "", stored, through_catalog=bool(features.CATALOG_MANAGED & needed)
+    )
     action: dict[str, Any] = {"minReaderVersion": reader, "minWriterVersion": writer}
     if reader_list is not None:
         action["readerFeatures"] = reader_list
@@ -225,6 +230,7 @@ def write_table(
     predicate: str | None = None,
     clustering_columns: list[str] | None = None,
     target_file_size: int | None = None,
+    catalog_client: CatalogClient | None = None,
 ) -> int:
     """Writes ``data`` to the Delta table at ``table_or_uri`` and returns the new version.
 
@@ -266,12 +272,48 @@ def write_table(
         The version committed (for ``"ignore"`` on an existing table, or an application
         transaction already committed: the table's current version).
 
+        catalog_client: with a location, the catalog (a
+            :class:`deltalog.catalog.CatalogClient`) of a catalog-managed table: an existing
+            one is written through it; a new one is created catalog-managed
+            (``catalogManaged`` with ``inCommitTimestamps`` and ``vacuumProtocolCheck``,
+            in-commit timestamps enabled) and its version 0 is ratified by the catalog, which
+            registers the table in the same step (catalogManaged RFC, "Creating and Dropping
+            Catalog-managed Tables").
+
     Raises:
         CommitConflictError: a concurrent commit conflicts with this one; nothing committed.
         UnsupportedFeatureError: the table uses features deltalog cannot write.
         ValueError: the data does not fit the table, or the mode forbids the write.
     """
     from deltalog.table import DeltaTable
+
+    if catalog_client is not None:
+        if isinstance(table_or_uri, DeltaTable):
+            raise ValueError("pass catalog_client with a location, not with a DeltaTable")
+        if catalog_client.get_ratified_commits().latest_version >= 0:
+            table = DeltaTable(
+                str(table_or_uri), storage_options=storage_options, catalog_client=catalog_client
+            )
+            return write_table(
+                table,
+                data,
+                mode=mode,
+                partition_by=partition_by,
+                configuration=configuration,
+                name=name,
+                description=description,
+                commit_properties=commit_properties,
+                schema_mode=schema_mode,
+                predicate=predicate,
+                target_file_size=target_file_size,
+            )
+        table_features = [
+            *(table_features or ()),
+            "catalogManaged",
+            "inCommitTimestamps",
+            "vacuumProtocolCheck",
+        ]
+        configuration = {**(configuration or {}), "delta.enableInCommitTimestamps": "true"}
 
     if isinstance(table_or_uri, DeltaTable):
         uri = table_or_uri.table_uri
@@ -282,7 +324,9 @@ def write_table(
     if isinstance(partition_by, str):
         partition_by = [partition_by]
     existing: _native.RawSnapshot | None
-    if isinstance(table_or_uri, DeltaTable) and table_or_uri._storage_options == (
+    if catalog_client is not None:
+        existing = None  # a new catalog-managed table (checked above)
+    elif isinstance(table_or_uri, DeltaTable) and table_or_uri._storage_options == (
         storage_options or None
     ):
         # The latest version, from the loaded one: only the commits since are read.
@@ -314,6 +358,13 @@ def write_table(
         if clustering_columns:
             wanted.append("clustering")
         action, stored = new_table_protocol(reader.schema, configuration, wanted)
+        if catalog_client is None and features.CATALOG_MANAGED & set(
+            action.get("readerFeatures") or ()
+        ):
+            raise InvalidArgumentError(
+                "a catalog-managed table is created through its catalog: pass catalog_client "
+                '(catalogManaged RFC, "Writer Requirements for Catalog-managed tables")'
+            )
         protocol = json.dumps(action)
         configuration = stored
     version, _written = _native.write_table(
@@ -334,6 +385,7 @@ def write_table(
         predicate,
         list(clustering_columns) if clustering_columns and existing is None else None,
         _target_file_size(target_file_size),
+        catalog_client,
     )
     if isinstance(table_or_uri, DeltaTable):
         if existing is not None:

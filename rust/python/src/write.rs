@@ -2,14 +2,17 @@
 //! RESTORE, schema changes, and the SQL expressions they take.
 
 use std::collections::HashMap;
+use std::sync::Arc;
 
 use arrow::record_batch::RecordBatchReader;
 use deltalog_core::error::DeltaError;
+use deltalog_core::log::catalog::CatalogClient;
 use deltalog_core::predicate::Predicate;
 use pyo3::exceptions::PyRuntimeError;
 use pyo3::prelude::*;
 use pyo3::types::PyDict;
 
+use crate::catalog::PyCatalogClient;
 use crate::errors::to_py_err;
 use crate::runtime::block_on;
 use crate::snapshot::{open_storage, RawSnapshot};
@@ -18,7 +21,7 @@ use crate::snapshot::{open_storage, RawSnapshot};
 /// table at `uri`, whose latest version the caller loaded as `snapshot` (None: no table yet);
 /// returns `(version, written)` (`written` false when nothing was committed).
 #[pyfunction]
-#[pyo3(signature = (uri, data, mode, snapshot=None, partition_by=None, configuration=None, name=None, description=None, storage_options=None, app_transaction=None, commit_info=None, merge_schema=false, protocol=None, overwrite_schema=false, predicate=None, clustering_columns=None, target_file_size=None))]
+#[pyo3(signature = (uri, data, mode, snapshot=None, partition_by=None, configuration=None, name=None, description=None, storage_options=None, app_transaction=None, commit_info=None, merge_schema=false, protocol=None, overwrite_schema=false, predicate=None, clustering_columns=None, target_file_size=None, catalog_client=None))]
 #[allow(clippy::too_many_arguments)]
 pub(crate) fn write_table(
     py: Python<'_>,
@@ -39,9 +42,18 @@ pub(crate) fn write_table(
     predicate: Option<&str>,
     clustering_columns: Option<Vec<String>>,
     target_file_size: Option<u64>,
+    catalog_client: Option<Py<PyAny>>,
 ) -> PyResult<(u64, bool)> {
     use deltalog_core::write::table::{write_batches, SaveMode, WriteOptions, Written};
     let storage = open_storage(uri, storage_options).map_err(|e| to_py_err(py, e))?;
+    let catalog: Option<Arc<dyn CatalogClient>> = match catalog_client {
+        Some(client) => Some(Arc::new(PyCatalogClient::new(
+            py,
+            client,
+            storage.url().to_string(),
+        )?)),
+        None => None,
+    };
     let mode = SaveMode::parse(mode).map_err(|e| to_py_err(py, e))?;
     let reader = data.0;
     let schema = reader.schema();
@@ -69,6 +81,7 @@ pub(crate) fn write_table(
         replace_where: predicate.map(str::to_string),
         clustering_columns,
         target_file_size,
+        catalog,
     };
     let batches = reader.map(|b| b.map_err(DeltaError::from));
     let snapshot = snapshot.map(|s| s.snapshot.clone());
@@ -112,6 +125,7 @@ pub(crate) fn write_files(
         replace_where: None,
         clustering_columns: None,
         target_file_size,
+        catalog: None,
     };
     let batches = reader.map(|b| b.map_err(DeltaError::from));
     let written = block_on(py, async move {

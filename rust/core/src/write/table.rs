@@ -100,6 +100,9 @@ pub struct WriteOptions {
     /// Target size of data files in bytes (`None`: the table's `delta.targetFileSize`, else
     /// [`crate::write::data_files::TARGET_FILE_SIZE`]).
     pub target_file_size: Option<u64>,
+    /// A new catalog-managed table is created through this catalog (its version 0 ratified
+    /// by it); writes to an existing table follow the snapshot's own catalog.
+    pub catalog: Option<std::sync::Arc<dyn crate::log::catalog::CatalogClient>>,
 }
 
 /// The table a write goes to: the latest snapshot, or none when the table does not exist.
@@ -476,6 +479,9 @@ where
         }
         None => txn,
     };
+    if let (None, Some(client)) = (&snapshot, &options.catalog) {
+        txn = txn.with_catalog(client.clone());
+    }
     // A new table that supports row tracking gets fresh row IDs from its first commit.
     let tracked = options
         .protocol

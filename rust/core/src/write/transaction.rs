@@ -18,6 +18,7 @@ use std::sync::Arc;
 use serde_json::{json, Map, Value};
 
 use crate::error::{DeltaError, DeltaResult};
+use crate::log::catalog::CatalogClient;
 use crate::log::path::commit_file_name;
 use crate::maintenance::version_checksum::VersionChecksum;
 use crate::storage::Storage;
@@ -76,6 +77,9 @@ pub struct Transaction {
     /// The snapshot read (`for_table`): its table properties drive the automatic checkpoint,
     /// which advances it to the new version; its summary starts the new version's checksum.
     read_snapshot: Option<crate::Snapshot>,
+    /// The catalog a new catalog-managed table is created through (an existing one commits
+    /// through the catalog of the snapshot read).
+    catalog: Option<Arc<dyn CatalogClient>>,
 }
 
 /// [`crate::log::segment::version_stands`] as a [`DeltaError::CommitConflict`] at the version
@@ -143,7 +147,16 @@ impl Transaction {
             row_id_high_water_mark: None,
             table: None,
             read_snapshot: None,
+            catalog: None,
         }
+    }
+
+    /// Commits through `client`, the catalog of a catalog-managed table this transaction
+    /// creates (catalogManaged RFC, "Creating and Dropping Catalog-managed Tables": the
+    /// catalog registers the table as it ratifies version 0).
+    pub fn with_catalog(mut self, client: Arc<dyn CatalogClient>) -> Self {
+        self.catalog = Some(client);
+        self
     }
 
     /// Assigns fresh row IDs and row commit versions ("Writer Requirements for Row Tracking"):
@@ -235,10 +248,11 @@ impl Transaction {
         }
         // A catalog-managed table commits through its catalog (catalogManaged RFC, "Writer
         // Requirements for Catalog-managed tables"), which orders its versions itself.
-        let catalog = self
-            .read_snapshot
-            .as_ref()
-            .and_then(|s| s.catalog().cloned());
+        let catalog = self.catalog.clone().or_else(|| {
+            self.read_snapshot
+                .as_ref()
+                .and_then(|s| s.catalog().cloned())
+        });
         if let (Some(read), None) = (self.read_version, &catalog) {
             self.check_read_version(read).await?;
         }
