@@ -13,16 +13,20 @@ This package holds:
   so an adapter for another catalog works too;
 * the catalogs deltalog ships, organised as the Lance catalog specification (``003_…``) says
   (:class:`Catalog`, identifiers), opened with :func:`connect_catalog`:
-  :class:`DirectoryCatalog` (``type: dir``).
+  :class:`DirectoryCatalog` (``type: dir``) and :class:`ManagedCatalog` over the embedded
+  :class:`SqliteStore` (``type: sqlite``), whose tables are catalog-managed.
 """
 
 from __future__ import annotations
 
+import os
 from collections.abc import Mapping
 
 from deltalog.catalog.base import Catalog, Identifier, parse_identifier
 from deltalog.catalog.client import CatalogClient, RatifiedCommit, RatifiedCommits
-from deltalog.catalog.directory import DirectoryCatalog
+from deltalog.catalog.directory import DirectoryCatalog, _directory_uri
+from deltalog.catalog.managed import ManagedCatalog, TableCatalogClient
+from deltalog.catalog.sqlite import SqliteStore
 from deltalog.exceptions import InvalidArgumentError, UnsupportedFeatureError
 
 __all__ = [
@@ -30,8 +34,11 @@ __all__ = [
     "CatalogClient",
     "DirectoryCatalog",
     "Identifier",
+    "ManagedCatalog",
     "RatifiedCommit",
     "RatifiedCommits",
+    "SqliteStore",
+    "TableCatalogClient",
     "connect_catalog",
     "parse_identifier",
 ]
@@ -41,7 +48,8 @@ def connect_catalog(
     config: Mapping[str, str], storage_options: Mapping[str, str] | None = None
 ) -> Catalog:
     """Opens a catalog from its configuration (Lance catalog specification:
-    "Configurations"): ``type`` (``dir``), and ``path`` for a directory catalog; an optional
+    "Configurations"): ``type`` (``dir`` or ``sqlite``); ``path`` (the directory, or the
+    database file); ``warehouse`` (where a sqlite catalog's tables live); an optional
     ``delimiter`` for string identifiers.
 
     Raises:
@@ -62,10 +70,25 @@ def connect_catalog(
         if not path:
             raise InvalidArgumentError('a directory catalog needs "path" (Lance catalog spec)')
         return DirectoryCatalog(path, storage_options=storage_options, delimiter=delimiter)
-    if kind in ("sqlite", "postgresql", "rest"):
+    if kind == "sqlite":
+        unknown = set(config) - {"type", "path", "warehouse", "delimiter"}
+        if unknown:
+            raise InvalidArgumentError(
+                f"unknown keys for a sqlite catalog: {', '.join(sorted(unknown))}"
+            )
+        path, warehouse = config.get("path"), config.get("warehouse")
+        if not path or not warehouse:
+            raise InvalidArgumentError(
+                'a sqlite catalog needs "path" (the database file) and "warehouse" (where its '
+                "tables live)"
+            )
+        return ManagedCatalog(
+            SqliteStore(os.path.abspath(path)), _directory_uri(warehouse), delimiter=delimiter
+        )
+    if kind in ("postgresql", "rest"):
         raise UnsupportedFeatureError(
-            f"the {kind} catalog is not available yet (issue #16/#18); use type 'dir'"
+            f"the {kind} catalog is not available yet (issues #16, #18); use 'dir' or 'sqlite'"
         )
     raise InvalidArgumentError(
-        f"unknown catalog type {kind!r}: expected 'dir' (a directory of tables)"
+        f"unknown catalog type {kind!r}: expected 'dir' (a directory of tables) or 'sqlite'"
     )

@@ -1,0 +1,316 @@
+"""A catalog that manages tables itself: namespaces, tables and the ratified commits of its
+catalog-managed tables, kept in a database (:mod:`deltalog.catalog.sqlite`).
+
+Lance catalog specification (``003_…``): nested namespaces, names unique in their parent (a
+namespace and a table may not share a name), identifiers. catalogManaged RFC (``000_…``): the
+catalog ratifies each version of its catalog-managed tables at most once and strictly in order
+("Commit Protocol"), holds the ratified commits until they are published ("Publishing
+Commits"), and registers a table in the same step as its first commit ("Creating and Dropping
+Catalog-managed Tables"). ``register_table`` adds a storage-managed table (one that commits by
+put-if-absent).
+"""
+
+from __future__ import annotations
+
+import abc
+import time
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from deltalog.catalog.base import Catalog, Identifier
+from deltalog.catalog.client import RatifiedCommit, RatifiedCommits
+from deltalog.exceptions import (
+    CatalogError,
+    CommitConflictError,
+    InvalidArgumentError,
+    TableNotFoundError,
+)
+
+if TYPE_CHECKING:
+    import pyarrow as pa
+
+    from deltalog.table import DeltaTable
+
+#: The most ratified commits a table may have unpublished (writers publish right after their
+#: commit; a backlog means publishing fails).
+MAX_UNPUBLISHED = 1000
+
+#: Commits up to this size are proposed inline: the catalog holds their content.
+MAX_INLINE_COMMIT_BYTES = 64 * 1024
+
+
+@dataclass(frozen=True)
+class TableRecord:
+    """A table of the catalog."""
+
+    id: int
+    namespace_id: int
+    name: str
+    location: str
+    managed: bool
+    latest_version: int
+
+
+class Store(abc.ABC):
+    """The database behind a :class:`ManagedCatalog` (one implementation per engine)."""
+
+    ROOT = 0  # the id of the root namespace
+
+    @abc.abstractmethod
+    def namespace_id(self, parent: int, name: str) -> int | None: ...
+
+    @abc.abstractmethod
+    def child_namespaces(self, parent: int) -> list[str]: ...
+
+    @abc.abstractmethod
+    def create_namespace(self, parent: int, name: str) -> None: ...
+
+    @abc.abstractmethod
+    def drop_namespace(self, parent: int, name: str) -> None: ...
+
+    @abc.abstractmethod
+    def tables(self, namespace: int) -> list[str]: ...
+
+    @abc.abstractmethod
+    def table(self, namespace: int, name: str) -> TableRecord | None: ...
+
+    @abc.abstractmethod
+    def table_by_id(self, table_id: int) -> TableRecord | None: ...
+
+    @abc.abstractmethod
+    def register(self, namespace: int, name: str, location: str) -> TableRecord: ...
+
+    @abc.abstractmethod
+    def drop_table(self, table_id: int) -> None: ...
+
+    @abc.abstractmethod
+    def commits(self, table_id: int, start: int | None, end: int | None) -> RatifiedCommits: ...
+
+    @abc.abstractmethod
+    def ratify(
+        self,
+        table_id: int | None,
+        version: int,
+        path: str | None,
+        content: bytes | None,
+        create: tuple[int, str, str] | None = None,
+    ) -> int:
+        """Ratifies ``version`` of a table in one database transaction: only the next version,
+        at most once. ``create`` (namespace id, name, location) registers a new
+        catalog-managed table with its version 0. Returns the table's id.
+
+        Raises:
+            CommitConflictError: the version is taken (``ratified``: the commits from it on).
+        """
+
+    @abc.abstractmethod
+    def forget(self, table_id: int, version: int) -> None:
+        """Drops the held commits up to ``version`` (published)."""
+
+
+class TableCatalogClient:
+    """The :class:`deltalog.catalog.CatalogClient` of one catalog-managed table of a
+    :class:`ManagedCatalog` (or of one it is creating)."""
+
+    max_inline_commit_bytes = MAX_INLINE_COMMIT_BYTES
+
+    def __init__(
+        self,
+        store: Store,
+        table_id: int | None,
+        create: tuple[int, str, str] | None = None,
+    ) -> None:
+        self._store = store
+        self._table_id = table_id
+        self._create = create
+
+    def get_ratified_commits(
+        self, start_version: int | None = None, end_version: int | None = None
+    ) -> RatifiedCommits:
+        if self._table_id is None:
+            return RatifiedCommits((), -1)
+        return self._store.commits(self._table_id, start_version, end_version)
+
+    def commit(self, version: int, path: str | None = None, content: bytes | None = None) -> None:
+        if self._table_id is None:
+            if version != 0 or self._create is None:
+                raise CatalogError(f"the table is not registered yet (version {version})")
+            self._table_id = self._store.ratify(None, 0, path, content, create=self._create)
+            self._create = None
+            return
+        self._store.ratify(self._table_id, version, path, content)
+
+    def published(self, version: int) -> None:
+        if self._table_id is not None:
+            self._store.forget(self._table_id, version)
+
+
+class ManagedCatalog(Catalog):
+    """A catalog of namespaces and tables in a :class:`Store`, with a warehouse where new
+    tables get their directories (``<warehouse>/<namespace>/.../<name>``)."""
+
+    def __init__(self, store: Store, warehouse: str, delimiter: str = ".") -> None:
+        super().__init__(delimiter)
+        self._store = store
+        self.warehouse = warehouse.rstrip("/")
+
+    # -- helpers ---------------------------------------------------------------------------
+
+    def _namespace(self, names: list[str]) -> int:
+        current = Store.ROOT
+        for i, name in enumerate(names):
+            found = self._store.namespace_id(current, name)
+            if found is None:
+                raise InvalidArgumentError(
+                    f"namespace {self.delimiter.join(names[: i + 1])!r} does not exist"
+                )
+            current = found
+        return current
+
+    def _split(self, name: Identifier) -> tuple[list[str], str]:
+        names = self._names(name)
+        return names[:-1], names[-1]
+
+    def _record(self, name: Identifier) -> TableRecord:
+        parent, table = self._split(name)
+        record = self._store.table(self._namespace(parent), table)
+        if record is None:
+            raise TableNotFoundError(f"the catalog has no table {name!r}")
+        return record
+
+    # -- namespaces ------------------------------------------------------------------------
+
+    def list_namespaces(self, namespace: Identifier | None = None) -> list[str]:
+        parent = Store.ROOT if namespace is None else self._namespace(self._names(namespace))
+        return self._store.child_namespaces(parent)
+
+    def create_namespace(self, namespace: Identifier) -> None:
+        parent, name = self._split(namespace)
+        pid = self._namespace(parent)
+        if self._store.table(pid, name) is not None:
+            raise InvalidArgumentError(f"{namespace!r} is the name of a table")
+        self._store.create_namespace(pid, name)
+
+    def drop_namespace(self, namespace: Identifier) -> None:
+        parent, name = self._split(namespace)
+        self._store.drop_namespace(self._namespace(parent), name)
+
+    def namespace_exists(self, namespace: Identifier) -> bool:
+        try:
+            self._namespace(self._names(namespace))
+        except InvalidArgumentError:
+            return False
+        return True
+
+    # -- tables ----------------------------------------------------------------------------
+
+    def list_tables(self, namespace: Identifier | None = None) -> list[str]:
+        parent = Store.ROOT if namespace is None else self._namespace(self._names(namespace))
+        return self._store.tables(parent)
+
+    def table_exists(self, name: Identifier) -> bool:
+        try:
+            self._record(name)
+        except (TableNotFoundError, InvalidArgumentError):
+            return False
+        return True
+
+    def _new_table(self, name: Identifier) -> tuple[tuple[int, str, str], TableCatalogClient]:
+        parent, table = self._split(name)
+        pid = self._namespace(parent)
+        if self._store.table(pid, table) is not None:
+            raise InvalidArgumentError(f"the catalog already has a table {name!r}")
+        if self._store.namespace_id(pid, table) is not None:
+            raise InvalidArgumentError(f"{name!r} is the name of a namespace")
+        location = "/".join([self.warehouse, *parent, table])
+        create = (pid, table, location)
+        return create, TableCatalogClient(self._store, None, create=create)
+
+    def create_table(
+        self,
+        name: Identifier,
+        schema: pa.Schema,
+        partition_by: list[str] | None = None,
+        configuration: Mapping[str, str] | None = None,
+        **kwargs: Any,
+    ) -> DeltaTable:
+        """Creates an empty catalog-managed table: its version 0 is ratified by this catalog,
+        which registers the table in that step."""
+        import pyarrow as pa
+
+        from deltalog.writer import write_table
+
+        (_, _, location), client = self._new_table(name)
+        write_table(
+            location,
+            pa.Table.from_batches([], schema=schema),
+            partition_by=partition_by,
+            configuration=configuration,
+            catalog_client=client,
+            **kwargs,
+        )
+        return self.load_table(name)
+
+    def _create_from_data(self, name: Identifier, data: Any, mode: str, **kwargs: Any) -> int:
+        from deltalog.writer import write_table
+
+        (_, _, location), client = self._new_table(name)
+        return write_table(location, data, mode=mode, catalog_client=client, **kwargs)
+
+    def register_table(self, name: Identifier, location: str) -> DeltaTable:
+        """Adds the Delta table at ``location`` as a storage-managed table."""
+        from deltalog.table import DeltaTable
+
+        DeltaTable(location)  # must be a readable (filesystem) Delta table
+        parent, table = self._split(name)
+        pid = self._namespace(parent)
+        if self._store.namespace_id(pid, table) is not None:
+            raise InvalidArgumentError(f"{name!r} is the name of a namespace")
+        self._store.register(pid, table, location)
+        return self.load_table(name)
+
+    def load_table(self, name: Identifier, version: int | None = None) -> DeltaTable:
+        from deltalog.table import DeltaTable
+
+        record = self._record(name)
+        if not record.managed:
+            return DeltaTable(record.location, version=version)
+        client = TableCatalogClient(self._store, record.id)
+        return DeltaTable(record.location, version=version, catalog_client=client)
+
+    def catalog_client(self, name: Identifier) -> TableCatalogClient:
+        """The catalog client of a catalog-managed table."""
+        record = self._record(name)
+        if not record.managed:
+            raise InvalidArgumentError(f"{name!r} is storage-managed (registered), not managed")
+        return TableCatalogClient(self._store, record.id)
+
+    def drop_table(self, name: Identifier, purge: bool = True) -> None:
+        from deltalog import _native
+
+        record = self._record(name)
+        self._store.drop_table(record.id)
+        if purge:
+            _native.delete_tree(record.location)
+
+
+def now_ms() -> int:
+    return int(time.time() * 1000)
+
+
+def conflict(version: int, held: RatifiedCommits) -> CommitConflictError:
+    return CommitConflictError(
+        f"version {version} was already ratified (the latest ratified version is "
+        f"{held.latest_version})",
+        version=version,
+        reason="another commit won the version",
+        ratified=held,
+    )
+
+
+def commit_of(row: tuple[int, str | None, bytes | None, int]) -> RatifiedCommit:
+    version, path, content, ts = row
+    return RatifiedCommit(
+        version, path=path, content=bytes(content) if content else None, timestamp=ts
+    )
