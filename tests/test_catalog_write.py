@@ -301,3 +301,22 @@ def test_a_catalog_managed_table_is_not_created_by_path(tmp_path: Path) -> None:
     with pytest.raises(dl.InvalidArgumentError, match="through its catalog"):
         dl.write_table(str(tmp_path / "t"), rows(1), table_features=["catalogManaged"])
     assert not (tmp_path / "t" / "_delta_log").exists()
+
+
+def test_a_stale_writer_rebases_past_all_winners_with_one_answer(tmp_path: Path) -> None:
+    """The conflict answer carries every commit ratified since: the writer checks them all
+    and retries once, at the next free version."""
+    root = tmp_path / "t"
+    catalog = create(root)
+    dl.write_table(dl.DeltaTable(str(root), catalog_client=catalog), rows(1), mode="append")
+    stale = dl.DeltaTable(str(root), catalog_client=catalog)
+    for i in range(4):
+        fresh = dl.DeltaTable(str(root), catalog_client=catalog)
+        dl.write_table(fresh, rows(1, 10 + i), mode="append")
+    assert catalog.latest == 5
+    catalog.proposals.clear()
+    adds = dl.write_files(stale, rows(1, 77))
+    version = stale.transaction(operation="WRITE").add_actions(adds).commit()
+    assert version == 6
+    assert [v for v, _ in catalog.proposals] == [2, 6]
+    assert ids(dl.DeltaTable(str(root), catalog_client=catalog)) == [0, 10, 11, 12, 13, 77]

@@ -313,10 +313,7 @@ class DeltaTable:
         cleanup horizon, a schema or protocol change, or a long way to go reload afresh; so
         does a table deleted and created again at the same location (the loaded version's
         commit gone or another file): the object then shows the new table. A catalog-managed
-        table asks its catalog for the latest ratified commits."""
-        if self._catalog_client is not None:
-            self._set(self._open(None))
-            return
+        table asks its catalog for the latest ratified commits (replayed the same way)."""
         self._set(self._raw.advance(None))
 
     # -- state ---------------------------------------------------------------------------

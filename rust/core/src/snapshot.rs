@@ -130,6 +130,17 @@ impl Snapshot {
         Ok(snapshot)
     }
 
+    /// `target` loaded afresh, through this snapshot's catalog when it has one.
+    async fn reopen(&self, target: Option<u64>) -> DeltaResult<Snapshot> {
+        match &self.catalog {
+            Some(client) => {
+                Self::try_new_with_catalog_client(self.storage.clone(), target, client.clone())
+                    .await
+            }
+            None => Self::try_new(self.storage.clone(), target).await,
+        }
+    }
+
     /// The catalog this catalog-managed table was opened through, if any.
     pub fn catalog(&self) -> Option<&Arc<dyn CatalogClient>> {
         self.catalog.as_ref()
@@ -348,41 +359,51 @@ impl Snapshot {
     /// The result equals a fresh load, except that tombstones a newer checkpoint dropped as
     /// expired may still be listed.
     pub async fn advance(&self, target: Option<u64>) -> DeltaResult<Snapshot> {
-        if let Some(client) = &self.catalog {
-            // The catalog knows the versions the listing does not: asked afresh.
-            return Self::try_new_with_catalog_client(self.storage.clone(), target, client.clone())
-                .await;
-        }
         let current = self.version();
         if target.is_some_and(|t| t < current) {
-            return Self::try_new(self.storage.clone(), target).await;
+            return self.reopen(target).await;
         }
-        // From this version on: its own commit is checked too. When that is gone or another
-        // file, the table was deleted and created again (or its log cleaned up past this
-        // version), and nothing of this snapshot carries over: the target is loaded afresh.
-        let listing = LogListing::list(&self.storage, Some(current)).await?;
-        let commits = listing.commits();
-        let loaded_stands = match (&self.segment.last_commit, commits.get(&current)) {
-            (Some(loaded), Some(listed)) => {
-                crate::log::segment::same_object(&loaded.meta, &listed.meta)
+        let (listing, latest) = match &self.catalog {
+            Some(client) => {
+                // The catalog knows the versions the listing does not ("Reading
+                // Catalog-managed Tables"): its commits joined with the newer part of the log.
+                let held = client.ratified_commits(None, None).await?;
+                let mut listing = LogListing::list(&self.storage, Some(current + 1)).await?;
+                held.apply(&self.storage, &mut listing)?;
+                (listing, held.latest_version.max(current))
             }
-            (Some(_), None) => false,
-            (None, Some(_)) => true,
-            (None, None) => self.segment.checkpoint.as_ref().is_some_and(|c| {
-                c.parts
-                    .iter()
-                    .all(|p| listing.files.iter().any(|f| f.name == p.name))
-            }),
+            None => {
+                // From this version on: its own commit is checked too. When that is gone or
+                // another file, the table was deleted and created again (or its log cleaned
+                // up past this version), and nothing of this snapshot carries over: the
+                // target is loaded afresh.
+                let listing = LogListing::list(&self.storage, Some(current)).await?;
+                let commits = listing.commits();
+                let loaded_stands = match (&self.segment.last_commit, commits.get(&current)) {
+                    (Some(loaded), Some(listed)) => {
+                        crate::log::segment::same_object(&loaded.meta, &listed.meta)
+                    }
+                    (Some(_), None) => false,
+                    (None, Some(_)) => true,
+                    (None, None) => self.segment.checkpoint.as_ref().is_some_and(|c| {
+                        c.parts
+                            .iter()
+                            .all(|p| listing.files.iter().any(|f| f.name == p.name))
+                    }),
+                };
+                if !loaded_stands {
+                    return Self::try_new(self.storage.clone(), target).await;
+                }
+                let latest = listing.latest_version().map_or(current, |v| v.max(current));
+                (listing, latest)
+            }
         };
-        if !loaded_stands {
-            return Self::try_new(self.storage.clone(), target).await;
-        }
-        let latest = listing.latest_version().map_or(current, |v| v.max(current));
+        let commits = listing.commits();
         let target = target.unwrap_or(latest);
         if target == current {
             return Ok(self.clone());
         }
-        let fresh = || Self::try_new(self.storage.clone(), Some(target));
+        let fresh = || self.reopen(Some(target));
         if target > latest || target - current > MAX_INCREMENTAL_COMMITS {
             return fresh().await;
         }

@@ -31,9 +31,10 @@ pub enum Attempt {
     /// The commit is version `v`; `published` when `<v>.json` exists (always for filesystem
     /// tables; for catalog-managed ones once publishing succeeded).
     Committed { published: bool },
-    /// Another commit won the version; its content when the committer has it at hand (the
-    /// catalog's answer), else it is read from `<v>.json`.
-    Lost { winner: Option<Bytes> },
+    /// Other commits won the version and, from a catalog's answer, the versions after it up
+    /// to the latest ratified one: each with its content when the committer has it at hand,
+    /// else it is read from `<v>.json`. Ascending, starting at the version attempted.
+    Lost { winners: Vec<(u64, Option<Bytes>)> },
 }
 
 /// Tries to make `text` version `version`, through `catalog` for a catalog-managed table.
@@ -58,7 +59,9 @@ async fn put_if_absent(storage: &Storage, version: u64, text: String) -> DeltaRe
         .await
     {
         Ok(_) => Ok(Attempt::Committed { published: true }),
-        Err(object_store::Error::AlreadyExists { .. }) => Ok(Attempt::Lost { winner: None }),
+        Err(object_store::Error::AlreadyExists { .. }) => Ok(Attempt::Lost {
+            winners: vec![(version, None)],
+        }),
         Err(e) => Err(e.into()),
     }
 }
@@ -70,6 +73,7 @@ async fn propose(
     text: String,
 ) -> DeltaResult<Attempt> {
     let content = Bytes::from(text.into_bytes());
+    let own = content.clone();
     let proposal = if content.len() <= client.max_inline_bytes() {
         Proposal::Inline(content)
     } else {
@@ -87,7 +91,7 @@ async fn propose(
     };
     match client.commit(version, proposal).await? {
         CommitOutcome::Ratified => {
-            let published = match publish(storage, client, version).await {
+            let published = match publish_with(storage, client, version, Some(own)).await {
                 Ok(()) => true,
                 Err(e) => {
                     // The commit stands (ratified); the next writer or reader publishes it.
@@ -101,12 +105,19 @@ async fn propose(
             Ok(Attempt::Committed { published })
         }
         CommitOutcome::Conflict(latest) => {
-            let winner = match latest.commits.iter().find(|c| c.version == version) {
-                Some(commit) => Some(content_of(storage, commit).await?),
-                // Already published: read from `<v>.json`.
-                None => None,
-            };
-            Ok(Attempt::Lost { winner })
+            // Every winner up to the latest ratified version, so that the writer rebases past
+            // all of them at once ("Commit Protocol": the conflict answer carries the latest
+            // ratified commits).
+            let mut winners = Vec::new();
+            for v in version..=latest.latest_version.max(version) {
+                let content = match latest.commits.iter().find(|c| c.version == v) {
+                    Some(commit) => Some(content_of(storage, commit).await?),
+                    // Already published: read from `<v>.json`.
+                    None => None,
+                };
+                winners.push((v, content));
+            }
+            Ok(Attempt::Lost { winners })
         }
     }
 }
@@ -150,9 +161,23 @@ pub async fn publish(
     client: &Arc<dyn CatalogClient>,
     version: u64,
 ) -> DeltaResult<()> {
+    publish_with(storage, client, version, None).await
+}
+
+/// [`publish`], with the content of `version` itself at hand (the writer's own commit: its
+/// staged file is not read back).
+async fn publish_with(
+    storage: &Storage,
+    client: &Arc<dyn CatalogClient>,
+    version: u64,
+    own: Option<Bytes>,
+) -> DeltaResult<()> {
     let held = client.ratified_commits(None, Some(version)).await?;
     for commit in held.commits.iter().filter(|c| c.version <= version) {
-        let content = content_of(storage, commit).await?;
+        let content = match &own {
+            Some(content) if commit.version == version => content.clone(),
+            _ => content_of(storage, commit).await?,
+        };
         let name = commit_file_name(commit.version);
         let location = storage.log_path(&name);
         let options = PutOptions::from(PutMode::Create);
@@ -282,7 +307,9 @@ mod tests {
             .await;
         let lost = attempt(&storage, Some(&client), 2, "{\"b\":2}\n".into()).await;
         match lost.unwrap() {
-            Attempt::Lost { winner } => assert_eq!(winner, Some(Bytes::from("{}\n"))),
+            Attempt::Lost { winners } => {
+                assert_eq!(winners, vec![(2, Some(Bytes::from("{}\n")))])
+            }
             other => panic!("{other:?}"),
         }
         // The next commit publishes the unpublished 2 first, then itself.

@@ -295,18 +295,20 @@ impl Transaction {
                     }
                     return Ok(version);
                 }
-                Attempt::Lost { winner } => {
-                    let (winner_ict, winner_mark, winner) =
-                        self.check_winner(version, winner).await?;
-                    // A winner whose removes lack sizes leaves the state unknown.
-                    before = before.and_then(|mut state| state.apply(&winner).then_some(state));
-                    if let (Some(state), Some(t)) = (ict.as_mut(), winner_ict) {
-                        state.previous = Some(state.previous.map_or(t, |p| p.max(t)));
+                Attempt::Lost { winners } => {
+                    for (winner_version, content) in winners {
+                        let (winner_ict, winner_mark, winner) =
+                            self.check_winner(winner_version, content).await?;
+                        // A winner whose removes lack sizes leaves the state unknown.
+                        before = before.and_then(|mut state| state.apply(&winner).then_some(state));
+                        if let (Some(state), Some(t)) = (ict.as_mut(), winner_ict) {
+                            state.previous = Some(state.previous.map_or(t, |p| p.max(t)));
+                        }
+                        if let (Some(m), Some(w)) = (mark.as_mut(), winner_mark) {
+                            *m = (*m).max(w);
+                        }
+                        version = winner_version + 1;
                     }
-                    if let (Some(m), Some(w)) = (mark.as_mut(), winner_mark) {
-                        *m = (*m).max(w);
-                    }
-                    version += 1;
                 }
             }
         }
