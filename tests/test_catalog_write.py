@@ -320,3 +320,8 @@ def test_a_stale_writer_rebases_past_all_winners_with_one_answer(tmp_path: Path)
     assert version == 6
     assert [v for v, _ in catalog.proposals] == [2, 6]
     assert ids(dl.DeltaTable(str(root), catalog_client=catalog)) == [0, 10, 11, 12, 13, 77]
+
+
+def test_a_table_the_catalog_has_no_version_of_is_not_found(tmp_path: Path) -> None:
+    with pytest.raises(dl.TableNotFoundError, match="has not ratified any version"):
+        dl.DeltaTable(str(tmp_path / "t"), catalog_client=MemoryCatalog(latest=-1))

@@ -163,8 +163,21 @@ impl CatalogClient for PyCatalogClient {
         start: Option<u64>,
         end: Option<u64>,
     ) -> BoxFuture<'_, DeltaResult<CatalogCommits>> {
+        let table = self.table.clone();
         self.call("get_ratified_commits", move |py, client| {
             let answer = client.call_method1(py, "get_ratified_commits", (start, end))?;
+            let latest = answer
+                .bind(py)
+                .getattr("latest_version")
+                .and_then(|l| l.extract::<i64>())
+                .unwrap_or(0);
+            if latest < 0 {
+                // The catalog has not ratified any version: there is no table yet.
+                return Err(CallError::Delta(DeltaError::TableNotFound {
+                    path: table,
+                    reason: "its catalog has not ratified any version of it".into(),
+                }));
+            }
             ratified(py, answer.bind(py))
         })
     }
