@@ -70,6 +70,9 @@ class SqliteStore(Store):
             db = sqlite3.connect(self.path, timeout=60, isolation_level=None)
             db.execute("PRAGMA journal_mode=WAL")
             db.execute("PRAGMA busy_timeout=60000")
+            # A ratification is durable once committed (catalogManaged RFC: the catalog is
+            # the source of truth for commits).
+            db.execute("PRAGMA synchronous=FULL")
             self._local.db = db
         return db
 
@@ -243,7 +246,15 @@ class SqliteStore(Store):
             return table_id
 
     def forget(self, table_id: int, version: int) -> None:
-        with self._transaction() as db:
-            db.execute(
-                "DELETE FROM commits WHERE table_id = ? AND version <= ?", (table_id, version)
-            )
+        # Losing this transaction to a power cut is harmless (the commits stay held, the
+        # next publisher finds them published and forgets them again), so it is not fsynced;
+        # ratifications are (synchronous=FULL).
+        db = self._db()
+        db.execute("PRAGMA synchronous=NORMAL")
+        try:
+            with self._transaction() as db:
+                db.execute(
+                    "DELETE FROM commits WHERE table_id = ? AND version <= ?", (table_id, version)
+                )
+        finally:
+            db.execute("PRAGMA synchronous=FULL")
