@@ -229,5 +229,5 @@ def validate_checksum(snapshot: RawSnapshot) -> bool:
 def child_directories(uri: str, storage_options: dict[str, str] | None = None) -> list[str]:
     """The directories directly under ``uri``, sorted (empty ones included locally)."""
 
-def delete_tree(uri: str, storage_options: dict[str, str] | None = None) -> int:
-    """Deletes everything under ``uri``; the number of objects deleted."""
+def delete_tree(uri: str, storage_options: dict[str, str] | None = None) -> None:
+    """Deletes everything under ``uri``."""

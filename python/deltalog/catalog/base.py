@@ -122,5 +122,6 @@ class Catalog(abc.ABC):
             return table.version()
         return self._create_from_data(name, data, mode=mode, **kwargs)
 
+    @abc.abstractmethod
     def _create_from_data(self, name: Identifier, data: Any, mode: str, **kwargs: Any) -> int:
-        raise NotImplementedError
+        """Creates table ``name`` from ``data`` (the catalog's kind of table); its version."""

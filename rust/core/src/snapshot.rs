@@ -105,17 +105,6 @@ impl Snapshot {
         Self::open(storage, version, None).await
     }
 
-    /// Opens `version` (the latest ratified one when `None`) of a catalog-managed table, from
-    /// its published log and the commits its catalog returned (catalogManaged RFC: "Reading
-    /// Catalog-managed Tables").
-    pub async fn try_new_with_catalog(
-        storage: Storage,
-        version: Option<u64>,
-        catalog: &CatalogCommits,
-    ) -> DeltaResult<Self> {
-        Self::open(storage, version, Some(catalog)).await
-    }
-
     /// Opens `version` (the latest ratified one when `None`) of a catalog-managed table
     /// through `client`, which this snapshot keeps: its later versions and its commits go
     /// through the catalog too.

@@ -363,45 +363,30 @@ impl Storage {
         Ok(names)
     }
 
-    /// Deletes every object under the root (and, on a local disk, the directory itself);
-    /// returns how many objects were deleted.
-    pub async fn delete_all(&self) -> DeltaResult<usize> {
+    /// Deletes every object under the root (and, on a local disk, the directory itself).
+    pub async fn delete_all(&self) -> DeltaResult<()> {
         if let Some(local) = self.local_path(&self.root) {
-            let mut count = 0;
-            if local.exists() {
-                count = walk_count(&local);
-                std::fs::remove_dir_all(&local).map_err(|e| {
-                    DeltaError::Storage(object_store::Error::Generic {
+            return match std::fs::remove_dir_all(&local) {
+                Err(e) if e.kind() != std::io::ErrorKind::NotFound => {
+                    Err(DeltaError::Storage(object_store::Error::Generic {
                         store: "LocalFileSystem",
                         source: Box::new(e),
-                    })
-                })?;
-            }
-            return Ok(count);
+                    }))
+                }
+                _ => Ok(()),
+            };
         }
         let locations = self
             .store
             .list(Some(&self.root))
             .map_ok(|m| m.location)
             .boxed();
-        let deleted: Vec<Path> = self.store.delete_stream(locations).try_collect().await?;
-        Ok(deleted.len())
+        self.store
+            .delete_stream(locations)
+            .try_collect::<Vec<Path>>()
+            .await?;
+        Ok(())
     }
-}
-
-/// The number of files under a local directory.
-fn walk_count(dir: &std::path::Path) -> usize {
-    std::fs::read_dir(dir)
-        .map(|entries| {
-            entries
-                .flatten()
-                .map(|e| match e.file_type() {
-                    Ok(t) if t.is_dir() => walk_count(&e.path()),
-                    _ => 1,
-                })
-                .sum()
-        })
-        .unwrap_or(0)
 }
 
 #[cfg(test)]

@@ -142,7 +142,7 @@ fn describe(py: Python<'_>, e: &PyErr) -> String {
 }
 
 /// `RatifiedCommits` (a Python object with `native()`) as the core's value.
-fn ratified(py: Python<'_>, answer: &Bound<'_, PyAny>) -> Result<CatalogCommits, CallError> {
+fn ratified(answer: &Bound<'_, PyAny>) -> Result<CatalogCommits, CallError> {
     let native = answer.call_method0("native").map_err(|_| {
         CallError::Delta(DeltaError::InvalidArgument(format!(
             "the catalog client must answer with deltalog.catalog.RatifiedCommits, not {}",
@@ -153,7 +153,6 @@ fn ratified(py: Python<'_>, answer: &Bound<'_, PyAny>) -> Result<CatalogCommits,
                 .unwrap_or_default()
         )))
     })?;
-    let _ = py;
     Ok(catalog_commits(native.extract::<PyCatalogCommits>()?)?)
 }
 
@@ -178,7 +177,7 @@ impl CatalogClient for PyCatalogClient {
                     reason: "its catalog has not ratified any version of it".into(),
                 }));
             }
-            ratified(py, answer.bind(py))
+            ratified(answer.bind(py))
         })
     }
 
@@ -210,9 +209,9 @@ impl CatalogClient for PyCatalogClient {
                                 "get_ratified_commits",
                                 (Some(version), None::<u64>),
                             )?;
-                            return Ok(CommitOutcome::Conflict(ratified(py, answer.bind(py))?));
+                            return Ok(CommitOutcome::Conflict(ratified(answer.bind(py))?));
                         }
-                        Ok(CommitOutcome::Conflict(ratified(py, &latest)?))
+                        Ok(CommitOutcome::Conflict(ratified(&latest)?))
                     } else {
                         Err(e.into())
                     }
@@ -245,14 +244,14 @@ pub(crate) fn child_directories(
     block_on(py, async move { storage.child_directories().await })
 }
 
-/// Deletes everything under `uri` (a dropped table's directory); the number of objects.
+/// Deletes everything under `uri` (a dropped table's directory).
 #[pyfunction]
 #[pyo3(signature = (uri, storage_options=None))]
 pub(crate) fn delete_tree(
     py: Python<'_>,
     uri: &str,
     storage_options: Option<std::collections::HashMap<String, String>>,
-) -> PyResult<usize> {
+) -> PyResult<()> {
     let storage = open_storage(uri, storage_options).map_err(|e| to_py_err(py, e))?;
     block_on(py, async move { storage.delete_all().await })
 }

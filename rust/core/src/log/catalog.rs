@@ -169,8 +169,12 @@ impl CatalogCommits {
     }
 }
 
-/// The log file a ratified commit is read from.
-fn commit_file(storage: &Storage, table: &str, commit: &RatifiedCommit) -> DeltaResult<LogFile> {
+/// The log file a ratified commit is read from (its staged file, or its inline content).
+pub(crate) fn commit_file(
+    storage: &Storage,
+    table: &str,
+    commit: &RatifiedCommit,
+) -> DeltaResult<LogFile> {
     let version = commit.version;
     let last_modified = commit
         .timestamp
@@ -226,7 +230,7 @@ fn commit_file(storage: &Storage, table: &str, commit: &RatifiedCommit) -> Delta
 }
 
 /// The `_delta_log`-relative name of a staged commit given as a file name or a full URI.
-pub(crate) fn staged_name(storage: &Storage, path: &str) -> Option<String> {
+fn staged_name(storage: &Storage, path: &str) -> Option<String> {
     if !path.contains('/') {
         return Some(format!("_staged_commits/{path}"));
     }

@@ -308,7 +308,11 @@ async fn fetch(storage: &Storage, file: &LogFile, version: u64) -> DeltaResult<b
 
 /// Maps a storage error while reading a listed log file: a file that vanished between listing
 /// and reading is reported as a log error naming it.
-fn log_file_error(e: object_store::Error, file: &LogFile, version: Option<u64>) -> DeltaError {
+pub(crate) fn log_file_error(
+    e: object_store::Error,
+    file: &LogFile,
+    version: Option<u64>,
+) -> DeltaError {
     match e {
         object_store::Error::NotFound { .. } if file.name.starts_with("_staged_commits/") => {
             DeltaError::corrupt(

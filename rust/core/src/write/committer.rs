@@ -19,10 +19,9 @@ use bytes::Bytes;
 use object_store::{PutMode, PutOptions, PutPayload};
 
 use crate::error::{DeltaError, DeltaResult};
-use crate::log::catalog::{
-    staged_name, CatalogClient, CommitOutcome, Proposal, RatifiedCommit, RatifiedSource,
-};
+use crate::log::catalog::{commit_file, CatalogClient, CommitOutcome, Proposal, RatifiedCommit};
 use crate::log::path::commit_file_name;
+use crate::log::reader::log_file_error;
 use crate::storage::Storage;
 
 /// The result of one attempt at a version.
@@ -124,32 +123,13 @@ async fn propose(
 
 /// The content of a ratified commit: inline, or its staged file.
 pub async fn content_of(storage: &Storage, commit: &RatifiedCommit) -> DeltaResult<Bytes> {
-    match &commit.source {
-        RatifiedSource::Inline(content) => Ok(content.clone()),
-        RatifiedSource::Staged(path) => {
-            let name = staged_name(storage, path).ok_or_else(|| {
-                DeltaError::corrupt(
-                    format!("the catalog's ratified commits of {}", storage.url()),
-                    Some(commit.version),
-                    format!(
-                        "the staged commit {path:?} is not a file of the table's \
-                         _delta_log/_staged_commits/ (catalogManaged RFC: \"Staged commit\")"
-                    ),
-                )
-            })?;
-            storage
-                .get(&storage.log_path(&name))
-                .await
-                .map_err(|e| match e {
-                    object_store::Error::NotFound { .. } => DeltaError::corrupt(
-                        format!("_delta_log/{name}"),
-                        Some(commit.version),
-                        "the catalog ratified this staged commit, but the file could not be read \
-                         (catalogManaged RFC: \"Staged commit\")",
-                    ),
-                    other => other.into(),
-                })
-        }
+    let file = commit_file(storage, storage.url().as_str(), commit)?;
+    match file.inline {
+        Some(content) => Ok(content),
+        None => storage
+            .get(&file.meta.location)
+            .await
+            .map_err(|e| log_file_error(e, &file, Some(commit.version))),
     }
 }
 
@@ -208,7 +188,7 @@ async fn publish_with(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::log::catalog::CatalogCommits;
+    use crate::log::catalog::{CatalogCommits, RatifiedSource};
     use futures::future::BoxFuture;
     use std::sync::Mutex;
 

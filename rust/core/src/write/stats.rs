@@ -476,15 +476,14 @@ fn string_extremes<'a>(
     value: impl Fn(usize) -> &'a str,
     nulls: Option<&NullBuffer>,
 ) -> Option<(&'a str, &'a str)> {
-    let mut positions: Box<dyn Iterator<Item = usize>> = match nulls {
-        None => Box::new(0..len),
-        Some(n) => Box::new(n.valid_indices()),
-    };
-    let first = value(positions.next()?);
-    Some(positions.fold((first, first), |(lo, hi), i| {
-        let v = value(i);
-        (lo.min(v), hi.max(v))
-    }))
+    fn fold<'a>(mut values: impl Iterator<Item = &'a str>) -> Option<(&'a str, &'a str)> {
+        let first = values.next()?;
+        Some(values.fold((first, first), |(lo, hi), v| (lo.min(v), hi.max(v))))
+    }
+    match nulls {
+        None => fold((0..len).map(value)),
+        Some(n) => fold(n.valid_indices().map(value)),
+    }
 }
 
 /// The bounds of the values of a leaf at the positions `nulls` marks valid (`None`: all):
