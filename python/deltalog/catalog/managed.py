@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import abc
 import time
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -50,6 +50,36 @@ class TableRecord:
     location: str
     managed: bool
     latest_version: int
+    #: The JSON of the table's latest ``protocol`` / ``metaData`` action, when the catalog has
+    #: been given it (catalogManaged RFC, "Catalog-managed Tables": catalogs are encouraged to
+    #: return them so that readers may skip replay).
+    protocol: str | None = None
+    metadata: str | None = None
+
+
+@dataclass(frozen=True)
+class Proposal:
+    """A commit proposed to a :class:`Store` for ratification (:meth:`Store.ratify_all`).
+
+    Attributes:
+        table_id: the table, or ``None`` for a table ``create`` registers.
+        version: the version proposed: the table's next one (0 for a new table).
+        path: the staged commit's file name, for a staged commit.
+        content: the commit's actions, for an inline commit.
+        create: (namespace id, name, location) of a new catalog-managed table whose version 0
+            this is: the table is registered in the same step.
+        protocol: the JSON of the commit's ``protocol`` action, if it has one: the table's
+            cached latest protocol (``None`` leaves the cached one as it is).
+        metadata: the JSON of the commit's ``metaData`` action, likewise.
+    """
+
+    table_id: int | None
+    version: int
+    path: str | None
+    content: bytes | None
+    create: tuple[int, str, str] | None = None
+    protocol: str | None = None
+    metadata: str | None = None
 
 
 class Store(abc.ABC):
@@ -87,7 +117,6 @@ class Store(abc.ABC):
     @abc.abstractmethod
     def commits(self, table_id: int, start: int | None, end: int | None) -> RatifiedCommits: ...
 
-    @abc.abstractmethod
     def ratify(
         self,
         table_id: int | None,
@@ -95,13 +124,32 @@ class Store(abc.ABC):
         path: str | None,
         content: bytes | None,
         create: tuple[int, str, str] | None = None,
+        protocol: str | None = None,
+        metadata: str | None = None,
     ) -> int:
         """Ratifies ``version`` of a table in one database transaction: only the next version,
         at most once. ``create`` (namespace id, name, location) registers a new
-        catalog-managed table with its version 0. Returns the table's id.
+        catalog-managed table with its version 0. ``protocol`` / ``metadata`` (JSON), when
+        given, become the table's cached latest protocol / metadata. Returns the table's id.
 
         Raises:
             CommitConflictError: the version is taken (``ratified``: the commits from it on).
+            CatalogError: the table is gone, or holds too many unpublished commits.
+        """
+        proposal = Proposal(table_id, version, path, content, create, protocol, metadata)
+        return self.ratify_all([proposal])[0]
+
+    @abc.abstractmethod
+    def ratify_all(self, proposals: Sequence[Proposal]) -> list[int]:
+        """Ratifies every proposal in ONE database transaction, or none of them: each must be
+        the next version of its table (at most one proposal a table). Returns the tables' ids,
+        in the order of ``proposals``.
+
+        Raises:
+            CommitConflictError: a proposal's version is taken (``ratified``: that table's
+                commits from it on); nothing is ratified.
+            CatalogError: a table is gone, holds too many unpublished commits, or is named by
+                two proposals; nothing is ratified.
         """
 
     @abc.abstractmethod

@@ -1,0 +1,320 @@
+"""The catalog logic of the SQL stores of a :class:`~deltalog.catalog.managed.ManagedCatalog`,
+written once for every engine (:mod:`deltalog.catalog.sqlite`,
+:mod:`deltalog.catalog.postgresql`).
+
+:class:`SqlStore` holds the namespaces, the tables and the ratification of commits
+(catalogManaged RFC, "Commit Protocol": each version at most once and strictly in order; the
+held commits in a conflict answer; at most :data:`~deltalog.catalog.managed.MAX_UNPUBLISHED`
+unpublished commits a table). Statements are written with ``?`` placeholders. An engine
+provides a small layer: a connection per thread, transactions, its placeholder style, how an
+insert returns its id, how the rows of a ratification are locked, its schema migrations and
+its error classes.
+"""
+
+from __future__ import annotations
+
+import abc
+import functools
+from collections import Counter
+from collections.abc import Sequence
+from contextlib import AbstractContextManager
+from typing import Any
+
+from deltalog.catalog.client import RatifiedCommits
+from deltalog.catalog.managed import (
+    MAX_UNPUBLISHED,
+    Proposal,
+    Store,
+    TableRecord,
+    commit_of,
+    conflict,
+    now_ms,
+)
+from deltalog.exceptions import CatalogError, InvalidArgumentError
+
+#: How often a ratification is tried again after a race only the database saw (a unique key,
+#: a serialization failure, a deadlock): the next try answers it with the checks below.
+RATIFY_ATTEMPTS = 5
+
+_COLUMNS = "id, namespace_id, name, location, managed, latest_version, protocol, metadata"
+
+
+@functools.lru_cache(maxsize=256)
+def _pyformat(sql: str) -> str:
+    return sql.replace("?", "%s")
+
+
+class SqlStore(Store):
+    """A :class:`Store` in a SQL database. Subclasses are the engines."""
+
+    #: Schema migrations, applied in order; entry ``i`` takes the schema to version ``i + 1``.
+    #: ``schema_version`` holds the version applied.
+    MIGRATIONS: Sequence[Sequence[str]] = ()
+
+    #: The placeholder the engine's driver takes: ``?`` (qmark) or ``%s`` (format).
+    PLACEHOLDER = "?"
+
+    #: What the database says of the name of a new namespace or table that is taken.
+    integrity_errors: tuple[type[BaseException], ...] = ()
+
+    #: Races the database alone sees: the ratification is tried again (``integrity_errors``
+    #: are too: a new table whose name another transaction took).
+    retry_errors: tuple[type[BaseException], ...] = ()
+
+    def __init__(self, name: str) -> None:
+        #: The database, as errors name it.
+        self.name = name
+        self._migrate()
+
+    # -- the engine ------------------------------------------------------------------------
+
+    @abc.abstractmethod
+    def _transaction(self, write: bool = True, durable: bool = True) -> AbstractContextManager[Any]:
+        """A transaction on this thread's connection, yielding the connection (whose
+        ``execute(sql, params)`` returns a cursor): committed on exit, rolled back on an
+        exception. ``write=False``: reads only, all of one moment. ``durable=False``: losing
+        the transaction to a crash is harmless, so it need not wait for the disk."""
+
+    @abc.abstractmethod
+    def _insert(self, db: Any, sql: str, params: Sequence[Any]) -> int:
+        """Runs an ``INSERT`` and returns the id of the new row."""
+
+    def _lock_schema(self, db: Any) -> None:
+        """Serialises the schema migrations of concurrent openers (a transaction that writes
+        takes the whole database already on some engines)."""
+
+    def _lock_tables(self, db: Any, table_ids: Sequence[int]) -> None:
+        """Locks the rows of the tables a ratification writes, in id order, until the
+        transaction ends (a transaction that writes takes the whole database already on some
+        engines)."""
+
+    def _sql(self, sql: str) -> str:
+        return sql if self.PLACEHOLDER == "?" else _pyformat(sql)
+
+    def _run(self, db: Any, sql: str, params: Sequence[Any] = ()) -> Any:
+        return db.execute(self._sql(sql), params)
+
+    def _one(self, db: Any, sql: str, params: Sequence[Any] = ()) -> Any:
+        return self._run(db, sql, params).fetchone()
+
+    def _read(self, sql: str, params: Sequence[Any] = ()) -> list[Any]:
+        with self._transaction(write=False) as db:
+            return list(self._run(db, sql, params).fetchall())
+
+    # -- the schema ------------------------------------------------------------------------
+
+    def _migrate(self) -> None:
+        with self._transaction() as db:
+            self._lock_schema(db)
+            self._run(db, "CREATE TABLE IF NOT EXISTS schema_version (version INTEGER NOT NULL)")
+            row = self._one(db, "SELECT version FROM schema_version")
+            applied = row[0] if row else 0
+            known = len(self.MIGRATIONS)
+            if applied > known:
+                raise CatalogError(
+                    f"the catalog database {self.name} has schema version {applied}, newer "
+                    f"than this deltalog knows ({known})",
+                    table=self.name,
+                )
+            for statements in self.MIGRATIONS[applied:]:
+                for statement in statements:
+                    self._run(db, statement)
+            if row is None:
+                self._run(db, "INSERT INTO schema_version VALUES (?)", (known,))
+            elif applied != known:
+                self._run(db, "UPDATE schema_version SET version = ?", (known,))
+
+    # -- namespaces ------------------------------------------------------------------------
+
+    def namespace_id(self, parent: int, name: str) -> int | None:
+        rows = self._read(
+            "SELECT id FROM namespaces WHERE parent_id = ? AND name = ?", (parent, name)
+        )
+        return rows[0][0] if rows else None
+
+    def child_namespaces(self, parent: int) -> list[str]:
+        rows = self._read(
+            "SELECT name FROM namespaces WHERE parent_id = ? ORDER BY name", (parent,)
+        )
+        return [r[0] for r in rows]
+
+    def create_namespace(self, parent: int, name: str) -> None:
+        try:
+            with self._transaction() as db:
+                self._run(
+                    db, "INSERT INTO namespaces (parent_id, name) VALUES (?, ?)", (parent, name)
+                )
+        except self.integrity_errors as e:
+            raise InvalidArgumentError(f"the namespace {name!r} already exists") from e
+
+    def drop_namespace(self, parent: int, name: str) -> None:
+        with self._transaction() as db:
+            row = self._one(
+                db, "SELECT id FROM namespaces WHERE parent_id = ? AND name = ?", (parent, name)
+            )
+            if row is None:
+                raise InvalidArgumentError(f"the namespace {name!r} does not exist")
+            (nid,) = row
+            busy = self._one(
+                db,
+                "SELECT (SELECT COUNT(*) FROM namespaces WHERE parent_id = ?) + "
+                "(SELECT COUNT(*) FROM tables WHERE namespace_id = ?)",
+                (nid, nid),
+            )[0]
+            if busy:
+                raise InvalidArgumentError(f"the namespace {name!r} is not empty")
+            self._run(db, "DELETE FROM namespaces WHERE id = ?", (nid,))
+
+    # -- tables ----------------------------------------------------------------------------
+
+    def tables(self, namespace: int) -> list[str]:
+        rows = self._read(
+            "SELECT name FROM tables WHERE namespace_id = ? ORDER BY name", (namespace,)
+        )
+        return [r[0] for r in rows]
+
+    @staticmethod
+    def _record(rows: list[Any]) -> TableRecord | None:
+        if not rows:
+            return None
+        tid, namespace, name, location, managed, latest, protocol, metadata = rows[0]
+        return TableRecord(
+            tid, namespace, name, location, bool(managed), latest, protocol, metadata
+        )
+
+    def table(self, namespace: int, name: str) -> TableRecord | None:
+        return self._record(
+            self._read(
+                f"SELECT {_COLUMNS} FROM tables WHERE namespace_id = ? AND name = ?",
+                (namespace, name),
+            )
+        )
+
+    def table_by_id(self, table_id: int) -> TableRecord | None:
+        return self._record(self._read(f"SELECT {_COLUMNS} FROM tables WHERE id = ?", (table_id,)))
+
+    def register(self, namespace: int, name: str, location: str) -> TableRecord:
+        try:
+            with self._transaction() as db:
+                self._run(
+                    db,
+                    "INSERT INTO tables (namespace_id, name, location, managed, created_ms) "
+                    "VALUES (?, ?, ?, ?, ?)",
+                    (namespace, name, location, False, now_ms()),
+                )
+        except self.integrity_errors as e:
+            raise InvalidArgumentError(f"the catalog already has a table {name!r}") from e
+        record = self.table(namespace, name)
+        assert record is not None
+        return record
+
+    def drop_table(self, table_id: int) -> None:
+        with self._transaction() as db:
+            self._run(db, "DELETE FROM commits WHERE table_id = ?", (table_id,))
+            self._run(db, "DELETE FROM tables WHERE id = ?", (table_id,))
+
+    # -- commits ---------------------------------------------------------------------------
+
+    def _held(self, db: Any, table_id: int, start: int | None, end: int | None) -> RatifiedCommits:
+        row = self._one(db, "SELECT latest_version FROM tables WHERE id = ?", (table_id,))
+        if row is None:
+            raise CatalogError(f"the table {table_id} is no longer in the catalog", table=None)
+        rows = self._run(
+            db,
+            "SELECT version, staged_path, content, timestamp_ms FROM commits "
+            "WHERE table_id = ? AND version >= ? AND version <= ? ORDER BY version",
+            (table_id, -1 if start is None else start, 2**62 if end is None else end),
+        ).fetchall()
+        return RatifiedCommits([commit_of(r) for r in rows], row[0])
+
+    def commits(self, table_id: int, start: int | None, end: int | None) -> RatifiedCommits:
+        # One read transaction: the latest version and the commits of one moment.
+        with self._transaction(write=False) as db:
+            return self._held(db, table_id, start, end)
+
+    def ratify_all(self, proposals: Sequence[Proposal]) -> list[int]:
+        proposals = list(proposals)
+        _check_distinct(proposals)
+        if not proposals:
+            return []
+        attempt = 1
+        while True:
+            try:
+                with self._transaction() as db:
+                    existing = sorted({p.table_id for p in proposals if p.table_id is not None})
+                    self._lock_tables(db, existing)
+                    return [self._ratify(db, p) for p in proposals]
+            except self.integrity_errors + self.retry_errors as e:
+                if attempt == RATIFY_ATTEMPTS:
+                    raise CatalogError(
+                        f"the ratification lost {attempt} races in the catalog database "
+                        f"{self.name}: {e}"
+                    ) from e
+                attempt += 1
+
+    def _ratify(self, db: Any, p: Proposal) -> int:
+        """Ratifies one proposal in the transaction ``db`` (whose rows are locked)."""
+        table_id = p.table_id
+        if table_id is None:
+            if p.create is None or p.version != 0:
+                raise CatalogError(f"the table is not registered yet (version {p.version})")
+            namespace, name, location = p.create
+            taken = self._one(
+                db, "SELECT id FROM tables WHERE namespace_id = ? AND name = ?", (namespace, name)
+            )
+            if taken is not None:
+                raise conflict(0, self._held(db, taken[0], 0, None))
+            table_id = self._insert(
+                db,
+                "INSERT INTO tables (namespace_id, name, location, managed, latest_version, "
+                "created_ms) VALUES (?, ?, ?, ?, -1, ?)",
+                (namespace, name, location, True, now_ms()),
+            )
+        latest = self._one(db, "SELECT latest_version FROM tables WHERE id = ?", (table_id,))
+        if latest is None:
+            raise CatalogError(f"the table {table_id} is no longer in the catalog")
+        if p.version != latest[0] + 1:
+            raise conflict(p.version, self._held(db, table_id, p.version, None))
+        held = self._one(db, "SELECT COUNT(*) FROM commits WHERE table_id = ?", (table_id,))[0]
+        if held >= MAX_UNPUBLISHED:
+            raise CatalogError(
+                f"the table holds {held} unpublished commits, the most it may; publish them "
+                f"before committing version {p.version}"
+            )
+        self._run(
+            db,
+            "INSERT INTO commits (table_id, version, staged_path, content, timestamp_ms) "
+            "VALUES (?, ?, ?, ?, ?)",
+            (table_id, p.version, p.path, p.content, now_ms()),
+        )
+        self._run(
+            db,
+            "UPDATE tables SET latest_version = ?, protocol = COALESCE(?, protocol), "
+            "metadata = COALESCE(?, metadata) WHERE id = ?",
+            (p.version, p.protocol, p.metadata, table_id),
+        )
+        return table_id
+
+    def forget(self, table_id: int, version: int) -> None:
+        # Losing this transaction to a crash is harmless (the commits stay held, the next
+        # publisher finds them published and forgets them again), so it is not made durable
+        # before returning; ratifications are.
+        with self._transaction(durable=False) as db:
+            self._run(
+                db, "DELETE FROM commits WHERE table_id = ? AND version <= ?", (table_id, version)
+            )
+
+
+def _check_distinct(proposals: Sequence[Proposal]) -> None:
+    """At most one proposal a table (an existing one by id, a new one by name)."""
+    keys = Counter(
+        ("id", p.table_id) if p.table_id is not None else ("new", p.create and p.create[:2])
+        for p in proposals
+    )
+    twice = [key for key, n in keys.items() if n > 1]
+    if twice:
+        kind, which = twice[0]
+        raise CatalogError(
+            f"two proposals name the same table ({'id' if kind == 'id' else 'new table'} "
+            f"{which!r}); a table takes one version per transaction"
+        )
