@@ -13,8 +13,10 @@ This package holds:
   so an adapter for another catalog works too;
 * the catalogs deltalog ships, organised as the Lance catalog specification (``003_…``) says
   (:class:`Catalog`, identifiers), opened with :func:`connect_catalog`:
-  :class:`DirectoryCatalog` (``type: dir``) and :class:`ManagedCatalog` over the embedded
-  :class:`SqliteStore` (``type: sqlite``), whose tables are catalog-managed.
+  :class:`DirectoryCatalog` (``type: dir``) and :class:`ManagedCatalog`, whose tables are
+  catalog-managed, over the embedded :class:`SqliteStore` (``type: sqlite``) or a
+  :class:`PostgresStore` (``type: postgresql``; psycopg 3 is imported only then). Both stores
+  share their catalog logic (:class:`deltalog.catalog.sql.SqlStore`).
 """
 
 from __future__ import annotations
@@ -25,7 +27,8 @@ from collections.abc import Mapping
 from deltalog.catalog.base import Catalog, Identifier, parse_identifier
 from deltalog.catalog.client import CatalogClient, RatifiedCommit, RatifiedCommits
 from deltalog.catalog.directory import DirectoryCatalog, _directory_uri
-from deltalog.catalog.managed import ManagedCatalog, TableCatalogClient
+from deltalog.catalog.managed import ManagedCatalog, Proposal, TableCatalogClient
+from deltalog.catalog.postgresql import PostgresStore
 from deltalog.catalog.sqlite import SqliteStore
 from deltalog.exceptions import InvalidArgumentError, UnsupportedFeatureError
 
@@ -35,6 +38,8 @@ __all__ = [
     "DirectoryCatalog",
     "Identifier",
     "ManagedCatalog",
+    "PostgresStore",
+    "Proposal",
     "RatifiedCommit",
     "RatifiedCommits",
     "SqliteStore",
@@ -48,13 +53,16 @@ def connect_catalog(
     config: Mapping[str, str], storage_options: Mapping[str, str] | None = None
 ) -> Catalog:
     """Opens a catalog from its configuration (Lance catalog specification:
-    "Configurations"): ``type`` (``dir`` or ``sqlite``); ``path`` (the directory, or the
-    database file); ``warehouse`` (where a sqlite catalog's tables live); an optional
-    ``delimiter`` for string identifiers.
+    "Configurations"): ``type`` (``dir``, ``sqlite`` or ``postgresql``); ``path`` (the
+    directory, or the SQLite database file); ``uri`` (the PostgreSQL database, a
+    ``postgresql://`` URI or a libpq connection string); ``warehouse`` (where a sqlite or
+    postgresql catalog's tables live); an optional ``delimiter`` for string identifiers.
 
     Raises:
         InvalidArgumentError: a missing or unknown key.
-        UnsupportedFeatureError: a catalog type deltalog does not provide yet.
+        UnsupportedFeatureError: a catalog type deltalog does not provide yet, or psycopg is
+            not installed for a postgresql catalog.
+        CatalogError: the catalog database cannot be reached, or has a newer schema.
     """
     if not isinstance(config, Mapping):
         raise TypeError(f"a catalog configuration is a mapping, not {type(config).__name__}")
@@ -85,10 +93,24 @@ def connect_catalog(
         return ManagedCatalog(
             SqliteStore(os.path.abspath(path)), _directory_uri(warehouse), delimiter=delimiter
         )
-    if kind in ("postgresql", "rest"):
+    if kind == "postgresql":
+        unknown = set(config) - {"type", "uri", "warehouse", "delimiter"}
+        if unknown:
+            raise InvalidArgumentError(
+                f"unknown keys for a postgresql catalog: {', '.join(sorted(unknown))}"
+            )
+        uri, warehouse = config.get("uri"), config.get("warehouse")
+        if not uri or not warehouse:
+            raise InvalidArgumentError(
+                'a postgresql catalog needs "uri" (the database, postgresql://…) and '
+                '"warehouse" (where its tables live)'
+            )
+        return ManagedCatalog(PostgresStore(uri), _directory_uri(warehouse), delimiter=delimiter)
+    if kind == "rest":
         raise UnsupportedFeatureError(
-            f"the {kind} catalog is not available yet (issues #16, #18); use 'dir' or 'sqlite'"
+            "the rest catalog is not available yet (issue #18); use 'dir', 'sqlite' or 'postgresql'"
         )
     raise InvalidArgumentError(
-        f"unknown catalog type {kind!r}: expected 'dir' (a directory of tables) or 'sqlite'"
+        f"unknown catalog type {kind!r}: expected 'dir' (a directory of tables), 'sqlite' or "
+        "'postgresql'"
     )
