@@ -353,3 +353,38 @@ def s3_keys(client: Any, prefix: str) -> set[str]:
     ):
         out |= {o["Key"].removeprefix(prefix + "/") for o in page.get("Contents", [])}
     return out
+
+
+# ---------------------------------------------------------------------------------------------
+# A real PostgreSQL server on loopback, for the PostgreSQL catalog tests
+
+
+@pytest.fixture(scope="session")
+def postgres_server() -> Iterator[str]:
+    """The URI of a throwaway PostgreSQL server's ``postgres`` database (tests/postgres_server.py).
+    Fails, not skips, when PostgreSQL is not installed: CI installs it."""
+    from contextlib import ExitStack
+
+    from postgres_server import postgres_server as start
+
+    with ExitStack() as stack:
+        try:
+            uri = stack.enter_context(start())
+        except RuntimeError as e:
+            pytest.fail(str(e), pytrace=False)
+        yield uri
+
+
+@pytest.fixture
+def postgres_uri(postgres_server: str) -> Iterator[str]:
+    """The URI of a new, empty database of the test server, dropped after the test."""
+    import uuid
+
+    import psycopg
+
+    name = f"test_{uuid.uuid4().hex[:16]}"
+    with psycopg.connect(postgres_server, autocommit=True) as admin:
+        admin.execute(f'CREATE DATABASE "{name}"')
+    yield postgres_server.rsplit("/", 1)[0] + "/" + name
+    with psycopg.connect(postgres_server, autocommit=True) as admin:
+        admin.execute(f'DROP DATABASE "{name}" WITH (FORCE)')
