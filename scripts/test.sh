@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Builds deltalog and runs every test: Rust formatting, lints and unit tests, the Python lint,
-# and the pytest suite against the corpus in ../shared. Installs what it needs from PyPI.
+# and the pytest suite against the corpus in ../shared. Installs what it needs from PyPI, and
+# PostgreSQL (Debian's package) for the PostgreSQL catalog tests.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 export CARGO_TARGET_DIR="${CARGO_TARGET_DIR:-$HOME/.cache/deltalog-target}"
@@ -12,6 +13,17 @@ if [ ! -d ../shared/corpus ] && [ -z "${DELTALOG_SHARED:-}" ]; then
 fi
 
 echo "== installing build and test dependencies"
+# PostgreSQL's server binaries, for the PostgreSQL catalog tests (tests/postgres_server.py
+# looks on PATH, then in Debian's /usr/lib/postgresql/<major>/bin).
+if ! command -v initdb >/dev/null 2>&1 || ! command -v pg_ctl >/dev/null 2>&1; then
+  if ! ls /usr/lib/postgresql/*/bin/initdb /usr/lib/postgresql/*/bin/pg_ctl >/dev/null 2>&1; then
+    echo "== installing PostgreSQL"
+    sudo=""
+    if [ "$(id -u)" -ne 0 ]; then sudo="sudo"; fi
+    $sudo apt-get update -q
+    $sudo env DEBIAN_FRONTEND=noninteractive apt-get install -y -q postgresql
+  fi
+fi
 python -m pip install -q --disable-pip-version-check "maturin>=1.5,<2"
 python -m pip install -q --disable-pip-version-check -e ".[test]" --no-build-isolation
 
