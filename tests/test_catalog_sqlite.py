@@ -8,14 +8,12 @@ import sqlite3
 from pathlib import Path
 from typing import Any
 
-import pyarrow as pa
 import pytest
 
 import deltalog as dl
 from deltalog.catalog import SqliteStore
 from deltalog.catalog.sqlite import MIGRATIONS
-
-SCHEMA = pa.schema({"id": pa.int64()})
+from test_catalog_stores import ids, rows
 
 #: The schema of version 1 (deltalog before the protocol / metadata cache), as it was written.
 V1 = [
@@ -37,14 +35,6 @@ def connect(tmp: Path) -> Any:
     return dl.connect_catalog(
         {"type": "sqlite", "path": str(tmp / "catalog.db"), "warehouse": str(tmp / "wh")}
     )
-
-
-def rows(*ids: int) -> pa.Table:
-    return pa.table({"id": pa.array(ids, pa.int64())})
-
-
-def ids(t: dl.DeltaTable) -> list[int]:
-    return sorted(t.to_pyarrow_table().column("id").to_pylist())
 
 
 def test_schema_migrations(tmp_path: Path) -> None:

@@ -48,6 +48,12 @@ __all__ = [
     "parse_identifier",
 ]
 
+#: The catalogs over a store: where their database is (the config key) and what it is.
+_STORES = {
+    "sqlite": ("path", "the database file"),
+    "postgresql": ("uri", "the database, postgresql://…"),
+}
+
 
 def connect_catalog(
     config: Mapping[str, str], storage_options: Mapping[str, str] | None = None
@@ -78,34 +84,20 @@ def connect_catalog(
         if not path:
             raise InvalidArgumentError('a directory catalog needs "path" (Lance catalog spec)')
         return DirectoryCatalog(path, storage_options=storage_options, delimiter=delimiter)
-    if kind == "sqlite":
-        unknown = set(config) - {"type", "path", "warehouse", "delimiter"}
+    if kind in _STORES:
+        key, what = _STORES[kind]
+        unknown = set(config) - {"type", key, "warehouse", "delimiter"}
         if unknown:
             raise InvalidArgumentError(
-                f"unknown keys for a sqlite catalog: {', '.join(sorted(unknown))}"
+                f"unknown keys for a {kind} catalog: {', '.join(sorted(unknown))}"
             )
-        path, warehouse = config.get("path"), config.get("warehouse")
-        if not path or not warehouse:
+        where, warehouse = config.get(key), config.get("warehouse")
+        if not where or not warehouse:
             raise InvalidArgumentError(
-                'a sqlite catalog needs "path" (the database file) and "warehouse" (where its '
-                "tables live)"
+                f'a {kind} catalog needs "{key}" ({what}) and "warehouse" (where its tables live)'
             )
-        return ManagedCatalog(
-            SqliteStore(os.path.abspath(path)), _directory_uri(warehouse), delimiter=delimiter
-        )
-    if kind == "postgresql":
-        unknown = set(config) - {"type", "uri", "warehouse", "delimiter"}
-        if unknown:
-            raise InvalidArgumentError(
-                f"unknown keys for a postgresql catalog: {', '.join(sorted(unknown))}"
-            )
-        uri, warehouse = config.get("uri"), config.get("warehouse")
-        if not uri or not warehouse:
-            raise InvalidArgumentError(
-                'a postgresql catalog needs "uri" (the database, postgresql://…) and '
-                '"warehouse" (where its tables live)'
-            )
-        return ManagedCatalog(PostgresStore(uri), _directory_uri(warehouse), delimiter=delimiter)
+        store = SqliteStore(os.path.abspath(where)) if kind == "sqlite" else PostgresStore(where)
+        return ManagedCatalog(store, _directory_uri(warehouse), delimiter=delimiter)
     if kind == "rest":
         raise UnsupportedFeatureError(
             "the rest catalog is not available yet (issue #18); use 'dir', 'sqlite' or 'postgresql'"
