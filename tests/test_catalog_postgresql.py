@@ -172,3 +172,25 @@ def test_a_ratification_waits_for_the_row_lock(postgres_uri: str, tmp_path: Path
     (answer,) = result
     assert isinstance(answer, dl.CommitConflictError)
     assert [c.content for c in answer.ratified.commits] == [b"theirs"]
+
+
+def _use_after_fork(store: PostgresStore, table: int, out: Any) -> None:
+    out.put([store.commits(table, None, None).latest_version for _ in range(300)])
+
+
+def test_a_forked_child_opens_its_own_connections(postgres_uri: str) -> None:
+    """A store used before a fork works in the child and in the parent at the same time (the
+    child does not talk over the parent's connections)."""
+    store = PostgresStore(postgres_uri)
+    table = store.ratify(None, 0, None, b"{}", create=(store.ROOT, "t", "/t"))
+    assert store.commits(table, None, None).latest_version == 0  # a connection now idle
+    ctx = multiprocessing.get_context("fork")
+    out = ctx.Queue()
+    child = ctx.Process(target=_use_after_fork, args=(store, table, out))
+    child.start()
+    mine = [store.commits(table, None, None).latest_version for _ in range(300)]
+    theirs = out.get(timeout=60)
+    child.join(60)
+    assert child.exitcode == 0 and mine == theirs == [0] * 300
+    store.ratify(table, 1, None, b"{}")
+    assert store.commits(table, None, None).latest_version == 1

@@ -17,13 +17,15 @@ The catalog logic is :class:`~deltalog.catalog.sql.SqlStore`'s; this module is t
   harmless); ratifications wait for the WAL flush;
 * connections are kept in a small free list and reused by whichever thread needs one (deltalog
   calls its catalog client from short-lived thread states, so a thread-local connection would
-  be opened anew for every call); autocommit is off and every transaction ends explicitly;
+  be opened anew for every call), never across a fork; autocommit is off and every
+  transaction ends explicitly;
 * the schema is created and upgraded by :data:`MIGRATIONS` (``schema_version``, as in SQLite)
   under ``pg_advisory_xact_lock``, so that several processes may open a new database at once.
 """
 
 from __future__ import annotations
 
+import os
 import threading
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager, suppress
@@ -98,6 +100,7 @@ class PostgresStore(SqlStore):
         )
         self._idle: list[psycopg.Connection[Any]] = []
         self._lock = threading.Lock()
+        self._pid = os.getpid()
         super().__init__(describe(uri))
 
     def _connect(self) -> psycopg.Connection[Any]:
@@ -117,14 +120,22 @@ class PostgresStore(SqlStore):
                     return
         db.close()
 
-    @contextmanager
-    def _transaction(
-        self, write: bool = True, durable: bool = True
-    ) -> Iterator[psycopg.Connection[Any]]:
+    def _take(self) -> psycopg.Connection[Any]:
+        if self._pid != os.getpid():
+            # A forked child: the parent's connections are the parent's (psycopg does not
+            # close them when they are dropped here).
+            self._idle, self._lock, self._pid = [], threading.Lock(), os.getpid()
         with self._lock:
             db = self._idle.pop() if self._idle else None
         if db is None or db.closed or db.broken:
             db = self._connect()
+        return db
+
+    @contextmanager
+    def _transaction(
+        self, write: bool = True, durable: bool = True
+    ) -> Iterator[psycopg.Connection[Any]]:
+        db = self._take()
         try:
             # autocommit is off: psycopg sends BEGIN before the first statement.
             if not write:
