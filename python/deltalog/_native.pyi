@@ -21,8 +21,13 @@ class RawSnapshot:
         commits."""
     @staticmethod
     def resolve_timestamp(
-        uri: str, timestamp_ms: int, storage_options: dict[str, str] | None = None
-    ) -> int: ...
+        uri: str,
+        timestamp_ms: int,
+        storage_options: dict[str, str] | None = None,
+        catalog_client: Any | None = None,
+    ) -> int:
+        """The latest version committed at or before ``timestamp_ms``; through
+        ``catalog_client`` a catalog-managed table's unpublished commits count too."""
     def load_version(self, version: int | None) -> RawSnapshot: ...
     def has_catalog(self) -> bool: ...
     def advance(self, version: int | None) -> RawSnapshot:
@@ -230,4 +235,13 @@ def child_directories(uri: str, storage_options: dict[str, str] | None = None) -
     """The directories directly under ``uri``, sorted (empty ones included locally)."""
 
 def delete_tree(uri: str, storage_options: dict[str, str] | None = None) -> None:
-    """Deletes everything under ``uri``."""
+    """Deletes everything under ``uri`` (or the one file it names)."""
+
+def publish(
+    uri: str,
+    version: int,
+    catalog_client: Any,
+    storage_options: dict[str, str] | None = None,
+) -> None:
+    """Publishes every commit the catalog ratified for the table at ``uri`` up to ``version``
+    (copied to ``<v>.json`` in order), then tells the catalog."""

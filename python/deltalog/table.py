@@ -23,7 +23,6 @@ from deltalog.exceptions import (
     CatalogRequiredError,
     DeltaError,
     InvalidArgumentError,
-    UnsupportedFeatureError,
     VersionNotFoundError,
 )
 from deltalog.expressions import Expr, FilterLike, to_predicate
@@ -186,13 +185,9 @@ class DeltaTable:
         self._catalog_client = catalog_client
         self._published_only = bool(published_only)
         if timestamp is not None:
-            if catalog_client is not None:
-                raise UnsupportedFeatureError(
-                    "time travel by timestamp is not supported yet on catalog-managed tables; "
-                    "pass a version"
-                )
+            # A catalog-managed table's unpublished commits count (by in-commit timestamps).
             version = _native.RawSnapshot.resolve_timestamp(
-                self._uri, _timestamp_ms(timestamp), self._storage_options
+                self._uri, _timestamp_ms(timestamp), self._storage_options, catalog_client
             )
         self._set(self._open(version))
 
@@ -292,14 +287,6 @@ class DeltaTable:
 
     def load_as_version(self, version: int | TimestampLike) -> None:
         """Reloads this object at another version: an int is a version, anything else a time."""
-        if self._catalog_client is not None:
-            if not isinstance(version, int) or isinstance(version, bool):
-                raise UnsupportedFeatureError(
-                    "time travel by timestamp is not supported yet on catalog-managed tables; "
-                    "pass a version"
-                )
-            self._set(self._open(_args.version("version", version)))
-            return
         if isinstance(version, int) and not isinstance(version, bool):
             raw = self._raw.load_version(_args.version("version", version))
         else:
@@ -740,7 +727,7 @@ class DeltaTable:
             ``num_add_files``, ``size_in_bytes``.
         """
         sidecars = _args.optional_integer("sidecars", sidecars, maximum=2**32 - 1)
-        check_snapshot_writable(self._raw, maintenance=True)
+        check_snapshot_writable(self._raw)
         result: dict[str, Any] = _native.create_checkpoint(
             self._raw, kind, sidecars, None, classic_copy
         )
@@ -763,7 +750,7 @@ class DeltaTable:
         """
         start = _args.optional_integer("start", start)
         end = _args.optional_integer("end", end)
-        check_snapshot_writable(self._raw, maintenance=True)
+        check_snapshot_writable(self._raw)
         return _native.compact_logs(self._raw, start, end)
 
     def validate_checksum(self) -> bool:
@@ -792,7 +779,7 @@ class DeltaTable:
             The ``_delta_log``-relative names deleted.
         """
         latest = self._raw.load_version(None)
-        check_snapshot_writable(latest, maintenance=True)
+        check_snapshot_writable(latest)
         now_ms = None if now is None else _timestamp_ms(now)
         return _native.cleanup_metadata(latest, now_ms)
 
@@ -827,7 +814,7 @@ class DeltaTable:
         latest = self._raw.load_version(None)
         # "Writer Requirements for Vacuum Protocol Check": an unconditional write-protocol
         # check, so that files of writer features deltalog does not know are never deleted.
-        check_snapshot_writable(latest, maintenance=True)
+        check_snapshot_writable(latest)
         retention_ms = (
             None
             if retention_hours is None

@@ -16,7 +16,7 @@ import pyarrow as pa
 
 from deltalog import _args, _native, features
 from deltalog.catalog.client import CatalogClient
-from deltalog.exceptions import InvalidArgumentError, TableNotFoundError, UnsupportedFeatureError
+from deltalog.exceptions import InvalidArgumentError, TableNotFoundError
 
 WriteMode = Literal["error", "append", "overwrite", "ignore"]
 
@@ -58,26 +58,20 @@ class CommitProperties:
         return json.dumps(dict(self.custom_metadata), default=str)
 
 
-def check_snapshot_writable(raw: _native.RawSnapshot, maintenance: bool = False) -> None:
+def check_snapshot_writable(raw: _native.RawSnapshot) -> None:
     """:func:`deltalog.features.check_writable` for a loaded snapshot: its protocol, with its
     schema and properties deciding whether unimplemented legacy writer features are in use.
 
     A catalog-managed table is writable through its catalog only (the snapshot was opened with
-    a catalog client: commits go through it). Maintenance (``maintenance=True``: checkpoints,
-    log compaction, cleanup, VACUUM) on such a table must ask the catalog first
-    (catalogManaged RFC: "Maintenance Operations on Catalog-managed Tables"), which deltalog
-    does not do yet, so it is refused."""
+    a catalog client: commits go through it). Its maintenance (checkpoints, log compaction,
+    cleanup, VACUUM) follows the same rule and is cleared with the catalog by the native
+    core first, which also publishes the versions it covers (catalogManaged RFC: "Maintenance
+    Operations on Catalog-managed Tables")."""
     from deltalog.table import Protocol
 
     meta = raw.metadata()
     protocol = Protocol(*raw.protocol())
     if features.is_catalog_managed(protocol) and raw.has_catalog():
-        if maintenance:
-            raise UnsupportedFeatureError(
-                "maintenance of catalog-managed tables (checkpoints, log compaction, cleanup, "
-                "VACUUM) is not supported yet: it must be agreed with the table's catalog",
-                features=sorted(features.CATALOG_MANAGED & features.reader_features_of(protocol)),
-            )
         features.check_writable(
             protocol,
             meta["schema_string"] or "",

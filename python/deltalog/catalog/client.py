@@ -70,14 +70,35 @@ class RatifiedCommits:
         )
 
 
+#: What :meth:`CatalogClient.commit` answers for a proposal it takes into a transaction over
+#: several tables, to ratify later together with the others (or not at all).
+DEFERRED = "deferred"
+
+#: The maintenance operations deltalog clears with a catalog that has policies
+#: (:meth:`CatalogClient.allow_maintenance`; catalogManaged RFC, "Maintenance Operations on
+#: Catalog-managed Tables").
+MAINTENANCE_OPERATIONS = (
+    "checkpoint",
+    "log_compaction",
+    "checksum",
+    "metadata_cleanup",
+    "vacuum",
+)
+
+
 @runtime_checkable
 class CatalogClient(Protocol):
     """What deltalog needs from the catalog that manages a catalog-managed table.
 
     ``get_ratified_commits`` is all a reader needs; writers also call ``commit`` and
-    ``published`` (a read-only adapter may leave those raising). An optional attribute
-    ``max_inline_commit_bytes`` (default 0) makes deltalog propose commits up to that size
-    inline instead of staging them.
+    ``published`` (a read-only adapter may leave those raising). Optional members:
+
+    - ``max_inline_commit_bytes`` (attribute, default 0): commits up to that size are proposed
+      inline instead of staged;
+    - ``allow_maintenance(operation, version) -> bool``: the catalog's maintenance policy,
+      asked before every checkpoint, log compaction, checksum file, metadata cleanup and
+      VACUUM (``operation`` is one of :data:`MAINTENANCE_OPERATIONS`); without it everything
+      is allowed.
 
     deltalog calls these methods from its own threads (with the GIL held), possibly from
     several at once: implementations must be thread-safe.
@@ -91,7 +112,14 @@ class CatalogClient(Protocol):
         table's latest ratified version."""
         ...
 
-    def commit(self, version: int, path: str | None = None, content: bytes | None = None) -> None:
+    def commit(
+        self,
+        version: int,
+        path: str | None = None,
+        content: bytes | None = None,
+        protocol: str | None = None,
+        metadata: str | None = None,
+    ) -> str | None:
         """Ratifies a proposed commit as ``version``: a staged commit (``path``: its file name in
         ``_delta_log/_staged_commits/``, already written) or an inline one (``content``). The
         catalog must ratify ``version`` at most once and only after ``version - 1``
@@ -99,7 +127,15 @@ class CatalogClient(Protocol):
         :class:`deltalog.CommitConflictError` with ``ratified=`` the catalog's
         :class:`RatifiedCommits` from ``version`` on (deltalog then checks the winners and
         retries at the next version). Any other exception fails the write as
-        :class:`deltalog.CatalogError`."""
+        :class:`deltalog.CatalogError`.
+
+        ``protocol`` and ``metadata`` are the JSON of the commit's ``protocol`` and
+        ``metaData`` actions, passed only when it has them, so that the catalog can keep the
+        table's latest protocol and metadata (the RFC encourages it).
+
+        Returns ``None`` once ratified, or :data:`DEFERRED` when the catalog takes the proposal
+        into a transaction over several tables and ratifies it later (deltalog then neither
+        publishes it nor runs maintenance for it)."""
         ...
 
     def published(self, version: int) -> None:

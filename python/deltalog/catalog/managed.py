@@ -30,6 +30,7 @@ from deltalog.exceptions import (
 if TYPE_CHECKING:
     import pyarrow as pa
 
+    from deltalog.catalog.transaction import CatalogTransaction
     from deltalog.table import DeltaTable
 
 #: The most ratified commits a table may have unpublished (writers publish right after their
@@ -180,14 +181,31 @@ class TableCatalogClient:
             return RatifiedCommits((), -1)
         return self._store.commits(self._table_id, start_version, end_version)
 
-    def commit(self, version: int, path: str | None = None, content: bytes | None = None) -> None:
+    def commit(
+        self,
+        version: int,
+        path: str | None = None,
+        content: bytes | None = None,
+        protocol: str | None = None,
+        metadata: str | None = None,
+    ) -> None:
         if self._table_id is None:
             if version != 0 or self._create is None:
                 raise CatalogError(f"the table is not registered yet (version {version})")
-            self._table_id = self._store.ratify(None, 0, path, content, create=self._create)
+            self._table_id = self._store.ratify(
+                None,
+                0,
+                path,
+                content,
+                create=self._create,
+                protocol=protocol,
+                metadata=metadata,
+            )
             self._create = None
             return
-        self._store.ratify(self._table_id, version, path, content)
+        self._store.ratify(
+            self._table_id, version, path, content, protocol=protocol, metadata=metadata
+        )
 
     def published(self, version: int) -> None:
         if self._table_id is not None:
@@ -333,6 +351,13 @@ class ManagedCatalog(Catalog):
         if not record.managed:
             raise InvalidArgumentError(f"{name!r} is storage-managed (registered), not managed")
         return TableCatalogClient(self._store, record.id)
+
+    def transaction(self) -> CatalogTransaction:
+        """A transaction over several catalog-managed tables of this catalog: their commits
+        are ratified together, or none of them (:mod:`deltalog.catalog.transaction`)."""
+        from deltalog.catalog.transaction import CatalogTransaction
+
+        return CatalogTransaction(self)
 
     def drop_table(self, name: Identifier, purge: bool = True) -> None:
         from deltalog import _native

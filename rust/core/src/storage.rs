@@ -363,10 +363,16 @@ impl Storage {
         Ok(names)
     }
 
-    /// Deletes every object under the root (and, on a local disk, the directory itself).
+    /// Deletes every object under the root (and, on a local disk, the directory itself), or
+    /// the one object the root names.
     pub async fn delete_all(&self) -> DeltaResult<()> {
         if let Some(local) = self.local_path(&self.root) {
-            return match std::fs::remove_dir_all(&local) {
+            let removed = if local.is_file() {
+                std::fs::remove_file(&local)
+            } else {
+                std::fs::remove_dir_all(&local)
+            };
+            return match removed {
                 Err(e) if e.kind() != std::io::ErrorKind::NotFound => {
                     Err(DeltaError::Storage(object_store::Error::Generic {
                         store: "LocalFileSystem",
@@ -385,7 +391,10 @@ impl Storage {
             .delete_stream(locations)
             .try_collect::<Vec<Path>>()
             .await?;
-        Ok(())
+        match self.store.delete(&self.root).await {
+            Ok(()) | Err(object_store::Error::NotFound { .. }) => Ok(()),
+            Err(e) => Err(e.into()),
+        }
     }
 }
 

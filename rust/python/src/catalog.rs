@@ -6,7 +6,8 @@ use std::sync::Arc;
 use bytes::Bytes;
 use deltalog_core::error::{DeltaError, DeltaResult};
 use deltalog_core::log::catalog::{
-    CatalogClient, CatalogCommits, CommitOutcome, Proposal, RatifiedCommit, RatifiedSource,
+    CatalogClient, CatalogCommits, CommitOutcome, Maintenance, Proposal, RatifiedCommit,
+    RatifiedSource, StateChanges,
 };
 use futures::future::BoxFuture;
 use pyo3::prelude::*;
@@ -66,7 +67,13 @@ pub(crate) struct PyCatalogClient {
     client: Arc<Py<PyAny>>,
     table: String,
     max_inline: usize,
+    /// Whether the client has maintenance policies (an `allow_maintenance` method).
+    has_policy: bool,
 }
+
+/// What a client's `commit` answers for a proposal it ratifies later, in a transaction over
+/// several tables.
+const DEFERRED: &str = "deferred";
 
 impl PyCatalogClient {
     /// Wraps `client` for the table at `table`; its optional `max_inline_commit_bytes`
@@ -76,10 +83,12 @@ impl PyCatalogClient {
             Ok(value) if !value.is_none(py) => value.extract::<usize>(py)?,
             _ => 0,
         };
+        let has_policy = client.bind(py).hasattr("allow_maintenance")?;
         Ok(PyCatalogClient {
             client: Arc::new(client),
             table,
             max_inline,
+            has_policy,
         })
     }
 
@@ -185,6 +194,7 @@ impl CatalogClient for PyCatalogClient {
         &self,
         version: u64,
         proposal: Proposal,
+        changes: StateChanges,
     ) -> BoxFuture<'_, DeltaResult<CommitOutcome>> {
         self.call("commit", move |py, client| {
             let kwargs = PyDict::new(py);
@@ -194,7 +204,19 @@ impl CatalogClient for PyCatalogClient {
                     kwargs.set_item("content", PyBytes::new(py, content))?
                 }
             }
+            // Only a commit that changes them passes them (most commits change neither).
+            if let Some(protocol) = &changes.protocol {
+                kwargs.set_item("protocol", protocol)?;
+            }
+            if let Some(metadata) = &changes.metadata {
+                kwargs.set_item("metadata", metadata)?;
+            }
             match client.call_method(py, "commit", (version,), Some(&kwargs)) {
+                // A client taking part in a transaction over several tables answers
+                // "deferred": it ratifies the proposal later, with the others.
+                Ok(answer) if answer.bind(py).eq(DEFERRED).unwrap_or(false) => {
+                    Ok(CommitOutcome::Deferred)
+                }
                 Ok(_) => Ok(CommitOutcome::Ratified),
                 Err(e) => {
                     let conflict = py
@@ -230,6 +252,17 @@ impl CatalogClient for PyCatalogClient {
     fn max_inline_bytes(&self) -> usize {
         self.max_inline
     }
+
+    fn allows(&self, operation: Maintenance, version: u64) -> BoxFuture<'_, DeltaResult<bool>> {
+        if !self.has_policy {
+            return Box::pin(async { Ok(true) });
+        }
+        self.call("allow_maintenance", move |py, client| {
+            let answer =
+                client.call_method1(py, "allow_maintenance", (operation.name(), version))?;
+            Ok(answer.bind(py).is_truthy()?)
+        })
+    }
 }
 
 /// The directories directly under `uri` (a directory catalog's tables).
@@ -254,4 +287,26 @@ pub(crate) fn delete_tree(
 ) -> PyResult<()> {
     let storage = open_storage(uri, storage_options).map_err(|e| to_py_err(py, e))?;
     block_on(py, async move { storage.delete_all().await })
+}
+
+/// Publishes every commit the catalog (`catalog_client`) ratified for the table at `uri` up to
+/// `version`, in order, and tells the catalog ("Publishing Commits").
+#[pyfunction]
+#[pyo3(signature = (uri, version, catalog_client, storage_options=None))]
+pub(crate) fn publish(
+    py: Python<'_>,
+    uri: &str,
+    version: u64,
+    catalog_client: Py<PyAny>,
+    storage_options: Option<std::collections::HashMap<String, String>>,
+) -> PyResult<()> {
+    let storage = open_storage(uri, storage_options).map_err(|e| to_py_err(py, e))?;
+    let client: Arc<dyn CatalogClient> = Arc::new(PyCatalogClient::new(
+        py,
+        catalog_client,
+        storage.url().to_string(),
+    )?);
+    block_on(py, async move {
+        deltalog_core::write::committer::publish(&storage, &client, version).await
+    })
 }

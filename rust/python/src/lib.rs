@@ -78,6 +78,7 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(validate_checksum, m)?)?;
     m.add_function(wrap_pyfunction!(catalog::child_directories, m)?)?;
     m.add_function(wrap_pyfunction!(catalog::delete_tree, m)?)?;
+    m.add_function(wrap_pyfunction!(catalog::publish, m)?)?;
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;
     Ok(())
 }

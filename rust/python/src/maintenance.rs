@@ -4,6 +4,8 @@
 use crate::write::chrono_now_ms;
 
 use deltalog_core::error::DeltaError;
+use deltalog_core::log::catalog::Maintenance;
+use deltalog_core::maintenance::catalog_policy::clear;
 use pyo3::prelude::*;
 use pyo3::types::PyDict;
 
@@ -37,10 +39,10 @@ pub(crate) fn create_checkpoint(
         classic_copy,
     };
     let snapshot = snapshot.snapshot.clone();
-    let written = block_on(
-        py,
-        async move { write_checkpoint(&snapshot, &options).await },
-    )?;
+    let written = block_on(py, async move {
+        clear(&snapshot, Maintenance::Checkpoint).await?;
+        write_checkpoint(&snapshot, &options).await
+    })?;
     let out = PyDict::new(py);
     out.set_item("version", written.version)?;
     out.set_item("files", written.files)?;
@@ -79,6 +81,7 @@ pub(crate) fn compact_logs(
         ));
     }
     block_on(py, async move {
+        clear(&snapshot, Maintenance::LogCompaction).await?;
         deltalog_core::maintenance::compaction::write_compaction(snapshot.storage(), start, end)
             .await
     })
@@ -95,6 +98,7 @@ pub(crate) fn cleanup_metadata(
     let snapshot = snapshot.snapshot.clone();
     let now = now_ms.unwrap_or_else(chrono_now_ms);
     block_on(py, async move {
+        clear(&snapshot, Maintenance::MetadataCleanup).await?;
         deltalog_core::maintenance::cleanup::cleanup_metadata(&snapshot, now).await
     })
 }
@@ -137,6 +141,7 @@ pub(crate) fn vacuum_plan(
     }
     let now = now_ms.unwrap_or_else(chrono_now_ms);
     let expired = block_on(py, async move {
+        clear(&snapshot, Maintenance::Vacuum).await?;
         deltalog_core::maintenance::vacuum::expired_files(&snapshot, retention, now).await
     })?;
     Ok(expired.into_iter().map(|e| (e.path, e.size)).collect())

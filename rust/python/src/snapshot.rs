@@ -77,16 +77,26 @@ impl RawSnapshot {
 
     /// The latest version of the table at `uri` committed at or before `timestamp_ms`.
     #[staticmethod]
-    #[pyo3(signature = (uri, timestamp_ms, storage_options=None))]
+    /// A catalog-managed table's (`catalog_client`) unpublished commits count too.
+    #[pyo3(signature = (uri, timestamp_ms, storage_options=None, catalog_client=None))]
     fn resolve_timestamp(
         py: Python<'_>,
         uri: &str,
         timestamp_ms: i64,
         storage_options: Option<HashMap<String, String>>,
+        catalog_client: Option<Py<PyAny>>,
     ) -> PyResult<u64> {
         let storage = open_storage(uri, storage_options).map_err(|e| to_py_err(py, e))?;
+        let client: Option<Arc<dyn CatalogClient>> = match catalog_client {
+            Some(client) => Some(Arc::new(PyCatalogClient::new(
+                py,
+                client,
+                storage.url().to_string(),
+            )?)),
+            None => None,
+        };
         block_on(py, async move {
-            timeline::version_at_timestamp(&storage, timestamp_ms).await
+            timeline::version_at_timestamp(&storage, client.as_ref(), timestamp_ms).await
         })
     }
 
@@ -120,9 +130,10 @@ impl RawSnapshot {
 
     /// The latest version committed at or before `timestamp_ms`.
     fn version_at_timestamp(&self, py: Python<'_>, timestamp_ms: i64) -> PyResult<u64> {
-        let storage = self.snapshot.storage().clone();
+        let snapshot = self.snapshot.clone();
         block_on(py, async move {
-            timeline::version_at_timestamp(&storage, timestamp_ms).await
+            timeline::version_at_timestamp(snapshot.storage(), snapshot.catalog(), timestamp_ms)
+                .await
         })
     }
 

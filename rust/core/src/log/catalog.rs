@@ -25,6 +25,43 @@ pub enum Proposal {
     Inline(Bytes),
 }
 
+/// What a proposed commit changes of the table's latest state: the JSON of its `protocol` and
+/// `metaData` actions, when it has them. Catalogs are encouraged to keep the latest protocol
+/// and metadata so that clients can skip log replay (catalogManaged RFC, "Catalog
+/// Responsibilities").
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct StateChanges {
+    /// The commit's `protocol` action (the object inside `{"protocol": ...}`), as JSON.
+    pub protocol: Option<String>,
+    /// The commit's `metaData` action (the object inside `{"metaData": ...}`), as JSON.
+    pub metadata: Option<String>,
+}
+
+impl StateChanges {
+    /// The protocol and metadata a commit's newline-delimited JSON carries.
+    pub fn of_commit(text: &str) -> DeltaResult<Self> {
+        let mut changes = StateChanges::default();
+        for line in text.lines() {
+            // Only the lines that can hold them are parsed.
+            let (is_protocol, is_metadata) =
+                (line.contains("\"protocol\""), line.contains("\"metaData\""));
+            if !is_protocol && !is_metadata {
+                continue;
+            }
+            let value: serde_json::Value = serde_json::from_str(line).map_err(|e| {
+                DeltaError::InvalidArgument(format!("a proposed commit has a bad line: {e}"))
+            })?;
+            if let Some(p) = value.get("protocol").filter(|v| !v.is_null()) {
+                changes.protocol = Some(p.to_string());
+            }
+            if let Some(m) = value.get("metaData").filter(|v| !v.is_null()) {
+                changes.metadata = Some(m.to_string());
+            }
+        }
+        Ok(changes)
+    }
+}
+
 /// The catalog's answer to a proposal.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum CommitOutcome {
@@ -33,6 +70,40 @@ pub enum CommitOutcome {
     /// Another commit was ratified for that version first; the catalog's ratified commits
     /// from that version on, so that the writer can rebase without asking again.
     Conflict(CatalogCommits),
+    /// The catalog took the proposal into a transaction over several tables (ratified
+    /// together with the others, or not at all, when that transaction ends). It is not
+    /// ratified yet: it is neither published nor followed by any maintenance now.
+    Deferred,
+}
+
+/// A maintenance operation, which a client must clear with the catalog of a catalog-managed
+/// table before running it (catalogManaged RFC, "Maintenance Operations on Catalog-managed
+/// Tables": "Delta clients must consult the catalog before running any maintenance job").
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Maintenance {
+    /// A checkpoint (of a published version).
+    Checkpoint,
+    /// A log compaction file (of published versions).
+    LogCompaction,
+    /// A version checksum file (`<v>.crc`, any ratified version).
+    Checksum,
+    /// Metadata cleanup (expired log files and staged commits).
+    MetadataCleanup,
+    /// VACUUM (expired data files).
+    Vacuum,
+}
+
+impl Maintenance {
+    /// The operation's name as catalog clients see it.
+    pub fn name(self) -> &'static str {
+        match self {
+            Maintenance::Checkpoint => "checkpoint",
+            Maintenance::LogCompaction => "log_compaction",
+            Maintenance::Checksum => "checksum",
+            Maintenance::MetadataCleanup => "metadata_cleanup",
+            Maintenance::Vacuum => "vacuum",
+        }
+    }
 }
 
 /// The client side of the catalog that manages a catalog-managed table: what deltalog needs
@@ -50,8 +121,14 @@ pub trait CatalogClient: Send + Sync + std::fmt::Debug {
     /// Proposes `proposal` as version `version`: ratified, or a conflict carrying the
     /// ratified commits that won. The catalog ratifies `version` at most once and only after
     /// `version - 1` ("Commit Protocol").
-    fn commit(&self, version: u64, proposal: Proposal)
-        -> BoxFuture<'_, DeltaResult<CommitOutcome>>;
+    ///
+    /// `changes` is the protocol and metadata the commit sets, for the catalog to keep.
+    fn commit(
+        &self,
+        version: u64,
+        proposal: Proposal,
+        changes: StateChanges,
+    ) -> BoxFuture<'_, DeltaResult<CommitOutcome>>;
 
     /// Tells the catalog that every version up to `version` is published as `<v>.json`, so it
     /// may stop holding those commits ("Publishing Commits").
@@ -62,6 +139,13 @@ pub trait CatalogClient: Send + Sync + std::fmt::Debug {
     /// commits only.
     fn max_inline_bytes(&self) -> usize {
         0
+    }
+
+    /// Whether the catalog allows `operation` on the table at `version` now. Catalogs
+    /// without maintenance policies allow everything.
+    fn allows(&self, operation: Maintenance, version: u64) -> BoxFuture<'_, DeltaResult<bool>> {
+        let _ = (operation, version);
+        Box::pin(async { Ok(true) })
     }
 }
 
@@ -169,6 +253,24 @@ impl CatalogCommits {
     }
 }
 
+/// The whole log of a table as readers see it: the listing of `_delta_log`, joined with the
+/// commits its catalog holds when it is catalog-managed ([`CatalogCommits::apply`]), so that
+/// history, the change feed and time travel by timestamp see unpublished commits too ("Reading
+/// Catalog-managed Tables").
+pub async fn joined_listing(
+    storage: &Storage,
+    client: Option<&std::sync::Arc<dyn CatalogClient>>,
+) -> DeltaResult<LogListing> {
+    let mut listing = LogListing::list(storage, None).await?;
+    if let Some(client) = client {
+        client
+            .ratified_commits(None, None)
+            .await?
+            .apply(storage, &mut listing)?;
+    }
+    Ok(listing)
+}
+
 /// The log file a ratified commit is read from (its staged file, or its inline content).
 pub(crate) fn commit_file(
     storage: &Storage,
@@ -257,6 +359,23 @@ mod tests {
     use chrono::Utc;
 
     const U8: &str = "7d17ac10-5cc3-401b-bd1a-9c82dd2ea032";
+
+    #[test]
+    fn state_changes_are_the_protocol_and_metadata_lines() {
+        let text = "{\"commitInfo\":{\"operation\":\"WRITE\",\"note\":\"\\\"protocol\\\"\"}}\n\
+                    {\"protocol\":{\"minReaderVersion\":3,\"minWriterVersion\":7}}\n\
+                    {\"metaData\":{\"id\":\"x\"}}\n\
+                    {\"add\":{\"path\":\"a\"}}\n";
+        let changes = StateChanges::of_commit(text).unwrap();
+        assert_eq!(
+            changes.protocol.as_deref(),
+            Some("{\"minReaderVersion\":3,\"minWriterVersion\":7}")
+        );
+        assert_eq!(changes.metadata.as_deref(), Some("{\"id\":\"x\"}"));
+        let none = StateChanges::of_commit("{\"add\":{\"path\":\"a\"}}\n").unwrap();
+        assert_eq!(none, StateChanges::default());
+        assert!(StateChanges::of_commit("{\"metaData\": oops\n").is_err());
+    }
 
     fn staged(version: u64, uuid: &str) -> RatifiedCommit {
         RatifiedCommit {

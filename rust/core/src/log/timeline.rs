@@ -8,11 +8,13 @@
 //! `delta.inCommitTimestampEnablementVersion` use `commitInfo.inCommitTimestamp`.
 
 use std::collections::BTreeMap;
+use std::sync::Arc;
 
 use futures::stream::{self, StreamExt, TryStreamExt};
 use serde_json::Value;
 
 use crate::error::{DeltaError, DeltaResult};
+use crate::log::catalog::{joined_listing, CatalogClient};
 use crate::log::reader::{open_checkpoint, protocol_and_metadata};
 use crate::log::replay::Origin;
 use crate::log::segment::{build_segment, not_a_table, LogFile, LogListing, SegmentError};
@@ -77,10 +79,7 @@ pub async fn read_commit_info(
     file: &LogFile,
     version: u64,
 ) -> DeltaResult<Option<Value>> {
-    let bytes = match &file.inline {
-        Some(content) => content.clone(),
-        None => storage.get(&file.meta.location).await?,
-    };
+    let bytes = file.read(storage).await?;
     let name = format!("_delta_log/{}", file.name);
     for line in bytes.split(|b| *b == b'\n') {
         // Cheap pre-filter: only lines mentioning commitInfo are parsed.
@@ -115,12 +114,30 @@ async fn read_ict(storage: &Storage, file: &LogFile, version: u64) -> DeltaResul
 
 /// The version to load for "the table as of `timestamp_ms`": the latest version committed at
 /// or before it. Before the first commit is an error; after the latest commit gives the latest.
-pub async fn version_at_timestamp(storage: &Storage, timestamp_ms: i64) -> DeltaResult<u64> {
-    let listing = LogListing::list(storage, None).await?;
+///
+/// A catalog-managed table (`catalog`) is read with its unpublished commits, and its versions
+/// are found by in-commit timestamps only (catalogManaged RFC, "Writer Requirements for
+/// Catalog-managed tables": in-commit timestamps are mandatory; a held commit has no file
+/// time).
+pub async fn version_at_timestamp(
+    storage: &Storage,
+    catalog: Option<&Arc<dyn CatalogClient>>,
+    timestamp_ms: i64,
+) -> DeltaResult<u64> {
+    let listing = joined_listing(storage, catalog).await?;
     if listing.files.is_empty() {
         return Err(not_a_table(storage).await);
     }
     let (latest_version, config) = latest_configuration(storage, &listing).await?;
+    if catalog.is_some() && ict_settings(&config).is_none() {
+        return Err(DeltaError::corrupt(
+            "_delta_log",
+            Some(latest_version),
+            "a catalog-managed table must have in-commit timestamps enabled \
+             (catalogManaged RFC: \"Writer Requirements for Catalog-managed tables\"); its \
+             versions cannot be found by timestamp without them",
+        ));
+    }
     let commits = monotonic_file_times(&listing);
 
     if let Some(ict) = ict_settings(&config) {
@@ -233,9 +250,11 @@ pub struct HistoryEntry {
 }
 
 /// The history of `snapshot`'s table up to its version, newest first, at most `limit` entries.
+///
+/// A catalog-managed table's history includes its unpublished commits.
 pub async fn history(snapshot: &Snapshot, limit: Option<usize>) -> DeltaResult<Vec<HistoryEntry>> {
     let storage = snapshot.storage();
-    let listing = LogListing::list(storage, None).await?;
+    let listing = joined_listing(storage, snapshot.catalog()).await?;
     let ict = ict_settings(&snapshot.configuration());
     let commits: Vec<(u64, i64, LogFile)> = monotonic_file_times(&listing)
         .into_iter()

@@ -1,6 +1,8 @@
 //! Keeping tables fast and small: checkpoints, log compaction, version checksums, metadata
 //! cleanup and VACUUM (issue #5).
 //!
+//! - [`catalog_policy`]: what the catalog of a catalog-managed table allows, and publishing
+//!   before maintenance;
 //! - [`intervals`]: retention durations of table properties;
 //! - [`sink`]: large log files written so that no reader sees part of one;
 //! - [`checkpoint_rows`]: a snapshot's actions as rows of the checkpoint schema;
@@ -10,6 +12,7 @@
 //! - [`vacuum`]: data, DV and change data files no version in the retention window needs;
 //! - [`version_checksum`]: `<v>.crc` files.
 
+pub mod catalog_policy;
 pub mod checkpoint;
 pub mod checkpoint_rows;
 pub mod cleanup;

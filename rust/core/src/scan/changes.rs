@@ -18,7 +18,7 @@ use serde_json::Value;
 
 use crate::deletion_vector::DvDescriptor;
 use crate::error::{DeltaError, DeltaResult};
-use crate::log::segment::LogListing;
+use crate::log::catalog::joined_listing;
 use crate::log::timeline::{ict_applies, monotonic_file_times};
 use crate::paths::decode_uri_path;
 use crate::scan::task::FileTask;
@@ -108,7 +108,8 @@ pub async fn change_tasks(snapshot: &Snapshot, start: u64) -> DeltaResult<Vec<Fi
         )));
     }
     let storage = snapshot.storage();
-    let listing = LogListing::list(storage, None).await?;
+    // A catalog-managed table's change feed includes its unpublished commits.
+    let listing = joined_listing(storage, snapshot.catalog()).await?;
     let commits: Vec<_> = monotonic_file_times(&listing)
         .into_iter()
         .filter(|(v, _, _)| (start..=end).contains(v))
@@ -129,7 +130,7 @@ pub async fn change_tasks(snapshot: &Snapshot, start: u64) -> DeltaResult<Vec<Fi
     let mut recorded_from: Vec<(u64, bool)> = Vec::new();
     for (version, file_time, file) in commits {
         let name = format!("_delta_log/{}", file.name);
-        let bytes = storage.get(&file.meta.location).await?;
+        let bytes = file.read(storage).await?;
         let (mut adds, mut removes, mut cdcs) = (Vec::new(), Vec::new(), Vec::new());
         let mut ict = None;
         for line in bytes.split(|b| *b == b'\n') {

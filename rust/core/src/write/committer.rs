@@ -19,7 +19,9 @@ use bytes::Bytes;
 use object_store::{PutMode, PutOptions, PutPayload};
 
 use crate::error::{DeltaError, DeltaResult};
-use crate::log::catalog::{commit_file, CatalogClient, CommitOutcome, Proposal, RatifiedCommit};
+use crate::log::catalog::{
+    commit_file, CatalogClient, CommitOutcome, Proposal, RatifiedCommit, StateChanges,
+};
 use crate::log::path::commit_file_name;
 use crate::log::reader::log_file_error;
 use crate::storage::Storage;
@@ -30,6 +32,11 @@ pub enum Attempt {
     /// The commit is version `v`; `published` when `<v>.json` exists (always for filesystem
     /// tables; for catalog-managed ones once publishing succeeded).
     Committed { published: bool },
+    /// The catalog took the commit into a transaction over several tables that it ratifies
+    /// later (all of its commits or none): the version is the commit's if that transaction
+    /// succeeds. Nothing more may be done for it now (no publishing, checksum or
+    /// checkpoint).
+    Deferred,
     /// Other commits won the version and, from a catalog's answer, the versions after it up
     /// to the latest ratified one: each with its content when the committer has it at hand,
     /// else it is read from `<v>.json`. Ascending, starting at the version attempted.
@@ -71,6 +78,7 @@ async fn propose(
     version: u64,
     text: String,
 ) -> DeltaResult<Attempt> {
+    let changes = StateChanges::of_commit(&text)?;
     let content = Bytes::from(text.into_bytes());
     let own = content.clone();
     let proposal = if content.len() <= client.max_inline_bytes() {
@@ -88,7 +96,8 @@ async fn propose(
             .await?;
         Proposal::Staged(name)
     };
-    match client.commit(version, proposal).await? {
+    match client.commit(version, proposal, changes).await? {
+        CommitOutcome::Deferred => Ok(Attempt::Deferred),
         CommitOutcome::Ratified => {
             let published = match publish_with(storage, client, version, Some(own)).await {
                 Ok(()) => true,
@@ -192,11 +201,14 @@ mod tests {
     use futures::future::BoxFuture;
     use std::sync::Mutex;
 
-    /// A catalog in memory: ratification at most once and in order.
+    /// A catalog in memory: ratification at most once and in order; with `defer`, proposals
+    /// are only recorded (a transaction over several tables).
     #[derive(Debug, Default)]
     struct Memory {
         state: Mutex<(Vec<RatifiedCommit>, u64)>,
         inline: usize,
+        defer: bool,
+        changes: Mutex<Vec<StateChanges>>,
     }
 
     impl CatalogClient for Memory {
@@ -224,7 +236,12 @@ mod tests {
             &self,
             version: u64,
             proposal: Proposal,
+            changes: StateChanges,
         ) -> BoxFuture<'_, DeltaResult<CommitOutcome>> {
+            self.changes.lock().unwrap().push(changes);
+            if self.defer {
+                return Box::pin(async { Ok(CommitOutcome::Deferred) });
+            }
             let mut state = self.state.lock().unwrap();
             let outcome = if version != state.1 + 1 {
                 CommitOutcome::Conflict(CatalogCommits {
@@ -283,7 +300,11 @@ mod tests {
         // Version 2 inline (small); a second proposal for 2 loses and sees the winner.
         memory.state.lock().unwrap().1 = 1;
         let _ = client
-            .commit(2, Proposal::Inline(Bytes::from("{}\n")))
+            .commit(
+                2,
+                Proposal::Inline(Bytes::from("{}\n")),
+                StateChanges::default(),
+            )
             .await;
         let lost = attempt(&storage, Some(&client), 2, "{\"b\":2}\n".into()).await;
         match lost.unwrap() {
@@ -312,5 +333,31 @@ mod tests {
         });
         let err = publish(&storage, &client, 3).await.unwrap_err();
         assert!(err.to_string().contains("immutable"), "{err}");
+    }
+
+    #[tokio::test]
+    async fn deferred_commits_are_neither_published_nor_ratified() {
+        let dir = tempfile::tempdir().unwrap();
+        let storage = Storage::open(dir.path().to_str().unwrap(), &Default::default()).unwrap();
+        let memory = Arc::new(Memory {
+            defer: true,
+            ..Default::default()
+        });
+        let client: Arc<dyn CatalogClient> = memory.clone();
+        let text = "{\"protocol\":{\"minReaderVersion\":3}}\n{\"add\":{}}\n".to_string();
+        let outcome = attempt(&storage, Some(&client), 1, text).await.unwrap();
+        assert!(matches!(outcome, Attempt::Deferred), "{outcome:?}");
+        // Staged (no inline), not published, and the catalog was told the new protocol.
+        assert!(storage
+            .head(&storage.log_path(&commit_file_name(1)))
+            .await
+            .is_err());
+        assert!(memory.state.lock().unwrap().0.is_empty());
+        let changes = memory.changes.lock().unwrap();
+        assert_eq!(
+            changes[0].protocol.as_deref(),
+            Some("{\"minReaderVersion\":3}")
+        );
+        assert_eq!(changes[0].metadata, None);
     }
 }

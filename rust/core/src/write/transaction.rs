@@ -18,8 +18,9 @@ use std::sync::Arc;
 use serde_json::{json, Map, Value};
 
 use crate::error::{DeltaError, DeltaResult};
-use crate::log::catalog::CatalogClient;
+use crate::log::catalog::{CatalogClient, Maintenance};
 use crate::log::path::commit_file_name;
+use crate::maintenance::catalog_policy::allowed;
 use crate::maintenance::version_checksum::VersionChecksum;
 use crate::storage::Storage;
 use crate::write::committer::{self, Attempt};
@@ -284,17 +285,22 @@ impl Transaction {
             let written = text.clone();
             match committer::attempt(&self.storage, catalog.as_ref(), version, text).await? {
                 Attempt::Committed { published } => {
+                    // "Maintenance Operations on Catalog-managed Tables": a checksum for any
+                    // ratified version, checkpoints of published versions only, each if the
+                    // catalog allows it.
                     if let Some(before) = before {
-                        self.write_checksum(before, version, &txn_id, &written)
-                            .await;
+                        if allowed(catalog.as_ref(), Maintenance::Checksum, version).await {
+                            self.write_checksum(before, version, &txn_id, &written)
+                                .await;
+                        }
                     }
-                    // "Maintenance Operations on Catalog-managed Tables": checkpoints of
-                    // published versions only.
                     if published {
-                        self.checkpoint_if_due(version).await;
+                        self.checkpoint_if_due(version, catalog.as_ref()).await;
                     }
                     return Ok(version);
                 }
+                // Ratified (or not) later with the other tables of a catalog transaction.
+                Attempt::Deferred => return Ok(version),
                 Attempt::Lost { winners } => {
                     for (winner_version, content) in winners {
                         let (winner_ict, winner_mark, winner) =
@@ -362,7 +368,7 @@ impl Transaction {
     /// kind `delta.checkpointPolicy` asks for, then cleans up expired log files. The commit
     /// has already succeeded: a checkpoint that cannot be written is left for the next one,
     /// and readers do not need it.
-    async fn checkpoint_if_due(&self, version: u64) {
+    async fn checkpoint_if_due(&self, version: u64, catalog: Option<&Arc<dyn CatalogClient>>) {
         use crate::maintenance::checkpoint::{write_checkpoint, CheckpointOptions};
         // The properties this commit sets, else those of the version it read.
         let committed: Option<std::collections::BTreeMap<String, String>> =
@@ -386,6 +392,9 @@ impl Transaction {
         if version == 0 || !version.is_multiple_of(interval) {
             return;
         }
+        if !allowed(catalog, Maintenance::Checkpoint, version).await {
+            return;
+        }
         let table = self.storage.url();
         // Failures are reported as warnings (the `log` facade; the Python package forwards
         // them to the `deltalog` logger): the commit itself stands.
@@ -406,7 +415,9 @@ impl Transaction {
             log::warn!("{table}: automatic checkpoint of version {version} failed: {e}");
             return;
         }
-        if crate::maintenance::cleanup::cleanup_enabled(&snapshot) {
+        if crate::maintenance::cleanup::cleanup_enabled(&snapshot)
+            && allowed(catalog, Maintenance::MetadataCleanup, version).await
+        {
             // "Metadata Cleanup" after a checkpoint, when `delta.enableExpiredLogCleanup`
             // (default true) allows it; best effort like the checkpoint itself.
             if let Err(e) = crate::maintenance::cleanup::cleanup_metadata(&snapshot, now).await {
