@@ -100,8 +100,11 @@ def test_ratifications_are_durable_and_forgetting_is_not(tmp_path: Path) -> None
     (losing it is harmless), and the connection goes back to FULL after it."""
     store = SqliteStore(str(tmp_path / "catalog.db"))
     table = store.ratify(None, 0, None, b"{}", create=(store.ROOT, "t", "/t"))
-    db = store._db()
-    assert db.execute("PRAGMA synchronous").fetchone()[0] == 2  # FULL
+    # One connection, reused by every call (the pool's only idle connection).
+    with store._pool.connection() as db:
+        assert db.execute("PRAGMA synchronous").fetchone()[0] == 2  # FULL
     store.forget(table, 0)
-    assert db.execute("PRAGMA synchronous").fetchone()[0] == 2
-    assert db.execute("PRAGMA busy_timeout").fetchone()[0] == 60000
+    with store._pool.connection() as again:
+        assert again is db
+        assert db.execute("PRAGMA synchronous").fetchone()[0] == 2
+        assert db.execute("PRAGMA busy_timeout").fetchone()[0] == 60000

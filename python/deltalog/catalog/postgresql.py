@@ -25,13 +25,11 @@ The catalog logic is :class:`~deltalog.catalog.sql.SqlStore`'s; this module is t
 
 from __future__ import annotations
 
-import os
-import threading
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager, suppress
 from typing import TYPE_CHECKING, Any
 
-from deltalog.catalog.sql import SqlStore
+from deltalog.catalog.sql import ConnectionPool, SqlStore
 from deltalog.exceptions import CatalogError, UnsupportedFeatureError
 
 if TYPE_CHECKING:
@@ -98,9 +96,9 @@ class PostgresStore(SqlStore):
             psycopg.errors.SerializationFailure,
             psycopg.errors.DeadlockDetected,
         )
-        self._idle: list[psycopg.Connection[Any]] = []
-        self._lock = threading.Lock()
-        self._pid = os.getpid()
+        self._pool: ConnectionPool[psycopg.Connection[Any]] = ConnectionPool(
+            self._connect, self._reusable, lambda db: db.close(), MAX_IDLE
+        )
         super().__init__(describe(uri))
 
     def _connect(self) -> psycopg.Connection[Any]:
@@ -111,32 +109,15 @@ class PostgresStore(SqlStore):
                 f"cannot connect to the catalog database {self.name}: {e}", table=self.name
             ) from e
 
-    def _release(self, db: psycopg.Connection[Any]) -> None:
+    def _reusable(self, db: psycopg.Connection[Any]) -> bool:
         idle = self._psycopg.pq.TransactionStatus.IDLE
-        if not db.closed and not db.broken and db.info.transaction_status == idle:
-            with self._lock:
-                if len(self._idle) < MAX_IDLE:
-                    self._idle.append(db)
-                    return
-        db.close()
-
-    def _take(self) -> psycopg.Connection[Any]:
-        if self._pid != os.getpid():
-            # A forked child: the parent's connections are the parent's (psycopg does not
-            # close them when they are dropped here).
-            self._idle, self._lock, self._pid = [], threading.Lock(), os.getpid()
-        with self._lock:
-            db = self._idle.pop() if self._idle else None
-        if db is None or db.closed or db.broken:
-            db = self._connect()
-        return db
+        return not db.closed and not db.broken and db.info.transaction_status == idle
 
     @contextmanager
     def _transaction(
         self, write: bool = True, durable: bool = True
     ) -> Iterator[psycopg.Connection[Any]]:
-        db = self._take()
-        try:
+        with self._pool.connection() as db:
             # autocommit is off: psycopg sends BEGIN before the first statement.
             if not write:
                 db.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ, READ ONLY")
@@ -149,8 +130,6 @@ class PostgresStore(SqlStore):
                     db.rollback()
                 raise
             db.commit()
-        finally:
-            self._release(db)
 
     def _insert(self, db: Any, sql: str, params: Sequence[Any]) -> int:
         return int(self._one(db, sql + " RETURNING id", params)[0])

@@ -11,12 +11,11 @@ version applied).
 from __future__ import annotations
 
 import sqlite3
-import threading
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from typing import Any
 
-from deltalog.catalog.sql import SqlStore
+from deltalog.catalog.sql import ConnectionPool, SqlStore
 
 #: Schema migrations, applied in order; entry ``i`` takes the schema to version ``i + 1``.
 MIGRATIONS: list[list[str]] = [
@@ -40,7 +39,7 @@ MIGRATIONS: list[list[str]] = [
 
 
 class SqliteStore(SqlStore):
-    """A catalog database in one SQLite file (a connection per thread)."""
+    """A catalog database in one SQLite file (connections reused through a pool)."""
 
     MIGRATIONS = MIGRATIONS
     PLACEHOLDER = "?"
@@ -48,19 +47,19 @@ class SqliteStore(SqlStore):
 
     def __init__(self, path: str) -> None:
         self.path = path
-        self._local = threading.local()
+        self._pool: ConnectionPool[sqlite3.Connection] = ConnectionPool(
+            self._connect, lambda db: not db.in_transaction, lambda db: db.close()
+        )
         super().__init__(path)
 
-    def _db(self) -> sqlite3.Connection:
-        db = getattr(self._local, "db", None)
-        if db is None:
-            db = sqlite3.connect(self.path, timeout=60, isolation_level=None)
-            db.execute("PRAGMA journal_mode=WAL")
-            db.execute("PRAGMA busy_timeout=60000")
-            # A ratification is durable once committed (catalogManaged RFC: the catalog is
-            # the source of truth for commits).
-            db.execute("PRAGMA synchronous=FULL")
-            self._local.db = db
+    def _connect(self) -> sqlite3.Connection:
+        # Used by one thread at a time (the pool hands it out), not always the same one.
+        db = sqlite3.connect(self.path, timeout=60, isolation_level=None, check_same_thread=False)
+        db.execute("PRAGMA journal_mode=WAL")
+        db.execute("PRAGMA busy_timeout=60000")
+        # A ratification is durable once committed (catalogManaged RFC: the catalog is the
+        # source of truth for commits).
+        db.execute("PRAGMA synchronous=FULL")
         return db
 
     @contextmanager
@@ -70,20 +69,20 @@ class SqliteStore(SqlStore):
         # BEGIN IMMEDIATE takes the write lock at once: the checks and the writes of a
         # ratification see no other writer. A read is one deferred transaction (WAL: a
         # snapshot of one moment, not blocking writers).
-        db = self._db()
-        if not durable:
-            db.execute("PRAGMA synchronous=NORMAL")
-        try:
-            db.execute("BEGIN IMMEDIATE" if write else "BEGIN")
-            try:
-                yield db
-            except BaseException:
-                db.execute("ROLLBACK")
-                raise
-            db.execute("COMMIT")
-        finally:
+        with self._pool.connection() as db:
             if not durable:
-                db.execute("PRAGMA synchronous=FULL")
+                db.execute("PRAGMA synchronous=NORMAL")
+            try:
+                db.execute("BEGIN IMMEDIATE" if write else "BEGIN")
+                try:
+                    yield db
+                except BaseException:
+                    db.execute("ROLLBACK")
+                    raise
+                db.execute("COMMIT")
+            finally:
+                if not durable:
+                    db.execute("PRAGMA synchronous=FULL")
 
     def _insert(self, db: Any, sql: str, params: Sequence[Any]) -> int:
         return int(self._run(db, sql, params).lastrowid or 0)
