@@ -284,6 +284,31 @@ impl Storage {
         self.store.head(path).await
     }
 
+    /// The files directly in `_delta_log/` (commits, checkpoints, checksums, compactions,
+    /// `_last_checkpoint`; not the `_staged_commits/` and `_sidecars/` folders, which readers
+    /// reach by name) with names after `offset`, in lexicographic order. On a local disk the
+    /// directory's names are read first and only the files after `offset` are looked at, so a
+    /// listing costs the log's new files, not the whole log. Elsewhere it is the object store's
+    /// listing from `offset` (which may include the folders' objects).
+    pub async fn list_log_files(&self, offset: Option<&str>) -> DeltaResult<Vec<ObjectMeta>> {
+        let dir = self.log_dir();
+        let Some(local) = self.local_path(&dir) else {
+            return self.list_log(offset).await;
+        };
+        if !local.is_dir() {
+            // Missing, or a file: the recursive listing reports it as object_store does.
+            return self.list_log(offset).await;
+        }
+        let offset = offset.map(str::to_string);
+        let listed = tokio::task::spawn_blocking(move || list_local_dir(&local, &dir, offset))
+            .await
+            .map_err(|e| object_store::Error::Generic {
+                store: "LocalFileSystem",
+                source: Box::new(e),
+            })?;
+        Ok(listed?)
+    }
+
     /// Lists `_delta_log/` (and `_delta_log/_staged_commits/`) with names `>= start_after`
     /// in lexicographic order when `start_after` is given.
     pub async fn list_log(&self, offset: Option<&str>) -> DeltaResult<Vec<ObjectMeta>> {
@@ -398,6 +423,59 @@ impl Storage {
     }
 }
 
+/// The files of the local directory `local` (the object path `dir`) named after `offset`,
+/// sorted, with the metadata object_store's `LocalFileSystem` gives them (the same entity tag,
+/// so that a listing and a `HEAD` of one file compare equal: [`crate::log::segment::same_object`]).
+fn list_local_dir(
+    local: &std::path::Path,
+    dir: &Path,
+    offset: Option<String>,
+) -> Result<Vec<ObjectMeta>, object_store::Error> {
+    let io = |e: std::io::Error| object_store::Error::Generic {
+        store: "LocalFileSystem",
+        source: Box::new(e),
+    };
+    let mut names: Vec<String> = Vec::new();
+    for entry in std::fs::read_dir(local).map_err(io)? {
+        let entry = entry.map_err(io)?;
+        let Ok(name) = entry.file_name().into_string() else {
+            continue; // not UTF-8: no log file
+        };
+        // object_store's in-progress uploads carry a `#` (they are not objects yet).
+        if name.contains('#') || offset.as_deref().is_some_and(|o| name.as_str() <= o) {
+            continue;
+        }
+        names.push(name);
+    }
+    names.sort();
+    let mut out = Vec::with_capacity(names.len());
+    for name in names {
+        let metadata = match std::fs::metadata(local.join(&name)) {
+            Ok(m) if m.is_file() => m,
+            Ok(_) => continue, // a folder (_staged_commits, _sidecars)
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => continue, // deleted meanwhile
+            Err(e) => return Err(io(e)),
+        };
+        let modified = metadata.modified().map_err(io)?;
+        let micros = modified
+            .duration_since(std::time::UNIX_EPOCH)
+            .unwrap_or_default()
+            .as_micros();
+        #[cfg(unix)]
+        let inode = std::os::unix::fs::MetadataExt::ino(&metadata);
+        #[cfg(not(unix))]
+        let inode = 0u64;
+        out.push(ObjectMeta {
+            location: dir.clone().join(name.as_str()),
+            last_modified: chrono::DateTime::<chrono::Utc>::from(modified),
+            size: metadata.len(),
+            e_tag: Some(format!("\"{inode:x}-{micros:x}-{:x}\"", metadata.len())),
+            version: None,
+        });
+    }
+    Ok(out)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -424,6 +502,60 @@ mod tests {
             remote.file_location("p=08%3A09/a.parquet").unwrap(),
             FileLocation::Store(Path::parse("table/p=08%3A09/a.parquet").unwrap())
         );
+    }
+
+    #[tokio::test]
+    async fn local_log_listing_matches_the_object_store() {
+        let dir = tempfile::tempdir().unwrap();
+        let log = dir.path().join("_delta_log");
+        std::fs::create_dir_all(log.join("_staged_commits")).unwrap();
+        for name in [
+            "00000000000000000000.json",
+            "00000000000000000001.json",
+            "00000000000000000001.checkpoint.parquet",
+            "00000000000000000002.crc",
+            "_last_checkpoint",
+        ] {
+            std::fs::write(log.join(name), name.as_bytes()).unwrap();
+        }
+        std::fs::write(
+            log.join("_staged_commits/00000000000000000003.u.json"),
+            b"{}",
+        )
+        .unwrap();
+        let storage = Storage::open(dir.path().to_str().unwrap(), &HashMap::new()).unwrap();
+        let fast = storage.list_log_files(None).await.unwrap();
+        let slow: Vec<ObjectMeta> = storage
+            .list_log(None)
+            .await
+            .unwrap()
+            .into_iter()
+            .filter(|m| !m.location.as_ref().contains("_staged_commits"))
+            .collect();
+        assert_eq!(fast, slow);
+        for meta in &fast {
+            assert_eq!(&storage.head(&meta.location).await.unwrap(), meta);
+        }
+        let after = storage
+            .list_log_files(Some("00000000000000000001.checkpoint.parquet"))
+            .await
+            .unwrap();
+        let names: Vec<_> = after.iter().filter_map(|m| m.location.filename()).collect();
+        assert_eq!(
+            names,
+            [
+                "00000000000000000001.json",
+                "00000000000000000002.crc",
+                "_last_checkpoint"
+            ]
+        );
+        let missing = Storage::open(dir.path().join("nope").to_str().unwrap(), &HashMap::new());
+        assert!(missing
+            .unwrap()
+            .list_log_files(None)
+            .await
+            .unwrap()
+            .is_empty());
     }
 
     #[tokio::test]

@@ -186,7 +186,7 @@ impl LogListing {
         let offset = from_version
             .filter(|v| *v > 0)
             .map(|v| format!("{:020}", v - 1));
-        let metas = storage.list_log(offset.as_deref()).await?;
+        let metas = storage.list_log_files(offset.as_deref()).await?;
         let mut files = Vec::with_capacity(metas.len());
         for meta in metas {
             let Some(name) = storage.relative_to_log(&meta.location) else {
