@@ -1,6 +1,6 @@
 """Transactions over several catalog-managed tables of one catalog
-(:mod:`deltalog.catalog.transaction`): the commits are ratified in one catalog transaction, or
-none of them."""
+(:mod:`deltalog.catalog.transaction`), on the SQLite and the PostgreSQL store: the commits are
+ratified in one catalog transaction, or none of them."""
 
 from __future__ import annotations
 
@@ -15,10 +15,16 @@ from deltalog.catalog import ManagedCatalog
 SCHEMA = pa.schema({"id": pa.int64()})
 
 
-def connect(tmp: Path) -> ManagedCatalog:
-    cat = dl.connect_catalog(
-        {"type": "sqlite", "path": str(tmp / "catalog.db"), "warehouse": str(tmp / "wh")}
-    )
+@pytest.fixture(params=["sqlite", "postgresql"])
+def empty(request: pytest.FixtureRequest, tmp_path: Path) -> ManagedCatalog:
+    """A new catalog on each store (PostgreSQL: a real server, tests/postgres_server.py)."""
+    warehouse = str(tmp_path / "wh")
+    if request.param == "sqlite":
+        config = {"type": "sqlite", "path": str(tmp_path / "catalog.db"), "warehouse": warehouse}
+    else:
+        uri = request.getfixturevalue("postgres_uri")
+        config = {"type": "postgresql", "uri": uri, "warehouse": warehouse}
+    cat = dl.connect_catalog(config)
     assert isinstance(cat, ManagedCatalog)
     return cat
 
@@ -40,8 +46,8 @@ def state(cat: ManagedCatalog, *names: str) -> dict[str, tuple[int, list[int]]]:
 
 
 @pytest.fixture
-def cat(tmp_path: Path) -> ManagedCatalog:
-    cat = connect(tmp_path)
+def cat(empty: ManagedCatalog) -> ManagedCatalog:
+    cat = empty
     cat.create_namespace("db")
     cat.write_table("db.a", rows(1, 2))
     cat.write_table("db.b", rows(10, 20))

@@ -16,7 +16,9 @@ This package holds:
   :class:`DirectoryCatalog` (``type: dir``) and :class:`ManagedCatalog`, whose tables are
   catalog-managed, over the embedded :class:`SqliteStore` (``type: sqlite``) or a
   :class:`PostgresStore` (``type: postgresql``; psycopg 3 is imported only then). Both stores
-  share their catalog logic (:class:`deltalog.catalog.sql.SqlStore`).
+  share their catalog logic (:class:`deltalog.catalog.sql.SqlStore`);
+* :class:`CatalogTransaction` (``ManagedCatalog.transaction()``): commits to several
+  catalog-managed tables ratified together, or none of them.
 """
 
 from __future__ import annotations
@@ -25,16 +27,26 @@ import os
 from collections.abc import Mapping
 
 from deltalog.catalog.base import Catalog, Identifier, parse_identifier
-from deltalog.catalog.client import CatalogClient, RatifiedCommit, RatifiedCommits
+from deltalog.catalog.client import (
+    DEFERRED,
+    MAINTENANCE_OPERATIONS,
+    CatalogClient,
+    RatifiedCommit,
+    RatifiedCommits,
+)
 from deltalog.catalog.directory import DirectoryCatalog, _directory_uri
 from deltalog.catalog.managed import ManagedCatalog, Proposal, TableCatalogClient
 from deltalog.catalog.postgresql import PostgresStore
 from deltalog.catalog.sqlite import SqliteStore
+from deltalog.catalog.transaction import CatalogTransaction
 from deltalog.exceptions import InvalidArgumentError, UnsupportedFeatureError
 
 __all__ = [
+    "DEFERRED",
+    "MAINTENANCE_OPERATIONS",
     "Catalog",
     "CatalogClient",
+    "CatalogTransaction",
     "DirectoryCatalog",
     "Identifier",
     "ManagedCatalog",
