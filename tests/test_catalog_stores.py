@@ -428,6 +428,43 @@ def test_protocol_and_metadata_are_cached(config: Config) -> None:
     assert (registered.protocol, registered.metadata, registered.managed) == (None, None, False)
 
 
+def test_writers_keep_the_cached_protocol_and_metadata_current(
+    config: Config, tmp_path: Path
+) -> None:
+    """Every commit that changes the protocol or metadata hands them to the catalog, so that
+    describe_table answers without reading the table."""
+    cat = connect(config)
+    schema = pa.schema({"id": pa.int64(), "day": pa.string()})
+    cat.create_table("t", schema, partition_by=["day"], configuration={"delta.appendOnly": "false"})
+    described = cat.describe_table("t")
+    assert described.catalog_managed and described.latest_version == 0
+    assert described.partition_columns == ["day"]
+    assert described.configuration["delta.appendOnly"] == "false"
+    assert described.configuration["delta.enableInCommitTimestamps"] == "true"
+    assert described.protocol is not None
+    assert "catalogManaged" in described.protocol["readerFeatures"]
+    assert json.loads(str(described.schema_string))["fields"][0]["name"] == "id"
+    cat.write_table("t", pa.table({"id": [1], "day": ["d"]}, schema=schema), mode="append")
+    t = cat.load_table("t")
+    t.alter.set_properties({"delta.logRetentionDuration": "interval 2 days"})
+    described = cat.describe_table("t")
+    assert described.latest_version == 2
+    assert described.configuration["delta.logRetentionDuration"] == "interval 2 days"
+    assert described.metadata == {
+        **cat.describe_table("t").metadata,  # type: ignore[dict-item]
+        "configuration": t.metadata().configuration,
+    }
+    # From the catalog alone: the table's storage is not read.
+    location = Path(cat.load_table("t").table_uri.removeprefix("file://"))
+    (location / "_delta_log").rename(tmp_path / "moved")
+    assert cat.describe_table("t").latest_version == 2
+    dl.write_table(str(tmp_path / "plain"), rows(1))
+    cat.register_table("plain", str(tmp_path / "plain"))
+    plain = cat.describe_table("plain")
+    assert not plain.catalog_managed and plain.latest_version is None
+    assert plain.protocol is None and plain.metadata is None
+
+
 def test_unpublished_commits_are_capped(config: Config, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(sql, "MAX_UNPUBLISHED", 3)
     store = store_of(config)

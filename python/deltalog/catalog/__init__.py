@@ -35,7 +35,12 @@ from deltalog.catalog.client import (
     RatifiedCommits,
 )
 from deltalog.catalog.directory import DirectoryCatalog, _directory_uri
-from deltalog.catalog.managed import ManagedCatalog, Proposal, TableCatalogClient
+from deltalog.catalog.managed import (
+    ManagedCatalog,
+    Proposal,
+    TableCatalogClient,
+    TableDescription,
+)
 from deltalog.catalog.postgresql import PostgresStore
 from deltalog.catalog.sqlite import SqliteStore
 from deltalog.catalog.transaction import CatalogTransaction
@@ -56,6 +61,7 @@ __all__ = [
     "RatifiedCommits",
     "SqliteStore",
     "TableCatalogClient",
+    "TableDescription",
     "connect_catalog",
     "parse_identifier",
 ]

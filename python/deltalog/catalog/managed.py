@@ -59,6 +59,45 @@ class TableRecord:
 
 
 @dataclass(frozen=True)
+class TableDescription:
+    """What the catalog knows of a table without reading its log
+    (:meth:`ManagedCatalog.describe_table`).
+
+    Attributes:
+        name: the table's identifier, joined by the catalog's delimiter.
+        location: the table's root URI.
+        catalog_managed: whether the catalog ratifies its commits.
+        latest_version: the latest ratified version (``None`` for a storage-managed table,
+            whose versions the catalog does not track).
+        protocol: the latest ``protocol`` action, as the catalog cached it from the commits it
+            ratified (``None`` when it was never given one).
+        metadata: the latest ``metaData`` action, likewise.
+    """
+
+    name: str
+    location: str
+    catalog_managed: bool
+    latest_version: int | None
+    protocol: dict[str, Any] | None
+    metadata: dict[str, Any] | None
+
+    @property
+    def configuration(self) -> dict[str, str]:
+        """The table properties of the cached metadata."""
+        return dict((self.metadata or {}).get("configuration") or {})
+
+    @property
+    def partition_columns(self) -> list[str]:
+        """The partition columns of the cached metadata."""
+        return list((self.metadata or {}).get("partitionColumns") or [])
+
+    @property
+    def schema_string(self) -> str | None:
+        """The Delta schema (JSON) of the cached metadata."""
+        return (self.metadata or {}).get("schemaString")
+
+
+@dataclass(frozen=True)
 class Proposal:
     """A commit proposed to a :class:`Store` for ratification (:meth:`Store.ratify_all`).
 
@@ -344,6 +383,22 @@ class ManagedCatalog(Catalog):
             return DeltaTable(record.location, version=version)
         client = TableCatalogClient(self._store, record.id)
         return DeltaTable(record.location, version=version, catalog_client=client)
+
+    def describe_table(self, name: Identifier) -> TableDescription:
+        """The table's location, kind, latest version, protocol and metadata, from the catalog
+        alone (no storage access): the catalog keeps the latest protocol and metadata of the
+        commits it ratifies (catalogManaged RFC, "Catalog-managed Tables")."""
+        import json
+
+        record = self._record(name)
+        return TableDescription(
+            name=self.delimiter.join(self._names(name)),
+            location=record.location,
+            catalog_managed=record.managed,
+            latest_version=record.latest_version if record.managed else None,
+            protocol=json.loads(record.protocol) if record.protocol else None,
+            metadata=json.loads(record.metadata) if record.metadata else None,
+        )
 
     def catalog_client(self, name: Identifier) -> TableCatalogClient:
         """The catalog client of a catalog-managed table."""
