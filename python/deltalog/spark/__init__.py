@@ -1,0 +1,176 @@
+"""deltalog for Spark: the ``deltalog`` data source (PySpark's Python Data Source API, Spark
+4) and helpers around it. No Delta jars: deltalog's native core reads and writes on every
+executor, and the driver makes the commits.
+
+::
+
+    import deltalog.spark
+
+    deltalog.spark.register(spark)
+    df = spark.read.format("deltalog").option("versionAsOf", 3).load("s3://bucket/table")
+    df.write.format("deltalog").mode("append").save("s3://bucket/table")
+
+    deltalog.spark.read_table(spark, uri, filter=...)          # the same, as functions
+    deltalog.spark.write_table(df, uri, mode="error", partition_by=["day"])
+    deltalog.spark.to_spark(dl.DeltaTable(uri).scan(...), spark)
+
+PySpark is imported only when this package is (it is not a dependency of deltalog).
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any
+
+from deltalog.spark.source import NAME, DeltaDataSource, DeltaPushdownDataSource
+from deltalog.spark.types import spark_schema, spark_type
+
+if TYPE_CHECKING:
+    from pyspark.sql import DataFrame, SparkSession
+
+    from deltalog.scan import DeltaScan
+
+__all__ = [
+    "NAME",
+    "DeltaDataSource",
+    "DeltaPushdownDataSource",
+    "read_table",
+    "register",
+    "spark_schema",
+    "spark_type",
+    "to_spark",
+    "write_table",
+]
+
+
+def register(spark: SparkSession) -> None:
+    """Registers the ``deltalog`` format with ``spark``, with filter pushdown for Python data
+    sources turned on (``spark.sql.python.filterPushdown.enabled``), which deltalog uses to
+    prune partitions and skip files. Without it the format still works (PySpark registers it
+    from the installed ``pyspark_deltalog`` module), reading every file.
+
+    It also makes ``spark`` the calling thread's active session: Spark looks Python data
+    sources up for writes in the thread's active session, which a new thread lacks (call
+    ``register`` in each thread that writes)."""
+    spark.conf.set("spark.sql.python.filterPushdown.enabled", "true")
+    spark.dataSource.register(DeltaPushdownDataSource)
+    _activate(spark)
+
+
+def _activate(spark: SparkSession) -> None:
+    """Makes ``spark`` the active session of the calling thread (JVM side)."""
+    jvm = getattr(spark, "_jvm", None)
+    session = getattr(spark, "_jsparkSession", None)
+    if jvm is None or session is None:
+        return  # Spark Connect: no JVM here, the server resolves sources
+    jvm.org.apache.spark.sql.SparkSession.setActiveSession(session)
+
+
+def _options(**options: Any) -> dict[str, str]:
+    out = {}
+    for key, value in options.items():
+        if value is None:
+            continue
+        if isinstance(value, Mapping):
+            out[key] = json.dumps(dict(value))
+        elif isinstance(value, (list, tuple)):
+            out[key] = ",".join(str(v) for v in value)
+        elif isinstance(value, bool):
+            out[key] = "true" if value else "false"
+        else:
+            out[key] = str(value)
+    return out
+
+
+def read_table(
+    spark: SparkSession,
+    uri: str,
+    version: int | None = None,
+    timestamp: str | None = None,
+    storage_options: Mapping[str, str] | None = None,
+) -> DataFrame:
+    """The table at ``uri`` (at ``version`` or ``timestamp``) as a DataFrame, its files spread
+    over Spark's default parallelism."""
+    register(spark)
+    reader = spark.read.format(NAME).options(
+        **_options(
+            versionAsOf=version,
+            timestampAsOf=timestamp,
+            storageOptions=storage_options,
+            parallelism=spark.sparkContext.defaultParallelism,
+        )
+    )
+    return reader.load(uri)
+
+
+def write_table(
+    df: DataFrame,
+    uri: str,
+    mode: str = "error",
+    partition_by: list[str] | None = None,
+    configuration: Mapping[str, str] | None = None,
+    storage_options: Mapping[str, str] | None = None,
+    app_id: str | None = None,
+    app_version: int | None = None,
+    target_file_size: int | None = None,
+) -> None:
+    """Writes ``df`` to the Delta table at ``uri`` with one commit (``mode``: ``error``,
+    ``append``, ``overwrite`` or ``ignore``, as ``deltalog.write_table``). ``error`` and
+    ``ignore`` are decided on the driver before the job runs, since Spark does not pass those
+    save modes to Python data sources."""
+    from deltalog.table import DeltaTable
+
+    if mode not in ("error", "append", "overwrite", "ignore"):
+        raise ValueError(f"mode must be error, append, overwrite or ignore, not {mode!r}")
+    if mode in ("error", "ignore") and DeltaTable.is_deltatable(uri, storage_options):
+        if mode == "ignore":
+            return
+        from deltalog.exceptions import InvalidArgumentError
+
+        raise InvalidArgumentError(f"a Delta table already exists at {uri} (mode='error')")
+    register(df.sparkSession)
+    writer = df.write.format(NAME).mode("overwrite" if mode == "overwrite" else "append")
+    writer.options(
+        **_options(
+            partitionBy=partition_by,
+            configuration=configuration,
+            storageOptions=storage_options,
+            txnAppId=app_id,
+            txnVersion=app_version,
+            targetFileSize=target_file_size,
+        )
+    ).save(uri)
+
+
+def to_spark(scan: DeltaScan, spark: SparkSession) -> DataFrame:
+    """A planned :class:`deltalog.DeltaScan` as a DataFrame: its files (already pruned and
+    skipped) read on the executors, packed into partitions as the data source packs them."""
+    from deltalog.spark.source import FilesPartition, pack
+
+    tasks = scan.tasks()
+    schema = spark_schema(scan.schema)
+    if not tasks:
+        return spark.createDataFrame([], schema)
+    spec = tasks[0].to_json()[0]
+    sizes = [t.size or 0 for t in tasks]
+    groups = pack(sizes, 128 * 1024 * 1024, 4 * 1024 * 1024, spark.sparkContext.defaultParallelism)
+    partitions = [FilesPartition(spec, [tasks[i].to_json()[1] for i in g]) for g in groups]
+    from deltalog.spark.types import exchange_schema
+
+    target = exchange_schema(schema)
+
+    def read(batches: Any) -> Any:
+        from deltalog import _native
+        from deltalog.spark.types import conform
+
+        for b in batches:
+            for index in b.column(0).to_pylist():
+                part = partitions[index]
+                raw = _native.RawScan.from_json(part.spec, part.tasks, None)
+                for batch in raw.to_stream():
+                    if batch.num_rows:
+                        yield conform(batch, target)
+
+    indexes = spark.createDataFrame([(i,) for i in range(len(partitions))], "i int")
+    return indexes.repartition(len(partitions)).mapInArrow(read, schema)

@@ -1,0 +1,449 @@
+"""The ``deltalog`` data source for Spark (PySpark's Python Data Source API, Spark 4).
+
+Reading: the driver opens the snapshot and plans the scan once (partition pruning and file
+skipping with the filters Spark pushes, PySpark 4.1+), then packs the files into input
+partitions balanced by bytes (Spark's own rule for file sources: files sorted by size, a
+partition closed when the next file would take it past the split size; a file is never split).
+Each executor reads its files with deltalog's native reader (deletion vectors, column mapping,
+partition values, type widening applied) and yields Arrow record batches.
+
+Writing: every task writes its rows as data files of the table's version read by the driver
+(``write_files``: statistics, partitioning, column mapping, constraints) and returns their
+``add`` actions; the driver commits all of them as one new version (conflict-checked like any
+commit). An aborted job deletes its tasks' files and commits nothing. A table that does not
+exist yet is created by that one commit: the tasks write against the version 0 it will have.
+
+Options (case-insensitive, as Spark passes them):
+
+- read: ``path`` (``load(uri)``), ``versionAsOf``, ``timestampAsOf``, ``readChangeFeed`` with
+  ``startingVersion``/``endingVersion`` or ``startingTimestamp``/``endingTimestamp``,
+  ``maxPartitionBytes`` (default 128 MiB), ``openCostInBytes`` (4 MiB), ``parallelism`` (the
+  number of partitions to spread a small table over; ``read_table`` sets Spark's default
+  parallelism);
+- write: ``path`` (``save(uri)``), ``partitionBy`` (comma-separated; Spark does not pass
+  ``DataFrameWriter.partitionBy`` to Python data sources), ``configuration`` (JSON object of
+  table properties for a new table), ``targetFileSize``, ``txnAppId`` + ``txnVersion``
+  (idempotent writes: "Transaction Identifiers"), ``userMetadata``;
+- both: ``storageOptions`` (a JSON object, as ``storage_options``).
+
+Spark refuses save modes ``error`` and ``ignore`` for Python data sources before the source
+is called; :func:`deltalog.spark.write_table` provides them.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+import pyarrow as pa
+from pyspark.sql.datasource import (
+    DataSource,
+    DataSourceArrowWriter,
+    DataSourceReader,
+    InputPartition,
+    WriterCommitMessage,
+)
+
+from deltalog.spark import filters as spark_filters
+from deltalog.spark.types import conform, exchange_schema, spark_schema
+
+if TYPE_CHECKING:
+    from pyspark.sql.types import StructType
+
+    from deltalog.table import DeltaTable
+
+NAME = "deltalog"
+MAX_PARTITION_BYTES = 128 * 1024 * 1024
+OPEN_COST_BYTES = 4 * 1024 * 1024
+DEFAULT_PARALLELISM = 8
+
+
+def _flag(options: Mapping[str, str], key: str) -> bool:
+    value = options.get(key.lower())
+    if value is None:
+        return False
+    if value.lower() in ("true", "1", "yes"):
+        return True
+    if value.lower() in ("false", "0", "no"):
+        return False
+    raise ValueError(f"option {key!r} must be true or false, not {value!r}")
+
+
+def _int(options: Mapping[str, str], key: str, default: int | None = None) -> int | None:
+    value = options.get(key.lower())
+    if value is None:
+        return default
+    try:
+        return int(value)
+    except ValueError:
+        raise ValueError(f"option {key!r} must be an integer, not {value!r}") from None
+
+
+def _storage_options(options: Mapping[str, str]) -> dict[str, str] | None:
+    text = options.get("storageoptions")
+    if not text:
+        return None
+    parsed = json.loads(text)
+    if not isinstance(parsed, dict):
+        raise ValueError("option 'storageOptions' must be a JSON object")
+    return {str(k): str(v) for k, v in parsed.items()}
+
+
+def _path(options: Mapping[str, str]) -> str:
+    path = options.get("path")
+    if not path:
+        raise ValueError(
+            "the deltalog data source needs the table's location: .load(uri) / .save(uri)"
+        )
+    return path
+
+
+class DeltaDataSource(DataSource):
+    """``spark.read.format("deltalog")`` / ``df.write.format("deltalog")``."""
+
+    @classmethod
+    def name(cls) -> str:
+        return NAME
+
+    def _options(self) -> dict[str, str]:
+        return {str(k).lower(): str(v) for k, v in self.options.items()}
+
+    def _table(self) -> DeltaTable:
+        from deltalog.table import DeltaTable
+
+        options = self._options()
+        version = _int(options, "versionAsOf")
+        timestamp = options.get("timestampasof")
+        if version is not None and timestamp is not None:
+            raise ValueError("pass versionAsOf or timestampAsOf, not both")
+        return DeltaTable(
+            _path(options),
+            version=version,
+            timestamp=timestamp,
+            storage_options=_storage_options(options),
+        )
+
+    def _plan(self, table: DeltaTable, predicate: Any = None) -> Any:
+        options = self._options()
+        if not _flag(options, "readChangeFeed"):
+            return table.scan(filter=predicate)
+        start = _int(options, "startingVersion")
+        start_ts = options.get("startingtimestamp")
+        if start is None and start_ts is None:
+            raise ValueError("readChangeFeed needs startingVersion or startingTimestamp")
+        return table.scan_cdf(
+            starting_version=start or 0,
+            ending_version=_int(options, "endingVersion"),
+            starting_timestamp=start_ts,
+            ending_timestamp=options.get("endingtimestamp"),
+            filter=predicate,
+        )
+
+    def schema(self) -> StructType:
+        table = self._table()
+        if _flag(self._options(), "readChangeFeed"):
+            return spark_schema(self._plan(table).schema)
+        return spark_schema(table.schema())
+
+    def reader(self, schema: StructType) -> DataSourceReader:
+        return DeltaReader(self._options(), schema)
+
+    def writer(self, schema: StructType, overwrite: bool) -> DeltaWriter:
+        return DeltaWriter(self._options(), schema, overwrite)
+
+
+class DeltaPushdownDataSource(DeltaDataSource):
+    """The same source, taking Spark's pushed filters to prune partitions and skip files.
+    PySpark refuses a reader with ``pushFilters`` unless ``spark.sql.python.filterPushdown.
+    enabled`` is true, so this variant is the one :func:`deltalog.spark.register` installs
+    together with that setting; the automatically registered source is the plain one."""
+
+    def reader(self, schema: StructType) -> DataSourceReader:
+        return DeltaPushdownReader(self._options(), schema)
+
+
+@dataclass
+class FilesPartition(InputPartition):
+    """Files of one scan read by one Spark task: the scan's read spec and the files' tasks
+    (JSON, as :class:`deltalog.ScanTask` holds them)."""
+
+    spec: str
+    tasks: list[str]
+    size: int = 0
+
+    def __post_init__(self) -> None:
+        super().__init__(None)
+
+
+def pack(sizes: Sequence[int], max_bytes: int, open_cost: int, parallelism: int) -> list[list[int]]:
+    """Indexes of files packed into partitions, Spark's way for file sources: the split size
+    is ``min(max_bytes, max(open_cost, total / parallelism))``, files are taken largest first
+    and a partition is closed when the next file would take it past the split size (each file
+    counting its size plus ``open_cost``)."""
+    total = sum(s + open_cost for s in sizes)
+    split = min(max_bytes, max(open_cost, total // max(1, parallelism)))
+    order = sorted(range(len(sizes)), key=lambda i: (-sizes[i], i))
+    out: list[list[int]] = []
+    current: list[int] = []
+    current_bytes = 0
+    for i in order:
+        cost = sizes[i] + open_cost
+        if current and current_bytes + cost > split:
+            out.append(current)
+            current, current_bytes = [], 0
+        current.append(i)
+        current_bytes += cost
+    if current:
+        out.append(current)
+    return out
+
+
+class DeltaReader(DataSourceReader):
+    """Plans on the driver, reads on the executors."""
+
+    def __init__(self, options: dict[str, str], schema: StructType) -> None:
+        self._options = options
+        self._schema = schema
+        self._filters: list[Any] = []
+
+    def partitions(self) -> list[InputPartition]:
+        source = DeltaDataSource(self._options)
+        table = source._table()
+        columns = set(self._schema.fieldNames())
+        predicate = spark_filters.to_predicate(self._filters, columns)
+        scan = source._plan(table, predicate)
+        tasks = scan.tasks()
+        if not tasks:
+            return []
+        spec = tasks[0].to_json()[0]
+        sizes = [t.size or 0 for t in tasks]
+        groups = pack(
+            sizes,
+            _int(self._options, "maxPartitionBytes", MAX_PARTITION_BYTES) or MAX_PARTITION_BYTES,
+            _int(self._options, "openCostInBytes", OPEN_COST_BYTES) or 0,
+            _int(self._options, "parallelism", DEFAULT_PARALLELISM) or 1,
+        )
+        return [
+            FilesPartition(
+                spec, [tasks[i].to_json()[1] for i in group], sum(sizes[i] for i in group)
+            )
+            for group in groups
+        ]
+
+    def read(self, partition: InputPartition) -> Iterator[pa.RecordBatch]:
+        from deltalog import _native
+
+        if not isinstance(partition, FilesPartition):
+            return  # a scan with no files: Spark still runs one empty partition
+        target = exchange_schema(self._schema)
+        raw = _native.RawScan.from_json(
+            partition.spec, partition.tasks, _storage_options(self._options)
+        )
+        for batch in raw.to_stream():
+            if batch.num_rows:
+                yield conform(batch, target)
+
+
+class DeltaPushdownReader(DeltaReader):
+    """:class:`DeltaReader` that plans with the filters Spark pushes (PySpark 4.1+)."""
+
+    def pushFilters(self, filters: list[Any]) -> Iterator[Any]:  # Spark's method name
+        # Used to prune and skip files; every filter goes back to Spark, which still applies
+        # it to the rows (module docs of deltalog.spark.filters).
+        self._filters = list(filters)
+        yield from filters
+
+
+@dataclass
+class WrittenFiles(WriterCommitMessage):
+    """What one task wrote: the ``add`` actions of its files (JSON)."""
+
+    actions: list[str] = field(default_factory=list)
+
+
+class DeltaWriter(DataSourceArrowWriter):
+    """Tasks write data files; the driver commits them as one version."""
+
+    def __init__(self, options: dict[str, str], schema: StructType, overwrite: bool) -> None:
+        from deltalog.table import DeltaTable
+
+        self._options = options
+        self._overwrite = overwrite
+        self._uri = _path(options)
+        storage = _storage_options(options)
+        self._partition_by = [
+            c.strip() for c in options.get("partitionby", "").split(",") if c.strip()
+        ]
+        unsupported = sorted(
+            k for k in ("replacewhere", "mergeschema", "overwriteschema") if options.get(k)
+        )
+        if unsupported:
+            raise NotImplementedError(
+                f"the deltalog data source does not take {', '.join(unsupported)} yet"
+            )
+        if DeltaTable.is_deltatable(self._uri, storage):
+            table = DeltaTable(self._uri, storage_options=storage)
+            self._read_version: int | None = table.version()
+            existing = table.metadata().partition_columns
+            if self._partition_by and list(self._partition_by) != list(existing):
+                raise ValueError(
+                    f"partitionBy {self._partition_by} differs from the table's partition "
+                    f"columns {existing}"
+                )
+            self._first_commit: str | None = None
+        else:
+            self._read_version = None
+            self._first_commit = _first_commit(schema, self._partition_by, options)
+
+    def _snapshot(self) -> Any:
+        from deltalog import _native
+
+        storage = _storage_options(self._options)
+        if self._first_commit is None:
+            return _native.RawSnapshot.open(self._uri, self._read_version, storage)
+        # The version 0 this write creates, read from its content (the table has no log yet).
+        return _native.RawSnapshot.open(
+            self._uri, None, storage, _Prospective(self._first_commit.encode())
+        )
+
+    def write(self, iterator: Iterator[pa.RecordBatch]) -> WrittenFiles:
+        from deltalog import _native
+        from deltalog.writer import _target_file_size
+
+        first = next(iterator, None)
+        if first is None:
+            return WrittenFiles([])
+        reader = pa.RecordBatchReader.from_batches(first.schema, _chain(first, iterator))
+        texts = _native.write_files(
+            self._snapshot(),
+            reader,
+            _target_file_size(_int(self._options, "targetFileSize")),
+        )
+        return WrittenFiles(list(texts))
+
+    def commit(self, messages: list[WriterCommitMessage | None]) -> None:
+        from deltalog import _native
+        from deltalog.table import DeltaTable
+        from deltalog.writer import CommitProperties
+
+        actions = [a for m in messages if isinstance(m, WrittenFiles) for a in m.actions]
+        storage = _storage_options(self._options)
+        app = _app_transaction(self._options)
+        props = CommitProperties(
+            app_id=app[0] if app else None,
+            app_version=app[1] if app else None,
+            custom_metadata=(
+                {"userMetadata": self._options["usermetadata"]}
+                if "usermetadata" in self._options
+                else {}
+            ),
+        )
+        if self._first_commit is not None:
+            lines = [line for line in self._first_commit.splitlines() if line.strip()]
+            _native.commit_actions(
+                self._uri,
+                None,
+                "CREATE TABLE AS SELECT",
+                [line for line in lines if '"commitInfo"' not in line[:16]] + actions,
+                json.dumps({"mode": "ErrorIfExists", "partitionBy": self._partition_by}),
+                False,
+                None,
+                props.app_transaction(),
+                props.commit_info_json(),
+                storage,
+                None,
+                '"delta.enableInCommitTimestamps":"true"' in self._first_commit.replace(" ", ""),
+            )
+            return
+        if app is not None:
+            # "Transaction Identifiers": a retried job whose version the table already
+            # holds for the app writes nothing.
+            latest = DeltaTable(self._uri, storage_options=storage)
+            held = latest._raw.transactions().get(app[0])
+            if held is not None and held[0] >= app[1]:
+                self.abort(list(messages))
+                return
+        table = DeltaTable(self._uri, version=self._read_version, storage_options=storage)
+        operation = "WRITE"
+        tx = table.transaction(
+            operation=operation,
+            parameters={"mode": "Overwrite" if self._overwrite else "Append"},
+        )
+        tx.add_actions(actions)
+        if self._overwrite:
+            tx.remove_files(table.files())
+        tx.commit(props)
+
+    def abort(self, messages: list[WriterCommitMessage | None]) -> None:
+        """Deletes the files the finished tasks wrote (a failed task's own files are orphans a
+        later VACUUM removes); nothing is committed."""
+        from deltalog import _native
+
+        paths = [
+            json.loads(a)["add"]["path"]
+            for m in messages
+            if isinstance(m, WrittenFiles)
+            for a in m.actions
+        ]
+        if not paths:
+            return
+        try:
+            _native.delete_files(self._snapshot(), paths)
+        except Exception:  # best effort: orphans are never read
+            pass
+
+
+def _chain(first: pa.RecordBatch, rest: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+    yield first
+    yield from rest
+
+
+def _app_transaction(options: Mapping[str, str]) -> tuple[str, int] | None:
+    app, version = options.get("txnappid"), _int(options, "txnVersion")
+    if (app is None) != (version is None):
+        raise ValueError("txnAppId and txnVersion go together")
+    return (app, version) if app is not None and version is not None else None
+
+
+class _Prospective:
+    """A stand-in catalog client holding only the version 0 a write will create, so that
+    tasks can write data files for a table whose log does not exist yet."""
+
+    max_inline_commit_bytes = 0
+
+    def __init__(self, content: bytes) -> None:
+        self._content = content
+
+    def get_ratified_commits(
+        self, start_version: int | None = None, end_version: int | None = None
+    ) -> Any:
+        from deltalog.catalog import RatifiedCommit, RatifiedCommits
+
+        return RatifiedCommits([RatifiedCommit(0, content=self._content)], 0)
+
+    def commit(self, version: int, **_: Any) -> None:
+        raise RuntimeError("a prospective table takes no commits")
+
+    def published(self, version: int) -> None:
+        pass
+
+
+def _first_commit(schema: StructType, partition_by: list[str], options: Mapping[str, str]) -> str:
+    """The version 0 (protocol and metadata) deltalog would write for a new table of Spark's
+    ``schema``: made in a scratch directory by ``DeltaTable.create``, whose rules it follows."""
+    import tempfile
+
+    from pyspark.sql.pandas.types import to_arrow_schema
+
+    from deltalog.table import DeltaTable
+
+    configuration = json.loads(options.get("configuration", "{}") or "{}")
+    arrow = to_arrow_schema(schema, timezone="UTC")
+    with tempfile.TemporaryDirectory() as scratch:
+        DeltaTable.create(
+            scratch, arrow, partition_by=partition_by or None, configuration=configuration or None
+        )
+        with open(f"{scratch}/_delta_log/{0:020}.json", encoding="utf-8") as f:
+            return f.read()

@@ -1,0 +1,347 @@
+"""The ``deltalog`` Spark data source on a real local Spark (``local[2]``, PySpark from PyPI,
+Java 17): reads of the golden tables, pruning, writes read back by deltalog and by the
+``deltalake`` package, failed and concurrent jobs, types both ways."""
+
+from __future__ import annotations
+
+import datetime as dt
+import decimal
+import os
+import sys
+import threading
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import deltalake
+import pyarrow as pa
+import pytest
+
+import deltalog as dl
+from conftest import corpus_table
+from test_read_golden import CONTENT_ROOTS, rows
+
+pyspark = pytest.importorskip("pyspark", reason="pyspark is a test dependency (.ci/run)")
+
+
+@pytest.fixture(scope="module")
+def spark() -> Iterator[Any]:
+    # Spark's Python workers must run this interpreter (the one deltalog is installed in).
+    os.environ["PYSPARK_PYTHON"] = sys.executable
+    os.environ["PYSPARK_DRIVER_PYTHON"] = sys.executable
+    from pyspark.sql import SparkSession
+
+    session = (
+        SparkSession.builder.master("local[2]")
+        .appName("deltalog-tests")
+        .config("spark.ui.enabled", "false")
+        .config("spark.sql.shuffle.partitions", "2")
+        .config("spark.sql.session.timeZone", "UTC")
+        .config("spark.driver.memory", "1g")
+        .getOrCreate()
+    )
+    session.sparkContext.setLogLevel("ERROR")
+    import deltalog.spark
+
+    deltalog.spark.register(session)
+    yield session
+    session.stop()
+
+
+def read(spark: Any, uri: str | Path, **options: Any) -> Any:
+    reader = spark.read.format("deltalog")
+    for key, value in options.items():
+        reader = reader.option(key, value)
+    return reader.load(str(uri))
+
+
+def arrow(df: Any) -> pa.Table:
+    return df.toArrow()
+
+
+def ids(table: pa.Table, column: str = "id") -> list[Any]:
+    return sorted(table.column(column).to_pylist())
+
+
+# -- reading ---------------------------------------------------------------------------------
+
+
+def test_golden_tables_read_through_spark_as_deltalog_reads_them(spark: Any) -> None:
+    """Every golden table with expected content: the same rows through Spark (deletion
+    vectors, column mapping, partitions, checkpoints of every kind)."""
+    failures = []
+    for root in CONTENT_ROOTS:
+        reference = dl.DeltaTable(corpus_table(root)).to_pyarrow_table()
+        got = arrow(read(spark, corpus_table(root)))
+        columns = reference.column_names
+        try:
+            assert got.column_names == columns
+            assert rows(got.cast(reference.schema), columns) == rows(reference, columns)
+        except Exception as e:  # collected: one report for all tables
+            failures.append(f"{root}: {e!r}"[:300])
+    assert not failures, "\n".join(failures)
+
+
+def partitioned(root: Path, n: int = 40) -> Path:
+    data = pa.table(
+        {
+            "id": pa.array(range(n), pa.int64()),
+            "part": [f"p{i % 4}" for i in range(n)],
+            "value": [float(i) for i in range(n)],
+        }
+    )
+    for chunk in range(4):  # several files per partition
+        dl.write_table(
+            str(root), data.slice(chunk * n // 4, n // 4), mode="append", partition_by=["part"]
+        )
+    return root
+
+
+def test_filters_prune_files_and_give_the_same_rows(spark: Any, tmp_path: Path) -> None:
+    table = partitioned(tmp_path / "t")
+    one_file_each = {"maxPartitionBytes": "1", "openCostInBytes": "0"}
+    everything = read(spark, table, **one_file_each)
+    files = len(dl.DeltaTable(str(table)).files())
+    assert everything.rdd.getNumPartitions() == files == 16
+    by_partition = everything.filter("part = 'p1'")
+    assert by_partition.rdd.getNumPartitions() == 4
+    assert ids(arrow(by_partition)) == list(range(1, 40, 4))
+    # File skipping by statistics (id ranges of the files) and a conjunction.
+    by_stats = everything.filter("id >= 30 AND part IN ('p2', 'p3')")
+    assert by_stats.rdd.getNumPartitions() == 2
+    assert ids(arrow(by_stats)) == [30, 31, 34, 35, 38, 39]
+    # Spark keeps the filters: a file that only may match gives only the matching rows.
+    assert ids(arrow(everything.filter("id = 7"))) == [7]
+    assert ids(arrow(everything.filter("NOT (id < 38)"))) == [38, 39]
+    assert arrow(everything.filter("part IS NULL")).num_rows == 0
+
+
+def test_time_travel_and_the_change_feed(spark: Any, tmp_path: Path) -> None:
+    uri = str(tmp_path / "t")
+    config = {"delta.enableChangeDataFeed": "true", "delta.enableDeletionVectors": "true"}
+    dl.write_table(uri, pa.table({"id": pa.array(range(10), pa.int64())}), configuration=config)
+    t = dl.DeltaTable(uri)
+    t.delete("id < 3")  # a deletion vector, made by deltalog
+    dl.write_table(uri, pa.table({"id": pa.array([100], pa.int64())}), mode="append")
+    assert ids(arrow(read(spark, uri))) == [*range(3, 10), 100]
+    assert ids(arrow(read(spark, uri, versionAsOf=0))) == list(range(10))
+    ts = dl.DeltaTable(uri).history()[-2]["timestamp"]  # version 1
+    stamp = dt.datetime.fromtimestamp(ts / 1000, tz=dt.timezone.utc).isoformat()
+    assert ids(arrow(read(spark, uri, timestampAsOf=stamp))) == list(range(3, 10))
+    changes = arrow(read(spark, uri, readChangeFeed="true", startingVersion=1))
+    expected = dl.DeltaTable(uri).load_cdf(starting_version=1).read_all()
+    columns = expected.column_names
+    assert changes.column_names == columns
+    assert rows(changes.cast(expected.schema), columns) == rows(expected, columns)
+
+
+# -- writing ---------------------------------------------------------------------------------
+
+
+def sdf(spark: Any, data: list[tuple[Any, ...]], schema: str) -> Any:
+    return spark.createDataFrame(data, schema).repartition(2)
+
+
+def both_read(uri: str) -> tuple[pa.Table, pa.Table]:
+    ours = dl.DeltaTable(uri).to_pyarrow_table()
+    theirs = deltalake.DeltaTable(uri).to_pyarrow_table()
+    return ours, theirs
+
+
+def same_rows(a: pa.Table, b: pa.Table) -> bool:
+    columns = sorted(a.column_names)
+    return sorted(b.column_names) == columns and rows(
+        b.select(columns).cast(a.select(columns).schema), columns
+    ) == rows(a, columns)
+
+
+def test_partitioned_append_and_overwrite(spark: Any, tmp_path: Path) -> None:
+    uri = str(tmp_path / "t")
+    data = [(i, f"d{i % 3}", float(i)) for i in range(30)]
+    df = sdf(spark, data, "id long, day string, amount double")
+    df.write.format("deltalog").mode("append").option("partitionBy", "day").save(uri)
+    t = dl.DeltaTable(uri)
+    assert t.version() == 0 and t.metadata().partition_columns == ["day"]
+    assert {f.split("/")[0] for f in t.files()} == {"day=d0", "day=d1", "day=d2"}
+    ours, theirs = both_read(uri)
+    assert ids(ours) == list(range(30)) and same_rows(ours, theirs)
+    # Append: one commit for both tasks' files.
+    sdf(
+        spark, [(100, "d9", 1.0), (101, "d0", 2.0)], "id long, day string, amount double"
+    ).write.format("deltalog").mode("append").save(uri)
+    t = dl.DeltaTable(uri)
+    assert t.version() == 1
+    assert t.history()[0]["operation"] == "WRITE"
+    ours, theirs = both_read(uri)
+    assert ids(ours) == [*range(30), 100, 101] and same_rows(ours, theirs)
+    # Overwrite.
+    sdf(spark, [(7, "d1", 7.0)], "id long, day string, amount double").write.format(
+        "deltalog"
+    ).mode("overwrite").save(uri)
+    ours, theirs = both_read(uri)
+    assert ours.to_pylist() == [{"id": 7, "day": "d1", "amount": 7.0}]
+    assert same_rows(ours, theirs)
+    assert ids(arrow(read(spark, uri, versionAsOf=1))) == [*range(30), 100, 101]
+
+
+def test_write_helper_modes_and_idempotent_writes(spark: Any, tmp_path: Path) -> None:
+    import deltalog.spark as dls
+
+    uri = str(tmp_path / "t")
+    df = sdf(spark, [(1, "a"), (2, "b")], "id long, s string")
+    dls.write_table(df, uri, partition_by=["s"], configuration={"delta.appendOnly": "true"})
+    assert dl.DeltaTable(uri).metadata().configuration["delta.appendOnly"] == "true"
+    with pytest.raises(dl.InvalidArgumentError, match="already exists"):
+        dls.write_table(df, uri)
+    dls.write_table(df, uri, mode="ignore")
+    assert dl.DeltaTable(uri).version() == 0
+    # txnAppId/txnVersion: a retried job writes once.
+    for _ in range(2):
+        dls.write_table(df, uri, mode="append", app_id="job", app_version=5)
+    assert dl.DeltaTable(uri).version() == 1
+    assert ids(dl.DeltaTable(uri).to_pyarrow_table()) == [1, 1, 2, 2]
+    # The data source refuses options it does not implement yet, before writing.
+    with pytest.raises(Exception, match="replacewhere"):
+        df.write.format("deltalog").mode("overwrite").option("replaceWhere", "s = 'a'").save(uri)
+    assert dl.DeltaTable(uri).version() == 1
+
+
+def test_a_failed_job_commits_nothing(spark: Any, tmp_path: Path) -> None:
+    from pyspark.sql.functions import col, udf
+
+    uri = str(tmp_path / "t")
+    dl.write_table(uri, pa.table({"id": pa.array([0], pa.int64())}))
+    files_before = {p.name for p in Path(uri).glob("*.parquet")}
+
+    @udf("long")
+    def explode_on_13(x: int) -> int:
+        if x == 13:
+            raise ValueError("task failure on purpose")
+        return x
+
+    df = spark.range(0, 20, numPartitions=2).select(explode_on_13(col("id")).alias("id"))
+    with pytest.raises(Exception, match="task failure on purpose"):
+        df.write.format("deltalog").mode("append").save(uri)
+    t = dl.DeltaTable(uri)
+    assert t.version() == 0 and ids(t.to_pyarrow_table()) == [0]
+    # The finished task's files were deleted by abort (the failed one wrote none).
+    assert {p.name for p in Path(uri).glob("*.parquet")} == files_before
+
+
+def test_concurrent_jobs_both_land(spark: Any, tmp_path: Path) -> None:
+    uri = str(tmp_path / "t")
+    dl.write_table(uri, pa.table({"id": pa.array([-1], pa.int64())}))
+    errors: list[BaseException] = []
+
+    def job(k: int) -> None:
+        import deltalog.spark as dls
+
+        try:
+            dls.register(spark)  # the thread's active session (Spark's lookup for writes)
+            df = spark.range(k * 100, k * 100 + 50, numPartitions=2)
+            df.write.format("deltalog").mode("append").save(uri)
+        except BaseException as e:
+            errors.append(e)
+
+    threads = [threading.Thread(target=job, args=(k,)) for k in range(2)]
+    for th in threads:
+        th.start()
+    for th in threads:
+        th.join()
+    assert errors == []
+    t = dl.DeltaTable(uri)
+    assert t.version() == 2
+    assert ids(t.to_pyarrow_table()) == [-1, *range(0, 50), *range(100, 150)]
+
+
+def test_types_round_trip(spark: Any, tmp_path: Path) -> None:
+    uri = str(tmp_path / "t")
+    utc = dt.timezone.utc
+    table = pa.table(
+        {
+            "d": pa.array([decimal.Decimal("12.34"), None], pa.decimal128(10, 2)),
+            "ts": pa.array(
+                [dt.datetime(2024, 1, 2, 3, 4, 5, tzinfo=utc), None], pa.timestamp("us", "UTC")
+            ),
+            "ntz": pa.array([dt.datetime(2024, 1, 2, 3, 4, 5), None], pa.timestamp("us")),
+            "day": pa.array([dt.date(2024, 1, 2), None], pa.date32()),
+            "b": pa.array([b"\x00\x01", None], pa.binary()),
+            "s": pa.array(
+                [{"x": 1, "y": ["a", None]}, None],
+                pa.struct({"x": pa.int32(), "y": pa.list_(pa.string())}),
+            ),
+            "m": pa.array([[("k", 1.5)], None], pa.map_(pa.string(), pa.float64())),
+            "small": pa.array([1, None], pa.int16()),
+            "flag": pa.array([True, None], pa.bool_()),
+        }
+    )
+    dl.write_table(uri, table)
+    df = read(spark, uri)
+    names = {f.name: f.dataType.simpleString() for f in df.schema.fields}
+    assert names == {
+        "d": "decimal(10,2)",
+        "ts": "timestamp",
+        "ntz": "timestamp_ntz",
+        "day": "date",
+        "b": "binary",
+        "s": "struct<x:int,y:array<string>>",
+        "m": "map<string,double>",
+        "small": "smallint",
+        "flag": "boolean",
+    }
+    got = arrow(df)
+    assert rows(got.cast(table.schema), table.column_names) == rows(table, table.column_names)
+    # Written back by Spark into a new table: the same Delta types, read by deltalake too.
+    out = str(tmp_path / "copy")
+    df.write.format("deltalog").mode("append").save(out)
+    ours, theirs = both_read(out)
+    assert ours.schema == dl.DeltaTable(uri).to_pyarrow_table().schema
+    assert rows(ours, table.column_names) == rows(table, table.column_names)
+    assert same_rows(ours, theirs)
+
+
+def test_types_spark_cannot_take_are_clear_errors() -> None:
+    from deltalog.spark.types import spark_type
+
+    with pytest.raises(TypeError, match="'u'"):
+        spark_type(pa.uint32(), "u")
+    with pytest.raises(TypeError, match=r"'t\.x'"):
+        spark_type(pa.struct({"x": pa.time64("us")}), "t")
+
+
+def test_pack_balances_files_by_bytes() -> None:
+    from deltalog.spark.source import pack
+
+    sizes = [100, 90, 10, 10, 10, 50, 50]
+    groups = pack(sizes, max_bytes=1000, open_cost=0, parallelism=3)
+    assert sorted(i for g in groups for i in g) == list(range(7))
+    # split = 320 / 3 = 106: the largest files alone, the small ones together.
+    loads = sorted(sum(sizes[i] for i in g) for g in groups)
+    assert max(loads) <= 110 and len(groups) == 4
+    assert pack([], 10, 1, 2) == []
+    assert pack([5, 5], max_bytes=1, open_cost=0, parallelism=1) == [[0], [1]]
+
+
+def test_to_spark_reads_a_planned_scan(spark: Any, tmp_path: Path) -> None:
+    import deltalog.spark as dls
+
+    table = partitioned(tmp_path / "t")
+    scan = dl.DeltaTable(str(table)).scan(filter=dl.col("part") == "p3", columns=["id", "part"])
+    df = dls.to_spark(scan, spark)
+    assert df.columns == ["id", "part"]
+    assert ids(arrow(df)) == list(range(3, 40, 4))
+
+
+def test_automatic_registration(spark: Any, tmp_path: Path) -> None:
+    """PySpark registers installed `pyspark_*` modules' DefaultSource: a new session finds the
+    format without deltalog.spark.register."""
+    from deltalog.spark import DeltaDataSource
+    from pyspark_deltalog import DefaultSource
+
+    assert DefaultSource is DeltaDataSource and DefaultSource.name() == "deltalog"
+    uri = str(tmp_path / "t")
+    dl.write_table(uri, pa.table({"id": pa.array([1, 2], pa.int64())}))
+    # A session where nothing was registered and filter pushdown is off.
+    other = spark.newSession()
+    other.conf.set("spark.sql.python.filterPushdown.enabled", "false")
+    assert ids(arrow(other.read.format("deltalog").load(uri).filter("id > 1"))) == [2]
