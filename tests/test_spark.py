@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import datetime as dt
 import decimal
+import json
 import os
 import sys
 import threading
@@ -345,3 +346,26 @@ def test_automatic_registration(spark: Any, tmp_path: Path) -> None:
     other = spark.newSession()
     other.conf.set("spark.sql.python.filterPushdown.enabled", "false")
     assert ids(arrow(other.read.format("deltalog").load(uri).filter("id > 1"))) == [2]
+
+
+def test_tables_by_catalog_name(spark: Any, tmp_path: Path) -> None:
+    """``.option("catalog", <config>)`` with the table's name: a catalog-managed table of the
+    SQLite catalog is read through its catalog and written through it (the tasks open the
+    version the driver read from the commits it got); a directory catalog's table likewise by name."""
+    config = {"type": "sqlite", "path": str(tmp_path / "c.db"), "warehouse": str(tmp_path / "wh")}
+    cat = dl.connect_catalog(config)
+    cat.create_namespace("db")
+    cat.write_table("db.t", pa.table({"id": pa.array([1, 2], pa.int64())}))
+    options = {"catalog": json.dumps(config)}
+    assert ids(arrow(read(spark, "db.t", **options))) == [1, 2]
+    df = sdf(spark, [(3,), (4,)], "id long")
+    df.write.format("deltalog").mode("append").options(**options).save("db.t")
+    t = cat.load_table("db.t")
+    assert t.version() == 1 and ids(t.to_pyarrow_table()) == [1, 2, 3, 4]
+    assert "catalogManaged" in t.protocol().reader_features
+    assert ids(arrow(read(spark, "db.t", versionAsOf=0, **options))) == [1, 2]
+    with pytest.raises(Exception, match="create it with the catalog first"):
+        df.write.format("deltalog").mode("append").options(**options).save("db.new")
+    directory = {"type": "dir", "path": str(tmp_path / "dir")}
+    dl.connect_catalog(directory).write_table("plain", pa.table({"id": pa.array([5], pa.int64())}))
+    assert ids(arrow(read(spark, "plain", catalog=json.dumps(directory)))) == [5]

@@ -91,6 +91,55 @@ def _storage_options(options: Mapping[str, str]) -> dict[str, str] | None:
     return {str(k): str(v) for k, v in parsed.items()}
 
 
+def _catalog_table(options: Mapping[str, str]) -> tuple[Any, str] | None:
+    """The catalog (``catalog``: its configuration as JSON, as ``dl.connect_catalog`` takes
+    it) and the table's name in it (``load(name)`` / ``save(name)``, or ``table``)."""
+    config = options.get("catalog")
+    if not config:
+        return None
+    from deltalog.catalog import connect_catalog
+
+    parsed = json.loads(config)
+    if not isinstance(parsed, dict):
+        raise ValueError("option 'catalog' must be a JSON object (a catalog configuration)")
+    name = options.get("table") or options.get("path")
+    if not name:
+        raise ValueError("name the catalog's table: .load(name) / .save(name) or 'table'")
+    return connect_catalog(parsed, _storage_options(options)), name
+
+
+def _open(
+    options: Mapping[str, str], version: int | None = None, timestamp: str | None = None
+) -> DeltaTable:
+    """The table the options name: by location, or by name in a catalog (through its catalog
+    when it is catalog-managed)."""
+    from deltalog.table import DeltaTable
+
+    named = _catalog_table(options)
+    if named is None:
+        return DeltaTable(
+            _path(options),
+            version=version,
+            timestamp=timestamp,
+            storage_options=_storage_options(options),
+        )
+    catalog, name = named
+    table = catalog.load_table(name, version=version)
+    if timestamp is not None:
+        table.load_as_version(timestamp)
+    return table
+
+
+def _exists(options: Mapping[str, str]) -> bool:
+    from deltalog.table import DeltaTable
+
+    named = _catalog_table(options)
+    if named is None:
+        return DeltaTable.is_deltatable(_path(options), _storage_options(options))
+    catalog, name = named
+    return bool(catalog.table_exists(name))
+
+
 def _path(options: Mapping[str, str]) -> str:
     path = options.get("path")
     if not path:
@@ -111,19 +160,12 @@ class DeltaDataSource(DataSource):
         return {str(k).lower(): str(v) for k, v in self.options.items()}
 
     def _table(self) -> DeltaTable:
-        from deltalog.table import DeltaTable
-
         options = self._options()
         version = _int(options, "versionAsOf")
         timestamp = options.get("timestampasof")
         if version is not None and timestamp is not None:
             raise ValueError("pass versionAsOf or timestampAsOf, not both")
-        return DeltaTable(
-            _path(options),
-            version=version,
-            timestamp=timestamp,
-            storage_options=_storage_options(options),
-        )
+        return _open(options, version, timestamp)
 
     def _plan(self, table: DeltaTable, predicate: Any = None) -> Any:
         options = self._options()
@@ -267,12 +309,12 @@ class DeltaWriter(DataSourceArrowWriter):
     """Tasks write data files; the driver commits them as one version."""
 
     def __init__(self, options: dict[str, str], schema: StructType, overwrite: bool) -> None:
-        from deltalog.table import DeltaTable
-
         self._options = options
         self._overwrite = overwrite
         self._uri = _path(options)
-        storage = _storage_options(options)
+        #: For a catalog-managed table, the catalog's commits up to the version read, which
+        #: the tasks open that version from.
+        self._held: Any = None
         self._partition_by = [
             c.strip() for c in options.get("partitionby", "").split(",") if c.strip()
         ]
@@ -283,9 +325,14 @@ class DeltaWriter(DataSourceArrowWriter):
             raise NotImplementedError(
                 f"the deltalog data source does not take {', '.join(unsupported)} yet"
             )
-        if DeltaTable.is_deltatable(self._uri, storage):
-            table = DeltaTable(self._uri, storage_options=storage)
+        if _exists(options):
+            table = _open(options)
+            self._uri = table.table_uri
             self._read_version: int | None = table.version()
+            client = table._catalog_client
+            if client is not None:
+                held = client.get_ratified_commits(None, self._read_version)
+                self._held = [(c.version, c.path, c.content) for c in held.commits]
             existing = table.metadata().partition_columns
             if self._partition_by and list(self._partition_by) != list(existing):
                 raise ValueError(
@@ -293,6 +340,11 @@ class DeltaWriter(DataSourceArrowWriter):
                     f"columns {existing}"
                 )
             self._first_commit: str | None = None
+        elif _catalog_table(options) is not None:
+            raise NotImplementedError(
+                "creating a table in a catalog through Spark is not supported yet: create it "
+                "with the catalog first (catalog.create_table)"
+            )
         else:
             self._read_version = None
             self._first_commit = _first_commit(schema, self._partition_by, options)
@@ -301,6 +353,11 @@ class DeltaWriter(DataSourceArrowWriter):
         from deltalog import _native
 
         storage = _storage_options(self._options)
+        if self._held is not None:
+            # A catalog-managed table: the version read, from the commits the driver got.
+            return _native.RawSnapshot.open(
+                self._uri, self._read_version, storage, _Frozen(self._held, self._read_version)
+            )
         if self._first_commit is None:
             return _native.RawSnapshot.open(self._uri, self._read_version, storage)
         # The version 0 this write creates, read from its content (the table has no log yet).
@@ -325,7 +382,6 @@ class DeltaWriter(DataSourceArrowWriter):
 
     def commit(self, messages: list[WriterCommitMessage | None]) -> None:
         from deltalog import _native
-        from deltalog.table import DeltaTable
         from deltalog.writer import CommitProperties
 
         actions = [a for m in messages if isinstance(m, WrittenFiles) for a in m.actions]
@@ -360,12 +416,13 @@ class DeltaWriter(DataSourceArrowWriter):
         if app is not None:
             # "Transaction Identifiers": a retried job whose version the table already
             # holds for the app writes nothing.
-            latest = DeltaTable(self._uri, storage_options=storage)
+            latest = _open(self._options)
             held = latest._raw.transactions().get(app[0])
             if held is not None and held[0] >= app[1]:
                 self.abort(list(messages))
                 return
-        table = DeltaTable(self._uri, version=self._read_version, storage_options=storage)
+        # Through the table's catalog when it has one.
+        table = _open(self._options, self._read_version)
         operation = "WRITE"
         tx = table.transaction(
             operation=operation,
@@ -428,6 +485,23 @@ class _Prospective:
 
     def published(self, version: int) -> None:
         pass
+
+
+class _Frozen(_Prospective):
+    """A stand-in catalog client answering with the ratified commits the driver saw, so that
+    tasks open the same version of a catalog-managed table without reaching its catalog."""
+
+    def __init__(self, held: list[tuple[int, str | None, bytes | None]], latest: int) -> None:
+        self._held = held
+        self._latest = latest
+
+    def get_ratified_commits(
+        self, start_version: int | None = None, end_version: int | None = None
+    ) -> Any:
+        from deltalog.catalog import RatifiedCommit, RatifiedCommits
+
+        commits = [RatifiedCommit(v, path=p, content=c) for v, p, c in self._held]
+        return RatifiedCommits(commits, self._latest)
 
 
 def _first_commit(schema: StructType, partition_by: list[str], options: Mapping[str, str]) -> str:

@@ -1,0 +1,138 @@
+"""Spark benchmark: the ``deltalog`` data source against Spark's own parquet source, on the
+same files, in one Spark session (``local[2]``).
+
+1. Full read: a table of ``--rows`` rows (``id`` long, ``value`` double, ``category``
+   string) written by deltalog in ~16 MiB files, aggregated over every column, through
+   ``spark.read.format("deltalog")`` vs ``spark.read.parquet`` on the table's data files.
+   Target (issue #17): <= 1.2x.
+2. Selective read: the same aggregate over ``id < rows / 100`` (deltalog skips files by their
+   statistics; Spark's parquet reader skips row groups).
+3. Write: ``spark.range(rows)`` with the same columns written through the data source (one
+   Delta commit) vs ``df.write.parquet``. Target: <= 1.3x.
+
+Each measurement is the median of ``--runs`` runs, the two sides interleaved. Usage::
+
+    python benches/spark.py [--rows 10000000] [--runs 3]
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import shutil
+import statistics
+import sys
+import tempfile
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+import pyarrow as pa
+import pyarrow.compute as pc
+
+import deltalog as dl
+
+
+def timed(f: Callable[[], object]) -> float:
+    began = time.perf_counter()
+    f()
+    return time.perf_counter() - began
+
+
+def main(argv: list[str] | None = None) -> int:
+    p = argparse.ArgumentParser(description=__doc__)
+    p.add_argument("--rows", type=int, default=10_000_000)
+    p.add_argument("--runs", type=int, default=3)
+    args = p.parse_args(argv)
+    os.environ["PYSPARK_PYTHON"] = sys.executable
+    os.environ["PYSPARK_DRIVER_PYTHON"] = sys.executable
+    from pyspark.sql import SparkSession
+
+    import deltalog.spark as dls
+
+    spark = (
+        SparkSession.builder.master("local[2]")
+        .config("spark.ui.enabled", "false")
+        .config("spark.sql.shuffle.partitions", "2")
+        .config("spark.driver.memory", "4g")
+        .config("spark.sql.session.timeZone", "UTC")
+        .getOrCreate()
+    )
+    spark.sparkContext.setLogLevel("ERROR")
+    dls.register(spark)
+    tmp = Path(tempfile.mkdtemp(prefix="deltalog-spark-bench-"))
+    try:
+        uri = str(tmp / "table")
+        n = args.rows
+        ids = pa.array(range(n), pa.int64())
+        data = pa.table(
+            {
+                "id": ids,
+                "value": pc.multiply(pc.cast(ids, pa.float64()), 0.5),
+                "category": pc.binary_join_element_wise(
+                    "c", pc.cast(pc.bit_wise_and(ids, 15), pa.string()), ""
+                ),
+            }
+        )
+        dl.write_table(uri, data, target_file_size=16 * 1024 * 1024)
+        files = [f"{uri}/{f}" for f in dl.DeltaTable(uri).files()]
+        print(f"{n:,} rows in {len(files)} files")
+        agg = ["count(*)", "sum(id)", "sum(value)", "max(category)"]
+
+        def via_deltalog(where: str | None) -> Callable[[], object]:
+            def run() -> object:
+                df = spark.read.format("deltalog").option("parallelism", 2).load(uri)
+                return (df.filter(where) if where else df).selectExpr(*agg).collect()
+
+            return run
+
+        def via_parquet(where: str | None) -> Callable[[], object]:
+            def run() -> object:
+                df = spark.read.parquet(*files)
+                return (df.filter(where) if where else df).selectExpr(*agg).collect()
+
+            return run
+
+        out_parquet = str(tmp / "out-parquet")
+        out_delta = str(tmp / "out-delta")
+        source = spark.range(n, numPartitions=2).selectExpr(
+            "id", "id * 0.5 AS value", "concat('c', CAST(id & 15 AS STRING)) AS category"
+        )
+
+        def write_delta() -> object:
+            shutil.rmtree(out_delta, ignore_errors=True)
+            return source.write.format("deltalog").mode("append").save(out_delta)
+
+        def write_parquet() -> object:
+            return source.write.mode("overwrite").parquet(out_parquet)
+
+        cut = f"id < {n // 100}"
+        assert via_deltalog(None)() == via_parquet(None)()
+        assert via_deltalog(cut)() == via_parquet(cut)()
+        cases = [
+            ("full read", via_deltalog(None), via_parquet(None), 1.2),
+            (f"selective read ({cut})", via_deltalog(cut), via_parquet(cut), None),
+            ("write", write_delta, write_parquet, 1.3),
+        ]
+        print(f"{'measurement':<32}{'deltalog':>10}{'parquet':>10}{'ratio':>8}  target")
+        for name, ours, theirs, target in cases:
+            ours(), theirs()  # warm-up: JIT, Python workers
+            a, b = [], []
+            for _ in range(args.runs):
+                a.append(timed(ours))
+                b.append(timed(theirs))
+            ma, mb = statistics.median(a), statistics.median(b)
+            verdict = "" if target is None else ("met" if ma / mb <= target else "MISSED")
+            goal = "" if target is None else f"<= {target}x {verdict}"
+            print(f"{name:<32}{ma:9.2f}s{mb:9.2f}s{ma / mb:7.2f}x  {goal}")
+        written = dl.DeltaTable(out_delta)
+        assert written.to_pyarrow_table(columns=["id"]).num_rows == n
+        print(f"write made version {written.version()} with {len(written.files())} files")
+    finally:
+        spark.stop()
+        shutil.rmtree(tmp, ignore_errors=True)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
