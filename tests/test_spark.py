@@ -350,8 +350,8 @@ def test_automatic_registration(spark: Any, tmp_path: Path) -> None:
 
 def test_tables_by_catalog_name(spark: Any, tmp_path: Path) -> None:
     """``.option("catalog", <config>)`` with the table's name: a catalog-managed table of the
-    SQLite catalog is read through its catalog and written through it (the tasks open the
-    version the driver read from the commits it got); a directory catalog's table likewise by name."""
+    SQLite catalog is read and written through its catalog (the tasks open the version the
+    driver read from the commits it got); a directory catalog's table likewise by name."""
     config = {"type": "sqlite", "path": str(tmp_path / "c.db"), "warehouse": str(tmp_path / "wh")}
     cat = dl.connect_catalog(config)
     cat.create_namespace("db")
