@@ -369,3 +369,19 @@ def test_tables_by_catalog_name(spark: Any, tmp_path: Path) -> None:
     directory = {"type": "dir", "path": str(tmp_path / "dir")}
     dl.connect_catalog(directory).write_table("plain", pa.table({"id": pa.array([5], pa.int64())}))
     assert ids(arrow(read(spark, "plain", catalog=json.dumps(directory)))) == [5]
+
+
+def test_bad_input_is_deltalogs_error_and_commits_nothing(spark: Any, tmp_path: Path) -> None:
+    """A schema mismatch on write and a table deltalog refuses to read surface as Spark errors
+    carrying deltalog's message; nothing is committed."""
+    uri = str(tmp_path / "t")
+    dl.write_table(uri, pa.table({"id": pa.array([1], pa.int64())}))
+    extra = sdf(spark, [(2, "x")], "id long, surprise string")
+    with pytest.raises(Exception, match="surprise"):
+        extra.write.format("deltalog").mode("append").save(uri)
+    assert dl.DeltaTable(uri).version() == 0
+    assert ids(dl.DeltaTable(uri).to_pyarrow_table()) == [1]
+    with pytest.raises(Exception, match="versions are not contiguous: commit 1 is missing"):
+        read(spark, corpus_table("versions-not-contiguous/delta")).collect()
+    with pytest.raises(Exception, match="no Delta table at"):
+        read(spark, tmp_path / "nothing").collect()
