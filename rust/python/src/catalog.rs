@@ -92,6 +92,15 @@ impl PyCatalogClient {
         })
     }
 
+    /// [`PyCatalogClient::new`] for the table at `storage`, as the core takes a client.
+    pub(crate) fn shared(
+        py: Python<'_>,
+        client: Py<PyAny>,
+        storage: &deltalog_core::storage::Storage,
+    ) -> PyResult<Arc<dyn CatalogClient>> {
+        Ok(Arc::new(Self::new(py, client, storage.url().to_string())?))
+    }
+
     /// Runs `call` with the GIL on a blocking thread; a Python exception becomes a
     /// [`DeltaError::Catalog`] naming what was called.
     fn call<T, F>(&self, what: &'static str, call: F) -> BoxFuture<'_, DeltaResult<T>>
@@ -301,11 +310,7 @@ pub(crate) fn publish(
     storage_options: Option<std::collections::HashMap<String, String>>,
 ) -> PyResult<()> {
     let storage = open_storage(uri, storage_options).map_err(|e| to_py_err(py, e))?;
-    let client: Arc<dyn CatalogClient> = Arc::new(PyCatalogClient::new(
-        py,
-        catalog_client,
-        storage.url().to_string(),
-    )?);
+    let client = PyCatalogClient::shared(py, catalog_client, &storage)?;
     block_on(py, async move {
         deltalog_core::write::committer::publish(&storage, &client, version).await
     })

@@ -2,14 +2,12 @@
 //! history, changes, scans).
 
 use std::collections::HashMap;
-use std::sync::Arc;
 
 use arrow::array::RecordBatchIterator;
 use arrow::pyarrow::{IntoPyArrow, ToPyArrow};
 use arrow::record_batch::RecordBatchReader;
 use deltalog_core::add_actions::{add_actions_table, file_paths};
 use deltalog_core::error::DeltaError;
-use deltalog_core::log::catalog::CatalogClient;
 use deltalog_core::log::timeline;
 use deltalog_core::predicate::Predicate;
 use deltalog_core::scan::{Scan, ScanOptions};
@@ -63,8 +61,7 @@ impl RawSnapshot {
         let version = to_version(version).map_err(|e| to_py_err(py, e))?;
         let snapshot = match catalog_client {
             Some(client) => {
-                let client: Arc<dyn CatalogClient> =
-                    Arc::new(PyCatalogClient::new(py, client, storage.url().to_string())?);
+                let client = PyCatalogClient::shared(py, client, &storage)?;
                 block_on(
                     py,
                     Snapshot::try_new_with_catalog_client(storage, version, client),
@@ -87,14 +84,9 @@ impl RawSnapshot {
         catalog_client: Option<Py<PyAny>>,
     ) -> PyResult<u64> {
         let storage = open_storage(uri, storage_options).map_err(|e| to_py_err(py, e))?;
-        let client: Option<Arc<dyn CatalogClient>> = match catalog_client {
-            Some(client) => Some(Arc::new(PyCatalogClient::new(
-                py,
-                client,
-                storage.url().to_string(),
-            )?)),
-            None => None,
-        };
+        let client = catalog_client
+            .map(|c| PyCatalogClient::shared(py, c, &storage))
+            .transpose()?;
         block_on(py, async move {
             timeline::version_at_timestamp(&storage, client.as_ref(), timestamp_ms).await
         })

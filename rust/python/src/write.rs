@@ -2,11 +2,9 @@
 //! RESTORE, schema changes, and the SQL expressions they take.
 
 use std::collections::HashMap;
-use std::sync::Arc;
 
 use arrow::record_batch::RecordBatchReader;
 use deltalog_core::error::DeltaError;
-use deltalog_core::log::catalog::CatalogClient;
 use deltalog_core::predicate::Predicate;
 use pyo3::exceptions::PyRuntimeError;
 use pyo3::prelude::*;
@@ -46,14 +44,9 @@ pub(crate) fn write_table(
 ) -> PyResult<(u64, bool)> {
     use deltalog_core::write::table::{write_batches, SaveMode, WriteOptions, Written};
     let storage = open_storage(uri, storage_options).map_err(|e| to_py_err(py, e))?;
-    let catalog: Option<Arc<dyn CatalogClient>> = match catalog_client {
-        Some(client) => Some(Arc::new(PyCatalogClient::new(
-            py,
-            client,
-            storage.url().to_string(),
-        )?)),
-        None => None,
-    };
+    let catalog = catalog_client
+        .map(|c| PyCatalogClient::shared(py, c, &storage))
+        .transpose()?;
     let mode = SaveMode::parse(mode).map_err(|e| to_py_err(py, e))?;
     let reader = data.0;
     let schema = reader.schema();
