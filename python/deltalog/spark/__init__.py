@@ -146,31 +146,19 @@ def write_table(
 def to_spark(scan: DeltaScan, spark: SparkSession) -> DataFrame:
     """A planned :class:`deltalog.DeltaScan` as a DataFrame: its files (already pruned and
     skipped) read on the executors, packed into partitions as the data source packs them."""
-    from deltalog.spark.source import FilesPartition, pack
-
-    tasks = scan.tasks()
-    schema = spark_schema(scan.schema)
-    if not tasks:
-        return spark.createDataFrame([], schema)
-    spec = tasks[0].to_json()[0]
-    sizes = [t.size or 0 for t in tasks]
-    groups = pack(sizes, 128 * 1024 * 1024, 4 * 1024 * 1024, spark.sparkContext.defaultParallelism)
-    partitions = [FilesPartition(spec, [tasks[i].to_json()[1] for i in g]) for g in groups]
+    from deltalog.spark.source import partitions_of
     from deltalog.spark.types import exchange_schema
 
+    schema = spark_schema(scan.schema)
+    partitions = partitions_of(scan.tasks(), parallelism=spark.sparkContext.defaultParallelism)
+    if not partitions:
+        return spark.createDataFrame([], schema)
     target = exchange_schema(schema)
 
     def read(batches: Any) -> Any:
-        from deltalog import _native
-        from deltalog.spark.types import conform
-
         for b in batches:
             for index in b.column(0).to_pylist():
-                part = partitions[index]
-                raw = _native.RawScan.from_json(part.spec, part.tasks, None)
-                for batch in raw.to_stream():
-                    if batch.num_rows:
-                        yield conform(batch, target)
+                yield from partitions[index].batches(target, None)
 
     indexes = spark.createDataFrame([(i,) for i in range(len(partitions))], "i int")
     return indexes.repartition(len(partitions)).mapInArrow(read, schema)

@@ -52,6 +52,7 @@ from deltalog.spark.types import conform, exchange_schema, spark_schema
 if TYPE_CHECKING:
     from pyspark.sql.types import StructType
 
+    from deltalog.scan import ScanTask
     from deltalog.table import DeltaTable
 
 NAME = "deltalog"
@@ -218,6 +219,34 @@ class FilesPartition(InputPartition):
     def __post_init__(self) -> None:
         super().__init__(None)
 
+    def batches(
+        self, target: pa.Schema, storage_options: dict[str, str] | None
+    ) -> Iterator[pa.RecordBatch]:
+        """The files' rows, read by the native reader, in Spark's layout ``target``."""
+        from deltalog import _native
+
+        raw = _native.RawScan.from_json(self.spec, self.tasks, storage_options)
+        for batch in raw.to_stream():
+            if batch.num_rows:
+                yield conform(batch, target)
+
+
+def partitions_of(
+    tasks: Sequence[ScanTask],
+    max_bytes: int = MAX_PARTITION_BYTES,
+    open_cost: int = OPEN_COST_BYTES,
+    parallelism: int = DEFAULT_PARALLELISM,
+) -> list[FilesPartition]:
+    """A scan's tasks packed into partitions (:func:`pack`)."""
+    if not tasks:
+        return []
+    spec = tasks[0].to_json()[0]
+    sizes = [t.size or 0 for t in tasks]
+    return [
+        FilesPartition(spec, [tasks[i].to_json()[1] for i in group], sum(sizes[i] for i in group))
+        for group in pack(sizes, max_bytes, open_cost, parallelism)
+    ]
+
 
 def pack(sizes: Sequence[int], max_bytes: int, open_cost: int, parallelism: int) -> list[list[int]]:
     """Indexes of files packed into partitions, Spark's way for file sources: the split size
@@ -256,36 +285,22 @@ class DeltaReader(DataSourceReader):
         columns = set(self._schema.fieldNames())
         predicate = spark_filters.to_predicate(self._filters, columns)
         scan = source._plan(table, predicate)
-        tasks = scan.tasks()
-        if not tasks:
-            return []
-        spec = tasks[0].to_json()[0]
-        sizes = [t.size or 0 for t in tasks]
-        groups = pack(
-            sizes,
-            _int(self._options, "maxPartitionBytes", MAX_PARTITION_BYTES) or MAX_PARTITION_BYTES,
-            _int(self._options, "openCostInBytes", OPEN_COST_BYTES) or 0,
-            _int(self._options, "parallelism", DEFAULT_PARALLELISM) or 1,
-        )
-        return [
-            FilesPartition(
-                spec, [tasks[i].to_json()[1] for i in group], sum(sizes[i] for i in group)
+        parts: list[InputPartition] = list(
+            partitions_of(
+                scan.tasks(),
+                _int(self._options, "maxPartitionBytes", MAX_PARTITION_BYTES)
+                or MAX_PARTITION_BYTES,
+                _int(self._options, "openCostInBytes", OPEN_COST_BYTES) or 0,
+                _int(self._options, "parallelism", DEFAULT_PARALLELISM) or 1,
             )
-            for group in groups
-        ]
+        )
+        return parts
 
     def read(self, partition: InputPartition) -> Iterator[pa.RecordBatch]:
-        from deltalog import _native
-
         if not isinstance(partition, FilesPartition):
             return  # a scan with no files: Spark still runs one empty partition
         target = exchange_schema(self._schema)
-        raw = _native.RawScan.from_json(
-            partition.spec, partition.tasks, _storage_options(self._options)
-        )
-        for batch in raw.to_stream():
-            if batch.num_rows:
-                yield conform(batch, target)
+        yield from partition.batches(target, _storage_options(self._options))
 
 
 class DeltaPushdownReader(DeltaReader):
@@ -356,13 +371,13 @@ class DeltaWriter(DataSourceArrowWriter):
         if self._held is not None:
             # A catalog-managed table: the version read, from the commits the driver got.
             return _native.RawSnapshot.open(
-                self._uri, self._read_version, storage, _Frozen(self._held, self._read_version)
+                self._uri, self._read_version, storage, _HeldCommits(self._held, self._read_version)
             )
         if self._first_commit is None:
             return _native.RawSnapshot.open(self._uri, self._read_version, storage)
         # The version 0 this write creates, read from its content (the table has no log yet).
         return _native.RawSnapshot.open(
-            self._uri, None, storage, _Prospective(self._first_commit.encode())
+            self._uri, None, storage, _HeldCommits([(0, None, self._first_commit.encode())], 0)
         )
 
     def write(self, iterator: Iterator[pa.RecordBatch]) -> WrittenFiles:
@@ -464,32 +479,12 @@ def _app_transaction(options: Mapping[str, str]) -> tuple[str, int] | None:
     return (app, version) if app is not None and version is not None else None
 
 
-class _Prospective:
-    """A stand-in catalog client holding only the version 0 a write will create, so that
-    tasks can write data files for a table whose log does not exist yet."""
+class _HeldCommits:
+    """A stand-in catalog client answering with fixed ratified commits, so that tasks open a
+    version without reaching a catalog: the commits the driver saw of a catalog-managed table,
+    or the version 0 a write will create for a table whose log does not exist yet."""
 
     max_inline_commit_bytes = 0
-
-    def __init__(self, content: bytes) -> None:
-        self._content = content
-
-    def get_ratified_commits(
-        self, start_version: int | None = None, end_version: int | None = None
-    ) -> Any:
-        from deltalog.catalog import RatifiedCommit, RatifiedCommits
-
-        return RatifiedCommits([RatifiedCommit(0, content=self._content)], 0)
-
-    def commit(self, version: int, **_: Any) -> None:
-        raise RuntimeError("a prospective table takes no commits")
-
-    def published(self, version: int) -> None:
-        pass
-
-
-class _Frozen(_Prospective):
-    """A stand-in catalog client answering with the ratified commits the driver saw, so that
-    tasks open the same version of a catalog-managed table without reaching its catalog."""
 
     def __init__(self, held: list[tuple[int, str | None, bytes | None]], latest: int) -> None:
         self._held = held
@@ -502,6 +497,12 @@ class _Frozen(_Prospective):
 
         commits = [RatifiedCommit(v, path=p, content=c) for v, p, c in self._held]
         return RatifiedCommits(commits, self._latest)
+
+    def commit(self, version: int, **_: Any) -> None:
+        raise RuntimeError("tasks take no commits: the driver commits")
+
+    def published(self, version: int) -> None:
+        pass
 
 
 def _first_commit(schema: StructType, partition_by: list[str], options: Mapping[str, str]) -> str:
