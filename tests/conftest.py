@@ -6,6 +6,7 @@ import functools
 import json
 import os
 import shutil
+import sys
 from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
 from typing import Any
@@ -388,3 +389,29 @@ def postgres_uri(postgres_server: str) -> Iterator[str]:
     yield postgres_server.rsplit("/", 1)[0] + "/" + name
     with psycopg.connect(postgres_server, autocommit=True) as admin:
         admin.execute(f'DROP DATABASE "{name}" WITH (FORCE)')
+
+
+@pytest.fixture(scope="session")
+def spark() -> Iterator[Any]:
+    """One local Spark (``local[2]``) for every Spark test, with deltalog's format registered."""
+    pytest.importorskip("pyspark", reason="pyspark is a test dependency (.ci/run)")
+    # Spark's Python workers must run this interpreter (the one deltalog is installed in).
+    os.environ["PYSPARK_PYTHON"] = sys.executable
+    os.environ["PYSPARK_DRIVER_PYTHON"] = sys.executable
+    from pyspark.sql import SparkSession
+
+    session = (
+        SparkSession.builder.master("local[2]")
+        .appName("deltalog-tests")
+        .config("spark.ui.enabled", "false")
+        .config("spark.sql.shuffle.partitions", "2")
+        .config("spark.sql.session.timeZone", "UTC")
+        .config("spark.driver.memory", "2g")
+        .getOrCreate()
+    )
+    session.sparkContext.setLogLevel("ERROR")
+    import deltalog.spark
+
+    deltalog.spark.register(session)
+    yield session
+    session.stop()

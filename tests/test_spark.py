@@ -7,10 +7,7 @@ from __future__ import annotations
 import datetime as dt
 import decimal
 import json
-import os
-import sys
 import threading
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -23,30 +20,6 @@ from conftest import corpus_table
 from test_read_golden import CONTENT_ROOTS, rows
 
 pyspark = pytest.importorskip("pyspark", reason="pyspark is a test dependency (.ci/run)")
-
-
-@pytest.fixture(scope="module")
-def spark() -> Iterator[Any]:
-    # Spark's Python workers must run this interpreter (the one deltalog is installed in).
-    os.environ["PYSPARK_PYTHON"] = sys.executable
-    os.environ["PYSPARK_DRIVER_PYTHON"] = sys.executable
-    from pyspark.sql import SparkSession
-
-    session = (
-        SparkSession.builder.master("local[2]")
-        .appName("deltalog-tests")
-        .config("spark.ui.enabled", "false")
-        .config("spark.sql.shuffle.partitions", "2")
-        .config("spark.sql.session.timeZone", "UTC")
-        .config("spark.driver.memory", "1g")
-        .getOrCreate()
-    )
-    session.sparkContext.setLogLevel("ERROR")
-    import deltalog.spark
-
-    deltalog.spark.register(session)
-    yield session
-    session.stop()
 
 
 def read(spark: Any, uri: str | Path, **options: Any) -> Any:
@@ -201,10 +174,168 @@ def test_write_helper_modes_and_idempotent_writes(spark: Any, tmp_path: Path) ->
         dls.write_table(df, uri, mode="append", app_id="job", app_version=5)
     assert dl.DeltaTable(uri).version() == 1
     assert ids(dl.DeltaTable(uri).to_pyarrow_table()) == [1, 1, 2, 2]
-    # The data source refuses options it does not implement yet, before writing.
-    with pytest.raises(Exception, match="replacewhere"):
-        df.write.format("deltalog").mode("overwrite").option("replaceWhere", "s = 'a'").save(uri)
+    # Options that replace data need the overwrite mode, refused before anything is written.
+    with pytest.raises(Exception, match="need mode"):
+        df.write.format("deltalog").mode("append").option("replaceWhere", "s = 'a'").save(uri)
     assert dl.DeltaTable(uri).version() == 1
+
+
+def test_replace_where_from_spark(spark: Any, tmp_path: Path) -> None:
+    """replaceWhere on the partition column (whole files go) and on a data column (files
+    rewritten), read back by deltalog and deltalake; rows outside the predicate are refused
+    and nothing is committed; with the change feed on, CDF shows the replaced and new rows."""
+    uri = str(tmp_path / "t")
+    schema = "id long, day string, amount double"
+    data = [(i, f"d{i % 3}", float(i)) for i in range(30)]
+    dl.write_table(
+        uri,
+        pa.Table.from_pylist(
+            [{"id": i, "day": d, "amount": a} for i, d, a in data],
+            pa.schema([("id", pa.int64()), ("day", pa.string()), ("amount", pa.float64())]),
+        ),
+        partition_by=["day"],
+        configuration={"delta.enableChangeDataFeed": "true"},
+    )
+    new = sdf(spark, [(100, "d1", 1.0), (101, "d1", 2.0)], schema)
+    new.write.format("deltalog").mode("overwrite").option("replaceWhere", "day = 'd1'").save(uri)
+    t = dl.DeltaTable(uri)
+    assert t.version() == 1
+    assert t.history(1)[0]["operationParameters"]["predicate"] == "day = 'd1'"
+    expected = sorted([i for i in range(30) if i % 3 != 1] + [100, 101])
+    ours, theirs = both_read(uri)
+    assert ids(ours) == expected and same_rows(ours, theirs)
+    # A data-column predicate: the matching rows of every partition are replaced.
+    sdf(spark, [(200, "d0", 500.0)], schema).write.format("deltalog").mode("overwrite").option(
+        "replaceWhere", "amount >= 20"
+    ).save(uri)
+    expected = sorted([i for i in range(20) if i % 3 != 1] + [100, 101, 200])
+    ours, theirs = both_read(uri)
+    assert ids(ours) == expected and same_rows(ours, theirs)
+    # The change feed of the second overwrite: the replaced rows deleted, the new one inserted.
+    cdf = dl.DeltaTable(uri).load_cdf(starting_version=2, ending_version=2).read_all()
+    changes = sorted(
+        zip(cdf.column("_change_type").to_pylist(), cdf.column("id").to_pylist(), strict=True)
+    )
+    assert changes == sorted(
+        [("delete", i) for i in range(20, 30) if i % 3 != 1] + [("insert", 200)]
+    )
+    # A row outside the predicate fails the job: nothing is committed.
+    with pytest.raises(Exception, match="do not match the overwrite's predicate"):
+        sdf(spark, [(300, "d2", 1.0)], schema).write.format("deltalog").mode("overwrite").option(
+            "replaceWhere", "day = 'd1'"
+        ).save(uri)
+    assert dl.DeltaTable(uri).version() == 2
+
+
+def test_merge_schema_and_overwrite_schema_from_spark(spark: Any, tmp_path: Path) -> None:
+    uri = str(tmp_path / "t")
+    sdf(spark, [(1, "a"), (2, "b")], "id long, s string").write.format("deltalog").mode(
+        "append"
+    ).option("partitionBy", "s").save(uri)
+    wider = sdf(spark, [(3, "a", 3.5)], "id long, s string, x double")
+    # Without mergeSchema a new column is deltalog's error, and nothing changes.
+    with pytest.raises(Exception, match="columns the table does not have"):
+        wider.write.format("deltalog").mode("append").save(uri)
+    assert dl.DeltaTable(uri).version() == 0
+    wider.write.format("deltalog").mode("append").option("mergeSchema", "true").save(uri)
+    t = dl.DeltaTable(uri)
+    assert t.version() == 1 and t.schema().names == ["id", "s", "x"]
+    assert t.history(1)[0]["operationParameters"]["mergeSchema"] is True
+    ours, theirs = both_read(uri)
+    assert same_rows(ours, theirs)
+    assert sorted(ours.to_pylist(), key=lambda r: r["id"]) == [
+        {"id": 1, "s": "a", "x": None},
+        {"id": 2, "s": "b", "x": None},
+        {"id": 3, "s": "a", "x": 3.5},
+    ]
+    # overwriteSchema: new columns, types and partitioning (partitionBy "" = none).
+    sdf(spark, [(10, "z")], "k int, name string").write.format("deltalog").mode("overwrite").option(
+        "overwriteSchema", "true"
+    ).option("partitionBy", "").save(uri)
+    t = dl.DeltaTable(uri)
+    assert t.schema().names == ["k", "name"] and t.metadata().partition_columns == []
+    ours, theirs = both_read(uri)
+    assert ours.to_pylist() == [{"k": 10, "name": "z"}] and same_rows(ours, theirs)
+    assert ids(arrow(read(spark, uri, versionAsOf=1))) == [1, 2, 3]
+    # A column-mapped table: the added column gets the next id and a physical name.
+    cm = str(tmp_path / "cm")
+    dl.write_table(
+        cm,
+        pa.table({"id": pa.array([1], pa.int64())}),
+        configuration={"delta.columnMapping.mode": "name"},
+    )
+    sdf(spark, [(2, "n")], "id long, note string").write.format("deltalog").mode("append").option(
+        "mergeSchema", "true"
+    ).save(cm)
+    t = dl.DeltaTable(cm)
+    assert t.metadata().configuration["delta.columnMapping.maxColumnId"] == "2"
+    ours = dl.DeltaTable(cm).to_pyarrow_table()
+    assert sorted(ours.to_pylist(), key=lambda r: r["id"]) == [
+        {"id": 1, "note": None},
+        {"id": 2, "note": "n"},
+    ]
+    # (deltalake 1.6 does not apply column mapping when reading.) The new file holds the
+    # physical names the schema gives, read with pyarrow.
+    import pyarrow.parquet as pq
+
+    fields = json.loads(t.metadata().schema_string)["fields"]
+    physical = [f["metadata"]["delta.columnMapping.physicalName"] for f in fields]
+    newest = [p for p in t.files() if p not in dl.DeltaTable(cm, version=0).files()]
+    assert len(newest) == 1
+    assert pq.read_table(Path(cm) / newest[0]).column_names == physical
+
+
+def test_streaming_writes_commit_once_per_micro_batch(spark: Any, tmp_path: Path) -> None:
+    import time
+
+    from pyspark.sql.types import LongType, StructField, StructType
+
+    from deltalog.spark.source import DeltaStreamWriter
+
+    uri = str(tmp_path / "s")
+    checkpoint = str(tmp_path / "checkpoint")
+    stream = spark.readStream.format("rate").option("rowsPerSecond", 50).load()
+    query = (
+        stream.selectExpr("value AS id")
+        .writeStream.format("deltalog")
+        .option("checkpointLocation", checkpoint)
+        .trigger(processingTime="500 milliseconds")
+        .start(uri)
+    )
+    try:
+        deadline = time.time() + 60
+        while time.time() < deadline:
+            progress = query.recentProgress
+            if sum(1 for p in progress if p["numInputRows"]) >= 3:
+                break
+            time.sleep(0.5)
+    finally:
+        query.stop()
+    t = dl.DeltaTable(uri)
+    history = t.history()
+    assert t.version() >= 2
+    assert {h["operation"] for h in history} == {"STREAMING UPDATE"}
+    (app, last), *_ = t.transactions().items()
+    assert app.startswith("deltalog-stream-") and last == max(
+        h["operationParameters"]["epochId"] for h in history
+    )
+    ours, theirs = both_read(uri)
+    got = ids(ours)
+    assert got == list(range(len(got))) and same_rows(ours, theirs)  # none lost or doubled
+    # A micro-batch Spark replays (same id) is not committed twice.
+    schema = StructType([StructField("id", LongType())])
+    options = {"path": uri, "checkpointlocation": checkpoint}
+    writer = DeltaStreamWriter(options, schema, False)
+    batch = pa.record_batch({"id": pa.array([10_000], pa.int64())})
+    message = writer.write(iter([batch]))
+    writer.commit([message], last + 1)
+    version = dl.DeltaTable(uri).version()
+    again = DeltaStreamWriter(options, schema, False)
+    again.commit([again.write(iter([batch]))], last + 1)
+    t = dl.DeltaTable(uri)
+    assert t.version() == version and ids(t.to_pyarrow_table()).count(10_000) == 1
+    with pytest.raises(ValueError, match="checkpointLocation"):
+        DeltaStreamWriter({"path": uri}, schema, False)
 
 
 def test_a_failed_job_commits_nothing(spark: Any, tmp_path: Path) -> None:

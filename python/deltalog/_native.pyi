@@ -138,10 +138,30 @@ def dml(
     `predicate_text` and `set_text` (column, SQL) are what the commitInfo shows."""
 
 def write_files(
-    snapshot: RawSnapshot, data: pa.RecordBatchReader, target_file_size: int | None = None
+    snapshot: RawSnapshot,
+    data: pa.RecordBatchReader,
+    target_file_size: int | None = None,
+    replace_where: str | None = None,
 ) -> list[str]:
     """Writes data files of the table (its schema, partitioning, column mapping, statistics and
-    rules) without committing; their `add` actions as JSON texts."""
+    rules) without committing; their `add` actions as JSON texts. With ``replace_where`` every
+    row must match that SQL predicate, and `cdc` actions of the inserted rows come too when
+    the change feed is on."""
+
+def evolved_metadata(
+    snapshot: RawSnapshot,
+    schema: pa.Schema,
+    merge_schema: bool = False,
+    overwrite_schema: bool = False,
+    partition_by: list[str] | None = None,
+) -> str | None:
+    """The `metaData` action (JSON) a write of data shaped ``schema`` commits under schema_mode
+    merge or overwrite, or None when the table's metadata stays."""
+
+def replace_where_actions(
+    snapshot: RawSnapshot, sql: str, target_file_size: int | None = None
+) -> tuple[list[str], list[str]]:
+    """The removals of a replaceWhere overwrite by ``sql``: actions (JSON) and files read."""
 
 def commit_actions(
     uri: str,

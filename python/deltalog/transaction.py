@@ -60,6 +60,7 @@ class Transaction:
         self._parameters = dict(parameters)
         self._actions: list[dict[str, Any]] = []
         self._removed: set[str] = set()
+        self._read: set[str] = set()
         self._committed: int | None = None
 
     @property
@@ -92,6 +93,13 @@ class Transaction:
         self._removed |= wanted
         return self
 
+    def read_files(self, paths: Iterable[str]) -> Transaction:
+        """Records files of the read version the transaction's actions depend on besides those
+        it removes (URI-decoded paths, e.g. files a predicate scanned and found no match in):
+        a concurrent commit that removes or changes one conflicts with this transaction."""
+        self._read |= set(paths)
+        return self
+
     def commit(self, commit_properties: CommitProperties | None = None) -> int:
         """Commits the actions as one new version and returns it.
 
@@ -115,10 +123,13 @@ class Transaction:
         removes = bool(removed) or any("remove" in a for a in self._actions)
         blind = not changes_table and not removes
         read_files = None
-        if removes and not changes_table:
+        if (removes or self._read) and not changes_table:
             read_files = sorted(
-                removed | {unquote(a["remove"]["path"]) for a in self._actions if "remove" in a}
+                removed
+                | self._read
+                | {unquote(a["remove"]["path"]) for a in self._actions if "remove" in a}
             )
+            blind = False
         version = _native.commit_actions(
             self._table.table_uri,
             self._read_version,

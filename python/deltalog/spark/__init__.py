@@ -14,6 +14,12 @@ executor, and the driver makes the commits.
     deltalog.spark.write_table(df, uri, mode="error", partition_by=["day"])
     deltalog.spark.to_spark(dl.DeltaTable(uri).scan(...), spark)
 
+    # MERGE / DELETE / UPDATE computed by Spark, committed once by deltalog
+    deltalog.spark.merge(uri, updates_df, "target.id = source.id") \
+        .when_matched_update_all().when_not_matched_insert_all().execute()
+    deltalog.spark.delete(spark, uri, "day < '2026-01-01'")
+    deltalog.spark.update(spark, uri, {"status": "'closed'"}, "age > 30")
+
 PySpark is imported only when this package is (it is not a dependency of deltalog).
 """
 
@@ -30,16 +36,22 @@ if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
 
     from deltalog.scan import DeltaScan
+    from deltalog.spark.dml import SparkMerger
+    from deltalog.table import DeltaTable
+    from deltalog.writer import CommitProperties
 
 __all__ = [
     "NAME",
     "DeltaDataSource",
     "DeltaPushdownDataSource",
+    "delete",
+    "merge",
     "read_table",
     "register",
     "spark_schema",
     "spark_type",
     "to_spark",
+    "update",
     "write_table",
 ]
 
@@ -162,3 +174,81 @@ def to_spark(scan: DeltaScan, spark: SparkSession) -> DataFrame:
 
     indexes = spark.createDataFrame([(i,) for i in range(len(partitions))], "i int")
     return indexes.repartition(len(partitions)).mapInArrow(read, schema)
+
+
+def _table(target: DeltaTable | str, storage_options: Mapping[str, str] | None) -> DeltaTable:
+    from deltalog.table import DeltaTable
+
+    if isinstance(target, DeltaTable):
+        return target
+    return DeltaTable(str(target), storage_options=dict(storage_options or {}) or None)
+
+
+def merge(
+    target: DeltaTable | str,
+    source: DataFrame,
+    predicate: str,
+    source_alias: str = "source",
+    target_alias: str = "target",
+    commit_properties: CommitProperties | None = None,
+    target_file_size: int | None = None,
+    storage_options: Mapping[str, str] | None = None,
+) -> SparkMerger:
+    """MERGE of the DataFrame ``source`` into the Delta table ``target`` (a
+    :class:`deltalog.DeltaTable` at the version to merge into, or its URI), computed by Spark:
+    the join and the clauses run on the executors, the touched files are rewritten there with
+    deltalog, and the driver makes one commit. Add clauses as with
+    :meth:`deltalog.DeltaTable.merge` (``when_matched_update``, ``..._all``, ``when_not_
+    matched_insert``, ``when_not_matched_by_source_delete``, ...), in Spark SQL over the two
+    aliases, then ``execute()``. See :mod:`deltalog.spark.dml`."""
+    from deltalog.spark.dml import SparkMerger
+
+    register(source.sparkSession)
+    return SparkMerger(
+        _table(target, storage_options),
+        source,
+        predicate,
+        source_alias,
+        target_alias,
+        commit_properties,
+        target_file_size,
+    )
+
+
+def delete(
+    spark: SparkSession,
+    target: DeltaTable | str,
+    predicate: str | None = None,
+    commit_properties: CommitProperties | None = None,
+    target_file_size: int | None = None,
+    storage_options: Mapping[str, str] | None = None,
+) -> dict[str, Any]:
+    """Deletes the rows of ``target`` matching ``predicate`` (Spark SQL; all rows when None),
+    computed by Spark with one deltalog commit. Returns the metrics of
+    :meth:`deltalog.DeltaTable.delete`."""
+    from deltalog.spark import dml
+
+    table = _table(target, storage_options)
+    result = dml.delete(spark, table, predicate, commit_properties, target_file_size)
+    table.update_incremental()
+    return result
+
+
+def update(
+    spark: SparkSession,
+    target: DeltaTable | str,
+    updates: Mapping[str, str],
+    predicate: str | None = None,
+    commit_properties: CommitProperties | None = None,
+    target_file_size: int | None = None,
+    storage_options: Mapping[str, str] | None = None,
+) -> dict[str, Any]:
+    """Sets ``updates`` (column -> Spark SQL) on the rows of ``target`` matching ``predicate``,
+    computed by Spark with one deltalog commit. Returns the metrics of
+    :meth:`deltalog.DeltaTable.update`."""
+    from deltalog.spark import dml
+
+    table = _table(target, storage_options)
+    result = dml.update(spark, table, updates, predicate, commit_properties, target_file_size)
+    table.update_incremental()
+    return result

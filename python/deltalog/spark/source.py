@@ -33,6 +33,7 @@ is called; :func:`deltalog.spark.write_table` provides them.
 from __future__ import annotations
 
 import json
+import time
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
@@ -42,6 +43,7 @@ from pyspark.sql.datasource import (
     DataSource,
     DataSourceArrowWriter,
     DataSourceReader,
+    DataSourceStreamArrowWriter,
     InputPartition,
     WriterCommitMessage,
 )
@@ -196,6 +198,9 @@ class DeltaDataSource(DataSource):
     def writer(self, schema: StructType, overwrite: bool) -> DeltaWriter:
         return DeltaWriter(self._options(), schema, overwrite)
 
+    def streamWriter(self, schema: StructType, overwrite: bool) -> DeltaStreamWriter:
+        return DeltaStreamWriter(self._options(), schema, overwrite)
+
 
 class DeltaPushdownDataSource(DeltaDataSource):
     """The same source, taking Spark's pushed filters to prune partitions and skip files.
@@ -229,6 +234,36 @@ class FilesPartition(InputPartition):
         for batch in raw.to_stream():
             if batch.num_rows:
                 yield conform(batch, target)
+
+    def tagged_batches(
+        self, target: pa.Schema, storage_options: dict[str, str] | None
+    ) -> Iterator[pa.RecordBatch]:
+        """The files' rows in the layout ``target`` whose last two columns are each row's data
+        file (the task's path) and its ordinal among that file's live rows: an identity for
+        the rows of one snapshot (MERGE, DELETE and UPDATE through Spark)."""
+        from deltalog import _native
+
+        columns = pa.schema(list(target)[:-2])
+        for task in self.tasks:
+            path = json.loads(task)["path"]
+            raw = _native.RawScan.from_json(self.spec, [task], storage_options)
+            ordinal = 0
+            for batch in raw.to_stream():
+                n = batch.num_rows
+                if not n:
+                    continue
+                data = conform(batch, columns)
+                arrays = [
+                    *data.columns,
+                    pa.array([path] * n, target.field(len(target) - 2).type),
+                    pa.array(range(ordinal, ordinal + n), pa.int64()),
+                ]
+                ordinal += n
+                yield pa.RecordBatch.from_arrays(arrays, schema=target)
+
+
+def _storage_options_of(table: DeltaTable) -> dict[str, str] | None:
+    return dict(table._storage_options) if table._storage_options else None
 
 
 def partitions_of(
@@ -330,16 +365,24 @@ class DeltaWriter(DataSourceArrowWriter):
         #: For a catalog-managed table, the catalog's commits up to the version read, which
         #: the tasks open that version from.
         self._held: Any = None
+        #: The ``metaData`` action (JSON) of a schema change the commit carries: the tasks
+        #: write against the version read with it applied.
+        self._evolved: str | None = None
+        #: The commit's operation and extra operationParameters (streaming writes set them).
+        self._operation = "WRITE"
+        self._parameters: dict[str, Any] = {}
         self._partition_by = [
             c.strip() for c in options.get("partitionby", "").split(",") if c.strip()
         ]
-        unsupported = sorted(
-            k for k in ("replacewhere", "mergeschema", "overwriteschema") if options.get(k)
-        )
-        if unsupported:
-            raise NotImplementedError(
-                f"the deltalog data source does not take {', '.join(unsupported)} yet"
+        merge_schema = _flag(options, "mergeSchema")
+        overwrite_schema = _flag(options, "overwriteSchema")
+        self._replace_where: str | None = options.get("replacewhere") or None
+        if (overwrite_schema or self._replace_where) and not overwrite:
+            raise ValueError(
+                "overwriteSchema and replaceWhere need mode('overwrite') (they replace data)"
             )
+        if overwrite_schema and self._replace_where:
+            raise ValueError("replaceWhere keeps the table's schema: not with overwriteSchema")
         if _exists(options):
             table = _open(options)
             self._uri = table.table_uri
@@ -349,10 +392,23 @@ class DeltaWriter(DataSourceArrowWriter):
                 held = client.get_ratified_commits(None, self._read_version)
                 self._held = [(c.version, c.path, c.content) for c in held.commits]
             existing = table.metadata().partition_columns
-            if self._partition_by and list(self._partition_by) != list(existing):
+            if (
+                self._partition_by
+                and not overwrite_schema
+                and [c.lower() for c in self._partition_by] != [c.lower() for c in existing]
+            ):
                 raise ValueError(
                     f"partitionBy {self._partition_by} differs from the table's partition "
-                    f"columns {existing}"
+                    f"columns {existing} (overwriteSchema replaces them)"
+                )
+            if merge_schema or overwrite_schema:
+                self._evolved = _evolved_metadata(
+                    table,
+                    schema,
+                    merge_schema,
+                    overwrite_schema,
+                    # overwriteSchema: partitionBy="" unpartitions; absent keeps the table's
+                    self._partition_by if "partitionby" in options else None,
                 )
             self._first_commit: str | None = None
         elif _catalog_table(options) is not None:
@@ -362,23 +418,35 @@ class DeltaWriter(DataSourceArrowWriter):
             )
         else:
             self._read_version = None
+            self._replace_where = None  # a new table: every row is written
             self._first_commit = _first_commit(schema, self._partition_by, options)
 
     def _snapshot(self) -> Any:
         from deltalog import _native
 
         storage = _storage_options(self._options)
-        if self._held is not None:
-            # A catalog-managed table: the version read, from the commits the driver got.
+        if self._first_commit is not None:
+            # The version 0 this write creates, read from its content (no log yet).
             return _native.RawSnapshot.open(
-                self._uri, self._read_version, storage, _HeldCommits(self._held, self._read_version)
+                self._uri,
+                None,
+                storage,
+                _HeldCommits([(0, None, self._first_commit.encode())], 0),
             )
-        if self._first_commit is None:
+        held = list(self._held or [])
+        version = self._read_version
+        if self._evolved is not None and version is not None:
+            # The version read with the schema change applied: a commit of its metaData
+            # that exists only here (the driver commits it with the files).
+            version += 1
+            now = int(time.time() * 1000)
+            info = json.dumps({"commitInfo": {"timestamp": now, "inCommitTimestamp": now}})
+            held.append((version, None, f"{info}\n{self._evolved}\n".encode()))
+        if not held:
             return _native.RawSnapshot.open(self._uri, self._read_version, storage)
-        # The version 0 this write creates, read from its content (the table has no log yet).
-        return _native.RawSnapshot.open(
-            self._uri, None, storage, _HeldCommits([(0, None, self._first_commit.encode())], 0)
-        )
+        # A catalog-managed table's version read (from the commits the driver got), and/or
+        # the schema change.
+        return _native.RawSnapshot.open(self._uri, version, storage, _HeldCommits(held, version))
 
     def write(self, iterator: Iterator[pa.RecordBatch]) -> WrittenFiles:
         from deltalog import _native
@@ -392,12 +460,13 @@ class DeltaWriter(DataSourceArrowWriter):
             self._snapshot(),
             reader,
             _target_file_size(_int(self._options, "targetFileSize")),
+            self._replace_where,
         )
         return WrittenFiles(list(texts))
 
     def commit(self, messages: list[WriterCommitMessage | None]) -> None:
         from deltalog import _native
-        from deltalog.writer import CommitProperties
+        from deltalog.writer import CommitProperties, _target_file_size
 
         actions = [a for m in messages if isinstance(m, WrittenFiles) for a in m.actions]
         storage = _storage_options(self._options)
@@ -416,9 +485,11 @@ class DeltaWriter(DataSourceArrowWriter):
             _native.commit_actions(
                 self._uri,
                 None,
-                "CREATE TABLE AS SELECT",
+                "CREATE TABLE AS SELECT" if self._operation == "WRITE" else self._operation,
                 [line for line in lines if '"commitInfo"' not in line[:16]] + actions,
-                json.dumps({"mode": "ErrorIfExists", "partitionBy": self._partition_by}),
+                json.dumps(
+                    {"mode": "ErrorIfExists", "partitionBy": self._partition_by, **self._parameters}
+                ),
                 False,
                 None,
                 props.app_transaction(),
@@ -438,14 +509,31 @@ class DeltaWriter(DataSourceArrowWriter):
                 return
         # Through the table's catalog when it has one.
         table = _open(self._options, self._read_version)
-        operation = "WRITE"
-        tx = table.transaction(
-            operation=operation,
-            parameters={"mode": "Overwrite" if self._overwrite else "Append"},
-        )
-        tx.add_actions(actions)
-        if self._overwrite:
+        parameters: dict[str, Any] = {"mode": "Overwrite" if self._overwrite else "Append"}
+        if self._evolved is not None:
+            parameters[
+                "overwriteSchema" if _flag(self._options, "overwriteSchema") else "mergeSchema"
+            ] = True
+        if self._replace_where is not None:
+            parameters["predicate"] = self._replace_where
+        parameters.update(self._parameters)
+        tx = table.transaction(self._operation, **parameters)
+        if self._evolved is not None:
+            # "Change Metadata": the new schema in the same commit as the files written to it.
+            tx.add_actions([self._evolved])
+        if self._replace_where is not None:
+            # replaceWhere: the matching rows go (deletion vectors or rewritten files); the
+            # tasks checked that every written row matches.
+            removals, read = _native.replace_where_actions(
+                table._raw,
+                self._replace_where,
+                _target_file_size(_int(self._options, "targetFileSize")),
+            )
+            tx.add_actions(removals)
+            tx.read_files(read)
+        elif self._overwrite:
             tx.remove_files(table.files())
+        tx.add_actions(actions)
         tx.commit(props)
 
     def abort(self, messages: list[WriterCommitMessage | None]) -> None:
@@ -465,6 +553,74 @@ class DeltaWriter(DataSourceArrowWriter):
             _native.delete_files(self._snapshot(), paths)
         except Exception:  # best effort: orphans are never read
             pass
+
+
+class DeltaStreamWriter(DataSourceStreamArrowWriter):
+    """``writeStream.format("deltalog")``: each micro-batch is one commit, made idempotent by
+    an application transaction ("Transaction Identifiers") whose version is the batch id, so
+    a batch Spark replays after a restart is not written twice. The application id is
+    ``txnAppId`` when given, else derived from the query's ``checkpointLocation`` (stable
+    across restarts of the query). Output mode ``complete`` overwrites the table per batch."""
+
+    def __init__(self, options: dict[str, str], schema: StructType, overwrite: bool) -> None:
+        unsupported = sorted(
+            k
+            for k in ("replacewhere", "mergeschema", "overwriteschema", "txnversion")
+            if options.get(k)
+        )
+        if unsupported:
+            raise ValueError(f"a streaming write does not take {', '.join(unsupported)}")
+        self._app = options.get("txnappid") or _stream_app_id(options)
+        self._files = DeltaWriter(options, schema, overwrite)
+
+    def write(self, iterator: Iterator[pa.RecordBatch]) -> WrittenFiles:
+        return self._files.write(iterator)
+
+    def commit(self, messages: list[WriterCommitMessage | None], batchId: int) -> None:
+        batch = self._files
+        options = {**batch._options, "txnappid": self._app, "txnversion": str(batchId)}
+        if batch._first_commit is not None and _exists(options):
+            # An earlier batch created the table (with the version 0 these files were
+            # written against): this one appends to it.
+            batch = _copy_writer(batch, options, first_commit=None)
+        else:
+            batch = _copy_writer(batch, options, first_commit=batch._first_commit)
+        batch._operation = "STREAMING UPDATE"
+        batch._parameters = {
+            "outputMode": "Complete" if batch._overwrite else "Append",
+            "epochId": batchId,
+        }
+        if batch._first_commit is None:
+            # The files commute with every commit since the writer started (a blind append);
+            # an overwrite replaces what the table holds now.
+            batch._read_version = _open(options).version()
+            batch._held = None
+        batch.commit(messages)
+
+    def abort(self, messages: list[WriterCommitMessage | None], batchId: int) -> None:
+        self._files.abort(messages)
+
+
+def _copy_writer(writer: DeltaWriter, options: dict[str, str], first_commit: str | None) -> Any:
+    import copy
+
+    out = copy.copy(writer)
+    out._options = options
+    out._first_commit = first_commit
+    return out
+
+
+def _stream_app_id(options: Mapping[str, str]) -> str:
+    location = options.get("checkpointlocation")
+    if not location:
+        raise ValueError(
+            "a streaming write needs checkpointLocation (or txnAppId) to make its commits "
+            "idempotent"
+        )
+    import hashlib
+
+    digest = hashlib.sha256(location.rstrip("/").encode()).hexdigest()[:16]
+    return f"deltalog-stream-{digest}"
 
 
 def _chain(first: pa.RecordBatch, rest: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
@@ -503,6 +659,30 @@ class _HeldCommits:
 
     def published(self, version: int) -> None:
         pass
+
+
+def _evolved_metadata(
+    table: DeltaTable,
+    schema: StructType,
+    merge_schema: bool,
+    overwrite_schema: bool,
+    partition_by: list[str] | None,
+) -> str | None:
+    """The ``metaData`` action (JSON) that changes ``table``'s schema for data of Spark's
+    ``schema`` (``mergeSchema``: new columns added; ``overwriteSchema``: replaced, with
+    ``partitionBy``), or None when it stays."""
+    from pyspark.sql.pandas.types import to_arrow_schema
+
+    from deltalog import _native
+
+    metadata = _native.evolved_metadata(
+        table._raw,
+        to_arrow_schema(schema, timezone="UTC"),
+        merge_schema,
+        overwrite_schema,
+        partition_by,
+    )
+    return metadata
 
 
 def _first_commit(schema: StructType, partition_by: list[str], options: Mapping[str, str]) -> str:

@@ -91,12 +91,17 @@ pub(crate) fn write_table(
 /// Writes `data` as data files of the table whose latest version is `snapshot`, without
 /// committing them; returns their `add` actions as JSON texts.
 #[pyfunction]
-#[pyo3(signature = (snapshot, data, target_file_size=None))]
+///
+/// With `replace_where` (a SQL predicate), every row must match it (the files are the new
+/// rows of a `replaceWhere` overwrite, whose removals [`replace_where_actions`] computes),
+/// and `insert` change data files come too when the table's change feed is on.
+#[pyo3(signature = (snapshot, data, target_file_size=None, replace_where=None))]
 pub(crate) fn write_files(
     py: Python<'_>,
     snapshot: PyRef<'_, RawSnapshot>,
     data: arrow::pyarrow::PyArrowType<arrow::ffi_stream::RecordBatchStreamReader>,
     target_file_size: Option<u64>,
+    replace_where: Option<String>,
 ) -> PyResult<Vec<String>> {
     use deltalog_core::write::table::{write_batches, SaveMode, WriteOptions, Written};
     let snapshot = snapshot.snapshot.clone();
@@ -104,7 +109,11 @@ pub(crate) fn write_files(
     let reader = data.0;
     let schema = reader.schema();
     let options = WriteOptions {
-        mode: SaveMode::Append,
+        mode: if replace_where.is_some() {
+            SaveMode::Overwrite
+        } else {
+            SaveMode::Append
+        },
         partition_by: None,
         configuration: Default::default(),
         name: None,
@@ -115,7 +124,7 @@ pub(crate) fn write_files(
         protocol: None,
         commit: false,
         overwrite_schema: false,
-        replace_where: None,
+        replace_where,
         clustering_columns: None,
         target_file_size,
         catalog: None,
@@ -128,6 +137,63 @@ pub(crate) fn write_files(
         Written::Files(actions) => Ok(actions.iter().map(|a| a.to_string()).collect()),
         _ => Err(PyRuntimeError::new_err("expected uncommitted files")),
     }
+}
+
+/// The `metaData` action (JSON text) a write of data shaped `schema` commits to the table of
+/// `snapshot` under `schema_mode` merge (`merge_schema`) or overwrite (`overwrite_schema`, with
+/// `partition_by`), or None when the table's metadata stays.
+#[pyfunction]
+#[pyo3(signature = (snapshot, schema, merge_schema=false, overwrite_schema=false, partition_by=None))]
+pub(crate) fn evolved_metadata(
+    py: Python<'_>,
+    snapshot: PyRef<'_, RawSnapshot>,
+    schema: arrow::pyarrow::PyArrowType<arrow::datatypes::Schema>,
+    merge_schema: bool,
+    overwrite_schema: bool,
+    partition_by: Option<Vec<String>>,
+) -> PyResult<Option<String>> {
+    use deltalog_core::write::table::{evolved_metadata, SaveMode, WriteOptions};
+    let options = WriteOptions {
+        mode: if overwrite_schema {
+            SaveMode::Overwrite
+        } else {
+            SaveMode::Append
+        },
+        partition_by,
+        configuration: Default::default(),
+        name: None,
+        description: None,
+        app_transaction: None,
+        commit_info: Default::default(),
+        merge_schema,
+        protocol: None,
+        commit: false,
+        overwrite_schema,
+        replace_where: None,
+        clustering_columns: None,
+        target_file_size: None,
+        catalog: None,
+    };
+    let action =
+        evolved_metadata(&snapshot.snapshot, &schema.0, &options).map_err(|e| to_py_err(py, e))?;
+    Ok(action.map(|a| a.to_string()))
+}
+
+/// The removals of a `replaceWhere` overwrite of `snapshot` by the SQL predicate `sql`: the
+/// actions (JSON texts) and the files read (URI-decoded paths, for the conflict rules).
+#[pyfunction]
+#[pyo3(signature = (snapshot, sql, target_file_size=None))]
+pub(crate) fn replace_where_actions(
+    py: Python<'_>,
+    snapshot: PyRef<'_, RawSnapshot>,
+    sql: String,
+    target_file_size: Option<u64>,
+) -> PyResult<(Vec<String>, Vec<String>)> {
+    let snapshot = snapshot.snapshot.clone();
+    let (actions, read) = block_on(py, async move {
+        deltalog_core::write::table::replace_where_actions(&snapshot, &sql, target_file_size).await
+    })?;
+    Ok((actions.iter().map(|a| a.to_string()).collect(), read))
 }
 
 /// Commits `actions` (JSON texts, one action each) to the table at `uri` as the version after

@@ -166,47 +166,27 @@ fn table_schema_of(schema: &Schema) -> DeltaResult<SchemaRef> {
     Ok(Arc::new(parsed))
 }
 
-/// Writes `batches` (all of `schema`) to the table in `storage` (see the module docs).
-/// `snapshot` is the table's latest version as the caller loaded it ([`latest_snapshot`];
-/// `None` when there is no table yet), so that the log is replayed once per write; commits
-/// that land after it are checked as concurrent winners.
-pub async fn write_batches<I>(
-    storage: &Storage,
-    snapshot: Option<Snapshot>,
+/// The table a write produces: its schema, partitioning and configuration, and whether the
+/// write changes an existing table's schema (`schema_mode` merge or overwrite).
+struct TargetTable {
+    schema: SchemaRef,
+    partition_columns: Vec<String>,
+    config: BTreeMap<String, String>,
+    mode: ColumnMappingMode,
+    /// The table's schema changes: the commit carries a new `metaData` ("Change Metadata").
+    merged: bool,
+    /// `schema_mode="overwrite"` on an existing table.
+    replace_schema: bool,
+}
+
+/// The table a write of data shaped `schema` with `options` goes to (`snapshot`: the existing
+/// table, if any): the schema rules of `schema_mode`, partitioning, and column mapping ids for
+/// new columns ("Column Mapping").
+fn target_table(
+    snapshot: Option<&Snapshot>,
     schema: &Schema,
-    batches: I,
-    options: WriteOptions,
-) -> DeltaResult<Written>
-where
-    I: IntoIterator<Item = DeltaResult<RecordBatch>>,
-{
-    if let Some(s) = &snapshot {
-        match options.mode {
-            SaveMode::Error => {
-                return Err(DeltaError::InvalidArgument(format!(
-                    "a table already exists at {} (version {}); use mode=\"append\" or \
-                     \"overwrite\"",
-                    storage.url(),
-                    s.version()
-                )))
-            }
-            SaveMode::Ignore => return Ok(Written::Ignored(s.version())),
-            _ => {}
-        }
-        // Idempotent writes: this app's version is already committed.
-        if let Some((app, version)) = &options.app_transaction {
-            if s.transactions()
-                .get(app)
-                .is_some_and(|t| t.version >= *version)
-            {
-                return Ok(Written::Ignored(s.version()));
-            }
-        }
-    }
-    // "Schema Serialization Format": column names are case-insensitive; data naming one
-    // column twice cannot be matched to a table's columns.
-    check_unique_names(schema.fields(), "the data")
-        .map_err(|e| DeltaError::InvalidArgument(e.0))?;
+    options: &WriteOptions,
+) -> DeltaResult<TargetTable> {
     let replace_schema = options.overwrite_schema && snapshot.is_some();
     if options.overwrite_schema && options.mode != SaveMode::Overwrite {
         return Err(DeltaError::InvalidArgument(
@@ -218,7 +198,7 @@ where
             "a predicate (replaceWhere) needs mode=\"overwrite\" and the table's schema".into(),
         ));
     }
-    let (table_schema, partition_columns, mut config) = match &snapshot {
+    let (table_schema, partition_columns, mut config) = match snapshot {
         Some(s) if replace_schema => {
             let metadata = s.metadata()?;
             let mut config = s.configuration();
@@ -264,7 +244,7 @@ where
         }
     };
     // "Column Mapping": a new table's columns get ids and physical names.
-    let mode = match &snapshot {
+    let mode = match snapshot {
         Some(s) => s.column_mapping_mode()?,
         None => crate::write::mapping::mode_of_config(&config)?,
     };
@@ -281,7 +261,7 @@ where
         .filter(|f| find_column(table_schema.fields(), f.name()).is_none())
         .map(|f| f.as_ref().clone())
         .collect();
-    let (table_schema, merged) = match (&snapshot, new_fields.is_empty()) {
+    let (table_schema, merged) = match (snapshot, new_fields.is_empty()) {
         (Some(_), _) if replace_schema => (table_schema, true),
         (_, true) | (None, _) => (table_schema, false),
         (Some(_), false) if options.merge_schema => {
@@ -309,6 +289,101 @@ where
             )))
         }
     };
+    for p in &partition_columns {
+        if table_schema.field_with_name(p).is_err() {
+            return Err(DeltaError::InvalidArgument(format!(
+                "partition column {p:?} is not a column of the table"
+            )));
+        }
+    }
+    Ok(TargetTable {
+        schema: table_schema,
+        partition_columns,
+        config,
+        mode,
+        merged,
+        replace_schema,
+    })
+}
+
+/// The `metaData` action a write of data shaped `schema` with `options` commits to the table
+/// of `snapshot` when it changes the table's schema or partitioning (`merge_schema`,
+/// `overwrite_schema`; spec "Change Metadata"), or `None` when the table's metadata stays.
+/// For writers that write files elsewhere ([`WriteOptions::commit`] false) against a snapshot
+/// that already has the new metadata, and commit it with them.
+pub fn evolved_metadata(
+    snapshot: &Snapshot,
+    schema: &Schema,
+    options: &WriteOptions,
+) -> DeltaResult<Option<Value>> {
+    check_unique_names(schema.fields(), "the data")
+        .map_err(|e| DeltaError::InvalidArgument(e.0))?;
+    let target = target_table(Some(snapshot), schema, options)?;
+    if !target.merged {
+        return Ok(None);
+    }
+    let schema_string = arrow_to_schema_string(&target.schema)
+        .map_err(crate::schema::SchemaError::into_invalid_argument)?;
+    Ok(Some(
+        Metadata {
+            schema_string: Some(schema_string),
+            partition_columns: target.partition_columns,
+            configuration: target.config,
+            ..snapshot.metadata()?.clone()
+        }
+        .to_action(),
+    ))
+}
+
+/// Writes `batches` (all of `schema`) to the table in `storage` (see the module docs).
+/// `snapshot` is the table's latest version as the caller loaded it ([`latest_snapshot`];
+/// `None` when there is no table yet), so that the log is replayed once per write; commits
+/// that land after it are checked as concurrent winners.
+pub async fn write_batches<I>(
+    storage: &Storage,
+    snapshot: Option<Snapshot>,
+    schema: &Schema,
+    batches: I,
+    options: WriteOptions,
+) -> DeltaResult<Written>
+where
+    I: IntoIterator<Item = DeltaResult<RecordBatch>>,
+{
+    if let Some(s) = &snapshot {
+        match options.mode {
+            SaveMode::Error => {
+                return Err(DeltaError::InvalidArgument(format!(
+                    "a table already exists at {} (version {}); use mode=\"append\" or \
+                     \"overwrite\"",
+                    storage.url(),
+                    s.version()
+                )))
+            }
+            SaveMode::Ignore => return Ok(Written::Ignored(s.version())),
+            _ => {}
+        }
+        // Idempotent writes: this app's version is already committed.
+        if let Some((app, version)) = &options.app_transaction {
+            if s.transactions()
+                .get(app)
+                .is_some_and(|t| t.version >= *version)
+            {
+                return Ok(Written::Ignored(s.version()));
+            }
+        }
+    }
+    // "Schema Serialization Format": column names are case-insensitive; data naming one
+    // column twice cannot be matched to a table's columns.
+    check_unique_names(schema.fields(), "the data")
+        .map_err(|e| DeltaError::InvalidArgument(e.0))?;
+    let TargetTable {
+        schema: table_schema,
+        partition_columns,
+        config,
+        mode,
+        merged,
+        replace_schema,
+    } = target_table(snapshot.as_ref(), schema, &options)?;
     for p in &partition_columns {
         if table_schema.field_with_name(p).is_err() {
             return Err(DeltaError::InvalidArgument(format!(
@@ -435,6 +510,16 @@ where
     };
     let merged = merged || (identity_moved && snapshot.is_some());
     if !options.commit {
+        if let Some((s, _, rewriter)) = replace {
+            // replaceWhere's new rows (and their `insert` change rows when the change feed is
+            // on); the rows they replace are removed by [`replace_where_actions`].
+            if merged {
+                return Err(DeltaError::InvalidArgument(
+                    "files written without a commit must fit an existing table's schema".into(),
+                ));
+            }
+            return Ok(Written::Files(rewriter.into_actions(s).await?.0));
+        }
         if snapshot.is_none() || merged {
             return Err(DeltaError::InvalidArgument(
                 "files written without a commit must fit an existing table's schema".into(),
@@ -552,6 +637,30 @@ where
     }
     txn.add_actions(files.iter().map(|f| f.to_action(true)));
     Ok(Written::Version(txn.commit().await?))
+}
+
+/// The part of a `replaceWhere` overwrite that removes the rows of `snapshot` matching the
+/// SQL predicate `sql` (deletion vectors or rewritten files, with `delete` change rows when
+/// the change feed is on): its actions and the files it read, for a transaction that also
+/// commits the new rows written elsewhere ([`WriteOptions::commit`] false with
+/// [`WriteOptions::replace_where`]).
+pub async fn replace_where_actions(
+    snapshot: &Snapshot,
+    sql: &str,
+    target_file_size: Option<u64>,
+) -> DeltaResult<(Vec<Value>, Vec<String>)> {
+    let predicate = crate::expr::Expr::parse(sql)?.resolve(snapshot.schema()?.as_ref())?;
+    let mut rewriter = Rewriter::try_new(snapshot, target_file_size)?;
+    let applied = crate::write::dml::apply_change(
+        snapshot,
+        Some(&predicate),
+        &crate::write::dml::Change::Delete,
+        &[],
+        &mut rewriter,
+    )
+    .await?;
+    let (actions, _) = rewriter.into_actions(snapshot).await?;
+    Ok((actions, applied.read.into_iter().collect()))
 }
 
 /// The partition columns `given` as the table spells them (names are case-insensitive:

@@ -1,0 +1,630 @@
+"""MERGE, DELETE and UPDATE of a Delta table computed by Spark, committed once by deltalog.
+
+For tables too big for one machine: Spark reads the target on its executors (deltalog's
+native reader, each row tagged with its data file and its ordinal in that file), evaluates
+the join and the clauses (Spark SQL, over the aliases of :func:`merge`), and the executors
+write the new files with deltalog (``write_files``: statistics, partitioning, column mapping,
+constraints). The driver then makes one commit: the touched files removed, the new files
+added, under the conflict rules of any deltalog transaction (the files read are the
+transaction's read set). Files are rewritten whole (copy on write): a touched file's
+unchanged rows are copied into the new files.
+
+Semantics follow Delta Spark's ``MERGE INTO`` as :meth:`deltalog.DeltaTable.merge` does:
+within each kind of clause (matched, not matched, not matched by source) the first clause
+whose condition holds acts; a target row matched by several source rows is an error when a
+MATCHED clause would modify it.
+
+Not supported here (each a clear error, use :meth:`deltalog.DeltaTable.merge` /
+``delete`` / ``update``): tables with the change data feed on (this path writes no change
+data files), with row tracking (copied rows would lose their row IDs), and identity columns
+the operation would have to generate.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator, Mapping, Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+import pyarrow as pa
+
+from deltalog.exceptions import InvalidArgumentError, UnsupportedFeatureError
+
+if TYPE_CHECKING:
+    from pyspark.sql import Column, DataFrame, SparkSession
+
+    from deltalog.table import DeltaTable
+
+#: Columns the target frame carries besides the table's: the data file of each row and the
+#: row's ordinal among the file's (live) rows, which together identify a target row.
+FILE_COLUMN = "_deltalog_file"
+ROW_COLUMN = "_deltalog_row"
+#: The clause that acts on each output row.
+ACTION_COLUMN = "_deltalog_action"
+#: Marks the source side of the join (not null: the target row has a match).
+SOURCE_MARK = "_deltalog_source"
+KEEP = "keep"
+
+
+@dataclass
+class _Clause:
+    kind: str  # matched | not_matched | not_matched_by_source
+    action: str  # update | update_all | delete | insert | insert_all
+    predicate: str | None
+    updates: dict[str, str]
+
+
+def _check_rewritable(table: DeltaTable, operation: str) -> None:
+    """What copy on write through Spark cannot do correctly is refused up front."""
+    from deltalog.writer import check_snapshot_writable
+
+    check_snapshot_writable(table._raw)
+    config = table.metadata().configuration
+    if str(config.get("delta.enableChangeDataFeed", "")).lower() == "true":
+        raise UnsupportedFeatureError(
+            f"{operation} through Spark writes no change data files, and the table "
+            f"{table.table_uri} has delta.enableChangeDataFeed on: use deltalog's own "
+            f"{operation} (DeltaTable.{operation.lower()})"
+        )
+    features = set(table.protocol().writer_features or ())
+    if "rowTracking" in features or str(config.get("delta.enableRowTracking", "")) == "true":
+        raise UnsupportedFeatureError(
+            f"{operation} through Spark does not keep row IDs of copied rows, and the table "
+            f'{table.table_uri} tracks rows (spec "Row Tracking"): use deltalog\'s own '
+            f"{operation}"
+        )
+
+
+def target_frame(spark: SparkSession, table: DeltaTable, files: Sequence[Any]) -> DataFrame:
+    """The rows of ``files`` (scan tasks of ``table``) as a DataFrame with the table's columns
+    plus :data:`FILE_COLUMN` and :data:`ROW_COLUMN`, read on the executors."""
+    from pyspark.sql.types import LongType, StringType, StructField, StructType
+
+    from deltalog.spark.source import _storage_options_of, partitions_of
+    from deltalog.spark.types import exchange_schema, spark_schema
+
+    schema = StructType(
+        [
+            *spark_schema(table.schema()).fields,
+            StructField(FILE_COLUMN, StringType(), False),
+            StructField(ROW_COLUMN, LongType(), False),
+        ]
+    )
+    partitions = partitions_of(files, parallelism=spark.sparkContext.defaultParallelism)
+    if not partitions:
+        return spark.createDataFrame([], schema)
+    target = exchange_schema(schema)
+    storage = _storage_options_of(table)
+
+    def read(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+        for b in batches:
+            for index in b.column(0).to_pylist():
+                yield from partitions[index].tagged_batches(target, storage)
+
+    indexes = spark.createDataFrame([(i,) for i in range(len(partitions))], "i int")
+    return indexes.repartition(len(partitions)).mapInArrow(read, schema)
+
+
+class _Rewrite:
+    """The shared second half of MERGE, DELETE and UPDATE: rows (the table's columns plus
+    :data:`ACTION_COLUMN`) written by the executors, then one commit removing the touched
+    files."""
+
+    def __init__(self, table: DeltaTable, target_file_size: int | None) -> None:
+        from deltalog.writer import _target_file_size
+
+        self.table = table
+        self.target_file_size = _target_file_size(target_file_size)
+
+    def write(
+        self, rows: DataFrame, deleted: set[str], updated: set[str], inserted: set[str]
+    ) -> tuple[list[str], dict[str, int]]:
+        """Writes ``rows`` on the executors: rows whose action is in ``deleted`` are dropped;
+        the rest are written. Returns the ``add`` actions and the row counts."""
+        from pyspark.sql.types import StringType, StructField, StructType
+
+        from deltalog.spark.source import _storage_options_of
+
+        table = self.table
+        uri, version = table.table_uri, table.version()
+        storage = _storage_options_of(table)
+        held = _held_commits(table)
+        size = self.target_file_size
+        columns = [f.name for f in table.schema()]
+
+        def write(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+            from deltalog import _native
+            from deltalog.spark.source import _HeldCommits
+
+            counts = {"deleted": 0, "updated": 0, "inserted": 0, "copied": 0}
+
+            def kept() -> Iterator[pa.RecordBatch]:
+                import pyarrow.compute as pc
+
+                for batch in batches:
+                    action = batch.column(ACTION_COLUMN)
+                    for value, n in zip(*_value_counts(action), strict=True):
+                        kind = (
+                            "deleted"
+                            if value in deleted
+                            else "updated"
+                            if value in updated
+                            else "inserted"
+                            if value in inserted
+                            else "copied"
+                        )
+                        counts[kind] += n
+                    keep = pc.invert(pc.is_in(action, pa.array(sorted(deleted), pa.string())))
+                    out = batch.filter(keep).select(columns)
+                    if out.num_rows:
+                        yield out
+
+            stream = kept()
+            first = next(stream, None)
+            actions: list[str] = []
+            if first is not None:
+                client = _HeldCommits(held, version) if held else None
+                snapshot = _native.RawSnapshot.open(uri, version, storage, client)
+
+                def chained() -> Iterator[pa.RecordBatch]:
+                    yield first
+                    yield from stream
+
+                reader = pa.RecordBatchReader.from_batches(first.schema, chained())
+                actions = list(_native.write_files(snapshot, reader, size))
+            yield pa.record_batch(
+                {
+                    "actions": pa.array([json.dumps(actions)], pa.string()),
+                    "counts": pa.array([json.dumps(counts)], pa.string()),
+                }
+            )
+
+        out = StructType(
+            [StructField("actions", StringType(), False), StructField("counts", StringType())]
+        )
+        adds: list[str] = []
+        totals = {"deleted": 0, "updated": 0, "inserted": 0, "copied": 0}
+        for row in rows.mapInArrow(write, out).collect():
+            adds.extend(json.loads(row["actions"]))
+            for k, v in json.loads(row["counts"]).items():
+                totals[k] += v
+        return adds, totals
+
+    def commit(
+        self,
+        operation: str,
+        parameters: Mapping[str, Any],
+        adds: list[str],
+        touched: Sequence[str],
+        read: Sequence[str],
+        commit_properties: Any = None,
+    ) -> int | None:
+        """One commit: ``touched`` files removed, ``adds`` added, ``read`` the read set.
+        Nothing is committed (None) when nothing changed."""
+        if not adds and not touched:
+            return None
+        tx = self.table.transaction(operation, **parameters)
+        tx.add_actions(adds)
+        tx.remove_files(touched)
+        tx.read_files(read)
+        return tx.commit(commit_properties)
+
+
+def _value_counts(array: pa.Array) -> tuple[list[str], list[int]]:
+    import pyarrow.compute as pc
+
+    counted = pc.value_counts(array)
+    return counted.field("values").to_pylist(), counted.field("counts").to_pylist()
+
+
+def _held_commits(table: DeltaTable) -> list[tuple[int, str | None, bytes | None]]:
+    """A catalog-managed table's ratified commits up to the loaded version (the executors open
+    that version from them, without reaching the catalog)."""
+    client = table._catalog_client
+    if client is None:
+        return []
+    held = client.get_ratified_commits(None, table.version())
+    return [(c.version, c.path, c.content) for c in held.commits]
+
+
+def _metrics(
+    version: int | None,
+    counts: Mapping[str, int],
+    scanned: int,
+    added: int,
+    removed: int,
+    source_rows: int | None = None,
+) -> dict[str, Any]:
+    out: dict[str, Any] = {"version": version}
+    if source_rows is not None:
+        out["num_source_rows"] = source_rows
+    out.update(
+        {
+            "num_target_rows_inserted": counts["inserted"],
+            "num_target_rows_updated": counts["updated"],
+            "num_target_rows_deleted": counts["deleted"],
+            "num_target_rows_copied": counts["copied"],
+            "num_target_files_scanned": scanned,
+            "num_target_files_added": added,
+            "num_target_files_removed": removed,
+            "num_deletion_vectors_added": 0,
+            "num_added_change_files": 0,
+        }
+    )
+    return out
+
+
+def _column_key(name: str) -> str:
+    return name.lower()  # Delta column names are case-insensitive
+
+
+def _target_column(name: str, columns: Sequence[str], target_alias: str) -> str:
+    """The table's column ``name`` names (``target.c`` or ``c``, case-insensitive)."""
+    bare = name
+    prefix = f"{target_alias}."
+    if bare.lower().startswith(prefix.lower()):
+        bare = bare[len(prefix) :]
+    bare = bare.strip("`")
+    for c in columns:
+        if _column_key(c) == _column_key(bare):
+            return c
+    raise InvalidArgumentError(f"{name!r} is not a column of the target table {list(columns)}")
+
+
+class SparkMerger:
+    """A MERGE computed by Spark (:func:`merge`); the clauses as :class:`deltalog.TableMerger`'s,
+    with conditions and values in Spark SQL over ``source_alias`` and ``target_alias``."""
+
+    def __init__(
+        self,
+        table: DeltaTable,
+        source: DataFrame,
+        predicate: str,
+        source_alias: str,
+        target_alias: str,
+        commit_properties: Any,
+        target_file_size: int | None,
+    ) -> None:
+        self._table = table
+        self._source = source
+        self._predicate = predicate
+        self._aliases = (source_alias, target_alias)
+        self._clauses: list[_Clause] = []
+        self._commit_properties = commit_properties
+        self._target_file_size = target_file_size
+
+    def _add(
+        self, kind: str, action: str, predicate: str | None, updates: Mapping[str, str] | None
+    ) -> SparkMerger:
+        for column, value in (updates or {}).items():
+            if not isinstance(value, str):
+                raise TypeError(f"the value of {column!r} must be a SQL expression string")
+        self._clauses.append(_Clause(kind, action, predicate, dict(updates or {})))
+        return self
+
+    def when_matched_update(
+        self, updates: Mapping[str, str], predicate: str | None = None
+    ) -> SparkMerger:
+        """Matched target rows get ``updates`` (target column -> Spark SQL over both sides)."""
+        return self._add("matched", "update", predicate, updates)
+
+    def when_matched_update_all(self, predicate: str | None = None) -> SparkMerger:
+        """Matched target rows take every column from the source row (``UPDATE SET *``)."""
+        return self._add("matched", "update_all", predicate, None)
+
+    def when_matched_delete(self, predicate: str | None = None) -> SparkMerger:
+        """Matched target rows are deleted."""
+        return self._add("matched", "delete", predicate, None)
+
+    def when_not_matched_insert(
+        self, updates: Mapping[str, str], predicate: str | None = None
+    ) -> SparkMerger:
+        """Source rows that match no target row are inserted with ``updates``; the other
+        columns are null."""
+        return self._add("not_matched", "insert", predicate, updates)
+
+    def when_not_matched_insert_all(self, predicate: str | None = None) -> SparkMerger:
+        """Source rows that match no target row are inserted as they are (``INSERT *``)."""
+        return self._add("not_matched", "insert_all", predicate, None)
+
+    def when_not_matched_by_source_update(
+        self, updates: Mapping[str, str], predicate: str | None = None
+    ) -> SparkMerger:
+        """Target rows no source row matches get ``updates`` (Spark SQL over the target)."""
+        return self._add("not_matched_by_source", "update", predicate, updates)
+
+    def when_not_matched_by_source_delete(self, predicate: str | None = None) -> SparkMerger:
+        """Target rows no source row matches are deleted."""
+        return self._add("not_matched_by_source", "delete", predicate, None)
+
+    def _codes(self, kind: str) -> list[tuple[str, _Clause]]:
+        return [(f"{kind}:{i}", c) for i, c in enumerate(self._clauses) if c.kind == kind]
+
+    def _values(
+        self, clause: _Clause, columns: Sequence[str], source_columns: Sequence[str]
+    ) -> dict[str, Column]:
+        """The new value of each table column the clause sets (Spark columns)."""
+        from pyspark.sql import functions as F
+
+        source_alias, target_alias = self._aliases
+        if clause.action in ("update_all", "insert_all"):
+            by_key = {_column_key(c): c for c in source_columns}
+            out = {}
+            for c in columns:
+                s = by_key.get(_column_key(c))
+                if s is None:
+                    if clause.action == "update_all":
+                        raise InvalidArgumentError(
+                            f"UPDATE SET * needs every target column in the source; it lacks {c!r}"
+                        )
+                    continue
+                out[c] = F.col(f"`{source_alias}`.`{s}`")
+            return out
+        out = {}
+        for name, value in clause.updates.items():
+            column = _target_column(name, columns, target_alias)
+            if column in out:
+                raise InvalidArgumentError(f"MERGE sets column {column!r} twice")
+            out[column] = F.expr(value)
+        return out
+
+    def execute(self) -> dict[str, Any]:
+        """Runs the MERGE (Spark jobs, then one commit) and reloads the table at the latest
+        version. Returns the metrics of :meth:`deltalog.TableMerger.execute`."""
+        from pyspark.sql import functions as F
+
+        table = self._table
+        _check_rewritable(table, "MERGE")
+        if not self._clauses:
+            raise InvalidArgumentError("a MERGE needs at least one when_* clause")
+        source_alias, target_alias = self._aliases
+        spark = self._source.sparkSession
+        files = table.scan().tasks()
+        columns = [f.name for f in table.schema()]
+        types = {f.name: f.dataType for f in _spark_fields(table)}
+        source_columns = self._source.columns
+        target = target_frame(spark, table, files).alias(target_alias)
+        source = self._source.withColumn(SOURCE_MARK, F.lit(True)).alias(source_alias)
+        on = F.expr(self._predicate)
+        matched = self._codes("matched")
+        not_matched = self._codes("not_matched")
+        by_source = self._codes("not_matched_by_source")
+
+        def condition(clause: _Clause) -> Column:
+            return F.expr(clause.predicate) if clause.predicate else F.lit(True)
+
+        # 1. Which target rows a clause modifies: the join's pairs, classified.
+        is_matched = F.col(f"`{source_alias}`.`{SOURCE_MARK}`").isNotNull()
+        action = F.lit(KEEP)
+        for code, clause in reversed(by_source):
+            action = F.when(~is_matched & condition(clause), F.lit(code)).otherwise(action)
+        for code, clause in reversed(matched):
+            action = F.when(is_matched & condition(clause), F.lit(code)).otherwise(action)
+        file_col = F.col(f"`{target_alias}`.`{FILE_COLUMN}`")
+        row_col = F.col(f"`{target_alias}`.`{ROW_COLUMN}`")
+        touched: list[str] = []
+        duplicates = False
+        if matched or by_source:
+            pairs = target.join(source, on, "inner").select(
+                file_col.alias("f"), row_col.alias("r"), action.alias("a")
+            )
+            per_row = pairs.groupBy("f", "r").agg(
+                F.count(F.lit(1)).alias("n"),
+                F.sum(F.when(F.col("a") != KEEP, 1).otherwise(0)).alias("m"),
+            )
+            per_file = (
+                per_row.groupBy("f")
+                .agg(
+                    F.sum("m").alias("modified"),
+                    F.max("n").alias("most"),
+                    F.max(F.when(F.col("m") > 0, F.col("n")).otherwise(0)).alias("ambiguous"),
+                )
+                .filter("modified > 0 OR most > 1")
+                .collect()
+            )
+            for row in per_file:
+                if row["ambiguous"] > 1:
+                    raise InvalidArgumentError(
+                        "MERGE is ambiguous: several source rows match the same target row "
+                        f"(in {row['f']}) and a MATCHED clause would modify it"
+                    )
+                if row["modified"] > 0:
+                    touched.append(row["f"])
+                duplicates = duplicates or row["most"] > 1
+        if by_source:
+            touched = [t.path for t in files]  # every unmatched row may be acted on
+        touched = sorted(set(touched))
+
+        # 2. The rows to write: the touched files' rows with their clause's values, and the
+        # source rows that match no target row.
+        parts = []
+        deleted: set[str] = set()
+        updated: set[str] = set()
+        inserted: set[str] = set()
+        for code, clause in matched + by_source:
+            (deleted if clause.action == "delete" else updated).add(code)
+        if touched:
+            rewritten = target.filter(file_col.isin(touched)).join(source, on, "left_outer")
+            values: dict[str, Column] = {}
+            for c in columns:
+                value = F.col(f"`{target_alias}`.`{c}`")
+                for code, clause in matched + by_source:
+                    if clause.action == "delete":
+                        continue
+                    new = self._values(clause, columns, source_columns).get(c)
+                    if new is not None:
+                        value = F.when(F.col(ACTION_COLUMN) == code, new).otherwise(value)
+                values[c] = value.cast(types[c]).alias(c)
+            classified = rewritten.select("*", action.alias(ACTION_COLUMN))
+            if duplicates:
+                # Target rows matched twice but modified by no clause: kept once.
+                classified = classified.dropDuplicates([FILE_COLUMN, ROW_COLUMN])
+            parts.append(classified.select(*values.values(), F.col(ACTION_COLUMN)))
+        if not_matched:
+            unmatched = source.join(target, on, "left_anti")
+            insert_action = F.lit(None).cast("string")
+            for code, clause in reversed(not_matched):
+                insert_action = F.when(condition(clause), F.lit(code)).otherwise(insert_action)
+            for code, _ in not_matched:
+                inserted.add(code)
+            staged = unmatched.select("*", insert_action.alias(ACTION_COLUMN)).filter(
+                F.col(ACTION_COLUMN).isNotNull()
+            )
+            values = {}
+            for c in columns:
+                value = F.lit(None)
+                for code, clause in not_matched:
+                    new = self._values(clause, columns, source_columns).get(c)
+                    if new is not None:
+                        value = F.when(F.col(ACTION_COLUMN) == code, new).otherwise(value)
+                values[c] = value.cast(types[c]).alias(c)
+            parts.append(staged.select(*values.values(), F.col(ACTION_COLUMN)))
+        counts = {"deleted": 0, "updated": 0, "inserted": 0, "copied": 0}
+        adds: list[str] = []
+        rewrite = _Rewrite(table, self._target_file_size)
+        if parts:
+            rows = parts[0]
+            for p in parts[1:]:
+                rows = rows.unionByName(p)
+            adds, counts = rewrite.write(rows, deleted, updated, inserted)
+        version = rewrite.commit(
+            "MERGE",
+            {
+                "predicate": self._predicate,
+                "matchedPredicates": [_describe(c) for c in self._clauses if c.kind == "matched"],
+                "notMatchedPredicates": [
+                    _describe(c) for c in self._clauses if c.kind == "not_matched"
+                ],
+                "notMatchedBySourcePredicates": [
+                    _describe(c) for c in self._clauses if c.kind == "not_matched_by_source"
+                ],
+            },
+            adds,
+            touched,
+            [t.path for t in files],
+            self._commit_properties,
+        )
+        return _metrics(
+            version,
+            counts,
+            len(files),
+            len(adds),
+            len(touched),
+            source_rows=self._source.count(),
+        )
+
+
+def _describe(clause: _Clause) -> dict[str, Any]:
+    out: dict[str, Any] = {"actionType": clause.action}
+    if clause.predicate:
+        out["predicate"] = clause.predicate
+    return out
+
+
+def _spark_fields(table: DeltaTable) -> list[Any]:
+    from deltalog.spark.types import spark_schema
+
+    return list(spark_schema(table.schema()).fields)
+
+
+def _candidate_files(table: DeltaTable, predicate: str | None) -> list[Any]:
+    """The files a predicate may touch: pruned and skipped by deltalog when it understands the
+    SQL, else every file (Spark evaluates the predicate either way)."""
+    if predicate is None:
+        return table.scan().tasks()
+    try:
+        return table.scan(filter=predicate).tasks()
+    except Exception:  # Spark SQL deltalog's parser does not take: no skipping
+        return table.scan().tasks()
+
+
+def _predicate_rewrite(
+    spark: SparkSession,
+    table: DeltaTable,
+    operation: str,
+    predicate: str | None,
+    updates: Mapping[str, str] | None,
+    commit_properties: Any,
+    target_file_size: int | None,
+) -> dict[str, Any]:
+    from pyspark.sql import functions as F
+
+    _check_rewritable(table, operation)
+    files = _candidate_files(table, predicate)
+    columns = [f.name for f in table.schema()]
+    types = {f.name: f.dataType for f in _spark_fields(table)}
+    frame = target_frame(spark, table, files)
+    condition = F.expr(predicate) if predicate else F.lit(True)
+    hit = frame.filter(condition).select(FILE_COLUMN).distinct().collect()
+    touched = sorted({r[FILE_COLUMN] for r in hit})
+    counts = {"deleted": 0, "updated": 0, "inserted": 0, "copied": 0}
+    adds: list[str] = []
+    rewrite = _Rewrite(table, target_file_size)
+    if touched:
+        code = "delete" if updates is None else "update"
+        action = F.when(F.coalesce(condition, F.lit(False)), F.lit(code)).otherwise(F.lit(KEEP))
+        staged = frame.filter(F.col(FILE_COLUMN).isin(touched)).select(
+            "*", action.alias(ACTION_COLUMN)
+        )
+        sets = {_target_column(k, columns, "target"): F.expr(v) for k, v in (updates or {}).items()}
+        values = []
+        for c in columns:
+            value = F.col(f"`{c}`")
+            if c in sets:
+                value = F.when(F.col(ACTION_COLUMN) == code, sets[c]).otherwise(value)
+            values.append(value.cast(types[c]).alias(c))
+        rows = staged.select(*values, F.col(ACTION_COLUMN))
+        adds, counts = rewrite.write(
+            rows,
+            {code} if updates is None else set(),
+            {code} if updates is not None else set(),
+            set(),
+        )
+    parameters: dict[str, Any] = {"predicate": predicate}
+    version = rewrite.commit(
+        operation, parameters, adds, touched, [t.path for t in files], commit_properties
+    )
+    out = _metrics(version, counts, len(files), len(adds), len(touched))
+    return {
+        "version": version,
+        ("num_deleted_rows" if updates is None else "num_updated_rows"): counts[
+            "deleted" if updates is None else "updated"
+        ],
+        "num_copied_rows": out["num_target_rows_copied"],
+        "num_removed_files": len(touched),
+        "num_added_files": len(adds),
+        "num_files_scanned": len(files),
+    }
+
+
+def delete(
+    spark: SparkSession,
+    table: DeltaTable,
+    predicate: str | None = None,
+    commit_properties: Any = None,
+    target_file_size: int | None = None,
+) -> dict[str, Any]:
+    """DELETE FROM the table WHERE ``predicate`` (Spark SQL over its columns; every row when
+    None), computed by Spark: files deltalog's statistics cannot rule out are read on the
+    executors, the touched ones rewritten without the deleted rows, one commit."""
+    return _predicate_rewrite(
+        spark, table, "DELETE", predicate, None, commit_properties, target_file_size
+    )
+
+
+def update(
+    spark: SparkSession,
+    table: DeltaTable,
+    updates: Mapping[str, str],
+    predicate: str | None = None,
+    commit_properties: Any = None,
+    target_file_size: int | None = None,
+) -> dict[str, Any]:
+    """UPDATE the table SET ``updates`` (column -> Spark SQL) WHERE ``predicate``, computed by
+    Spark as :func:`delete` is."""
+    if not updates:
+        raise InvalidArgumentError("an UPDATE needs at least one column to set")
+    return _predicate_rewrite(
+        spark, table, "UPDATE", predicate, dict(updates), commit_properties, target_file_size
+    )
