@@ -41,11 +41,14 @@ def make_table(uri: str, n: int, partitioned: bool = True, **kwargs: Any) -> Non
 
 
 def sorted_rows(table: pa.Table) -> list[dict[str, Any]]:
-    return table.select(["id", "v", "g"]).sort_by("id").to_pylist()
+    return table.select(["id", "v", "g"]).cast(SCHEMA).sort_by("id").to_pylist()
 
 
 def read_by_deltalake(uri: str) -> list[dict[str, Any]]:
-    return sorted_rows(deltalake.DeltaTable(uri).to_pyarrow_table())
+    """The table as the deltalake package reads it (its DataFusion reader, which applies
+    deletion vectors; its pyarrow reader refuses them)."""
+    query = deltalake.QueryBuilder().register("t", deltalake.DeltaTable(uri))
+    return sorted_rows(pa.table(query.execute("SELECT * FROM t")))
 
 
 CLAUSES = [
@@ -121,7 +124,8 @@ def test_merge_into_a_million_rows_read_back_by_deltalake(spark: Any, tmp_path: 
     assert metrics["num_target_rows_updated"] == n // 50
     assert metrics["num_target_rows_inserted"] == 20_000 // 50
     assert metrics["num_target_rows_deleted"] == 0
-    got = deltalake.DeltaTable(uri).to_pyarrow_table()
+    query = deltalake.QueryBuilder().register("t", deltalake.DeltaTable(uri))
+    got = pa.table(query.execute("SELECT id, v FROM t"))
     assert got.num_rows == n + 400
     ids = got.column("id").to_numpy()
     values = got.column("v").to_numpy()
@@ -189,3 +193,50 @@ def test_what_copy_on_write_cannot_do_is_refused(spark: Any, tmp_path: Path) -> 
     with pytest.raises(dl.InvalidArgumentError, match="not a column"):
         dls.update(spark, plain, {"nope": "1"}, "id = 1")
     assert dl.DeltaTable(plain).version() == 1
+
+
+def test_deletion_vectors_mask_rows_instead_of_copying(spark: Any, tmp_path: Path) -> None:
+    """A table that writes deletion vectors: MERGE, DELETE and UPDATE through Spark mask the
+    rows that go and copy nothing; the same rows as deltalog's own operations (which use
+    vectors too) and as the deltalake package reads them."""
+    uri, copy = str(tmp_path / "t"), str(tmp_path / "copy")
+    dl.write_table(
+        uri,
+        pa.table(
+            {
+                "id": pa.array(range(400), pa.int64()),
+                "v": pa.array([float(i) for i in range(400)]),
+                "g": pa.array([f"g{i % 4}" for i in range(400)]),
+            }
+        ),
+        partition_by=["g"],
+        configuration={"delta.enableDeletionVectors": "true"},
+    )
+    shutil.copytree(uri, copy)
+    rows = [(i, -float(i), "g0") for i in range(0, 450, 9)]
+    source = spark.createDataFrame(rows, "id long, v double, g string")
+    ours = (
+        dls.merge(uri, source, "target.id = source.id")
+        .when_matched_update({"v": "source.v"}, "target.id % 2 = 0")
+        .when_matched_delete()
+        .when_not_matched_insert_all()
+        .execute()
+    )
+    dl.DeltaTable(copy).merge(
+        pa.Table.from_pylist([dict(zip(SCHEMA.names, r, strict=True)) for r in rows], SCHEMA),
+        "target.id = source.id",
+    ).when_matched_update(
+        {"v": "source.v"}, "target.id % 2 = 0"
+    ).when_matched_delete().when_not_matched_insert_all().execute()
+    assert ours["num_deletion_vectors_added"] == 4 and ours["num_target_rows_copied"] == 0
+    assert sum(1 for t in dl.DeltaTable(uri).scan().tasks() if t.deletion_vector) == 4
+    got = dls.delete(spark, uri, "id % 10 = 1")
+    dl.DeltaTable(copy).delete("id % 10 = 1")
+    assert got["num_deletion_vectors_added"] > 0 and got["num_copied_rows"] == 0
+    got = dls.update(spark, uri, {"v": "v + 0.5"}, "id > 300")
+    dl.DeltaTable(copy).update({"v": "v + 0.5"}, "id > 300")
+    assert got["num_copied_rows"] == 0
+    expected = sorted_rows(dl.DeltaTable(copy).to_pyarrow_table())
+    assert sorted_rows(dl.DeltaTable(uri).to_pyarrow_table()) == expected
+    assert read_by_deltalake(uri) == expected
+    assert sorted_rows(spark.read.format("deltalog").load(uri).toArrow()) == expected

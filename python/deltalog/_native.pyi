@@ -158,6 +158,12 @@ def evolved_metadata(
     """The `metaData` action (JSON) a write of data shaped ``schema`` commits under schema_mode
     merge or overwrite, or None when the table's metadata stays."""
 
+def mask_rows(
+    snapshot: RawSnapshot, masks: list[tuple[str, int, list[int]]]
+) -> tuple[list[str], int, int]:
+    """Deletion vectors taking rows away: ``(path, live rows, row indexes)`` per file. Returns
+    the actions (JSON), the vectors added and the files removed (every live row gone)."""
+
 def replace_where_actions(
     snapshot: RawSnapshot, sql: str, target_file_size: int | None = None
 ) -> tuple[list[str], list[str]]:

@@ -1,13 +1,14 @@
 """MERGE, DELETE and UPDATE of a Delta table computed by Spark, committed once by deltalog.
 
 For tables too big for one machine: Spark reads the target on its executors (deltalog's
-native reader, each row tagged with its data file and its ordinal in that file), evaluates
-the join and the clauses (Spark SQL, over the aliases of :func:`merge`), and the executors
-write the new files with deltalog (``write_files``: statistics, partitioning, column mapping,
-constraints). The driver then makes one commit: the touched files removed, the new files
-added, under the conflict rules of any deltalog transaction (the files read are the
-transaction's read set). Files are rewritten whole (copy on write): a touched file's
-unchanged rows are copied into the new files.
+native reader, each row tagged with its data file and its index in that file), evaluates the
+join and the clauses (Spark SQL, over the aliases of :func:`merge`), and the executors write
+the new rows with deltalog (``write_files``: statistics, partitioning, column mapping,
+constraints). The driver then makes one commit under the conflict rules of any deltalog
+transaction (every file read is in the transaction's read set). The rows that go leave their
+files as Delta Spark takes them away: masked by deletion vectors when the table writes them
+(``delta.enableDeletionVectors``), else by copy on write (the touched files removed, their
+rows that stay copied into the new files).
 
 Semantics follow Delta Spark's ``MERGE INTO`` as :meth:`deltalog.DeltaTable.merge` does:
 within each kind of clause (matched, not matched, not matched by source) the first clause
@@ -107,21 +108,36 @@ def target_frame(spark: SparkSession, table: DeltaTable, files: Sequence[Any]) -
 
 
 class _Rewrite:
-    """The shared second half of MERGE, DELETE and UPDATE: rows (the table's columns plus
-    :data:`ACTION_COLUMN`) written by the executors, then one commit removing the touched
-    files."""
+    """The shared second half of MERGE, DELETE and UPDATE: rows (the table's columns, then
+    :data:`ACTION_COLUMN`, :data:`FILE_COLUMN` and :data:`ROW_COLUMN`) written by the
+    executors, then one commit.
+
+    Two ways to take the touched rows away, as Delta Spark chooses them: with deletion
+    vectors when the table writes them (``delta.enableDeletionVectors``; spec "Deletion
+    Vectors"), the rows that go are masked in their files and only new rows are written;
+    otherwise the touched files are removed and their rows that stay are copied into the new
+    files (copy on write)."""
 
     def __init__(self, table: DeltaTable, target_file_size: int | None) -> None:
         from deltalog.writer import _target_file_size
 
         self.table = table
         self.target_file_size = _target_file_size(target_file_size)
+        config = table.metadata().configuration
+        features = set(table.protocol().writer_features or ())
+        self.use_dv = (
+            str(config.get("delta.enableDeletionVectors", "")).lower() == "true"
+            and "deletionVectors" in features
+        )
 
     def write(
         self, rows: DataFrame, deleted: set[str], updated: set[str], inserted: set[str]
-    ) -> tuple[list[str], dict[str, int]]:
-        """Writes ``rows`` on the executors: rows whose action is in ``deleted`` are dropped;
-        the rest are written. Returns the ``add`` actions and the row counts."""
+    ) -> tuple[list[str], dict[str, int], dict[str, list[int]]]:
+        """Writes ``rows`` on the executors: rows whose action is in ``deleted`` are dropped,
+        and with deletion vectors the rows that stay (:data:`KEEP`) are not rewritten either.
+        Returns the ``add`` actions, the row counts, and (deletion vectors) the indexes of the
+        rows that go per file."""
+        from pyspark.sql import functions as F
         from pyspark.sql.types import StringType, StructField, StructType
 
         from deltalog.spark.source import _storage_options_of
@@ -132,16 +148,22 @@ class _Rewrite:
         held = _held_commits(table)
         size = self.target_file_size
         columns = [f.name for f in table.schema()]
+        use_dv = self.use_dv
+        masked_codes = sorted(deleted | updated)
+        dropped = sorted(deleted | ({KEEP} if use_dv else set()))
+        if use_dv:
+            rows = rows.filter(F.col(ACTION_COLUMN) != KEEP)
 
         def write(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+            import pyarrow.compute as pc
+
             from deltalog import _native
             from deltalog.spark.source import _HeldCommits
 
             counts = {"deleted": 0, "updated": 0, "inserted": 0, "copied": 0}
+            masks: dict[str, list[int]] = {}
 
             def kept() -> Iterator[pa.RecordBatch]:
-                import pyarrow.compute as pc
-
                 for batch in batches:
                     action = batch.column(ACTION_COLUMN)
                     for value, n in zip(*_value_counts(action), strict=True):
@@ -155,7 +177,15 @@ class _Rewrite:
                             else "copied"
                         )
                         counts[kind] += n
-                    keep = pc.invert(pc.is_in(action, pa.array(sorted(deleted), pa.string())))
+                    if use_dv:
+                        gone = batch.filter(pc.is_in(action, pa.array(masked_codes, pa.string())))
+                        for path, index in zip(
+                            gone.column(FILE_COLUMN).to_pylist(),
+                            gone.column(ROW_COLUMN).to_pylist(),
+                            strict=True,
+                        ):
+                            masks.setdefault(path, []).append(index)
+                    keep = pc.invert(pc.is_in(action, pa.array(dropped, pa.string())))
                     out = batch.filter(keep).select(columns)
                     if out.num_rows:
                         yield out
@@ -173,23 +203,34 @@ class _Rewrite:
 
                 reader = pa.RecordBatchReader.from_batches(first.schema, chained())
                 actions = list(_native.write_files(snapshot, reader, size))
+            else:
+                for _ in stream:  # count (and mask) every row
+                    pass
             yield pa.record_batch(
                 {
                     "actions": pa.array([json.dumps(actions)], pa.string()),
                     "counts": pa.array([json.dumps(counts)], pa.string()),
+                    "masks": pa.array([json.dumps(masks)], pa.string()),
                 }
             )
 
         out = StructType(
-            [StructField("actions", StringType(), False), StructField("counts", StringType())]
+            [
+                StructField("actions", StringType(), False),
+                StructField("counts", StringType()),
+                StructField("masks", StringType()),
+            ]
         )
         adds: list[str] = []
         totals = {"deleted": 0, "updated": 0, "inserted": 0, "copied": 0}
+        masks: dict[str, list[int]] = {}
         for row in rows.mapInArrow(write, out).collect():
             adds.extend(json.loads(row["actions"]))
             for k, v in json.loads(row["counts"]).items():
                 totals[k] += v
-        return adds, totals
+            for path, indexes in json.loads(row["masks"]).items():
+                masks.setdefault(path, []).extend(indexes)
+        return adds, totals, masks
 
     def commit(
         self,
@@ -197,18 +238,45 @@ class _Rewrite:
         parameters: Mapping[str, Any],
         adds: list[str],
         touched: Sequence[str],
-        read: Sequence[str],
+        masks: Mapping[str, list[int]],
+        files: Sequence[Any],
         commit_properties: Any = None,
-    ) -> int | None:
-        """One commit: ``touched`` files removed, ``adds`` added, ``read`` the read set.
-        Nothing is committed (None) when nothing changed."""
-        if not adds and not touched:
-            return None
+    ) -> tuple[int | None, int, int]:
+        """One commit: with deletion vectors the ``masks`` (rows that go per file), else the
+        ``touched`` files removed; ``adds`` added; every file of ``files`` (the scan's tasks)
+        in the read set. Returns the version (None when nothing changed), the files removed
+        and the deletion vectors added."""
+        from deltalog import _native
+
+        removals: list[str] = []
+        removed = vectors = 0
+        if self.use_dv:
+            live = {t.path: _live_rows(t) for t in files}
+            if masks:
+                removals, vectors, whole = _native.mask_rows(
+                    self.table._raw,
+                    [(p, live[p], sorted(set(rows))) for p, rows in sorted(masks.items())],
+                )
+                removed = vectors + whole
+            touched = []
+        else:
+            removed = len(touched)
+        if not adds and not touched and not removals:
+            return None, 0, 0
         tx = self.table.transaction(operation, **parameters)
-        tx.add_actions(adds)
+        tx.add_actions([*removals, *adds])
         tx.remove_files(touched)
-        tx.read_files(read)
-        return tx.commit(commit_properties)
+        tx.read_files(t.path for t in files)
+        return tx.commit(commit_properties), removed, vectors
+
+
+def _live_rows(task: Any) -> int:
+    """A file's live rows (physical rows less its deletion vector's), as its log entry says;
+    unknown without statistics (then never taken for empty)."""
+    if task.num_records is None:
+        return 2**63 - 1
+    dv = task.deletion_vector or {}
+    return int(task.num_records) - int(dv.get("cardinality") or 0)
 
 
 def _value_counts(array: pa.Array) -> tuple[list[str], list[int]]:
@@ -234,6 +302,7 @@ def _metrics(
     scanned: int,
     added: int,
     removed: int,
+    vectors: int,
     source_rows: int | None = None,
 ) -> dict[str, Any]:
     out: dict[str, Any] = {"version": version}
@@ -248,7 +317,7 @@ def _metrics(
             "num_target_files_scanned": scanned,
             "num_target_files_added": added,
             "num_target_files_removed": removed,
-            "num_deletion_vectors_added": 0,
+            "num_deletion_vectors_added": vectors,
             "num_added_change_files": 0,
         }
     )
@@ -460,7 +529,14 @@ class SparkMerger:
             if duplicates:
                 # Target rows matched twice but modified by no clause: kept once.
                 classified = classified.dropDuplicates([FILE_COLUMN, ROW_COLUMN])
-            parts.append(classified.select(*values.values(), F.col(ACTION_COLUMN)))
+            parts.append(
+                classified.select(
+                    *values.values(),
+                    F.col(ACTION_COLUMN),
+                    F.col(FILE_COLUMN),
+                    F.col(ROW_COLUMN),
+                )
+            )
         if not_matched:
             unmatched = source.join(target, on, "left_anti")
             insert_action = F.lit(None).cast("string")
@@ -479,16 +555,24 @@ class SparkMerger:
                     if new is not None:
                         value = F.when(F.col(ACTION_COLUMN) == code, new).otherwise(value)
                 values[c] = value.cast(types[c]).alias(c)
-            parts.append(staged.select(*values.values(), F.col(ACTION_COLUMN)))
+            parts.append(
+                staged.select(
+                    *values.values(),
+                    F.col(ACTION_COLUMN),
+                    F.lit(None).cast("string").alias(FILE_COLUMN),
+                    F.lit(None).cast("long").alias(ROW_COLUMN),
+                )
+            )
         counts = {"deleted": 0, "updated": 0, "inserted": 0, "copied": 0}
         adds: list[str] = []
+        masks: dict[str, list[int]] = {}
         rewrite = _Rewrite(table, self._target_file_size)
         if parts:
             rows = parts[0]
             for p in parts[1:]:
                 rows = rows.unionByName(p)
-            adds, counts = rewrite.write(rows, deleted, updated, inserted)
-        version = rewrite.commit(
+            adds, counts, masks = rewrite.write(rows, deleted, updated, inserted)
+        version, removed, vectors = rewrite.commit(
             "MERGE",
             {
                 "predicate": self._predicate,
@@ -502,15 +586,17 @@ class SparkMerger:
             },
             adds,
             touched,
-            [t.path for t in files],
+            masks,
+            files,
             self._commit_properties,
         )
         return _metrics(
             version,
             counts,
             len(files),
-            len(adds),
-            len(touched),
+            len(adds) + vectors,
+            removed,
+            vectors,
             source_rows=self._source.count(),
         )
 
@@ -560,6 +646,7 @@ def _predicate_rewrite(
     touched = sorted({r[FILE_COLUMN] for r in hit})
     counts = {"deleted": 0, "updated": 0, "inserted": 0, "copied": 0}
     adds: list[str] = []
+    masks: dict[str, list[int]] = {}
     rewrite = _Rewrite(table, target_file_size)
     if touched:
         code = "delete" if updates is None else "update"
@@ -574,26 +661,25 @@ def _predicate_rewrite(
             if c in sets:
                 value = F.when(F.col(ACTION_COLUMN) == code, sets[c]).otherwise(value)
             values.append(value.cast(types[c]).alias(c))
-        rows = staged.select(*values, F.col(ACTION_COLUMN))
-        adds, counts = rewrite.write(
+        rows = staged.select(*values, F.col(ACTION_COLUMN), F.col(FILE_COLUMN), F.col(ROW_COLUMN))
+        adds, counts, masks = rewrite.write(
             rows,
             {code} if updates is None else set(),
             {code} if updates is not None else set(),
             set(),
         )
-    parameters: dict[str, Any] = {"predicate": predicate}
-    version = rewrite.commit(
-        operation, parameters, adds, touched, [t.path for t in files], commit_properties
+    version, removed, vectors = rewrite.commit(
+        operation, {"predicate": predicate}, adds, touched, masks, files, commit_properties
     )
-    out = _metrics(version, counts, len(files), len(adds), len(touched))
     return {
         "version": version,
         ("num_deleted_rows" if updates is None else "num_updated_rows"): counts[
             "deleted" if updates is None else "updated"
         ],
-        "num_copied_rows": out["num_target_rows_copied"],
-        "num_removed_files": len(touched),
-        "num_added_files": len(adds),
+        "num_copied_rows": counts["copied"],
+        "num_removed_files": removed,
+        "num_added_files": len(adds) + vectors,
+        "num_deletion_vectors_added": vectors,
         "num_files_scanned": len(files),
     }
 

@@ -239,26 +239,36 @@ class FilesPartition(InputPartition):
         self, target: pa.Schema, storage_options: dict[str, str] | None
     ) -> Iterator[pa.RecordBatch]:
         """The files' rows in the layout ``target`` whose last two columns are each row's data
-        file (the task's path) and its ordinal among that file's live rows: an identity for
-        the rows of one snapshot (MERGE, DELETE and UPDATE through Spark)."""
+        file (the task's path) and its index in that file: the identity of a row of one
+        snapshot, and where a deletion vector takes it away (MERGE, DELETE and UPDATE through
+        Spark)."""
         from deltalog import _native
 
-        columns = pa.schema(list(target)[:-2])
+        spec = json.loads(self.spec)
+        spec["metadataColumns"]["rowIndex"] = True
+        spec_text = json.dumps(spec)
+        width = len(target) - 2
+        columns = pa.schema(list(target)[:width])
         for task in self.tasks:
             path = json.loads(task)["path"]
-            raw = _native.RawScan.from_json(self.spec, [task], storage_options)
-            ordinal = 0
+            raw = _native.RawScan.from_json(spec_text, [task], storage_options)
             for batch in raw.to_stream():
                 n = batch.num_rows
                 if not n:
                     continue
-                data = conform(batch, columns)
+                index = batch.column(batch.num_columns - 1)
+                data = conform(
+                    pa.RecordBatch.from_arrays(
+                        [batch.column(i) for i in range(width)],
+                        schema=pa.schema([batch.schema.field(i) for i in range(width)]),
+                    ),
+                    columns,
+                )
                 arrays = [
                     *data.columns,
-                    pa.array([path] * n, target.field(len(target) - 2).type),
-                    pa.array(range(ordinal, ordinal + n), pa.int64()),
+                    pa.array([path] * n, target.field(width).type),
+                    index.cast(pa.int64()),
                 ]
-                ordinal += n
                 yield pa.RecordBatch.from_arrays(arrays, schema=target)
 
 

@@ -196,6 +196,26 @@ pub(crate) fn replace_where_actions(
     Ok((actions.iter().map(|a| a.to_string()).collect(), read))
 }
 
+/// Deletion vectors taking rows of `snapshot`'s files away: `masks` holds `(path, live rows,
+/// row indexes)` per file (`deltalog_core::write::rewrite::mask_rows`). Returns the actions
+/// (JSON texts), the vectors added and the files removed.
+#[pyfunction]
+pub(crate) fn mask_rows(
+    py: Python<'_>,
+    snapshot: PyRef<'_, RawSnapshot>,
+    masks: Vec<(String, u64, Vec<u64>)>,
+) -> PyResult<(Vec<String>, u64, u64)> {
+    let snapshot = snapshot.snapshot.clone();
+    let (actions, counts) = block_on(py, async move {
+        deltalog_core::write::rewrite::mask_rows(&snapshot, masks).await
+    })?;
+    Ok((
+        actions.iter().map(|a| a.to_string()).collect(),
+        counts.deletion_vectors_added,
+        counts.removed_files - counts.deletion_vectors_added,
+    ))
+}
+
 /// Commits `actions` (JSON texts, one action each) to the table at `uri` as the version after
 /// `read_version` (None: creating the table), under the conflict rules of
 /// `deltalog_core::write::transaction`: `blind_append` commutes with other writers;

@@ -616,3 +616,153 @@ impl Rewriter {
         Ok((version, counts))
     }
 }
+
+/// Deletion vectors that take rows of `snapshot`'s files away (spec "Deletion Vectors"), for
+/// a writer that found the rows elsewhere (e.g. a MERGE computed by Spark): `masks` holds,
+/// per file (the URI-decoded path of its scan task), the number of live rows the file has
+/// and the indexes in the file of the rows that go. A file that loses every live row is
+/// removed; the others are re-added with their deletion vector merged with the new rows.
+/// Returns the actions (with the DV file written, when one is needed) and the counts.
+pub async fn mask_rows(
+    snapshot: &Snapshot,
+    masks: Vec<(String, u64, Vec<u64>)>,
+) -> DeltaResult<(Vec<Value>, FileCounts)> {
+    if !writes_deletion_vectors(snapshot) {
+        return Err(DeltaError::InvalidArgument(
+            "the table does not write deletion vectors (delta.enableDeletionVectors and the \
+             deletionVectors feature)"
+                .into(),
+        ));
+    }
+    let mut rewriter = Rewriter::try_new(snapshot, None)?;
+    let scan = crate::scan::Scan::try_new(snapshot, crate::scan::ScanOptions::default())?;
+    let mut tasks: std::collections::HashMap<&str, &FileTask> =
+        scan.tasks().iter().map(|t| (t.path.as_str(), t)).collect();
+    for (path, live, rows) in masks {
+        let Some(task) = tasks.remove(path.as_str()) else {
+            return Err(DeltaError::InvalidArgument(format!(
+                "{path} is not an active file of version {} (or is named twice)",
+                snapshot.version()
+            )));
+        };
+        let physical = task.num_records.and_then(|n| u64::try_from(n).ok());
+        if let Some(bad) = rows.iter().find(|&&r| physical.is_some_and(|n| r >= n)) {
+            return Err(DeltaError::InvalidArgument(format!(
+                "row {bad} is past the end of {path} ({} rows)",
+                physical.unwrap_or_default()
+            )));
+        }
+        let gone: RoaringTreemap = rows.into_iter().collect();
+        rewriter.change_file(task.clone(), &gone, live, &[]).await?;
+    }
+    rewriter.into_actions(snapshot).await
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::storage::Storage;
+    use crate::write::table::{write_batches, SaveMode, WriteOptions, Written};
+    use arrow::array::Int64Array;
+
+    fn options(configuration: &[(&str, &str)], protocol: Value) -> WriteOptions {
+        WriteOptions {
+            mode: SaveMode::Error,
+            partition_by: None,
+            configuration: configuration
+                .iter()
+                .map(|(k, v)| (k.to_string(), v.to_string()))
+                .collect(),
+            name: None,
+            description: None,
+            app_transaction: None,
+            commit_info: Default::default(),
+            merge_schema: false,
+            protocol: Some(protocol),
+            commit: true,
+            overwrite_schema: false,
+            replace_where: None,
+            clustering_columns: None,
+            target_file_size: None,
+            catalog: None,
+        }
+    }
+
+    async fn table(dir: &std::path::Path, dv: bool) -> Snapshot {
+        let storage = Storage::open(dir.to_str().unwrap(), &Default::default()).unwrap();
+        let schema = Arc::new(Schema::new(vec![Field::new("id", DataType::Int64, true)]));
+        let batch = RecordBatch::try_new(
+            schema.clone(),
+            vec![Arc::new(Int64Array::from_iter_values(0..10))],
+        )
+        .unwrap();
+        let (config, protocol): (&[(&str, &str)], Value) = if dv {
+            (
+                &[("delta.enableDeletionVectors", "true")],
+                json!({"minReaderVersion": 3, "minWriterVersion": 7,
+                       "readerFeatures": ["deletionVectors"],
+                       "writerFeatures": ["deletionVectors"]}),
+            )
+        } else {
+            (&[], json!({"minReaderVersion": 1, "minWriterVersion": 2}))
+        };
+        let written = write_batches(
+            &storage,
+            None,
+            &schema,
+            [Ok(batch)],
+            options(config, protocol),
+        )
+        .await
+        .unwrap();
+        assert_eq!(written, Written::Version(0));
+        Snapshot::try_new(storage, None).await.unwrap()
+    }
+
+    #[tokio::test]
+    async fn mask_rows_merges_with_the_files_vector_and_removes_emptied_files() {
+        let dir = tempfile::tempdir().unwrap();
+        let snapshot = table(dir.path(), true).await;
+        let path = snapshot_paths(&snapshot).remove(0);
+        let (actions, counts) = mask_rows(&snapshot, vec![(path.clone(), 10, vec![1, 3])])
+            .await
+            .unwrap();
+        assert_eq!(counts.deletion_vectors_added, 1);
+        let add = actions.iter().find(|a| a.get("add").is_some()).unwrap();
+        assert_eq!(add["add"]["deletionVector"]["cardinality"], json!(2));
+        // Every live row gone: the file is removed, no vector.
+        let (actions, counts) = mask_rows(&snapshot, vec![(path.clone(), 10, (0..10).collect())])
+            .await
+            .unwrap();
+        assert_eq!(
+            (counts.removed_files, counts.deletion_vectors_added),
+            (1, 0)
+        );
+        assert!(actions.iter().all(|a| a.get("add").is_none()));
+        // Bad input: an unknown file, a row past the end.
+        let err = mask_rows(&snapshot, vec![("nope.parquet".into(), 1, vec![0])]).await;
+        assert!(matches!(err, Err(DeltaError::InvalidArgument(m)) if m.contains("nope.parquet")));
+        let err = mask_rows(&snapshot, vec![(path, 10, vec![10])]).await;
+        assert!(matches!(err, Err(DeltaError::InvalidArgument(m)) if m.contains("past the end")));
+    }
+
+    #[tokio::test]
+    async fn mask_rows_needs_deletion_vectors() {
+        let dir = tempfile::tempdir().unwrap();
+        let snapshot = table(dir.path(), false).await;
+        let path = snapshot_paths(&snapshot).remove(0);
+        let err = mask_rows(&snapshot, vec![(path, 10, vec![0])]).await;
+        assert!(
+            matches!(err, Err(DeltaError::InvalidArgument(m)) if m.contains("deletion vectors"))
+        );
+    }
+
+    fn snapshot_paths(snapshot: &Snapshot) -> Vec<String> {
+        crate::scan::Scan::try_new(snapshot, crate::scan::ScanOptions::default())
+            .unwrap()
+            .tasks()
+            .iter()
+            .map(|t| t.path.clone())
+            .collect()
+    }
+}

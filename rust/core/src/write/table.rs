@@ -796,3 +796,84 @@ pub fn add_columns(
         .map_err(crate::schema::SchemaError::into_invalid_argument)?;
     Ok((text, config))
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use arrow::array::Int64Array;
+
+    fn options(mode: SaveMode) -> WriteOptions {
+        WriteOptions {
+            mode,
+            partition_by: None,
+            configuration: BTreeMap::new(),
+            name: None,
+            description: None,
+            app_transaction: None,
+            commit_info: Default::default(),
+            merge_schema: false,
+            protocol: None,
+            commit: true,
+            overwrite_schema: false,
+            replace_where: None,
+            clustering_columns: None,
+            target_file_size: None,
+            catalog: None,
+        }
+    }
+
+    #[tokio::test]
+    async fn evolved_metadata_follows_the_schema_modes() {
+        let dir = tempfile::tempdir().unwrap();
+        let storage = Storage::open(dir.path().to_str().unwrap(), &Default::default()).unwrap();
+        let schema = Arc::new(Schema::new(vec![Field::new("id", DataType::Int64, false)]));
+        let batch = RecordBatch::try_new(
+            schema.clone(),
+            vec![Arc::new(Int64Array::from_iter_values(0..3))],
+        )
+        .unwrap();
+        write_batches(
+            &storage,
+            None,
+            &schema,
+            [Ok(batch)],
+            options(SaveMode::Error),
+        )
+        .await
+        .unwrap();
+        let snapshot = Snapshot::try_new(storage, None).await.unwrap();
+        let wider = Schema::new(vec![
+            Field::new("id", DataType::Int64, false),
+            Field::new("x", DataType::Utf8, false),
+        ]);
+        // The same columns: nothing changes, merge or not.
+        let mut merge = options(SaveMode::Append);
+        merge.merge_schema = true;
+        assert_eq!(evolved_metadata(&snapshot, &schema, &merge).unwrap(), None);
+        // A new column without merge_schema: the write's error.
+        let err = evolved_metadata(&snapshot, &wider, &options(SaveMode::Append));
+        assert!(matches!(err, Err(DeltaError::InvalidArgument(m)) if m.contains("\"x\"")));
+        // merge_schema: the column is added, nullable, in a metaData keeping the table's id.
+        let action = evolved_metadata(&snapshot, &wider, &merge)
+            .unwrap()
+            .unwrap();
+        let schema_string = action["metaData"]["schemaString"].as_str().unwrap();
+        let fields: Value = serde_json::from_str(schema_string).unwrap();
+        assert_eq!(fields["fields"][1]["name"], json!("x"));
+        assert_eq!(fields["fields"][1]["nullable"], json!(true));
+        assert_eq!(
+            action["metaData"]["id"],
+            json!(snapshot.metadata().unwrap().id.clone())
+        );
+        // overwrite_schema: the data's schema and partitioning replace the table's.
+        let mut overwrite = options(SaveMode::Overwrite);
+        overwrite.overwrite_schema = true;
+        overwrite.partition_by = Some(vec!["X".into()]);
+        let action = evolved_metadata(&snapshot, &wider, &overwrite)
+            .unwrap()
+            .unwrap();
+        assert_eq!(action["metaData"]["partitionColumns"], json!(["x"]));
+        overwrite.mode = SaveMode::Append;
+        assert!(evolved_metadata(&snapshot, &wider, &overwrite).is_err());
+    }
+}
