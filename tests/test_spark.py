@@ -495,11 +495,82 @@ def test_tables_by_catalog_name(spark: Any, tmp_path: Path) -> None:
     assert t.version() == 1 and ids(t.to_pyarrow_table()) == [1, 2, 3, 4]
     assert "catalogManaged" in t.protocol().reader_features
     assert ids(arrow(read(spark, "db.t", versionAsOf=0, **options))) == [1, 2]
-    with pytest.raises(Exception, match="create it with the catalog first"):
-        df.write.format("deltalog").mode("append").options(**options).save("db.new")
+    # A new table, created by the job's one commit: the catalog ratifies its version 0 (with
+    # the tasks' files) and registers it; a failed job registers nothing.
+    pairs = sdf(spark, [(3, "a"), (4, "b")], "id long, s string")
+    pairs.write.format("deltalog").mode("append").options(**options).option(
+        "partitionBy", "s"
+    ).save("db.new")
+    new = cat.load_table("db.new")
+    assert new.version() == 0 and ids(new.to_pyarrow_table()) == [3, 4]
+    assert "catalogManaged" in new.protocol().reader_features
+    assert new.metadata().partition_columns == ["s"]
+    assert cat.describe_table("db.new").latest_version == 0
+    from pyspark.sql.functions import col, udf
+
+    @udf("long")
+    def fail_on_1(x: int) -> int:
+        if x == 1:
+            raise ValueError("task failure on purpose")
+        return x
+
+    failing = spark.range(0, 4, numPartitions=2).select(fail_on_1(col("id")).alias("id"))
+    with pytest.raises(Exception, match="task failure on purpose"):
+        failing.write.format("deltalog").mode("append").options(**options).save("db.failed")
+    assert not cat.table_exists("db.failed")
+    with pytest.raises(Exception, match="columns the table does not have"):
+        sdf(spark, [(1, "x", 2.0)], "id long, s string, z double").write.format("deltalog").mode(
+            "append"
+        ).options(**options).save("db.new")
     directory = {"type": "dir", "path": str(tmp_path / "dir")}
     dl.connect_catalog(directory).write_table("plain", pa.table({"id": pa.array([5], pa.int64())}))
     assert ids(arrow(read(spark, "plain", catalog=json.dumps(directory)))) == [5]
+    df.write.format("deltalog").mode("append").option("catalog", json.dumps(directory)).save(
+        "fresh"
+    )
+    assert ids(dl.connect_catalog(directory).load_table("fresh").to_pyarrow_table()) == [3, 4]
+    # A default catalog: identifiers name its tables, locations stay locations.
+    import deltalog.spark as dls
+
+    dls.register(spark, catalog=config)
+    try:
+        assert ids(arrow(spark.read.format("deltalog").load("db.t"))) == [1, 2, 3, 4]
+        sdf(spark, [(5,)], "id long").write.format("deltalog").mode("append").save("db.t")
+        assert ids(cat.load_table("db.t").to_pyarrow_table()) == [1, 2, 3, 4, 5]
+        assert ids(dls.read_table(spark, "db.t", version=1).toArrow()) == [1, 2, 3, 4]
+        located = str(tmp_path / "located")
+        dl.write_table(located, pa.table({"id": pa.array([9], pa.int64())}))
+        assert ids(arrow(read(spark, located))) == [9]
+    finally:
+        dls.register(spark)
+    with pytest.raises(Exception, match=r"db\.t|not a Delta table|TableNotFound|No such"):
+        arrow(read(spark, "db.t"))  # no default catalog any more: a (missing) location
+
+
+def test_the_columns_option_reads_only_those_columns(spark: Any, tmp_path: Path) -> None:
+    """PySpark does not tell Python data sources which columns a query needs; the ``columns``
+    option (``read_table(columns=...)``) reads only those, pruning and filters included."""
+    import deltalog.spark as dls
+
+    uri = str(partitioned(tmp_path / "t"))
+    df = read(spark, uri, columns="value, id")
+    assert df.columns == ["value", "id"]
+    got = arrow(df.filter("id >= 30"))
+    reference = dl.DeltaTable(uri).to_pyarrow_table(columns=["value", "id"])
+    assert sorted(got.column("id").to_pylist()) == [
+        i for i in sorted(reference.column("id").to_pylist()) if i >= 30
+    ]
+    assert dls.read_table(spark, uri, columns=["id"]).columns == ["id"]
+    cdf_uri = str(tmp_path / "cdf")
+    dl.write_table(
+        cdf_uri,
+        pa.table({"id": pa.array([1], pa.int64()), "s": ["a"]}),
+        configuration={"delta.enableChangeDataFeed": "true"},
+    )
+    changes = read(spark, cdf_uri, readChangeFeed="true", startingVersion=0, columns="id")
+    assert changes.columns[0] == "id" and "s" not in changes.columns
+    with pytest.raises(Exception, match="nope"):
+        arrow(read(spark, uri, columns="nope"))
 
 
 def test_bad_input_is_deltalogs_error_and_commits_nothing(spark: Any, tmp_path: Path) -> None:

@@ -182,9 +182,11 @@ def commit_actions(
     storage_options: dict[str, str] | None = None,
     snapshot: RawSnapshot | None = None,
     enable_in_commit_timestamps: bool = False,
+    catalog_client: Any | None = None,
 ) -> int:
     """Commits JSON actions as the version after `read_version` (following the table rules of
-    `snapshot`, the read version: in-commit timestamps); the version committed."""
+    `snapshot`, the read version: in-commit timestamps); the version committed.
+    `catalog_client` ratifies version 0 of a new catalog-managed table."""
 
 def count_violations(snapshot: RawSnapshot, sql: str) -> int:
     """Rows of the snapshot for which the SQL condition is false or unknown."""

@@ -122,6 +122,17 @@ class Catalog(abc.ABC):
             return table.version()
         return self._create_from_data(name, data, mode=mode, **kwargs)
 
+    def new_table_target(self, name: Identifier) -> tuple[str, Any | None]:
+        """Where a new table ``name`` goes, for writers that commit its version 0 themselves
+        (e.g. a Spark job): its location, and the :class:`deltalog.catalog.CatalogClient` that
+        ratifies that version and registers the table, or None for a storage-managed table
+        (created by its location alone). Refused for a name the catalog already holds."""
+        from deltalog.exceptions import UnsupportedFeatureError
+
+        raise UnsupportedFeatureError(
+            f"{type(self).__name__} does not create tables for outside writers"
+        )
+
     @abc.abstractmethod
     def _create_from_data(self, name: Identifier, data: Any, mode: str, **kwargs: Any) -> int:
         """Creates table ``name`` from ``data`` (the catalog's kind of table); its version."""

@@ -125,6 +125,12 @@ class DirectoryCatalog(Catalog):
             **kwargs,
         )
 
+    def new_table_target(self, name: Identifier) -> tuple[str, Any | None]:
+        """The sub-directory a new table ``name`` is created in (a storage-managed table)."""
+        if self.table_exists(name):
+            raise InvalidArgumentError(f"the directory catalog {self.path} has a table {name!r}")
+        return self.table_uri(name), None
+
     def register_table(self, name: Identifier, location: str) -> DeltaTable:
         uri = self.table_uri(name)
         if _directory_uri(location).rstrip("/") != uri:

@@ -332,6 +332,12 @@ class ManagedCatalog(Catalog):
         create = (pid, table, location)
         return create, TableCatalogClient(self._store, None, create=create)
 
+    def new_table_target(self, name: Identifier) -> tuple[str, Any | None]:
+        """A new catalog-managed table's location, and the client whose first commit (version
+        0) registers it (catalogManaged RFC, "Creating and Dropping Catalog-managed Tables")."""
+        (_, _, location), client = self._new_table(name)
+        return location, client
+
     def create_table(
         self,
         name: Identifier,

@@ -56,7 +56,7 @@ __all__ = [
 ]
 
 
-def register(spark: SparkSession) -> None:
+def register(spark: SparkSession, catalog: Mapping[str, Any] | None = None) -> None:
     """Registers the ``deltalog`` format with ``spark``, with filter pushdown for Python data
     sources turned on (``spark.sql.python.filterPushdown.enabled``), which deltalog uses to
     prune partitions and skip files. Without it the format still works (PySpark registers it
@@ -64,10 +64,36 @@ def register(spark: SparkSession) -> None:
 
     It also makes ``spark`` the calling thread's active session: Spark looks Python data
     sources up for writes in the thread's active session, which a new thread lacks (call
-    ``register`` in each thread that writes)."""
+    ``register`` in each thread that writes).
+
+    With ``catalog`` (a catalog configuration, as :func:`deltalog.connect_catalog` takes it),
+    a table identifier names a table of that catalog: ``load("sales.orders")``,
+    ``save("sales.orders")``; anything with a ``/`` or a URI scheme stays a location."""
     spark.conf.set("spark.sql.python.filterPushdown.enabled", "true")
-    spark.dataSource.register(DeltaPushdownDataSource)
+    source: type[DeltaPushdownDataSource] = DeltaPushdownDataSource
+    if catalog is not None:
+        # A subclass carrying the catalog: Spark's Python workers get the class pickled by
+        # value, so the default travels with it.
+        source = type(
+            "DeltaCatalogDataSource",
+            (DeltaPushdownDataSource,),
+            {"default_catalog": json.dumps(dict(catalog)), "__module__": __name__},
+        )
+    spark.dataSource.register(source)
+    _REGISTERED.add(id(spark))
     _activate(spark)
+
+
+#: Sessions (by id) :func:`register` has run for: the helpers register only where it has not,
+#: keeping a default catalog given to it.
+_REGISTERED: set[int] = set()
+
+
+def _ensure_registered(spark: SparkSession) -> None:
+    if id(spark) in _REGISTERED:
+        _activate(spark)
+    else:
+        register(spark)
 
 
 def _activate(spark: SparkSession) -> None:
@@ -101,12 +127,14 @@ def read_table(
     version: int | None = None,
     timestamp: str | None = None,
     storage_options: Mapping[str, str] | None = None,
+    columns: list[str] | None = None,
 ) -> DataFrame:
-    """The table at ``uri`` (at ``version`` or ``timestamp``) as a DataFrame, its files spread
-    over Spark's default parallelism."""
-    register(spark)
+    """The table at ``uri`` (at ``version`` or ``timestamp``; only ``columns`` when given) as
+    a DataFrame, its files spread over Spark's default parallelism."""
+    _ensure_registered(spark)
     reader = spark.read.format(NAME).options(
         **_options(
+            columns=columns,
             versionAsOf=version,
             timestampAsOf=timestamp,
             storageOptions=storage_options,
@@ -141,7 +169,7 @@ def write_table(
         from deltalog.exceptions import InvalidArgumentError
 
         raise InvalidArgumentError(f"a Delta table already exists at {uri} (mode='error')")
-    register(df.sparkSession)
+    _ensure_registered(df.sparkSession)
     writer = df.write.format(NAME).mode("overwrite" if mode == "overwrite" else "append")
     writer.options(
         **_options(
@@ -203,7 +231,7 @@ def merge(
     aliases, then ``execute()``. See :mod:`deltalog.spark.dml`."""
     from deltalog.spark.dml import SparkMerger
 
-    register(source.sparkSession)
+    _ensure_registered(source.sparkSession)
     return SparkMerger(
         _table(target, storage_options),
         source,

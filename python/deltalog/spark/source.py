@@ -17,9 +17,10 @@ Options (case-insensitive, as Spark passes them):
 
 - read: ``path`` (``load(uri)``), ``versionAsOf``, ``timestampAsOf``, ``readChangeFeed`` with
   ``startingVersion``/``endingVersion`` or ``startingTimestamp``/``endingTimestamp``,
-  ``maxPartitionBytes`` (default 128 MiB), ``openCostInBytes`` (4 MiB), ``parallelism`` (the
-  number of partitions to spread a small table over; ``read_table`` sets Spark's default
-  parallelism);
+  ``columns`` (comma-separated: read only these; Spark does not tell Python data sources
+  which columns a query uses), ``maxPartitionBytes`` (default 128 MiB), ``openCostInBytes``
+  (4 MiB), ``parallelism`` (the number of partitions to spread a small table over;
+  ``read_table`` sets Spark's default parallelism);
 - write: ``path`` (``save(uri)``), ``partitionBy`` (comma-separated; Spark does not pass
   ``DataFrameWriter.partitionBy`` to Python data sources), ``configuration`` (JSON object of
   table properties for a new table), ``targetFileSize``, ``txnAppId`` + ``txnVersion``
@@ -61,6 +62,8 @@ NAME = "deltalog"
 MAX_PARTITION_BYTES = 128 * 1024 * 1024
 OPEN_COST_BYTES = 4 * 1024 * 1024
 DEFAULT_PARALLELISM = 8
+#: Where a source registered with a default catalog finds it among its options.
+DEFAULT_CATALOG_OPTION = "deltalog.defaultcatalog"
 
 
 def _flag(options: Mapping[str, str], key: str) -> bool:
@@ -94,12 +97,24 @@ def _storage_options(options: Mapping[str, str]) -> dict[str, str] | None:
     return {str(k): str(v) for k, v in parsed.items()}
 
 
+def looks_like_a_name(text: str) -> bool:
+    """Whether ``load(text)``/``save(text)`` names a catalog table (``ns.table``) rather than a
+    location: no path separator and no URI scheme."""
+    return "/" not in text and "\\" not in text and ":" not in text
+
+
 def _catalog_table(options: Mapping[str, str]) -> tuple[Any, str] | None:
     """The catalog (``catalog``: its configuration as JSON, as ``dl.connect_catalog`` takes
-    it) and the table's name in it (``load(name)`` / ``save(name)``, or ``table``)."""
+    it; else the default catalog given to :func:`deltalog.spark.register` when the path is a
+    table identifier) and the table's name in it (``load(name)`` / ``save(name)``, or
+    ``table``)."""
     config = options.get("catalog")
     if not config:
-        return None
+        default = options.get(DEFAULT_CATALOG_OPTION)
+        name = options.get("table") or options.get("path") or ""
+        if not default or not looks_like_a_name(name):
+            return None
+        config = default
     from deltalog.catalog import connect_catalog
 
     parsed = json.loads(config)
@@ -159,8 +174,14 @@ class DeltaDataSource(DataSource):
     def name(cls) -> str:
         return NAME
 
+    #: The default catalog's configuration (JSON) of a source registered with one.
+    default_catalog: str | None = None
+
     def _options(self) -> dict[str, str]:
-        return {str(k).lower(): str(v) for k, v in self.options.items()}
+        options = {str(k).lower(): str(v) for k, v in self.options.items()}
+        if self.default_catalog is not None:
+            options.setdefault(DEFAULT_CATALOG_OPTION, self.default_catalog)
+        return options
 
     def _table(self) -> DeltaTable:
         options = self._options()
@@ -170,10 +191,22 @@ class DeltaDataSource(DataSource):
             raise ValueError("pass versionAsOf or timestampAsOf, not both")
         return _open(options, version, timestamp)
 
+    def _columns(self) -> list[str] | None:
+        """The ``columns`` option: the table columns to read (comma-separated). PySpark's
+        Python data sources are not told which columns a query uses, so this is how a reader
+        reads fewer."""
+        text = self._options().get("columns")
+        if text is None:
+            return None
+        columns = [c.strip() for c in text.split(",") if c.strip()]
+        if not columns:
+            raise ValueError("option 'columns' names no column")
+        return columns
+
     def _plan(self, table: DeltaTable, predicate: Any = None) -> Any:
         options = self._options()
         if not _flag(options, "readChangeFeed"):
-            return table.scan(filter=predicate)
+            return table.scan(columns=self._columns(), filter=predicate)
         start = _int(options, "startingVersion")
         start_ts = options.get("startingtimestamp")
         if start is None and start_ts is None:
@@ -183,12 +216,13 @@ class DeltaDataSource(DataSource):
             ending_version=_int(options, "endingVersion"),
             starting_timestamp=start_ts,
             ending_timestamp=options.get("endingtimestamp"),
+            columns=self._columns(),
             filter=predicate,
         )
 
     def schema(self) -> StructType:
         table = self._table()
-        if _flag(self._options(), "readChangeFeed"):
+        if _flag(self._options(), "readChangeFeed") or self._columns() is not None:
             return spark_schema(self._plan(table).schema)
         return spark_schema(table.schema())
 
@@ -378,6 +412,8 @@ class DeltaWriter(DataSourceArrowWriter):
         #: The ``metaData`` action (JSON) of a schema change the commit carries: the tasks
         #: write against the version read with it applied.
         self._evolved: str | None = None
+        #: A new catalog-managed table, whose version 0 the catalog ratifies.
+        self._creates_in_catalog = False
         #: The commit's operation and extra operationParameters (streaming writes set them).
         self._operation = "WRITE"
         self._parameters: dict[str, Any] = {}
@@ -421,15 +457,21 @@ class DeltaWriter(DataSourceArrowWriter):
                     self._partition_by if "partitionby" in options else None,
                 )
             self._first_commit: str | None = None
-        elif _catalog_table(options) is not None:
-            raise NotImplementedError(
-                "creating a table in a catalog through Spark is not supported yet: create it "
-                "with the catalog first (catalog.create_table)"
-            )
         else:
             self._read_version = None
             self._replace_where = None  # a new table: every row is written
-            self._first_commit = _first_commit(schema, self._partition_by, options)
+            named = _catalog_table(options)
+            managed = False
+            if named is not None:
+                # A new table of a catalog: at the location the catalog gives it; a
+                # catalog-managed one is registered by the catalog ratifying version 0.
+                catalog, name = named
+                self._uri, client = catalog.new_table_target(name)
+                managed = client is not None
+            self._first_commit = _first_commit(
+                schema, self._partition_by, options, catalog_managed=managed
+            )
+            self._creates_in_catalog = managed
 
     def _snapshot(self) -> Any:
         from deltalog import _native
@@ -492,6 +534,17 @@ class DeltaWriter(DataSourceArrowWriter):
         )
         if self._first_commit is not None:
             lines = [line for line in self._first_commit.splitlines() if line.strip()]
+            client = None
+            if self._creates_in_catalog:
+                named = _catalog_table(self._options)
+                if named is None:
+                    raise RuntimeError("the catalog of the new table is gone from the options")
+                catalog, name = named
+                location, client = catalog.new_table_target(name)
+                if location.rstrip("/") != self._uri.rstrip("/"):
+                    raise RuntimeError(
+                        f"the catalog moved the new table {name!r}: {location}, not {self._uri}"
+                    )
             _native.commit_actions(
                 self._uri,
                 None,
@@ -507,6 +560,7 @@ class DeltaWriter(DataSourceArrowWriter):
                 storage,
                 None,
                 '"delta.enableInCommitTimestamps":"true"' in self._first_commit.replace(" ", ""),
+                client,
             )
             return
         if app is not None:
@@ -695,20 +749,57 @@ def _evolved_metadata(
     return metadata
 
 
-def _first_commit(schema: StructType, partition_by: list[str], options: Mapping[str, str]) -> str:
+def _first_commit(
+    schema: StructType,
+    partition_by: list[str],
+    options: Mapping[str, str],
+    catalog_managed: bool = False,
+) -> str:
     """The version 0 (protocol and metadata) deltalog would write for a new table of Spark's
-    ``schema``: made in a scratch directory by ``DeltaTable.create``, whose rules it follows."""
+    ``schema`` (a catalog-managed one with ``catalog_managed``): made in a scratch directory
+    by deltalog's own write, whose rules it follows."""
     import tempfile
 
     from pyspark.sql.pandas.types import to_arrow_schema
 
-    from deltalog.table import DeltaTable
+    from deltalog.writer import write_table
 
     configuration = json.loads(options.get("configuration", "{}") or "{}")
     arrow = to_arrow_schema(schema, timezone="UTC")
+    recorder = _FirstCommitRecorder() if catalog_managed else None
     with tempfile.TemporaryDirectory() as scratch:
-        DeltaTable.create(
-            scratch, arrow, partition_by=partition_by or None, configuration=configuration or None
+        write_table(
+            scratch,
+            arrow.empty_table(),
+            partition_by=partition_by or None,
+            configuration=configuration or None,
+            catalog_client=recorder,
         )
+        if recorder is not None and recorder.content is not None:
+            return recorder.content.decode()
         with open(f"{scratch}/_delta_log/{0:020}.json", encoding="utf-8") as f:
             return f.read()
+
+
+class _FirstCommitRecorder:
+    """A catalog client that keeps the version 0 a new catalog-managed table would have (its
+    content inline), so that Spark's tasks write against it before the real catalog ratifies
+    it with their files."""
+
+    max_inline_commit_bytes = 1 << 30
+
+    def __init__(self) -> None:
+        self.content: bytes | None = None
+
+    def get_ratified_commits(
+        self, start_version: int | None = None, end_version: int | None = None
+    ) -> Any:
+        from deltalog.catalog import RatifiedCommits
+
+        return RatifiedCommits((), -1)
+
+    def commit(self, version: int, content: bytes | None = None, **_: Any) -> None:
+        self.content = content
+
+    def published(self, version: int) -> None:
+        pass

@@ -220,9 +220,10 @@ pub(crate) fn mask_rows(
 /// `read_version` (None: creating the table), under the conflict rules of
 /// `deltalog_core::write::transaction`: `blind_append` commutes with other writers;
 /// `read_files` (URI-decoded paths) names the files the transaction read, when it read only
-/// those. Returns the version committed.
+/// those. `catalog_client` ratifies version 0 of a new catalog-managed table. Returns the
+/// version committed.
 #[pyfunction]
-#[pyo3(signature = (uri, read_version, operation, actions, parameters=None, blind_append=false, read_files=None, app_transaction=None, commit_info=None, storage_options=None, snapshot=None, enable_in_commit_timestamps=false))]
+#[pyo3(signature = (uri, read_version, operation, actions, parameters=None, blind_append=false, read_files=None, app_transaction=None, commit_info=None, storage_options=None, snapshot=None, enable_in_commit_timestamps=false, catalog_client=None))]
 #[allow(clippy::too_many_arguments)]
 pub(crate) fn commit_actions(
     py: Python<'_>,
@@ -238,9 +239,19 @@ pub(crate) fn commit_actions(
     storage_options: Option<HashMap<String, String>>,
     snapshot: Option<PyRef<'_, RawSnapshot>>,
     enable_in_commit_timestamps: bool,
+    catalog_client: Option<Py<PyAny>>,
 ) -> PyResult<u64> {
     use deltalog_core::write::transaction::{Isolation, Transaction};
     let storage = open_storage(uri, storage_options).map_err(|e| to_py_err(py, e))?;
+    if catalog_client.is_some() && read_version.is_some() {
+        return Err(pyo3::exceptions::PyValueError::new_err(
+            "catalog_client creates a catalog-managed table (read_version None); an existing \
+             table commits through its snapshot's catalog",
+        ));
+    }
+    let catalog = catalog_client
+        .map(|c| PyCatalogClient::shared(py, c, &storage))
+        .transpose()?;
     let parsed = actions
         .iter()
         .map(|a| serde_json::from_str::<serde_json::Value>(a))
@@ -272,6 +283,10 @@ pub(crate) fn commit_actions(
             .as_ref()
             .and_then(|s| s.snapshot.in_commit_timestamp());
         txn = txn.with_in_commit_timestamps(previous, true);
+    }
+    if let Some(client) = catalog {
+        // "Creating a catalog-managed table": version 0 is ratified by the catalog.
+        txn = txn.with_catalog(client);
     }
     txn.add_actions(parsed);
     block_on(py, async move { txn.commit().await })
