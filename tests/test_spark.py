@@ -8,6 +8,7 @@ import datetime as dt
 import decimal
 import json
 import threading
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -583,6 +584,28 @@ def test_bad_input_is_deltalogs_error_and_commits_nothing(spark: Any, tmp_path: 
         extra.write.format("deltalog").mode("append").save(uri)
     assert dl.DeltaTable(uri).version() == 0
     assert ids(dl.DeltaTable(uri).to_pyarrow_table()) == [1]
+    # A CHECK constraint violated by a task's rows: deltalog's error, nothing committed.
+    dl.DeltaTable(uri).alter.add_constraint({"positive": "id > 0"})
+    version = dl.DeltaTable(uri).version()
+    with pytest.raises(Exception, match=r"ConstraintViolationError.*positive"):
+        sdf(spark, [(5,), (-5,)], "id long").write.format("deltalog").mode("append").save(uri)
+    assert dl.DeltaTable(uri).version() == version
+    # A commit conflict: a task deletes rows (a concurrent writer) while the job overwrites
+    # from the version the driver read; the driver's commit is refused.
+    target = uri
+
+    def delete_meanwhile(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+        import deltalog
+
+        deltalog.DeltaTable(target).delete("id = 1")
+        yield from batches
+
+    racing = spark.range(3, 5, numPartitions=1).mapInArrow(delete_meanwhile, "id long")
+    with pytest.raises(Exception, match="CommitConflictError"):
+        racing.write.format("deltalog").mode("overwrite").save(uri)
+    t = dl.DeltaTable(uri)
+    assert t.version() == version + 1 and t.history(1)[0]["operation"] == "DELETE"
+    assert ids(t.to_pyarrow_table()) == []
     with pytest.raises(Exception, match="versions are not contiguous: commit 1 is missing"):
         read(spark, corpus_table("versions-not-contiguous/delta")).collect()
     with pytest.raises(Exception, match="no Delta table at"):
