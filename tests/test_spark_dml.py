@@ -175,17 +175,82 @@ def test_delete_and_update_match_deltalogs_own(spark: Any, tmp_path: Path) -> No
     assert dl.DeltaTable(uri).version() == version
 
 
-def test_what_copy_on_write_cannot_do_is_refused(spark: Any, tmp_path: Path) -> None:
-    uri = str(tmp_path / "cdf")
+def change_rows(uri: str, version: int) -> list[tuple[Any, ...]]:
+    cdf = dl.DeltaTable(uri).load_cdf(starting_version=version, ending_version=version).read_all()
+    return sorted(
+        zip(
+            cdf.column("_change_type").to_pylist(),
+            cdf.column("id").to_pylist(),
+            cdf.column("v").to_pylist(),
+            strict=True,
+        )
+    )
+
+
+@pytest.mark.parametrize("vectors", [False, True], ids=["copy-on-write", "deletion-vectors"])
+def test_the_change_feed_shows_what_spark_changed(
+    spark: Any, tmp_path: Path, vectors: bool
+) -> None:
+    """With the change feed on, MERGE/DELETE/UPDATE through Spark write change data files:
+    the feed of each version equals the one deltalog's own operation records on a copy."""
+    uri, copy = str(tmp_path / "t"), str(tmp_path / "copy")
+    configuration = {"delta.enableChangeDataFeed": "true"}
+    if vectors:
+        configuration["delta.enableDeletionVectors"] = "true"
+    rows = [{"id": i, "v": float(i), "g": f"g{i % 4}"} for i in range(120)]
+    dl.write_table(
+        uri, pa.Table.from_pylist(rows, SCHEMA), partition_by=["g"], configuration=configuration
+    )
+    shutil.copytree(uri, copy)
+    source_rows = [(i, -float(i), "g0") for i in range(0, 150, 7)]
+    source = spark.createDataFrame(source_rows, "id long, v double, g string")
+
+    def clauses(m: Any) -> Any:
+        return (
+            m.when_matched_update({"v": "source.v"}, "target.id % 2 = 0")
+            .when_matched_delete()
+            .when_not_matched_insert_all()
+        )
+
+    ours = clauses(dls.merge(uri, source, "target.id = source.id")).execute()
+    clauses(
+        dl.DeltaTable(copy).merge(
+            pa.Table.from_pylist(
+                [dict(zip(SCHEMA.names, r, strict=True)) for r in source_rows], SCHEMA
+            ),
+            "target.id = source.id",
+        )
+    ).execute()
+    assert ours["num_added_change_files"] > 0
+    assert change_rows(uri, 1) == change_rows(copy, 1)
+    assert {k for k, _, _ in change_rows(uri, 1)} == {
+        "insert",
+        "delete",
+        "update_preimage",
+        "update_postimage",
+    }
+    dls.delete(spark, uri, "id % 10 = 1")
+    dl.DeltaTable(copy).delete("id % 10 = 1")
+    assert change_rows(uri, 2) == change_rows(copy, 2)
+    dls.update(spark, uri, {"v": "v + 0.5"}, "id > 100")
+    dl.DeltaTable(copy).update({"v": "v + 0.5"}, "id > 100")
+    assert change_rows(uri, 3) == change_rows(copy, 3)
+    expected = sorted_rows(dl.DeltaTable(copy).to_pyarrow_table())
+    assert sorted_rows(dl.DeltaTable(uri).to_pyarrow_table()) == expected
+    assert read_by_deltalake(uri) == expected
+
+
+def test_what_this_path_cannot_do_is_refused(spark: Any, tmp_path: Path) -> None:
+    uri = str(tmp_path / "tracked")
     dl.write_table(
         uri,
         pa.table({"id": pa.array([1, 2], pa.int64())}),
-        configuration={"delta.enableChangeDataFeed": "true"},
+        configuration={"delta.enableRowTracking": "true"},
     )
     source = spark.createDataFrame([(1,)], "id long")
-    with pytest.raises(dl.UnsupportedFeatureError, match="change data"):
+    with pytest.raises(dl.UnsupportedFeatureError, match="row IDs"):
         dls.merge(uri, source, "target.id = source.id").when_matched_delete().execute()
-    with pytest.raises(dl.UnsupportedFeatureError, match="change data"):
+    with pytest.raises(dl.UnsupportedFeatureError, match="row IDs"):
         dls.delete(spark, uri, "id = 1")
     assert dl.DeltaTable(uri).version() == 0
     plain = str(tmp_path / "plain")

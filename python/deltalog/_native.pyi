@@ -164,6 +164,12 @@ def mask_rows(
     """Deletion vectors taking rows away: ``(path, live rows, row indexes)`` per file. Returns
     the actions (JSON), the vectors added and the files removed (every live row gone)."""
 
+def write_change_files(
+    snapshot: RawSnapshot, data: pa.RecordBatchReader, target_file_size: int | None = None
+) -> list[str]:
+    """Change data files of rows changed elsewhere: ``data`` holds the table's columns and
+    ``_change_type``. Returns the `cdc` actions (JSON)."""
+
 def replace_where_actions(
     snapshot: RawSnapshot, sql: str, target_file_size: int | None = None
 ) -> tuple[list[str], list[str]]:

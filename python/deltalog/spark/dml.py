@@ -8,7 +8,9 @@ constraints). The driver then makes one commit under the conflict rules of any d
 transaction (every file read is in the transaction's read set). The rows that go leave their
 files as Delta Spark takes them away: masked by deletion vectors when the table writes them
 (``delta.enableDeletionVectors``), else by copy on write (the touched files removed, their
-rows that stay copied into the new files).
+rows that stay copied into the new files). With the change data feed on, the executors also
+write the change rows (``delete``, ``insert``, ``update_preimage``, ``update_postimage``) as
+change data files ("Add CDC File"), so the feed shows exactly the rows the operation changed.
 
 Semantics follow Delta Spark's ``MERGE INTO`` as :meth:`deltalog.DeltaTable.merge` does:
 within each kind of clause (matched, not matched, not matched by source) the first clause
@@ -16,9 +18,8 @@ whose condition holds acts; a target row matched by several source rows is an er
 MATCHED clause would modify it.
 
 Not supported here (each a clear error, use :meth:`deltalog.DeltaTable.merge` /
-``delete`` / ``update``): tables with the change data feed on (this path writes no change
-data files), with row tracking (copied rows would lose their row IDs), and identity columns
-the operation would have to generate.
+``delete`` / ``update``): tables with row tracking (moved rows would lose their row IDs),
+and identity columns the operation would have to generate.
 """
 
 from __future__ import annotations
@@ -29,6 +30,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 import pyarrow as pa
+import pyarrow.compute as pc
 
 from deltalog.exceptions import InvalidArgumentError, UnsupportedFeatureError
 
@@ -46,6 +48,9 @@ ACTION_COLUMN = "_deltalog_action"
 #: Marks the source side of the join (not null: the target row has a match).
 SOURCE_MARK = "_deltalog_source"
 KEEP = "keep"
+#: Prefix of the columns holding a target row's values before an update (the change feed's
+#: `update_preimage` rows), carried when the table's change feed is on.
+PRE = "_deltalog_pre_"
 
 
 @dataclass
@@ -57,17 +62,11 @@ class _Clause:
 
 
 def _check_rewritable(table: DeltaTable, operation: str) -> None:
-    """What copy on write through Spark cannot do correctly is refused up front."""
+    """What this path cannot do correctly is refused up front."""
     from deltalog.writer import check_snapshot_writable
 
     check_snapshot_writable(table._raw)
     config = table.metadata().configuration
-    if str(config.get("delta.enableChangeDataFeed", "")).lower() == "true":
-        raise UnsupportedFeatureError(
-            f"{operation} through Spark writes no change data files, and the table "
-            f"{table.table_uri} has delta.enableChangeDataFeed on: use deltalog's own "
-            f"{operation} (DeltaTable.{operation.lower()})"
-        )
     features = set(table.protocol().writer_features or ())
     if "rowTracking" in features or str(config.get("delta.enableRowTracking", "")) == "true":
         raise UnsupportedFeatureError(
@@ -129,6 +128,9 @@ class _Rewrite:
             str(config.get("delta.enableDeletionVectors", "")).lower() == "true"
             and "deletionVectors" in features
         )
+        #: The change feed is on: the executors also write change data files ("Add CDC
+        #: File"), and the rows carry their values before an update (:data:`PRE` columns).
+        self.cdf = str(config.get("delta.enableChangeDataFeed", "")).lower() == "true"
 
     def write(
         self, rows: DataFrame, deleted: set[str], updated: set[str], inserted: set[str]
@@ -149,23 +151,46 @@ class _Rewrite:
         size = self.target_file_size
         columns = [f.name for f in table.schema()]
         use_dv = self.use_dv
+        cdf = self.cdf
         masked_codes = sorted(deleted | updated)
         dropped = sorted(deleted | ({KEEP} if use_dv else set()))
         if use_dv:
             rows = rows.filter(F.col(ACTION_COLUMN) != KEEP)
 
         def write(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
-            import pyarrow.compute as pc
-
             from deltalog import _native
             from deltalog.spark.source import _HeldCommits
 
             counts = {"deleted": 0, "updated": 0, "inserted": 0, "copied": 0}
             masks: dict[str, list[int]] = {}
+            changes: list[pa.RecordBatch] = []
+
+            def record_changes(batch: pa.RecordBatch, action: pa.Array) -> None:
+                """The change feed's rows of ``batch`` ("Add CDC File")."""
+                kinds = [
+                    (deleted, "delete", columns),
+                    (inserted, "insert", columns),
+                    (updated, "update_preimage", [PRE + c for c in columns]),
+                    (updated, "update_postimage", columns),
+                ]
+                for codes, kind, source in kinds:
+                    if not codes:
+                        continue
+                    rows = batch.filter(pc.is_in(action, pa.array(sorted(codes), pa.string())))
+                    if not rows.num_rows:
+                        continue
+                    data = rows.select(source).rename_columns(columns)
+                    changes.append(
+                        data.append_column(
+                            "_change_type", pa.array([kind] * rows.num_rows, pa.string())
+                        )
+                    )
 
             def kept() -> Iterator[pa.RecordBatch]:
                 for batch in batches:
                     action = batch.column(ACTION_COLUMN)
+                    if cdf:
+                        record_changes(batch, action)
                     for value, n in zip(*_value_counts(action), strict=True):
                         kind = (
                             "deleted"
@@ -206,6 +231,11 @@ class _Rewrite:
             else:
                 for _ in stream:  # count (and mask) every row
                     pass
+            if changes:
+                client = _HeldCommits(held, version) if held else None
+                snapshot = _native.RawSnapshot.open(uri, version, storage, client)
+                reader = pa.RecordBatchReader.from_batches(changes[0].schema, changes)
+                actions.extend(_native.write_change_files(snapshot, reader, size))
             yield pa.record_batch(
                 {
                     "actions": pa.array([json.dumps(actions)], pa.string()),
@@ -280,8 +310,6 @@ def _live_rows(task: Any) -> int:
 
 
 def _value_counts(array: pa.Array) -> tuple[list[str], list[int]]:
-    import pyarrow.compute as pc
-
     counted = pc.value_counts(array)
     return counted.field("values").to_pylist(), counted.field("counts").to_pylist()
 
@@ -296,6 +324,12 @@ def _held_commits(table: DeltaTable) -> list[tuple[int, str | None, bytes | None
     return [(c.version, c.path, c.content) for c in held.commits]
 
 
+def _kinds(actions: Sequence[str]) -> tuple[int, int]:
+    """How many of the executors' actions add data files, and how many change data files."""
+    changes = sum(1 for a in actions if "cdc" in json.loads(a))
+    return len(actions) - changes, changes
+
+
 def _metrics(
     version: int | None,
     counts: Mapping[str, int],
@@ -303,6 +337,7 @@ def _metrics(
     added: int,
     removed: int,
     vectors: int,
+    change_files: int,
     source_rows: int | None = None,
 ) -> dict[str, Any]:
     out: dict[str, Any] = {"version": version}
@@ -318,7 +353,7 @@ def _metrics(
             "num_target_files_added": added,
             "num_target_files_removed": removed,
             "num_deletion_vectors_added": vectors,
-            "num_added_change_files": 0,
+            "num_added_change_files": change_files,
         }
     )
     return out
@@ -505,6 +540,7 @@ class SparkMerger:
             touched = [t.path for t in files]  # every unmatched row may be acted on
         touched = sorted(set(touched))
 
+        rewrite = _Rewrite(table, self._target_file_size)
         # 2. The rows to write: the touched files' rows with their clause's values, and the
         # source rows that match no target row.
         parts = []
@@ -529,12 +565,18 @@ class SparkMerger:
             if duplicates:
                 # Target rows matched twice but modified by no clause: kept once.
                 classified = classified.dropDuplicates([FILE_COLUMN, ROW_COLUMN])
+            before = (
+                [F.col(f"`{target_alias}`.`{c}`").cast(types[c]).alias(PRE + c) for c in columns]
+                if rewrite.cdf
+                else []
+            )
             parts.append(
                 classified.select(
                     *values.values(),
                     F.col(ACTION_COLUMN),
                     F.col(FILE_COLUMN),
                     F.col(ROW_COLUMN),
+                    *before,
                 )
             )
         if not_matched:
@@ -561,12 +603,16 @@ class SparkMerger:
                     F.col(ACTION_COLUMN),
                     F.lit(None).cast("string").alias(FILE_COLUMN),
                     F.lit(None).cast("long").alias(ROW_COLUMN),
+                    *(
+                        [F.lit(None).cast(types[c]).alias(PRE + c) for c in columns]
+                        if rewrite.cdf
+                        else []
+                    ),
                 )
             )
         counts = {"deleted": 0, "updated": 0, "inserted": 0, "copied": 0}
         adds: list[str] = []
         masks: dict[str, list[int]] = {}
-        rewrite = _Rewrite(table, self._target_file_size)
         if parts:
             rows = parts[0]
             for p in parts[1:]:
@@ -590,13 +636,15 @@ class SparkMerger:
             files,
             self._commit_properties,
         )
+        data, changes = _kinds(adds)
         return _metrics(
             version,
             counts,
             len(files),
-            len(adds) + vectors,
+            data + vectors,
             removed,
             vectors,
+            changes,
             source_rows=self._source.count(),
         )
 
@@ -661,7 +709,10 @@ def _predicate_rewrite(
             if c in sets:
                 value = F.when(F.col(ACTION_COLUMN) == code, sets[c]).otherwise(value)
             values.append(value.cast(types[c]).alias(c))
-        rows = staged.select(*values, F.col(ACTION_COLUMN), F.col(FILE_COLUMN), F.col(ROW_COLUMN))
+        before = [F.col(f"`{c}`").alias(PRE + c) for c in columns] if rewrite.cdf else []
+        rows = staged.select(
+            *values, F.col(ACTION_COLUMN), F.col(FILE_COLUMN), F.col(ROW_COLUMN), *before
+        )
         adds, counts, masks = rewrite.write(
             rows,
             {code} if updates is None else set(),
@@ -671,6 +722,7 @@ def _predicate_rewrite(
     version, removed, vectors = rewrite.commit(
         operation, {"predicate": predicate}, adds, touched, masks, files, commit_properties
     )
+    data, changes = _kinds(adds)
     return {
         "version": version,
         ("num_deleted_rows" if updates is None else "num_updated_rows"): counts[
@@ -678,7 +730,8 @@ def _predicate_rewrite(
         ],
         "num_copied_rows": counts["copied"],
         "num_removed_files": removed,
-        "num_added_files": len(adds) + vectors,
+        "num_added_files": data + vectors,
+        "num_added_change_files": changes,
         "num_deletion_vectors_added": vectors,
         "num_files_scanned": len(files),
     }

@@ -216,6 +216,25 @@ pub(crate) fn mask_rows(
     ))
 }
 
+/// Change data files of rows another engine changed: `data` holds the table's columns and
+/// `_change_type` (`deltalog_core::write::rewrite::write_change_rows`). Returns the `cdc`
+/// actions (JSON texts).
+#[pyfunction]
+#[pyo3(signature = (snapshot, data, target_file_size=None))]
+pub(crate) fn write_change_files(
+    py: Python<'_>,
+    snapshot: PyRef<'_, RawSnapshot>,
+    data: arrow::pyarrow::PyArrowType<arrow::ffi_stream::RecordBatchStreamReader>,
+    target_file_size: Option<u64>,
+) -> PyResult<Vec<String>> {
+    let snapshot = snapshot.snapshot.clone();
+    let batches = data.0.map(|b| b.map_err(DeltaError::from));
+    let actions = block_on(py, async move {
+        deltalog_core::write::rewrite::write_change_rows(&snapshot, batches, target_file_size).await
+    })?;
+    Ok(actions.iter().map(|a| a.to_string()).collect())
+}
+
 /// Commits `actions` (JSON texts, one action each) to the table at `uri` as the version after
 /// `read_version` (None: creating the table), under the conflict rules of
 /// `deltalog_core::write::transaction`: `blind_append` commutes with other writers;

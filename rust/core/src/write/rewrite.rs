@@ -658,6 +658,80 @@ pub async fn mask_rows(
     rewriter.into_actions(snapshot).await
 }
 
+/// The kinds of change rows ("Add CDC File": `_change_type`).
+const CHANGE_KINDS: [&str; 4] = ["delete", "insert", "update_preimage", "update_postimage"];
+
+/// Change data files (spec "Add CDC File") of rows another engine changed (e.g. a MERGE
+/// computed by Spark), for a table with the change feed on: `batches` hold the table's columns
+/// by name, then [`CHANGE_TYPE`] (`delete`, `insert`, `update_preimage` or
+/// `update_postimage`). Values are converted to the table's types as a write converts them.
+/// Returns the `cdc` actions.
+pub async fn write_change_rows<I>(
+    snapshot: &Snapshot,
+    batches: I,
+    target_file_size: Option<u64>,
+) -> DeltaResult<Vec<Value>>
+where
+    I: IntoIterator<Item = DeltaResult<RecordBatch>>,
+{
+    use arrow::array::{Array, AsArray, StructArray};
+    let mut rewriter = Rewriter::try_new(snapshot, target_file_size)?;
+    if !rewriter.writes_changes() {
+        return Err(DeltaError::InvalidArgument(
+            "the table's change data feed is off (delta.enableChangeDataFeed): no change rows \
+             to write"
+                .into(),
+        ));
+    }
+    let data_schema = rewriter.data_schema().clone();
+    let target = DataType::Struct(snapshot.schema()?.fields().clone());
+    for batch in batches {
+        let batch = batch?;
+        let kind_at = batch.schema().index_of(CHANGE_TYPE).map_err(|_| {
+            DeltaError::InvalidArgument(format!("change rows need a {CHANGE_TYPE} column"))
+        })?;
+        let kinds = arrow::compute::cast(batch.column(kind_at), &DataType::Utf8)?;
+        let kinds = kinds.as_string::<i32>();
+        if let Some(bad) =
+            (0..kinds.len()).find(|&i| kinds.is_null(i) || !CHANGE_KINDS.contains(&kinds.value(i)))
+        {
+            return Err(DeltaError::InvalidArgument(format!(
+                "{CHANGE_TYPE} must be one of {CHANGE_KINDS:?}, not {:?}",
+                kinds.is_valid(bad).then(|| kinds.value(bad))
+            )));
+        }
+        let columns: Vec<usize> = (0..batch.num_columns()).filter(|&i| i != kind_at).collect();
+        let data = batch.project(&columns)?;
+        let rows = data.num_rows();
+        let data: ArrayRef = Arc::new(StructArray::from(data));
+        let converted = crate::scan::columns::to_logical(
+            &data,
+            &target,
+            crate::schema::ColumnMappingMode::None,
+        )
+        .map_err(|e| {
+            DeltaError::InvalidArgument(format!("the change rows do not fit the table: {e}"))
+        })?;
+        let options = RecordBatchOptions::new().with_row_count(Some(rows));
+        let converted = RecordBatch::try_new_with_options(
+            data_schema.clone(),
+            converted.as_struct().columns().to_vec(),
+            &options,
+        )?;
+        for kind in CHANGE_KINDS {
+            let mask = arrow::compute::kernels::cmp::eq(
+                kinds,
+                &arrow::array::StringArray::new_scalar(kind),
+            )?;
+            if mask.true_count() > 0 {
+                let rows = filter_record_batch(&converted, &mask)?;
+                rewriter.write_changes(&rows, kind).await?;
+            }
+        }
+    }
+    Ok(rewriter.into_actions(snapshot).await?.0)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -755,6 +829,58 @@ mod tests {
         assert!(
             matches!(err, Err(DeltaError::InvalidArgument(m)) if m.contains("deletion vectors"))
         );
+    }
+
+    #[tokio::test]
+    async fn change_rows_become_cdc_files_of_their_kinds() {
+        use arrow::array::StringArray;
+        let dir = tempfile::tempdir().unwrap();
+        let storage = Storage::open(dir.path().to_str().unwrap(), &Default::default()).unwrap();
+        let schema = Arc::new(Schema::new(vec![Field::new("id", DataType::Int64, true)]));
+        let batch = RecordBatch::try_new(
+            schema.clone(),
+            vec![Arc::new(Int64Array::from_iter_values(0..3))],
+        )
+        .unwrap();
+        let opts = options(
+            &[("delta.enableChangeDataFeed", "true")],
+            json!({"minReaderVersion": 1, "minWriterVersion": 4}),
+        );
+        write_batches(&storage, None, &schema, [Ok(batch)], opts)
+            .await
+            .unwrap();
+        let snapshot = Snapshot::try_new(storage, None).await.unwrap();
+        let changes = Arc::new(Schema::new(vec![
+            Field::new("id", DataType::Int32, true),
+            Field::new(CHANGE_TYPE, DataType::Utf8, true),
+        ]));
+        let rows = RecordBatch::try_new(
+            changes.clone(),
+            vec![
+                Arc::new(arrow::array::Int32Array::from(vec![1, 2, 2])),
+                Arc::new(StringArray::from(vec![
+                    "delete",
+                    "update_preimage",
+                    "update_postimage",
+                ])),
+            ],
+        )
+        .unwrap();
+        let actions = write_change_rows(&snapshot, [Ok(rows)], None)
+            .await
+            .unwrap();
+        assert!(!actions.is_empty() && actions.iter().all(|a| a.get("cdc").is_some()));
+        // An unknown kind is refused, naming it.
+        let bad = RecordBatch::try_new(
+            changes,
+            vec![
+                Arc::new(arrow::array::Int32Array::from(vec![1])),
+                Arc::new(StringArray::from(vec!["upsert"])),
+            ],
+        )
+        .unwrap();
+        let err = write_change_rows(&snapshot, [Ok(bad)], None).await;
+        assert!(matches!(err, Err(DeltaError::InvalidArgument(m)) if m.contains("upsert")));
     }
 
     fn snapshot_paths(snapshot: &Snapshot) -> Vec<String> {
