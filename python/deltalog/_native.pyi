@@ -170,6 +170,10 @@ def write_change_files(
     """Change data files of rows changed elsewhere: ``data`` holds the table's columns and
     ``_change_type``. Returns the `cdc` actions (JSON)."""
 
+def skipping_predicate(snapshot: RawSnapshot, sql: str) -> str | None:
+    """The file-skipping predicate (JSON) of a SQL expression over the table; None when
+    nothing can be skipped."""
+
 def replace_where_actions(
     snapshot: RawSnapshot, sql: str, target_file_size: int | None = None
 ) -> tuple[list[str], list[str]]:

@@ -25,6 +25,7 @@ and identity columns the operation would have to generate.
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
@@ -484,8 +485,16 @@ class SparkMerger:
             raise InvalidArgumentError("a MERGE needs at least one when_* clause")
         source_alias, target_alias = self._aliases
         spark = self._source.sparkSession
-        files = table.scan().tasks()
         columns = [f.name for f in table.schema()]
+        by_source = self._codes("not_matched_by_source")
+        # Every target row can be acted on by NOT MATCHED BY SOURCE; otherwise only files that
+        # may hold the source's join keys need reading.
+        keys = (
+            None
+            if by_source
+            else _key_ranges(self._predicate, self._source, source_alias, target_alias, columns)
+        )
+        files = table.scan(filter=keys).tasks()
         types = {f.name: f.dataType for f in _spark_fields(table)}
         source_columns = self._source.columns
         target = target_frame(spark, table, files).alias(target_alias)
@@ -493,7 +502,6 @@ class SparkMerger:
         on = F.expr(self._predicate)
         matched = self._codes("matched")
         not_matched = self._codes("not_matched")
-        by_source = self._codes("not_matched_by_source")
 
         def condition(clause: _Clause) -> Column:
             return F.expr(clause.predicate) if clause.predicate else F.lit(True)
@@ -649,6 +657,71 @@ class SparkMerger:
         )
 
 
+_PAIR = re.compile(r"^\s*`?(\w+)`?\s*\.\s*`?(\w+)`?\s*=\s*`?(\w+)`?\s*\.\s*`?(\w+)`?\s*$")
+
+
+def _key_ranges(
+    predicate: str,
+    source: DataFrame,
+    source_alias: str,
+    target_alias: str,
+    columns: Sequence[str],
+) -> Any:
+    """A deltalog predicate that every target row a source row can match satisfies: for each
+    equality ``target.k = source.j`` the MERGE condition requires (a top-level conjunct), ``k``
+    within the range of the source's ``j`` values. The target's files are pruned and skipped
+    with it, as Delta Spark prunes a MERGE's target. None when the condition is not a plain
+    conjunction or has no such equality."""
+    import datetime as dt
+    import decimal
+
+    from pyspark.sql import functions as F
+
+    import deltalog as dl
+
+    if re.search(r"\bOR\b|\(|\bNOT\b", predicate, flags=re.IGNORECASE):
+        return None  # only a plain conjunction is split safely
+    pairs: list[tuple[str, str]] = []
+    for part in re.split(r"\bAND\b", predicate, flags=re.IGNORECASE):
+        found = _PAIR.match(part)
+        if found is None:
+            continue
+        a_alias, a_col, b_alias, b_col = found.groups()
+        sides = {a_alias.lower(): a_col, b_alias.lower(): b_col}
+        if set(sides) != {source_alias.lower(), target_alias.lower()}:
+            continue
+        wanted_target = sides[target_alias.lower()].lower()
+        wanted_source = sides[source_alias.lower()].lower()
+        target_col = next((c for c in columns if c.lower() == wanted_target), None)
+        source_col = next((c for c in source.columns if c.lower() == wanted_source), None)
+        if target_col is not None and source_col is not None:
+            pairs.append((target_col, source_col))
+    if not pairs:
+        return None
+    aggregates = []
+    for _, s in pairs:
+        aggregates += [F.min(F.col(f"`{s}`")), F.max(F.col(f"`{s}`"))]
+    bounds = source.agg(*aggregates).collect()[0]
+    usable = (int, float, str, decimal.Decimal, dt.date)
+    out = None
+    for i, (t, _) in enumerate(pairs):
+        low, high = bounds[2 * i], bounds[2 * i + 1]
+        if low is None or high is None:
+            # No non-null key: no target row can match; an impossible range prunes all.
+            term = dl.col(t).is_null() & dl.col(t).is_not_null()
+        elif (
+            type(low) is not type(high)
+            or not isinstance(low, usable)
+            or isinstance(low, (bool, dt.datetime))
+            or (isinstance(low, float) and (low != low or high != high))
+        ):
+            continue  # a type whose range deltalog might read differently (time zones, NaN)
+        else:
+            term = (dl.col(t) >= low) & (dl.col(t) <= high)
+        out = term if out is None else out & term
+    return out
+
+
 def _describe(clause: _Clause) -> dict[str, Any]:
     out: dict[str, Any] = {"actionType": clause.action}
     if clause.predicate:
@@ -663,14 +736,20 @@ def _spark_fields(table: DeltaTable) -> list[Any]:
 
 
 def _candidate_files(table: DeltaTable, predicate: str | None) -> list[Any]:
-    """The files a predicate may touch: pruned and skipped by deltalog when it understands the
-    SQL, else every file (Spark evaluates the predicate either way)."""
+    """The files a predicate may touch: pruned and skipped by deltalog (the predicate's
+    skipping form, ``Expr::skipping_predicate``) when its SQL parser takes the predicate, else
+    every file. Spark evaluates the predicate on the rows either way."""
+    from deltalog import _native
+    from deltalog.exceptions import DeltaError
+    from deltalog.expressions import Expr
+
     if predicate is None:
         return table.scan().tasks()
     try:
-        return table.scan(filter=predicate).tasks()
-    except Exception:  # Spark SQL deltalog's parser does not take: no skipping
+        text = _native.skipping_predicate(table._raw, predicate)
+    except DeltaError:  # Spark SQL beyond deltalog's parser: no skipping
         return table.scan().tasks()
+    return table.scan(filter=Expr(json.loads(text)) if text else None).tasks()
 
 
 def _predicate_rewrite(

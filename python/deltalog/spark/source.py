@@ -280,6 +280,9 @@ class FilesPartition(InputPartition):
 
         spec = json.loads(self.spec)
         spec["metadataColumns"]["rowIndex"] = True
+        # Every live row of each file: a predicate the files were skipped with must not
+        # filter rows here (the rows it rules out are copied or kept, not dropped).
+        spec["predicate"] = None
         spec_text = json.dumps(spec)
         width = len(target) - 2
         columns = pa.schema(list(target)[:width])

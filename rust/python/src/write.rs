@@ -452,6 +452,23 @@ pub(crate) fn parse_expression(py: Python<'_>, sql: &str) -> PyResult<String> {
     serde_json::to_string(&expr).map_err(|e| PyRuntimeError::new_err(e.to_string()))
 }
 
+/// The file-skipping predicate (JSON) of the SQL expression `sql` over the table of
+/// `snapshot`: every row satisfying `sql` satisfies it (`Expr::skipping_predicate`); None when
+/// nothing can be skipped.
+#[pyfunction]
+pub(crate) fn skipping_predicate(
+    py: Python<'_>,
+    snapshot: PyRef<'_, RawSnapshot>,
+    sql: &str,
+) -> PyResult<Option<String>> {
+    let build = || -> Result<Option<String>, DeltaError> {
+        let schema = snapshot.snapshot.schema()?;
+        let expr = deltalog_core::expr::Expr::parse(sql)?.resolve(schema.as_ref())?;
+        Ok(expr.skipping_predicate().map(|p| p.to_json()))
+    };
+    build().map_err(|e| to_py_err(py, e))
+}
+
 /// Parses commit metadata given as a JSON object's text.
 pub(crate) fn commit_info_map(
     text: Option<&str>,
