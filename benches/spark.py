@@ -9,10 +9,14 @@ same files, in one Spark session (``local[2]``).
    statistics; Spark's parquet reader skips row groups).
 3. Write: ``spark.range(rows)`` with the same columns written through the data source (one
    Delta commit) vs ``df.write.parquet``. Target: <= 1.3x.
+4. MERGE (informational, one run each on a fresh copy of the table): an upsert of
+   ``--merge-rows`` source rows (half updating existing ids spread over the whole table, half
+   new) computed by Spark (``deltalog.spark.merge``) vs deltalog's single-machine
+   ``DeltaTable.merge``. Spark has no MERGE of its own without the Delta jars.
 
 Each measurement is the median of ``--runs`` runs, the two sides interleaved. Usage::
 
-    python benches/spark.py [--rows 10000000] [--runs 3]
+    python benches/spark.py [--rows 10000000] [--runs 3] [--merge-rows 100000]
 """
 
 from __future__ import annotations
@@ -43,6 +47,7 @@ def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__)
     p.add_argument("--rows", type=int, default=10_000_000)
     p.add_argument("--runs", type=int, default=3)
+    p.add_argument("--merge-rows", type=int, default=100_000)
     args = p.parse_args(argv)
     os.environ["PYSPARK_PYTHON"] = sys.executable
     os.environ["PYSPARK_DRIVER_PYTHON"] = sys.executable
@@ -128,6 +133,49 @@ def main(argv: list[str] | None = None) -> int:
         written = dl.DeltaTable(out_delta)
         assert written.to_pyarrow_table(columns=["id"]).num_rows == n
         print(f"write made version {written.version()} with {len(written.files())} files")
+
+        # MERGE: the same upsert by Spark and by deltalog alone, each on a fresh copy.
+        m = args.merge_rows
+        step = max(1, 2 * n // m)
+        upsert = pa.table(
+            {
+                "id": pa.array(
+                    [*list(range(0, n, step))[: m // 2], *range(n, n + m - m // 2)], pa.int64()
+                ),
+                "value": pa.array([-1.0] * m),
+                "category": pa.array(["merged"] * m),
+            }
+        )
+        source_df = spark.createDataFrame(upsert).repartition(2)
+        timings = {}
+        for name in ("spark", "deltalog"):
+            copy = str(tmp / f"merge-{name}")
+            shutil.copytree(uri, copy)
+            began = time.perf_counter()
+            if name == "spark":
+                metrics = (
+                    dls.merge(copy, source_df, "target.id = source.id")
+                    .when_matched_update_all()
+                    .when_not_matched_insert_all()
+                    .execute()
+                )
+            else:
+                metrics = (
+                    dl.DeltaTable(copy)
+                    .merge(upsert, "target.id = source.id")
+                    .when_matched_update_all()
+                    .when_not_matched_insert_all()
+                    .execute()
+                )
+            timings[name] = time.perf_counter() - began
+            assert metrics["num_target_rows_inserted"] == m - m // 2, metrics
+            assert metrics["num_target_rows_updated"] == m // 2, metrics
+        print(
+            f"{'MERGE ' + format(m, ',') + ' rows (upsert)':<32}"
+            f"{timings['spark']:9.2f}s (deltalog.spark.merge) vs "
+            f"{timings['deltalog']:.2f}s (DeltaTable.merge): "
+            f"{timings['spark'] / timings['deltalog']:.2f}x"
+        )
     finally:
         spark.stop()
         shutil.rmtree(tmp, ignore_errors=True)
