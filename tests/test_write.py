@@ -253,3 +253,26 @@ def test_schema_merge_adds_columns(tmp_path: Path) -> None:
     assert t.metadata().id == dl.DeltaTable(path, version=0).metadata().id
     with pytest.raises(ValueError, match="schema_mode"):
         dl.write_table(path, pa.table({"id": [3]}), mode="append", schema_mode="overwrite")  # type: ignore[arg-type]
+
+
+def test_writing_from_an_iterator_that_reads_deltalog(tmp_path: Path) -> None:
+    """The data of a write may come from Python code that itself reads with deltalog (a
+    generator over another table's batches, a write_files input built from a scan): the
+    nested native calls run, rather than panicking on a runtime within a runtime."""
+    source = tmp_path / "source"
+    dl.write_table(source, pa.table({"id": pa.array(range(1000), pa.int64())}))
+    scan = dl.DeltaTable(source).scan()
+
+    def batches() -> Any:
+        yield from dl.DeltaTable(source).scan(filter=dl.col("id") >= 500).to_batches()
+
+    copy = tmp_path / "copy"
+    dl.write_table(copy, pa.RecordBatchReader.from_batches(scan.schema, batches()))
+    got = dl.DeltaTable(copy).to_pyarrow_table().column("id").to_pylist()
+    assert sorted(got) == list(range(500, 1000))
+    adds = dl.write_files(
+        dl.DeltaTable(copy), pa.RecordBatchReader.from_batches(scan.schema, batches())
+    )
+    assert (
+        sum(a["add"]["stats"] and json.loads(a["add"]["stats"])["numRecords"] for a in adds) == 500
+    )

@@ -112,16 +112,24 @@ class _Rewrite:
     :data:`ACTION_COLUMN`, :data:`FILE_COLUMN` and :data:`ROW_COLUMN`) written by the
     executors, then one commit.
 
-    Two ways to take the touched rows away, as Delta Spark chooses them: with deletion
-    vectors when the table writes them (``delta.enableDeletionVectors``; spec "Deletion
-    Vectors"), the rows that go are masked in their files and only new rows are written;
-    otherwise the touched files are removed and their rows that stay are copied into the new
-    files (copy on write)."""
+    The rows that stay in a touched file never pass through Spark: the executors write only
+    new rows (updated and inserted ones) and report the indexes of the rows that go, per file.
+    Those rows are then taken away as Delta Spark would: masked by deletion vectors when the
+    table writes them (``delta.enableDeletionVectors``; spec "Deletion Vectors"), else by copy
+    on write, the touched files read again natively on the executors, their remaining rows
+    written to new files, and the files removed."""
 
-    def __init__(self, table: DeltaTable, target_file_size: int | None) -> None:
+    def __init__(
+        self, spark: SparkSession, table: DeltaTable, target_file_size: int | None
+    ) -> None:
         from deltalog.writer import _target_file_size
 
+        self.spark = spark
         self.table = table
+        #: Rows copied into new files by copy on write, and every action added (data and
+        #: change files; both set by :meth:`commit`).
+        self.copied = 0
+        self.added: list[str] = []
         self.target_file_size = _target_file_size(target_file_size)
         config = table.metadata().configuration
         features = set(table.protocol().writer_features or ())
@@ -136,10 +144,9 @@ class _Rewrite:
     def write(
         self, rows: DataFrame, deleted: set[str], updated: set[str], inserted: set[str]
     ) -> tuple[list[str], dict[str, int], dict[str, list[int]]]:
-        """Writes ``rows`` on the executors: rows whose action is in ``deleted`` are dropped,
-        and with deletion vectors the rows that stay (:data:`KEEP`) are not rewritten either.
-        Returns the ``add`` actions, the row counts, and (deletion vectors) the indexes of the
-        rows that go per file."""
+        """Writes the new rows of ``rows`` on the executors (updated and inserted ones; deleted
+        and unchanged rows are not written). Returns the ``add`` (and ``cdc``) actions, the
+        row counts, and the indexes of the rows that go (deleted or updated) per file."""
         from pyspark.sql import functions as F
         from pyspark.sql.types import StringType, StructField, StructType
 
@@ -151,12 +158,10 @@ class _Rewrite:
         held = _held_commits(table)
         size = self.target_file_size
         columns = [f.name for f in table.schema()]
-        use_dv = self.use_dv
         cdf = self.cdf
         masked_codes = sorted(deleted | updated)
-        dropped = sorted(deleted | ({KEEP} if use_dv else set()))
-        if use_dv:
-            rows = rows.filter(F.col(ACTION_COLUMN) != KEEP)
+        dropped = sorted(deleted | {KEEP})
+        rows = rows.filter(F.col(ACTION_COLUMN) != KEEP)
 
         def write(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
             from deltalog import _native
@@ -203,14 +208,13 @@ class _Rewrite:
                             else "copied"
                         )
                         counts[kind] += n
-                    if use_dv:
-                        gone = batch.filter(pc.is_in(action, pa.array(masked_codes, pa.string())))
-                        for path, index in zip(
-                            gone.column(FILE_COLUMN).to_pylist(),
-                            gone.column(ROW_COLUMN).to_pylist(),
-                            strict=True,
-                        ):
-                            masks.setdefault(path, []).append(index)
+                    gone = batch.filter(pc.is_in(action, pa.array(masked_codes, pa.string())))
+                    for path, index in zip(
+                        gone.column(FILE_COLUMN).to_pylist(),
+                        gone.column(ROW_COLUMN).to_pylist(),
+                        strict=True,
+                    ):
+                        masks.setdefault(path, []).append(index)
                     keep = pc.invert(pc.is_in(action, pa.array(dropped, pa.string())))
                     out = batch.filter(keep).select(columns)
                     if out.num_rows:
@@ -281,6 +285,7 @@ class _Rewrite:
 
         removals: list[str] = []
         removed = vectors = 0
+        gone: list[str] = []
         if self.use_dv:
             live = {t.path: _live_rows(t) for t in files}
             if masks:
@@ -289,16 +294,110 @@ class _Rewrite:
                     [(p, live[p], sorted(set(rows))) for p, rows in sorted(masks.items())],
                 )
                 removed = vectors + whole
-            touched = []
-        else:
-            removed = len(touched)
-        if not adds and not touched and not removals:
+        elif masks:
+            copies, self.copied = self._copy_remaining(masks, files)
+            adds = [*adds, *copies]
+            gone = sorted(masks)
+            removed = len(gone)
+        self.added = list(adds)
+        if not adds and not gone and not removals:
             return None, 0, 0
         tx = self.table.transaction(operation, **parameters)
         tx.add_actions([*removals, *adds])
-        tx.remove_files(touched)
+        tx.remove_files(gone)
         tx.read_files(t.path for t in files)
         return tx.commit(commit_properties), removed, vectors
+
+    def _copy_remaining(
+        self, masks: Mapping[str, list[int]], files: Sequence[Any]
+    ) -> tuple[list[str], int]:
+        """Copy on write: each file with rows that go is read again on an executor (natively,
+        every live row with its index), and its other rows are written to new files. Returns
+        their ``add`` actions and the rows copied."""
+        from pyspark.sql.types import ArrayType, LongType, StringType, StructField, StructType
+
+        from deltalog.spark.source import _storage_options_of
+
+        by_path = {t.path: t for t in files}
+        work = []
+        for path, rows in sorted(masks.items()):
+            spec, task = by_path[path].to_json()
+            parsed = json.loads(spec)
+            parsed["metadataColumns"]["rowIndex"] = True
+            parsed["predicate"] = None  # every live row
+            work.append((json.dumps(parsed), task, sorted(set(rows))))
+        table = self.table
+        uri, version = table.table_uri, table.version()
+        storage = _storage_options_of(table)
+        held = _held_commits(table)
+        size = self.target_file_size
+
+        def copy(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+            from deltalog import _native
+            from deltalog.spark.source import _HeldCommits
+
+            copied = 0
+
+            def remaining() -> Iterator[pa.RecordBatch]:
+                nonlocal copied
+                for b in batches:
+                    for spec, task, rows in zip(
+                        b.column("spec").to_pylist(),
+                        b.column("task").to_pylist(),
+                        b.column("rows").to_pylist(),
+                        strict=True,
+                    ):
+                        raw = _native.RawScan.from_json(spec, [task], storage)
+                        gone = pa.array(rows, pa.int64())
+                        for batch in raw.to_stream():
+                            index = batch.column(batch.num_columns - 1).cast(pa.int64())
+                            kept = batch.filter(pc.invert(pc.is_in(index, gone)))
+                            kept = kept.select(list(range(batch.num_columns - 1)))
+                            if kept.num_rows:
+                                copied += kept.num_rows
+                                yield kept
+
+            stream = remaining()
+            first = next(stream, None)
+            actions: list[str] = []
+            if first is not None:
+                client = _HeldCommits(held, version) if held else None
+                snapshot = _native.RawSnapshot.open(uri, version, storage, client)
+
+                def chained() -> Iterator[pa.RecordBatch]:
+                    yield first
+                    yield from stream
+
+                reader = pa.RecordBatchReader.from_batches(first.schema, chained())
+                actions = list(_native.write_files(snapshot, reader, size))
+            yield pa.record_batch(
+                {
+                    "actions": pa.array([json.dumps(actions)], pa.string()),
+                    "copied": pa.array([copied], pa.int64()),
+                }
+            )
+
+        spark = self.spark
+        frame = spark.createDataFrame(
+            work,
+            StructType(
+                [
+                    StructField("spec", StringType(), False),
+                    StructField("task", StringType(), False),
+                    StructField("rows", ArrayType(LongType()), False),
+                ]
+            ),
+        )
+        parallelism = max(1, min(len(work), spark.sparkContext.defaultParallelism))
+        out = StructType(
+            [StructField("actions", StringType(), False), StructField("copied", LongType())]
+        )
+        adds: list[str] = []
+        copied = 0
+        for row in frame.repartition(parallelism).mapInArrow(copy, out).collect():
+            adds.extend(json.loads(row["actions"]))
+            copied += row["copied"]
+        return adds, copied
 
 
 def _live_rows(task: Any) -> int:
@@ -548,7 +647,7 @@ class SparkMerger:
             touched = [t.path for t in files]  # every unmatched row may be acted on
         touched = sorted(set(touched))
 
-        rewrite = _Rewrite(table, self._target_file_size)
+        rewrite = _Rewrite(spark, table, self._target_file_size)
         # 2. The rows to write: the touched files' rows with their clause's values, and the
         # source rows that match no target row.
         parts = []
@@ -644,7 +743,8 @@ class SparkMerger:
             files,
             self._commit_properties,
         )
-        data, changes = _kinds(adds)
+        counts = {**counts, "copied": rewrite.copied}
+        data, changes = _kinds(rewrite.added)
         return _metrics(
             version,
             counts,
@@ -774,7 +874,7 @@ def _predicate_rewrite(
     counts = {"deleted": 0, "updated": 0, "inserted": 0, "copied": 0}
     adds: list[str] = []
     masks: dict[str, list[int]] = {}
-    rewrite = _Rewrite(table, target_file_size)
+    rewrite = _Rewrite(spark, table, target_file_size)
     if touched:
         code = "delete" if updates is None else "update"
         action = F.when(F.coalesce(condition, F.lit(False)), F.lit(code)).otherwise(F.lit(KEEP))
@@ -801,7 +901,8 @@ def _predicate_rewrite(
     version, removed, vectors = rewrite.commit(
         operation, {"predicate": predicate}, adds, touched, masks, files, commit_properties
     )
-    data, changes = _kinds(adds)
+    counts = {**counts, "copied": rewrite.copied}
+    data, changes = _kinds(rewrite.added)
     return {
         "version": version,
         ("num_deleted_rows" if updates is None else "num_updated_rows"): counts[

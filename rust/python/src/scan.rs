@@ -144,7 +144,7 @@ impl RawBatchStream {
                 Err(poisoned) => poisoned.into_inner(),
             };
             let stream = guard.as_mut()?;
-            let next = rt.block_on(stream.next());
+            let next = crate::runtime::drive(rt, stream.next());
             if !matches!(next, Some(Ok(_))) {
                 // Finished or failed: nothing more to read.
                 *guard = None;
