@@ -596,7 +596,10 @@ class SparkMerger:
         files = table.scan(filter=keys).tasks()
         types = {f.name: f.dataType for f in _spark_fields(table)}
         source_columns = self._source.columns
-        target = target_frame(spark, table, files).alias(target_alias)
+        # Spark cannot size a Python source's output (it sees a handful of task rows), so it
+        # would take the target for small and broadcast it: the sort-merge hint keeps the
+        # target a streamed, shuffled side of every join.
+        target = target_frame(spark, table, files).alias(target_alias).hint("merge")
         source = self._source.withColumn(SOURCE_MARK, F.lit(True)).alias(source_alias)
         on = F.expr(self._predicate)
         matched = self._codes("matched")
