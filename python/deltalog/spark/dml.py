@@ -618,7 +618,6 @@ class SparkMerger:
         file_col = F.col(f"`{target_alias}`.`{FILE_COLUMN}`")
         row_col = F.col(f"`{target_alias}`.`{ROW_COLUMN}`")
         touched: list[str] = []
-        duplicates = False
         if matched or by_source:
             pairs = target.join(source, on, "inner").select(
                 file_col.alias("f"), row_col.alias("r"), action.alias("a")
@@ -631,10 +630,9 @@ class SparkMerger:
                 per_row.groupBy("f")
                 .agg(
                     F.sum("m").alias("modified"),
-                    F.max("n").alias("most"),
                     F.max(F.when(F.col("m") > 0, F.col("n")).otherwise(0)).alias("ambiguous"),
                 )
-                .filter("modified > 0 OR most > 1")
+                .filter("modified > 0")
                 .collect()
             )
             for row in per_file:
@@ -645,7 +643,6 @@ class SparkMerger:
                     )
                 if row["modified"] > 0:
                     touched.append(row["f"])
-                duplicates = duplicates or row["most"] > 1
         if by_source:
             touched = [t.path for t in files]  # every unmatched row may be acted on
         touched = sorted(set(touched))
@@ -671,10 +668,9 @@ class SparkMerger:
                     if new is not None:
                         value = F.when(F.col(ACTION_COLUMN) == code, new).otherwise(value)
                 values[c] = value.cast(types[c]).alias(c)
+            # (A target row matched twice is left alone by every clause, the ambiguity check
+            # made sure: as a :data:`KEEP` row it is not written, however many times it joined.)
             classified = rewritten.select("*", action.alias(ACTION_COLUMN))
-            if duplicates:
-                # Target rows matched twice but modified by no clause: kept once.
-                classified = classified.dropDuplicates([FILE_COLUMN, ROW_COLUMN])
             before = (
                 [F.col(f"`{target_alias}`.`{c}`").cast(types[c]).alias(PRE + c) for c in columns]
                 if rewrite.cdf
