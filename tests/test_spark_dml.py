@@ -213,6 +213,11 @@ def test_delete_and_update_match_deltalogs_own(spark: Any, tmp_path: Path) -> No
     version = dl.DeltaTable(uri).version()
     assert dls.delete(spark, uri, "id < 0")["version"] is None
     assert dl.DeltaTable(uri).version() == version
+    # Every row: the files go whole, without reading them.
+    live = dl.DeltaTable(uri).to_pyarrow_table().num_rows
+    everything = dls.delete(spark, uri)
+    assert everything["num_deleted_rows"] == live and everything["num_files_scanned"] == 0
+    assert dl.DeltaTable(uri).to_pyarrow_table().num_rows == 0 == len(read_by_deltalake(uri))
 
 
 def change_rows(uri: str, version: int) -> list[tuple[Any, ...]]:

@@ -864,6 +864,24 @@ def _predicate_rewrite(
 
     _check_rewritable(table, operation)
     files = _candidate_files(table, predicate)
+    if predicate is None and updates is None:
+        # DELETE of every row: the files go whole, nothing to read ("Remove File"; a change
+        # feed reads removed files as deleted rows).
+        version = None
+        if files:
+            tx = table.transaction(operation, predicate=None)
+            tx.remove_files(t.path for t in files)
+            version = tx.commit(commit_properties)
+        return {
+            "version": version,
+            "num_deleted_rows": sum(_live_rows(t) for t in files if t.num_records is not None),
+            "num_copied_rows": 0,
+            "num_removed_files": len(files),
+            "num_added_files": 0,
+            "num_added_change_files": 0,
+            "num_deletion_vectors_added": 0,
+            "num_files_scanned": 0,
+        }
     columns = [f.name for f in table.schema()]
     types = {f.name: f.dataType for f in _spark_fields(table)}
     frame = target_frame(spark, table, files)
