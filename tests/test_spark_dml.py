@@ -350,3 +350,90 @@ def test_deletion_vectors_mask_rows_instead_of_copying(spark: Any, tmp_path: Pat
     assert sorted_rows(dl.DeltaTable(uri).to_pyarrow_table()) == expected
     assert read_by_deltalake(uri) == expected
     assert sorted_rows(spark.read.format("deltalog").load(uri).toArrow()) == expected
+
+
+CONDITIONS = [None, "source.v > 10", "target.v < 20", "target.id % 2 = 0"]
+
+
+def _clause_strategy() -> Any:
+    from hypothesis import strategies as st
+
+    condition = st.sampled_from(CONDITIONS)
+    target_only = st.sampled_from([None, "target.v < 20", "target.id % 3 = 0"])
+    return st.one_of(
+        st.tuples(st.just("when_matched_update"), condition),
+        st.tuples(st.just("when_matched_update_all"), condition),
+        st.tuples(st.just("when_matched_delete"), condition),
+        st.tuples(st.just("when_not_matched_insert"), st.sampled_from([None, "source.v > 10"])),
+        st.tuples(st.just("when_not_matched_insert_all"), st.sampled_from([None, "source.v > 10"])),
+        st.tuples(st.just("when_not_matched_by_source_update"), target_only),
+        st.tuples(st.just("when_not_matched_by_source_delete"), target_only),
+    )
+
+
+def _apply(merger: Any, clauses: list[tuple[str, str | None]]) -> Any:
+    for method, condition in clauses:
+        if method == "when_matched_update":
+            merger = merger.when_matched_update({"v": "source.v + target.v"}, condition)
+        elif method == "when_not_matched_insert":
+            merger = merger.when_not_matched_insert({"id": "source.id", "v": "source.v"}, condition)
+        elif method == "when_not_matched_by_source_update":
+            merger = merger.when_not_matched_by_source_update({"v": "target.v - 1"}, condition)
+        else:
+            merger = getattr(merger, method)(condition)
+    return merger
+
+
+def test_random_merges_match_deltalogs_own(spark: Any, tmp_path_factory: Any) -> None:
+    """Differential: random targets, sources (duplicate keys included) and clause lists, with
+    and without deletion vectors; Spark's evaluation of the clauses and deltalog's own MERGE
+    give the same rows, or both refuse the MERGE as ambiguous."""
+    from hypothesis import given, settings
+    from hypothesis import strategies as st
+
+    @settings(max_examples=12, deadline=None, derandomize=True)
+    @given(
+        target_ids=st.sets(st.integers(0, 40), min_size=0, max_size=25),
+        source=st.lists(st.tuples(st.integers(0, 50), st.integers(0, 30)), min_size=0, max_size=12),
+        clauses=st.lists(_clause_strategy(), min_size=1, max_size=4),
+        vectors=st.booleans(),
+    )
+    def check(
+        target_ids: set[int],
+        source: list[tuple[int, int]],
+        clauses: list[tuple[str, str | None]],
+        vectors: bool,
+    ) -> None:
+        root = tmp_path_factory.mktemp("merge")
+        uri, copy = str(root / "t"), str(root / "copy")
+        ids = sorted(target_ids)
+        dl.write_table(
+            uri,
+            pa.Table.from_pylist([{"id": i, "v": float(i), "g": f"g{i % 3}"} for i in ids], SCHEMA),
+            configuration={"delta.enableDeletionVectors": str(vectors).lower()},
+        )
+        shutil.copytree(uri, copy)
+        rows = [{"id": i, "v": float(v), "g": "s"} for i, v in source]
+        outcomes = []
+        for run in ("spark", "deltalog"):
+            try:
+                if run == "spark":
+                    frame = spark.createDataFrame(
+                        [(r["id"], r["v"], r["g"]) for r in rows], "id long, v double, g string"
+                    )
+                    merger = dls.merge(uri, frame, "target.id = source.id")
+                else:
+                    merger = dl.DeltaTable(copy).merge(
+                        pa.Table.from_pylist(rows, SCHEMA), "target.id = source.id"
+                    )
+                _apply(merger, clauses).execute()
+                outcomes.append("ok")
+            except dl.InvalidArgumentError as e:
+                assert "ambiguous" in str(e), e
+                outcomes.append("ambiguous")
+        assert outcomes[0] == outcomes[1], (outcomes, clauses, source)
+        assert sorted_rows(dl.DeltaTable(uri).to_pyarrow_table()) == sorted_rows(
+            dl.DeltaTable(copy).to_pyarrow_table()
+        ), (clauses, source)
+
+    check()
