@@ -150,12 +150,12 @@ class _Rewrite:
         from pyspark.sql import functions as F
         from pyspark.sql.types import StringType, StructField, StructType
 
-        from deltalog.spark.source import _storage_options_of
+        from deltalog.spark.source import _storage_options_of, held_commits
 
         table = self.table
         uri, version = table.table_uri, table.version()
         storage = _storage_options_of(table)
-        held = _held_commits(table)
+        held = held_commits(table)
         size = self.target_file_size
         columns = [f.name for f in table.schema()]
         cdf = self.cdf
@@ -165,7 +165,7 @@ class _Rewrite:
 
         def write(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
             from deltalog import _native
-            from deltalog.spark.source import _HeldCommits
+            from deltalog.spark.source import task_snapshot, write_to_files
 
             counts = {"deleted": 0, "updated": 0, "inserted": 0, "copied": 0}
             masks: dict[str, list[int]] = {}
@@ -220,27 +220,14 @@ class _Rewrite:
                     if out.num_rows:
                         yield out
 
-            stream = kept()
-            first = next(stream, None)
-            actions: list[str] = []
-            if first is not None:
-                client = _HeldCommits(held, version) if held else None
-                snapshot = _native.RawSnapshot.open(uri, version, storage, client)
+            def snapshot() -> Any:
+                return task_snapshot(uri, version, storage, held)
 
-                def chained() -> Iterator[pa.RecordBatch]:
-                    yield first
-                    yield from stream
-
-                reader = pa.RecordBatchReader.from_batches(first.schema, chained())
-                actions = list(_native.write_files(snapshot, reader, size))
-            else:
-                for _ in stream:  # count (and mask) every row
-                    pass
+            # (An empty stream has counted and masked every row by the time it ends.)
+            actions = write_to_files(snapshot, kept(), size)
             if changes:
-                client = _HeldCommits(held, version) if held else None
-                snapshot = _native.RawSnapshot.open(uri, version, storage, client)
                 reader = pa.RecordBatchReader.from_batches(changes[0].schema, changes)
-                actions.extend(_native.write_change_files(snapshot, reader, size))
+                actions.extend(_native.write_change_files(snapshot(), reader, size))
             yield pa.record_batch(
                 {
                     "actions": pa.array([json.dumps(actions)], pa.string()),
@@ -316,25 +303,22 @@ class _Rewrite:
         their ``add`` actions and the rows copied."""
         from pyspark.sql.types import ArrayType, LongType, StringType, StructField, StructType
 
-        from deltalog.spark.source import _storage_options_of
+        from deltalog.spark.source import _storage_options_of, every_row_spec, held_commits
 
         by_path = {t.path: t for t in files}
         work = []
         for path, rows in sorted(masks.items()):
             spec, task = by_path[path].to_json()
-            parsed = json.loads(spec)
-            parsed["metadataColumns"]["rowIndex"] = True
-            parsed["predicate"] = None  # every live row
-            work.append((json.dumps(parsed), task, sorted(set(rows))))
+            work.append((every_row_spec(spec), task, sorted(set(rows))))
         table = self.table
         uri, version = table.table_uri, table.version()
         storage = _storage_options_of(table)
-        held = _held_commits(table)
+        held = held_commits(table)
         size = self.target_file_size
 
         def copy(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
             from deltalog import _native
-            from deltalog.spark.source import _HeldCommits
+            from deltalog.spark.source import task_snapshot, write_to_files
 
             copied = 0
 
@@ -357,19 +341,9 @@ class _Rewrite:
                                 copied += kept.num_rows
                                 yield kept
 
-            stream = remaining()
-            first = next(stream, None)
-            actions: list[str] = []
-            if first is not None:
-                client = _HeldCommits(held, version) if held else None
-                snapshot = _native.RawSnapshot.open(uri, version, storage, client)
-
-                def chained() -> Iterator[pa.RecordBatch]:
-                    yield first
-                    yield from stream
-
-                reader = pa.RecordBatchReader.from_batches(first.schema, chained())
-                actions = list(_native.write_files(snapshot, reader, size))
+            actions = write_to_files(
+                lambda: task_snapshot(uri, version, storage, held), remaining(), size
+            )
             yield pa.record_batch(
                 {
                     "actions": pa.array([json.dumps(actions)], pa.string()),
@@ -412,16 +386,6 @@ def _live_rows(task: Any) -> int:
 def _value_counts(array: pa.Array) -> tuple[list[str], list[int]]:
     counted = pc.value_counts(array)
     return counted.field("values").to_pylist(), counted.field("counts").to_pylist()
-
-
-def _held_commits(table: DeltaTable) -> list[tuple[int, str | None, bytes | None]]:
-    """A catalog-managed table's ratified commits up to the loaded version (the executors open
-    that version from them, without reaching the catalog)."""
-    client = table._catalog_client
-    if client is None:
-        return []
-    held = client.get_ratified_commits(None, table.version())
-    return [(c.version, c.path, c.content) for c in held.commits]
 
 
 def _kinds(actions: Sequence[str]) -> tuple[int, int]:

@@ -35,7 +35,7 @@ from __future__ import annotations
 
 import json
 import time
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -278,12 +278,7 @@ class FilesPartition(InputPartition):
         Spark)."""
         from deltalog import _native
 
-        spec = json.loads(self.spec)
-        spec["metadataColumns"]["rowIndex"] = True
-        # Every live row of each file: a predicate the files were skipped with must not
-        # filter rows here (the rows it rules out are copied or kept, not dropped).
-        spec["predicate"] = None
-        spec_text = json.dumps(spec)
+        spec_text = every_row_spec(self.spec)
         width = len(target) - 2
         columns = pa.schema(list(target)[:width])
         for task in self.tasks:
@@ -311,6 +306,62 @@ class FilesPartition(InputPartition):
 
 def _storage_options_of(table: DeltaTable) -> dict[str, str] | None:
     return dict(table._storage_options) if table._storage_options else None
+
+
+def every_row_spec(spec: str) -> str:
+    """A scan's read spec (JSON) that yields every live row of its files with the row's index
+    in the file last: the scan's predicate, which only chose the files, filters no row."""
+    parsed = json.loads(spec)
+    parsed["metadataColumns"]["rowIndex"] = True
+    parsed["predicate"] = None
+    return json.dumps(parsed)
+
+
+#: Ratified commits a task reads a version with: ``(version, staged path, inline content)``.
+Held = list[tuple[int, str | None, bytes | None]]
+
+
+def held_commits(table: DeltaTable) -> Held | None:
+    """A catalog-managed table's ratified commits up to the loaded version (possibly none),
+    from which tasks open that version without reaching the catalog (:class:`_HeldCommits`);
+    None for a table without a catalog."""
+    client = table._catalog_client
+    if client is None:
+        return None
+    held = client.get_ratified_commits(None, table.version())
+    return [(c.version, c.path, c.content) for c in held.commits]
+
+
+def task_snapshot(uri: str, version: int, storage: dict[str, str] | None, held: Held | None) -> Any:
+    """The table's ``version`` as a task opens it: through :class:`_HeldCommits` when commits
+    are held (a catalog-managed table, or commits that exist only in the job), else from
+    storage alone."""
+    from deltalog import _native
+
+    client = _HeldCommits(held, version) if held is not None else None
+    return _native.RawSnapshot.open(uri, version, storage, client)
+
+
+def write_to_files(
+    snapshot: Callable[[], Any],
+    batches: Iterator[pa.RecordBatch],
+    target_file_size: int | None,
+    replace_where: str | None = None,
+) -> list[str]:
+    """Writes ``batches`` as data files of the snapshot ``snapshot()`` opens (only when there
+    is a row to write) with ``write_files``; their ``add`` actions (JSON), none for no rows."""
+    from deltalog import _native
+
+    first = next(batches, None)
+    if first is None:
+        return []
+
+    def chained() -> Iterator[pa.RecordBatch]:
+        yield first
+        yield from batches
+
+    reader = pa.RecordBatchReader.from_batches(first.schema, chained())
+    return list(_native.write_files(snapshot(), reader, target_file_size, replace_where))
 
 
 def partitions_of(
@@ -411,7 +462,7 @@ class DeltaWriter(DataSourceArrowWriter):
         self._uri = _path(options)
         #: For a catalog-managed table, the catalog's commits up to the version read, which
         #: the tasks open that version from.
-        self._held: Any = None
+        self._held: Held | None = None
         #: The ``metaData`` action (JSON) of a schema change the commit carries: the tasks
         #: write against the version read with it applied.
         self._evolved: str | None = None
@@ -436,10 +487,7 @@ class DeltaWriter(DataSourceArrowWriter):
             table = _open(options)
             self._uri = table.table_uri
             self._read_version: int | None = table.version()
-            client = table._catalog_client
-            if client is not None:
-                held = client.get_ratified_commits(None, self._read_version)
-                self._held = [(c.version, c.path, c.content) for c in held.commits]
+            self._held = held_commits(table)
             existing = table.metadata().partition_columns
             if (
                 self._partition_by
@@ -477,47 +525,30 @@ class DeltaWriter(DataSourceArrowWriter):
             self._creates_in_catalog = managed
 
     def _snapshot(self) -> Any:
-        from deltalog import _native
-
         storage = _storage_options(self._options)
         if self._first_commit is not None:
             # The version 0 this write creates, read from its content (no log yet).
-            return _native.RawSnapshot.open(
-                self._uri,
-                None,
-                storage,
-                _HeldCommits([(0, None, self._first_commit.encode())], 0),
-            )
-        held = list(self._held or [])
+            return task_snapshot(self._uri, 0, storage, [(0, None, self._first_commit.encode())])
         version = self._read_version
+        held = self._held
         if self._evolved is not None and version is not None:
             # The version read with the schema change applied: a commit of its metaData
             # that exists only here (the driver commits it with the files).
             version += 1
             now = int(time.time() * 1000)
             info = json.dumps({"commitInfo": {"timestamp": now, "inCommitTimestamp": now}})
-            held.append((version, None, f"{info}\n{self._evolved}\n".encode()))
-        if not held:
-            return _native.RawSnapshot.open(self._uri, self._read_version, storage)
-        # A catalog-managed table's version read (from the commits the driver got), and/or
-        # the schema change.
-        return _native.RawSnapshot.open(self._uri, version, storage, _HeldCommits(held, version))
+            held = [*(held or []), (version, None, f"{info}\n{self._evolved}\n".encode())]
+        if version is None:
+            raise RuntimeError("the table's version read is unknown")
+        return task_snapshot(self._uri, version, storage, held)
 
     def write(self, iterator: Iterator[pa.RecordBatch]) -> WrittenFiles:
-        from deltalog import _native
         from deltalog.writer import _target_file_size
 
-        first = next(iterator, None)
-        if first is None:
-            return WrittenFiles([])
-        reader = pa.RecordBatchReader.from_batches(first.schema, _chain(first, iterator))
-        texts = _native.write_files(
-            self._snapshot(),
-            reader,
-            _target_file_size(_int(self._options, "targetFileSize")),
-            self._replace_where,
+        size = _target_file_size(_int(self._options, "targetFileSize"))
+        return WrittenFiles(
+            write_to_files(self._snapshot, iter(iterator), size, self._replace_where)
         )
-        return WrittenFiles(list(texts))
 
     def commit(self, messages: list[WriterCommitMessage | None]) -> None:
         from deltalog import _native
@@ -688,11 +719,6 @@ def _stream_app_id(options: Mapping[str, str]) -> str:
 
     digest = hashlib.sha256(location.rstrip("/").encode()).hexdigest()[:16]
     return f"deltalog-stream-{digest}"
-
-
-def _chain(first: pa.RecordBatch, rest: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
-    yield first
-    yield from rest
 
 
 def _app_transaction(options: Mapping[str, str]) -> tuple[str, int] | None:

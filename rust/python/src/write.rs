@@ -108,27 +108,14 @@ pub(crate) fn write_files(
     let storage = snapshot.storage().clone();
     let reader = data.0;
     let schema = reader.schema();
-    let options = WriteOptions {
-        mode: if replace_where.is_some() {
-            SaveMode::Overwrite
-        } else {
-            SaveMode::Append
-        },
-        partition_by: None,
-        configuration: Default::default(),
-        name: None,
-        description: None,
-        app_transaction: None,
-        commit_info: Default::default(),
-        merge_schema: false,
-        protocol: None,
-        commit: false,
-        overwrite_schema: false,
-        replace_where,
-        clustering_columns: None,
-        target_file_size,
-        catalog: None,
-    };
+    let mut options = WriteOptions::new(if replace_where.is_some() {
+        SaveMode::Overwrite
+    } else {
+        SaveMode::Append
+    });
+    options.commit = false;
+    options.replace_where = replace_where;
+    options.target_file_size = target_file_size;
     let batches = reader.map(|b| b.map_err(DeltaError::from));
     let written = block_on(py, async move {
         write_batches(&storage, Some(snapshot), schema.as_ref(), batches, options).await
@@ -153,27 +140,15 @@ pub(crate) fn evolved_metadata(
     partition_by: Option<Vec<String>>,
 ) -> PyResult<Option<String>> {
     use deltalog_core::write::table::{evolved_metadata, SaveMode, WriteOptions};
-    let options = WriteOptions {
-        mode: if overwrite_schema {
-            SaveMode::Overwrite
-        } else {
-            SaveMode::Append
-        },
-        partition_by,
-        configuration: Default::default(),
-        name: None,
-        description: None,
-        app_transaction: None,
-        commit_info: Default::default(),
-        merge_schema,
-        protocol: None,
-        commit: false,
-        overwrite_schema,
-        replace_where: None,
-        clustering_columns: None,
-        target_file_size: None,
-        catalog: None,
-    };
+    let mut options = WriteOptions::new(if overwrite_schema {
+        SaveMode::Overwrite
+    } else {
+        SaveMode::Append
+    });
+    options.partition_by = partition_by;
+    options.merge_schema = merge_schema;
+    options.overwrite_schema = overwrite_schema;
+    options.commit = false;
     let action =
         evolved_metadata(&snapshot.snapshot, &schema.0, &options).map_err(|e| to_py_err(py, e))?;
     Ok(action.map(|a| a.to_string()))

@@ -740,26 +740,13 @@ mod tests {
     use arrow::array::Int64Array;
 
     fn options(configuration: &[(&str, &str)], protocol: Value) -> WriteOptions {
-        WriteOptions {
-            mode: SaveMode::Error,
-            partition_by: None,
-            configuration: configuration
-                .iter()
-                .map(|(k, v)| (k.to_string(), v.to_string()))
-                .collect(),
-            name: None,
-            description: None,
-            app_transaction: None,
-            commit_info: Default::default(),
-            merge_schema: false,
-            protocol: Some(protocol),
-            commit: true,
-            overwrite_schema: false,
-            replace_where: None,
-            clustering_columns: None,
-            target_file_size: None,
-            catalog: None,
-        }
+        let mut options = WriteOptions::new(SaveMode::Error);
+        options.configuration = configuration
+            .iter()
+            .map(|(k, v)| (k.to_string(), v.to_string()))
+            .collect();
+        options.protocol = Some(protocol);
+        options
     }
 
     async fn table(dir: &std::path::Path, dv: bool) -> Snapshot {

@@ -105,6 +105,30 @@ pub struct WriteOptions {
     pub catalog: Option<std::sync::Arc<dyn crate::log::catalog::CatalogClient>>,
 }
 
+impl WriteOptions {
+    /// Options of a `mode` write with nothing else set: no partitioning, properties, name,
+    /// application transaction or schema change; committed; the default file size.
+    pub fn new(mode: SaveMode) -> Self {
+        WriteOptions {
+            mode,
+            partition_by: None,
+            configuration: BTreeMap::new(),
+            name: None,
+            description: None,
+            app_transaction: None,
+            commit_info: Default::default(),
+            merge_schema: false,
+            protocol: None,
+            overwrite_schema: false,
+            replace_where: None,
+            clustering_columns: None,
+            commit: true,
+            target_file_size: None,
+            catalog: None,
+        }
+    }
+}
+
 /// The table a write goes to: the latest snapshot, or none when the table does not exist.
 pub async fn latest_snapshot(storage: &Storage) -> DeltaResult<Option<Snapshot>> {
     match Snapshot::try_new(storage.clone(), None).await {
@@ -618,18 +642,10 @@ where
         }
         .to_action()]);
     }
-    if let Some((s, predicate, mut rewriter)) = replace {
-        let applied = crate::write::dml::apply_change(
-            s,
-            Some(&predicate),
-            &crate::write::dml::Change::Delete,
-            &[],
-            &mut rewriter,
-        )
-        .await?;
-        let (actions, _) = rewriter.into_actions(s).await?;
+    if let Some((s, predicate, rewriter)) = replace {
+        let (actions, read) = take_matching(s, &predicate, rewriter).await?;
         txn = txn
-            .with_read_files(applied.read)
+            .with_read_files(read)
             .with_parameter("predicate", json!(options.replace_where));
         txn.add_actions(actions);
     } else if let (Some(s), SaveMode::Overwrite) = (&snapshot, options.mode) {
@@ -650,17 +666,29 @@ pub async fn replace_where_actions(
     target_file_size: Option<u64>,
 ) -> DeltaResult<(Vec<Value>, Vec<String>)> {
     let predicate = crate::expr::Expr::parse(sql)?.resolve(snapshot.schema()?.as_ref())?;
-    let mut rewriter = Rewriter::try_new(snapshot, target_file_size)?;
+    let rewriter = Rewriter::try_new(snapshot, target_file_size)?;
+    let (actions, read) = take_matching(snapshot, &predicate, rewriter).await?;
+    Ok((actions, read.into_iter().collect()))
+}
+
+/// replaceWhere's removal: the rows of `snapshot` matching `predicate` taken away through
+/// `rewriter` (which may already hold the overwrite's new rows); every action of the
+/// rewriter and the files the predicate read.
+async fn take_matching(
+    snapshot: &Snapshot,
+    predicate: &crate::expr::Expr,
+    mut rewriter: Rewriter,
+) -> DeltaResult<(Vec<Value>, std::collections::HashSet<String>)> {
     let applied = crate::write::dml::apply_change(
         snapshot,
-        Some(&predicate),
+        Some(predicate),
         &crate::write::dml::Change::Delete,
         &[],
         &mut rewriter,
     )
     .await?;
     let (actions, _) = rewriter.into_actions(snapshot).await?;
-    Ok((actions, applied.read.into_iter().collect()))
+    Ok((actions, applied.read))
 }
 
 /// The partition columns `given` as the table spells them (names are case-insensitive:
@@ -802,26 +830,6 @@ mod tests {
     use super::*;
     use arrow::array::Int64Array;
 
-    fn options(mode: SaveMode) -> WriteOptions {
-        WriteOptions {
-            mode,
-            partition_by: None,
-            configuration: BTreeMap::new(),
-            name: None,
-            description: None,
-            app_transaction: None,
-            commit_info: Default::default(),
-            merge_schema: false,
-            protocol: None,
-            commit: true,
-            overwrite_schema: false,
-            replace_where: None,
-            clustering_columns: None,
-            target_file_size: None,
-            catalog: None,
-        }
-    }
-
     #[tokio::test]
     async fn evolved_metadata_follows_the_schema_modes() {
         let dir = tempfile::tempdir().unwrap();
@@ -837,7 +845,7 @@ mod tests {
             None,
             &schema,
             [Ok(batch)],
-            options(SaveMode::Error),
+            WriteOptions::new(SaveMode::Error),
         )
         .await
         .unwrap();
@@ -847,11 +855,11 @@ mod tests {
             Field::new("x", DataType::Utf8, false),
         ]);
         // The same columns: nothing changes, merge or not.
-        let mut merge = options(SaveMode::Append);
+        let mut merge = WriteOptions::new(SaveMode::Append);
         merge.merge_schema = true;
         assert_eq!(evolved_metadata(&snapshot, &schema, &merge).unwrap(), None);
         // A new column without merge_schema: the write's error.
-        let err = evolved_metadata(&snapshot, &wider, &options(SaveMode::Append));
+        let err = evolved_metadata(&snapshot, &wider, &WriteOptions::new(SaveMode::Append));
         assert!(matches!(err, Err(DeltaError::InvalidArgument(m)) if m.contains("\"x\"")));
         // merge_schema: the column is added, nullable, in a metaData keeping the table's id.
         let action = evolved_metadata(&snapshot, &wider, &merge)
@@ -866,7 +874,7 @@ mod tests {
             json!(snapshot.metadata().unwrap().id.clone())
         );
         // overwrite_schema: the data's schema and partitioning replace the table's.
-        let mut overwrite = options(SaveMode::Overwrite);
+        let mut overwrite = WriteOptions::new(SaveMode::Overwrite);
         overwrite.overwrite_schema = true;
         overwrite.partition_by = Some(vec!["X".into()]);
         let action = evolved_metadata(&snapshot, &wider, &overwrite)
