@@ -437,3 +437,30 @@ def test_random_merges_match_deltalogs_own(spark: Any, tmp_path_factory: Any) ->
         ), (clauses, source)
 
     check()
+
+
+def test_dml_on_a_catalog_managed_table(spark: Any, tmp_path: Path) -> None:
+    """A catalog-managed table (SQLite catalog): the executors open its version from the
+    commits the driver got, and the one commit goes through the catalog."""
+    cat = dl.connect_catalog(
+        {"type": "sqlite", "path": str(tmp_path / "c.db"), "warehouse": str(tmp_path / "wh")}
+    )
+    cat.create_namespace("db")
+    cat.write_table(
+        "db.t",
+        pa.Table.from_pylist(
+            [{"id": i, "v": float(i), "g": f"g{i % 2}"} for i in range(20)], SCHEMA
+        ),
+    )
+    got = dls.delete(spark, cat.load_table("db.t"), "id < 5")
+    assert got["num_deleted_rows"] == 5
+    source = spark.createDataFrame(
+        [(7, -7.0, "g1"), (99, 1.0, "g1")], "id long, v double, g string"
+    )
+    dls.merge(
+        cat.load_table("db.t"), source, "target.id = source.id"
+    ).when_matched_update_all().when_not_matched_insert_all().execute()
+    t = cat.load_table("db.t")
+    assert t.version() == 2 and cat.describe_table("db.t").latest_version == 2
+    rows = {r["id"]: r["v"] for r in t.to_pyarrow_table().to_pylist()}
+    assert sorted(rows) == [*range(5, 20), 99] and rows[7] == -7.0
