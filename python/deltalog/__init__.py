@@ -11,8 +11,11 @@ from deltalog import catalog, features
 from deltalog._native import __version__
 from deltalog.catalog import connect_catalog
 from deltalog.exceptions import (
+    AlreadyExistsError,
     CatalogError,
+    CatalogPermissionError,
     CatalogRequiredError,
+    CatalogThrottledError,
     ChangeDataNotRecordedError,
     CommitConflictError,
     ConstraintViolationError,
@@ -22,6 +25,8 @@ from deltalog.exceptions import (
     DataFileNotFoundError,
     DeltaError,
     InvalidArgumentError,
+    NamespaceNotEmptyError,
+    NamespaceNotFoundError,
     StorageError,
     TableNotFoundError,
     UnsupportedFeatureError,
@@ -34,8 +39,11 @@ from deltalog.transaction import Transaction, write_files
 from deltalog.writer import CommitProperties, write_table
 
 __all__ = [
+    "AlreadyExistsError",
     "CatalogError",
+    "CatalogPermissionError",
     "CatalogRequiredError",
+    "CatalogThrottledError",
     "ChangeDataNotRecordedError",
     "Column",
     "CommitConflictError",
@@ -50,6 +58,8 @@ __all__ = [
     "DeltaTable",
     "Expr",
     "InvalidArgumentError",
+    "NamespaceNotEmptyError",
+    "NamespaceNotFoundError",
     "Metadata",
     "Protocol",
     "ScanTask",

@@ -7,6 +7,9 @@ deltalog checkpoint PATH [--kind classic|v2-parquet|v2-json] [--sidecars N]
 deltalog compact PATH [--start N] [--end N]
 deltalog cleanup PATH
 deltalog vacuum PATH [--retention-hours H] [--force] [--apply]
+deltalog catalog serve [--db sqlite:///FILE | postgresql://…] [--warehouse URI] [--host H]
+                       [--port P] [--workers N] [--tokens FILE]
+deltalog catalog token --tokens FILE --name NAME --role reader|writer|admin
 """
 
 from __future__ import annotations
@@ -14,6 +17,7 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+from typing import Any
 
 from deltalog.exceptions import DeltaError, InvalidArgumentError
 from deltalog.table import DeltaTable, _timestamp_ms
@@ -127,6 +131,75 @@ def _vacuum(args: argparse.Namespace) -> None:
     print(f"{verb} {result.num_files} file(s), {result.bytes} bytes", file=sys.stderr)
 
 
+def _serve(args: argparse.Namespace) -> None:
+    from deltalog.catalog.rest.server import serve
+
+    serve(
+        args.db,
+        args.warehouse,
+        host=args.host,
+        port=args.port,
+        workers=args.workers,
+        tokens=args.tokens,
+        max_body_bytes=args.max_body_bytes,
+        max_unpublished=args.max_unpublished,
+        log_level=args.log_level,
+    )
+
+
+def _token(args: argparse.Namespace) -> None:
+    from deltalog.catalog.rest.auth import add_token
+
+    print(add_token(args.tokens, args.name, args.role))
+    print(
+        f"added {args.name!r} ({args.role}) to {args.tokens}; the token above is not stored "
+        "and cannot be shown again",
+        file=sys.stderr,
+    )
+
+
+def _positive(text: str) -> int:
+    value = _non_negative(text)
+    if value == 0:
+        raise argparse.ArgumentTypeError("must be at least 1")
+    return value
+
+
+def _add_catalog_commands(sub: Any) -> None:
+    text = "run or administer a REST catalog server (Lance Namespace protocol)"
+    catalog = sub.add_parser("catalog", help=text, description=text)
+    commands = catalog.add_subparsers(dest="catalog_command", required=True, metavar="COMMAND")
+    text = "serve a catalog of Delta tables over HTTP until SIGTERM / Ctrl-C"
+    p = commands.add_parser("serve", help=text, description=text)
+    p.add_argument(
+        "--db",
+        default="sqlite://deltalog-catalog.db",
+        help="the catalog database: sqlite:///ABSOLUTE.db, sqlite://RELATIVE.db or "
+        "postgresql://user:password@host/db (default: sqlite://deltalog-catalog.db)",
+    )
+    p.add_argument(
+        "--warehouse", default="warehouse", help="where new tables go (default: ./warehouse)"
+    )
+    p.add_argument("--host", default="127.0.0.1", help="default: 127.0.0.1")
+    p.add_argument("--port", type=_non_negative, default=2333, help="default: 2333; 0: any")
+    p.add_argument("--workers", type=_positive, default=1, help="server processes (default 1)")
+    p.add_argument("--tokens", help="the tokens file (deltalog catalog token); none: no auth")
+    p.add_argument("--max-body-bytes", type=_positive, default=4 * 1024 * 1024)
+    p.add_argument(
+        "--max-unpublished",
+        type=_positive,
+        help="most ratified commits a table may hold unpublished (default 1000); more: 429",
+    )
+    p.add_argument("--log-level", default="info", choices=["debug", "info", "warning", "error"])
+    p.set_defaults(fn=_serve)
+    text = "add a principal to a tokens file and print its new token"
+    p = commands.add_parser("token", help=text, description=text)
+    p.add_argument("--tokens", required=True, help="the tokens file (created if missing)")
+    p.add_argument("--name", required=True, help="who the token is for")
+    p.add_argument("--role", required=True, choices=["reader", "writer", "admin"])
+    p.set_defaults(fn=_token)
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
         prog="deltalog", description="Inspect and maintain Delta tables."
@@ -186,6 +259,7 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--force", action="store_true", help="allow a shorter retention")
     p.add_argument("--apply", action="store_true", help="delete instead of listing")
     p.set_defaults(fn=_vacuum)
+    _add_catalog_commands(sub)
     args = parser.parse_args(argv)
     try:
         args.fn(args)

@@ -154,6 +154,20 @@ class InvalidArgumentError(DeltaError, ValueError):
     NULL). Also a ``ValueError``."""
 
 
+class NamespaceNotFoundError(InvalidArgumentError):
+    """A catalog has no namespace of that identifier."""
+
+
+class AlreadyExistsError(InvalidArgumentError):
+    """A catalog already has a namespace or table of that name (in one parent, a namespace and
+    a table may not share a name either: Lance catalog specification, "Name and
+    Identifier")."""
+
+
+class NamespaceNotEmptyError(InvalidArgumentError):
+    """A namespace still holds tables or namespaces, so it cannot be dropped."""
+
+
 class ConstraintViolationError(InvalidArgumentError):
     """Written rows break a CHECK constraint, a column invariant or a generated column's
     expression; nothing was committed.
@@ -221,3 +235,19 @@ class CatalogError(DeltaError):
     def __init__(self, message: str, table: str | None = None) -> None:
         super().__init__(message)
         self.table = table
+
+
+class CatalogPermissionError(CatalogError):
+    """A catalog refused the call: no valid credentials (``unauthenticated``), or the
+    credentials' role does not allow it, e.g. a writer changing a table's schema."""
+
+    def __init__(
+        self, message: str, table: str | None = None, unauthenticated: bool = False
+    ) -> None:
+        super().__init__(message, table)
+        self.unauthenticated = unauthenticated
+
+
+class CatalogThrottledError(CatalogError):
+    """A catalog refused a commit for now: the table holds as many unpublished commits as the
+    catalog allows (they must be published first), or the catalog is overloaded."""

@@ -79,7 +79,9 @@ def connect_catalog(
     """Opens a catalog from its configuration (Lance catalog specification:
     "Configurations"): ``type`` (``dir``, ``sqlite`` or ``postgresql``); ``path`` (the
     directory, or the SQLite database file); ``uri`` (the PostgreSQL database, a
-    ``postgresql://`` URI or a libpq connection string); ``warehouse`` (where a sqlite or
+    ``postgresql://`` URI or a libpq connection string; the server of a ``rest`` catalog,
+    ``http://host:port``); ``token`` (a rest catalog's bearer token); ``timeout`` (seconds, a
+    rest catalog's per-call timeout); ``warehouse`` (where a sqlite or
     postgresql catalog's tables live); an optional ``delimiter`` for string identifiers.
 
     Raises:
@@ -117,10 +119,32 @@ def connect_catalog(
         store = SqliteStore(os.path.abspath(where)) if kind == "sqlite" else PostgresStore(where)
         return ManagedCatalog(store, _directory_uri(warehouse), delimiter=delimiter)
     if kind == "rest":
-        raise UnsupportedFeatureError(
-            "the rest catalog is not available yet (issue #18); use 'dir', 'sqlite' or 'postgresql'"
+        unknown = set(config) - {"type", "uri", "token", "delimiter", "timeout"}
+        if unknown:
+            raise InvalidArgumentError(
+                f"unknown keys for a rest catalog: {', '.join(sorted(unknown))}"
+            )
+        if not config.get("uri"):
+            raise InvalidArgumentError('a rest catalog needs "uri" (http://host:port)')
+        try:
+            from deltalog.catalog.rest.client import RestCatalog
+        except ImportError as e:
+            raise UnsupportedFeatureError(
+                "the rest catalog needs lance-namespace-urllib3-client, which is not "
+                f"installed: pip install 'deltalog[rest]' ({e})"
+            ) from e
+        try:
+            timeout = float(config.get("timeout", 30))
+        except ValueError as e:
+            raise InvalidArgumentError(f"timeout is not a number: {config['timeout']!r}") from e
+        return RestCatalog(
+            config["uri"],
+            token=config.get("token"),
+            delimiter=delimiter,
+            timeout=timeout,
+            storage_options=storage_options,
         )
     raise InvalidArgumentError(
-        f"unknown catalog type {kind!r}: expected 'dir' (a directory of tables), 'sqlite' or "
-        "'postgresql'"
+        f"unknown catalog type {kind!r}: expected 'dir' (a directory of tables), 'sqlite', "
+        "'postgresql' or 'rest'"
     )

@@ -21,9 +21,11 @@ from typing import TYPE_CHECKING, Any
 from deltalog.catalog.base import Catalog, Identifier
 from deltalog.catalog.client import RatifiedCommit, RatifiedCommits
 from deltalog.exceptions import (
+    AlreadyExistsError,
     CatalogError,
     CommitConflictError,
     InvalidArgumentError,
+    NamespaceNotFoundError,
     TableNotFoundError,
 )
 
@@ -56,6 +58,8 @@ class TableRecord:
     #: return them so that readers may skip replay).
     protocol: str | None = None
     metadata: str | None = None
+    #: The table's catalog properties (Lance catalog specification), not Delta's.
+    properties: Mapping[str, str] | None = None
 
 
 @dataclass(frozen=True)
@@ -134,7 +138,15 @@ class Store(abc.ABC):
     def child_namespaces(self, parent: int) -> list[str]: ...
 
     @abc.abstractmethod
-    def create_namespace(self, parent: int, name: str) -> None: ...
+    def create_namespace(
+        self, parent: int, name: str, properties: Mapping[str, str] | None = None
+    ) -> None: ...
+
+    @abc.abstractmethod
+    def namespace_properties(self, namespace: int) -> dict[str, str]: ...
+
+    @abc.abstractmethod
+    def set_namespace_properties(self, namespace: int, properties: Mapping[str, str]) -> None: ...
 
     @abc.abstractmethod
     def drop_namespace(self, parent: int, name: str) -> None: ...
@@ -143,13 +155,26 @@ class Store(abc.ABC):
     def tables(self, namespace: int) -> list[str]: ...
 
     @abc.abstractmethod
+    def table_records(self, namespace: int) -> list[TableRecord]:
+        """The tables directly in ``namespace``, by name."""
+
+    @abc.abstractmethod
     def table(self, namespace: int, name: str) -> TableRecord | None: ...
 
     @abc.abstractmethod
     def table_by_id(self, table_id: int) -> TableRecord | None: ...
 
     @abc.abstractmethod
-    def register(self, namespace: int, name: str, location: str) -> TableRecord: ...
+    def register(
+        self,
+        namespace: int,
+        name: str,
+        location: str,
+        properties: Mapping[str, str] | None = None,
+        managed: bool = False,
+    ) -> TableRecord:
+        """Adds a table: storage-managed, or (``managed``) a catalog-managed table *declared*
+        at ``location`` whose version 0 is not ratified yet."""
 
     @abc.abstractmethod
     def drop_table(self, table_id: int) -> None: ...
@@ -193,8 +218,8 @@ class Store(abc.ABC):
         """
 
     @abc.abstractmethod
-    def forget(self, table_id: int, version: int) -> None:
-        """Drops the held commits up to ``version`` (published)."""
+    def forget(self, table_id: int, version: int) -> int:
+        """Drops the held commits up to ``version`` (published); returns how many."""
 
 
 class TableCatalogClient:
@@ -267,7 +292,7 @@ class ManagedCatalog(Catalog):
         for i, name in enumerate(names):
             found = self._store.namespace_id(current, name)
             if found is None:
-                raise InvalidArgumentError(
+                raise NamespaceNotFoundError(
                     f"namespace {self.delimiter.join(names[: i + 1])!r} does not exist"
                 )
             current = found
@@ -294,7 +319,7 @@ class ManagedCatalog(Catalog):
         parent, name = self._split(namespace)
         pid = self._namespace(parent)
         if self._store.table(pid, name) is not None:
-            raise InvalidArgumentError(f"{namespace!r} is the name of a table")
+            raise AlreadyExistsError(f"{namespace!r} is the name of a table")
         self._store.create_namespace(pid, name)
 
     def drop_namespace(self, namespace: Identifier) -> None:
@@ -325,9 +350,9 @@ class ManagedCatalog(Catalog):
         parent, table = self._split(name)
         pid = self._namespace(parent)
         if self._store.table(pid, table) is not None:
-            raise InvalidArgumentError(f"the catalog already has a table {name!r}")
+            raise AlreadyExistsError(f"the catalog already has a table {name!r}")
         if self._store.namespace_id(pid, table) is not None:
-            raise InvalidArgumentError(f"{name!r} is the name of a namespace")
+            raise AlreadyExistsError(f"{name!r} is the name of a namespace")
         location = "/".join([self.warehouse, *parent, table])
         create = (pid, table, location)
         return create, TableCatalogClient(self._store, None, create=create)
@@ -377,7 +402,7 @@ class ManagedCatalog(Catalog):
         parent, table = self._split(name)
         pid = self._namespace(parent)
         if self._store.namespace_id(pid, table) is not None:
-            raise InvalidArgumentError(f"{name!r} is the name of a namespace")
+            raise AlreadyExistsError(f"{name!r} is the name of a namespace")
         self._store.register(pid, table, location)
         return self.load_table(name)
 

@@ -49,6 +49,11 @@ MIGRATIONS: list[list[str]] = [
         "staged_path TEXT, content BYTEA, timestamp_ms BIGINT NOT NULL, "
         "PRIMARY KEY (table_id, version))",
     ],
+    # 2: namespace and table properties (JSON objects of strings; Lance catalog spec).
+    [
+        "ALTER TABLE namespaces ADD COLUMN properties TEXT",
+        "ALTER TABLE tables ADD COLUMN properties TEXT",
+    ],
 ]
 
 #: The ``pg_advisory_xact_lock`` key of schema migrations (``deltalog`` in ASCII).

@@ -19,7 +19,7 @@ import functools
 import os
 import threading
 from collections import Counter
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import AbstractContextManager, contextmanager
 from typing import Any, Generic, TypeVar
 
@@ -33,7 +33,13 @@ from deltalog.catalog.managed import (
     conflict,
     now_ms,
 )
-from deltalog.exceptions import CatalogError, InvalidArgumentError
+from deltalog.exceptions import (
+    AlreadyExistsError,
+    CatalogError,
+    CatalogThrottledError,
+    NamespaceNotEmptyError,
+    NamespaceNotFoundError,
+)
 
 #: How often a ratification is tried again after a race only the database saw (a unique key,
 #: a serialization failure, a deadlock): the next try answers it with the checks below.
@@ -41,7 +47,9 @@ RATIFY_ATTEMPTS = 5
 
 C = TypeVar("C")
 
-_COLUMNS = "id, namespace_id, name, location, managed, latest_version, protocol, metadata"
+_COLUMNS = (
+    "id, namespace_id, name, location, managed, latest_version, protocol, metadata, properties"
+)
 
 
 class ConnectionPool(Generic[C]):
@@ -118,6 +126,10 @@ class SqlStore(Store):
     #: Races the database alone sees: the ratification is tried again (``integrity_errors``
     #: are too: a new table whose name another transaction took).
     retry_errors: tuple[type[BaseException], ...] = ()
+
+    #: The most ratified commits a table may hold unpublished; ``None``:
+    #: :data:`~deltalog.catalog.managed.MAX_UNPUBLISHED` (a catalog server sets its own).
+    max_unpublished: int | None = None
 
     def __init__(self, name: str) -> None:
         #: The database, as errors name it.
@@ -196,14 +208,34 @@ class SqlStore(Store):
         )
         return [r[0] for r in rows]
 
-    def create_namespace(self, parent: int, name: str) -> None:
+    def create_namespace(
+        self, parent: int, name: str, properties: Mapping[str, str] | None = None
+    ) -> None:
         try:
             with self._transaction() as db:
                 self._run(
-                    db, "INSERT INTO namespaces (parent_id, name) VALUES (?, ?)", (parent, name)
+                    db,
+                    "INSERT INTO namespaces (parent_id, name, properties) VALUES (?, ?, ?)",
+                    (parent, name, _properties_json(properties)),
                 )
         except self.integrity_errors as e:
-            raise InvalidArgumentError(f"the namespace {name!r} already exists") from e
+            raise AlreadyExistsError(f"the namespace {name!r} already exists") from e
+
+    def namespace_properties(self, namespace: int) -> dict[str, str]:
+        if namespace == self.ROOT:
+            return {}
+        rows = self._read("SELECT properties FROM namespaces WHERE id = ?", (namespace,))
+        if not rows:
+            raise NamespaceNotFoundError(f"the namespace {namespace} no longer exists")
+        return _properties(rows[0][0])
+
+    def set_namespace_properties(self, namespace: int, properties: Mapping[str, str]) -> None:
+        with self._transaction() as db:
+            self._run(
+                db,
+                "UPDATE namespaces SET properties = ? WHERE id = ?",
+                (_properties_json(properties), namespace),
+            )
 
     def drop_namespace(self, parent: int, name: str) -> None:
         with self._transaction() as db:
@@ -211,7 +243,7 @@ class SqlStore(Store):
                 db, "SELECT id FROM namespaces WHERE parent_id = ? AND name = ?", (parent, name)
             )
             if row is None:
-                raise InvalidArgumentError(f"the namespace {name!r} does not exist")
+                raise NamespaceNotFoundError(f"the namespace {name!r} does not exist")
             (nid,) = row
             busy = self._one(
                 db,
@@ -220,7 +252,7 @@ class SqlStore(Store):
                 (nid, nid),
             )[0]
             if busy:
-                raise InvalidArgumentError(f"the namespace {name!r} is not empty")
+                raise NamespaceNotEmptyError(f"the namespace {name!r} is not empty")
             self._run(db, "DELETE FROM namespaces WHERE id = ?", (nid,))
 
     # -- tables ----------------------------------------------------------------------------
@@ -231,13 +263,27 @@ class SqlStore(Store):
         )
         return [r[0] for r in rows]
 
+    def table_records(self, namespace: int) -> list[TableRecord]:
+        rows = self._read(
+            f"SELECT {_COLUMNS} FROM tables WHERE namespace_id = ? ORDER BY name", (namespace,)
+        )
+        return [r for r in (self._record([row]) for row in rows) if r is not None]
+
     @staticmethod
     def _record(rows: list[Any]) -> TableRecord | None:
         if not rows:
             return None
-        tid, namespace, name, location, managed, latest, protocol, metadata = rows[0]
+        tid, namespace, name, location, managed, latest, protocol, metadata, props = rows[0]
         return TableRecord(
-            tid, namespace, name, location, bool(managed), latest, protocol, metadata
+            tid,
+            namespace,
+            name,
+            location,
+            bool(managed),
+            latest,
+            protocol,
+            metadata,
+            _properties(props),
         )
 
     def table(self, namespace: int, name: str) -> TableRecord | None:
@@ -251,19 +297,27 @@ class SqlStore(Store):
     def table_by_id(self, table_id: int) -> TableRecord | None:
         return self._record(self._read(f"SELECT {_COLUMNS} FROM tables WHERE id = ?", (table_id,)))
 
-    def register(self, namespace: int, name: str, location: str) -> TableRecord:
+    def register(
+        self,
+        namespace: int,
+        name: str,
+        location: str,
+        properties: Mapping[str, str] | None = None,
+        managed: bool = False,
+    ) -> TableRecord:
         try:
             with self._transaction() as db:
                 self._run(
                     db,
-                    "INSERT INTO tables (namespace_id, name, location, managed, created_ms) "
-                    "VALUES (?, ?, ?, ?, ?)",
-                    (namespace, name, location, False, now_ms()),
+                    "INSERT INTO tables (namespace_id, name, location, managed, created_ms, "
+                    "properties) VALUES (?, ?, ?, ?, ?, ?)",
+                    (namespace, name, location, managed, now_ms(), _properties_json(properties)),
                 )
         except self.integrity_errors as e:
-            raise InvalidArgumentError(f"the catalog already has a table {name!r}") from e
+            raise AlreadyExistsError(f"the catalog already has a table {name!r}") from e
         record = self.table(namespace, name)
-        assert record is not None
+        if record is None:  # dropped by another caller at once
+            raise CatalogError(f"the table {name!r} was dropped while it was registered")
         return record
 
     def drop_table(self, table_id: int) -> None:
@@ -334,8 +388,8 @@ class SqlStore(Store):
         if p.version != latest[0] + 1:
             raise conflict(p.version, self._held(db, table_id, p.version, None))
         held = self._one(db, "SELECT COUNT(*) FROM commits WHERE table_id = ?", (table_id,))[0]
-        if held >= MAX_UNPUBLISHED:
-            raise CatalogError(
+        if held >= (self.max_unpublished or MAX_UNPUBLISHED):
+            raise CatalogThrottledError(
                 f"the table holds {held} unpublished commits, the most it may; publish them "
                 f"before committing version {p.version}"
             )
@@ -353,14 +407,27 @@ class SqlStore(Store):
         )
         return table_id
 
-    def forget(self, table_id: int, version: int) -> None:
+    def forget(self, table_id: int, version: int) -> int:
         # Losing this transaction to a crash is harmless (the commits stay held, the next
         # publisher finds them published and forgets them again), so it is not made durable
         # before returning; ratifications are.
         with self._transaction(durable=False) as db:
-            self._run(
+            cursor = self._run(
                 db, "DELETE FROM commits WHERE table_id = ? AND version <= ?", (table_id, version)
             )
+            return max(int(cursor.rowcount or 0), 0)
+
+
+def _properties_json(properties: Mapping[str, str] | None) -> str | None:
+    import json
+
+    return json.dumps(dict(properties), sort_keys=True) if properties else None
+
+
+def _properties(text: str | None) -> dict[str, str]:
+    import json
+
+    return dict(json.loads(text)) if text else {}
 
 
 def _check_distinct(proposals: Sequence[Proposal]) -> None:

@@ -35,6 +35,11 @@ MIGRATIONS: list[list[str]] = [
         "ALTER TABLE tables ADD COLUMN protocol TEXT",
         "ALTER TABLE tables ADD COLUMN metadata TEXT",
     ],
+    # 3: namespace and table properties (JSON objects of strings; Lance catalog spec).
+    [
+        "ALTER TABLE namespaces ADD COLUMN properties TEXT",
+        "ALTER TABLE tables ADD COLUMN properties TEXT",
+    ],
 ]
 
 

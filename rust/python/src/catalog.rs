@@ -315,3 +315,38 @@ pub(crate) fn publish(
         deltalog_core::write::committer::publish(&storage, &client, version).await
     })
 }
+
+/// The bytes of the file `relative` under the `_delta_log/` of the table at `uri` (e.g.
+/// `_staged_commits/<v>.<uuid>.json` or a published `<v>.json`), or `None` when it does not
+/// exist. A catalog server reads a staged commit with it before ratifying it, and checks that a
+/// version is published before it forgets it.
+#[pyfunction]
+#[pyo3(signature = (uri, relative, storage_options=None))]
+pub(crate) fn read_log_file<'py>(
+    py: Python<'py>,
+    uri: &str,
+    relative: &str,
+    storage_options: Option<std::collections::HashMap<String, String>>,
+) -> PyResult<Option<Bound<'py, PyBytes>>> {
+    if relative.is_empty()
+        || relative.starts_with('/')
+        || relative.split('/').any(|p| p.is_empty() || p == "..")
+    {
+        return Err(to_py_err(
+            py,
+            DeltaError::InvalidArgument(format!(
+                "not a path inside the table's _delta_log: {relative:?}"
+            )),
+        ));
+    }
+    let storage = open_storage(uri, storage_options).map_err(|e| to_py_err(py, e))?;
+    let path = storage.log_path(relative);
+    let bytes = block_on(py, async move {
+        match storage.get(&path).await {
+            Ok(b) => Ok(Some(b)),
+            Err(object_store::Error::NotFound { .. }) => Ok(None),
+            Err(e) => Err(DeltaError::Storage(e)),
+        }
+    })?;
+    Ok(bytes.map(|b| PyBytes::new(py, &b)))
+}

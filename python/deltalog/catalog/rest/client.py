@@ -1,0 +1,652 @@
+"""A remote catalog as a deltalog :class:`~deltalog.catalog.Catalog`:
+``connect_catalog({"type": "rest", "uri": "http://host:2333", "token": "…"})``.
+
+It speaks the Lance Namespace REST protocol through the generated client,
+``lance-namespace-urllib3-client`` (one connection pool per catalog, reused by every call and
+thread). Catalog-managed tables are read and written through :class:`RestTableClient`, the
+:class:`~deltalog.catalog.CatalogClient` whose calls are the table-version routes (see
+:mod:`deltalog.catalog.rest.protocol` for how a Delta commit is carried).
+
+Calls that only read (list, describe, exists, version/list) are retried on connection errors,
+timeouts and 502/503/504 answers. Calls that change something are not, except the ratification
+of a commit, which after a failure of unknown outcome asks the catalog which commit it holds for
+that version before proposing again (so a commit is never ratified twice, nor reported as lost
+when it landed).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import threading
+import time
+from collections.abc import Callable, Mapping, Sequence
+from typing import TYPE_CHECKING, Any, TypeVar
+
+import urllib3
+from lance_namespace_urllib3_client import ApiClient, Configuration, NamespaceApi, TableApi
+from lance_namespace_urllib3_client import models as m
+from lance_namespace_urllib3_client.exceptions import ApiException
+
+from deltalog.catalog.base import Catalog, Identifier
+from deltalog.catalog.client import RatifiedCommit, RatifiedCommits
+from deltalog.catalog.managed import (
+    MAX_INLINE_COMMIT_BYTES,
+    Proposal,
+    TableDescription,
+    TableRecord,
+)
+from deltalog.catalog.rest import protocol as p
+from deltalog.exceptions import (
+    AlreadyExistsError,
+    CatalogError,
+    CatalogPermissionError,
+    CatalogThrottledError,
+    CommitConflictError,
+    InvalidArgumentError,
+    NamespaceNotEmptyError,
+    NamespaceNotFoundError,
+    TableNotFoundError,
+    UnsupportedFeatureError,
+    VersionNotFoundError,
+)
+
+if TYPE_CHECKING:
+    import pyarrow as pa
+
+    from deltalog.catalog.transaction import CatalogTransaction
+    from deltalog.table import DeltaTable
+
+T = TypeVar("T")
+
+#: Statuses worth retrying a read for: the server or a proxy in front of it is busy.
+_TRANSIENT = {502, 503, 504}
+#: The page size asked for when listing.
+_PAGE = 1000
+
+
+def _answer(e: ApiException) -> tuple[int | None, str, dict[str, str] | None]:
+    """The error code, message and context of an error answer."""
+    try:
+        body = json.loads(e.body or "")
+        return int(body["code"]), str(body.get("error") or ""), body.get("context")
+    except (ValueError, TypeError, KeyError):
+        return None, (e.body or e.reason or "").strip(), None
+
+
+def translate(e: ApiException, what: str) -> Exception:
+    """The deltalog exception of an error answer."""
+    code, message, context = _answer(e)
+    text = f"{what}: {message or e.reason} (HTTP {e.status}, code {code})"
+    if code == p.NAMESPACE_NOT_FOUND:
+        return NamespaceNotFoundError(text)
+    if code in (p.NAMESPACE_ALREADY_EXISTS, p.TABLE_ALREADY_EXISTS):
+        return AlreadyExistsError(text)
+    if code == p.NAMESPACE_NOT_EMPTY:
+        return NamespaceNotEmptyError(text)
+    if code == p.TABLE_NOT_FOUND:
+        return TableNotFoundError(text)
+    if code == p.TABLE_VERSION_NOT_FOUND:
+        return VersionNotFoundError(text)
+    if code == p.CONCURRENT_MODIFICATION:
+        held = p.ratified_from_wire(context)
+        return CommitConflictError(
+            text,
+            version=None if held is None else held.latest_version,
+            reason="another commit won the version",
+            ratified=held,
+        )
+    if code == p.UNSUPPORTED:
+        return UnsupportedFeatureError(text)
+    if code in (p.PERMISSION_DENIED, p.UNAUTHENTICATED) or e.status in (401, 403):
+        return CatalogPermissionError(text, unauthenticated=e.status == 401)
+    if code == p.THROTTLING or e.status == 429:
+        return CatalogThrottledError(text)
+    if code == p.INVALID_INPUT:
+        return InvalidArgumentError(text)
+    return CatalogError(text)
+
+
+class RestCatalog(Catalog):
+    """A catalog served over HTTP by a Lance Namespace REST server (``deltalog catalog
+    serve``, or any server speaking the protocol with deltalog's Delta conventions).
+
+    Args:
+        uri: the server, e.g. ``http://127.0.0.1:2333``.
+        token: a bearer token (sent as ``Authorization: Bearer …``).
+        delimiter: what joins the names of a string identifier in this API (default ``.``;
+            on the wire identifiers are always joined by ``$``).
+        timeout: seconds to wait for a connection and for each answer.
+        retries: how often a read is tried again after a transient failure.
+        storage_options: how to reach the tables' storage (object store credentials).
+    """
+
+    def __init__(
+        self,
+        uri: str,
+        token: str | None = None,
+        delimiter: str = ".",
+        timeout: float = 30.0,
+        retries: int = 3,
+        storage_options: Mapping[str, str] | None = None,
+    ) -> None:
+        super().__init__(delimiter)
+        if not uri.startswith(("http://", "https://")):
+            raise InvalidArgumentError(f"a rest catalog's uri is http(s)://…, not {uri!r}")
+        self.uri = uri.rstrip("/")
+        self._token = token
+        self.timeout = timeout
+        self.retries = retries
+        self.storage_options = dict(storage_options) if storage_options else None
+        self._lock = threading.Lock()
+        self._pid = -1
+        self._client: ApiClient | None = None
+
+    def __repr__(self) -> str:
+        return f"RestCatalog({self.uri!r})"
+
+    # -- transport -------------------------------------------------------------------------
+
+    def _apis(self) -> tuple[NamespaceApi, TableApi]:
+        with self._lock:
+            if self._client is None or self._pid != os.getpid():
+                # A forked child opens its own connections (sharing sockets corrupts both).
+                config = Configuration(host=self.uri, access_token=self._token, retries=0)
+                self._client = ApiClient(config)
+                self._pid = os.getpid()
+            return NamespaceApi(self._client), TableApi(self._client)
+
+    def _call(self, what: str, fn: Callable[..., T], *args: Any, idempotent: bool, **kw: Any) -> T:
+        """``fn`` with the timeout; reads retried on transient failures; errors translated."""
+        attempts = 1 + (self.retries if idempotent else 0)
+        for attempt in range(attempts):
+            try:
+                return fn(*args, _request_timeout=self.timeout, delimiter="$", **kw)
+            except ApiException as e:
+                if e.status in _TRANSIENT and attempt + 1 < attempts:
+                    time.sleep(0.05 * 2**attempt)
+                    continue
+                raise translate(e, what) from None
+            except urllib3.exceptions.HTTPError as e:
+                if attempt + 1 < attempts:
+                    time.sleep(0.05 * 2**attempt)
+                    continue
+                raise CatalogError(f"{what}: cannot reach the catalog at {self.uri}: {e}") from e
+        raise AssertionError("unreachable")
+
+    def _wire_names(self, names: Sequence[str]) -> list[str]:
+        for name in names:
+            if p.DEFAULT_DELIMITER in name:
+                raise InvalidArgumentError(
+                    f"a name of a REST catalog cannot contain {p.DEFAULT_DELIMITER!r}: {name!r}"
+                )
+        return list(names)
+
+    def _id(self, identifier: Identifier | None) -> tuple[list[str], str]:
+        names = [] if identifier is None else self._wire_names(self._names(identifier))
+        return names, p.encode_id(names)
+
+    # -- namespaces ------------------------------------------------------------------------
+
+    def list_namespaces(self, namespace: Identifier | None = None) -> list[str]:
+        ns_api, _ = self._apis()
+        _, wire = self._id(namespace)
+        found: list[str] = []
+        token: str | None = None
+        while True:
+            answer = self._call(
+                f"list namespaces of {namespace!r}",
+                ns_api.list_namespaces,
+                wire,
+                page_token=token,
+                limit=_PAGE,
+                idempotent=True,
+            )
+            found.extend(answer.namespaces)
+            token = answer.page_token
+            if not token:
+                return found
+
+    def create_namespace(
+        self, namespace: Identifier, properties: Mapping[str, str] | None = None
+    ) -> None:
+        ns_api, _ = self._apis()
+        names, wire = self._id(namespace)
+        request = m.CreateNamespaceRequest(id=names, properties=dict(properties or {}) or None)
+        self._call(
+            f"create namespace {namespace!r}",
+            ns_api.create_namespace,
+            wire,
+            request,
+            idempotent=False,
+        )
+
+    def namespace_properties(self, namespace: Identifier) -> dict[str, str]:
+        """The namespace's properties."""
+        ns_api, _ = self._apis()
+        names, wire = self._id(namespace)
+        answer = self._call(
+            f"describe namespace {namespace!r}",
+            ns_api.describe_namespace,
+            wire,
+            m.DescribeNamespaceRequest(id=names),
+            idempotent=True,
+        )
+        return dict(answer.properties or {})
+
+    def drop_namespace(self, namespace: Identifier, cascade: bool = False) -> None:
+        """Drops the namespace: an empty one, or with ``cascade`` everything in it."""
+        ns_api, _ = self._apis()
+        names, wire = self._id(namespace)
+        request = m.DropNamespaceRequest(id=names, behavior="Cascade" if cascade else "Restrict")
+        self._call(
+            f"drop namespace {namespace!r}", ns_api.drop_namespace, wire, request, idempotent=False
+        )
+
+    def namespace_exists(self, namespace: Identifier) -> bool:
+        ns_api, _ = self._apis()
+        names, wire = self._id(namespace)
+        try:
+            self._call(
+                f"namespace {namespace!r}",
+                ns_api.namespace_exists,
+                wire,
+                m.NamespaceExistsRequest(id=names),
+                idempotent=True,
+            )
+        except NamespaceNotFoundError:
+            return False
+        return True
+
+    # -- tables ----------------------------------------------------------------------------
+
+    def list_tables(self, namespace: Identifier | None = None) -> list[str]:
+        """The tables directly under ``namespace`` (declared tables whose first version was
+        never committed are not listed)."""
+        ns_api, _ = self._apis()
+        _, wire = self._id(namespace)
+        found: list[str] = []
+        token: str | None = None
+        while True:
+            answer = self._call(
+                f"list tables of {namespace!r}",
+                ns_api.list_tables,
+                wire,
+                page_token=token,
+                limit=_PAGE,
+                include_declared=False,
+                idempotent=True,
+            )
+            found.extend(answer.tables)
+            token = answer.page_token
+            if not token:
+                return found
+
+    def _describe(self, name: Identifier) -> m.DescribeTableResponse:
+        _, t_api = self._apis()
+        names, wire = self._id(name)
+        return self._call(
+            f"describe table {name!r}",
+            t_api.describe_table,
+            wire,
+            m.DescribeTableRequest(id=names),
+            idempotent=True,
+        )
+
+    def table_exists(self, name: Identifier) -> bool:
+        try:
+            described = self._describe(name)
+        except (TableNotFoundError, NamespaceNotFoundError):
+            return False
+        return not described.is_only_declared
+
+    def _record(self, name: Identifier) -> TableRecord:
+        """The table as a :class:`TableRecord` whose id is its names (for transactions)."""
+        names = self._wire_names(self._names(name))
+        described = self._describe(names)
+        if described.is_only_declared:
+            raise TableNotFoundError(f"table {name!r} is declared, but has no version yet")
+        metadata = described.metadata or {}
+        return TableRecord(
+            id=tuple(names),  # type: ignore[arg-type]
+            namespace_id=-1,
+            name=names[-1],
+            location=str(described.location),
+            managed=bool(described.managed_versioning),
+            latest_version=described.version if described.version is not None else -1,
+            protocol=metadata.get(p.META_PROTOCOL),
+            metadata=metadata.get(p.META_METADATA),
+            properties=described.properties,
+        )
+
+    def describe_table(self, name: Identifier) -> TableDescription:
+        """The table's location, kind, latest version, protocol and metadata, from the catalog
+        alone (as :meth:`ManagedCatalog.describe_table`)."""
+        record = self._record(name)
+        return TableDescription(
+            name=self.delimiter.join(self._names(name)),
+            location=record.location,
+            catalog_managed=record.managed,
+            latest_version=record.latest_version if record.managed else None,
+            protocol=json.loads(record.protocol) if record.protocol else None,
+            metadata=json.loads(record.metadata) if record.metadata else None,
+        )
+
+    def table_properties(self, name: Identifier) -> dict[str, str]:
+        """The table's catalog properties (not Delta's table properties)."""
+        return dict(self._record(name).properties or {})
+
+    def _declare(self, names: list[str]) -> str:
+        """Declares a new catalog-managed table (or finds the declaration an earlier, failed
+        creation left) and returns its location."""
+        _, t_api = self._apis()
+        wire = p.encode_id(names)
+        try:
+            answer = self._call(
+                f"declare table {names!r}",
+                t_api.declare_table,
+                wire,
+                m.DeclareTableRequest(id=names),
+                idempotent=False,
+            )
+            return str(answer.location)
+        except AlreadyExistsError:
+            described = self._describe(names)
+            if described.is_only_declared:
+                return str(described.location)
+            raise
+
+    def _new_table(self, name: Identifier) -> tuple[tuple[Any, str, str], RestTableClient]:
+        names = self._wire_names(self._names(name))
+        location = self._declare(names)
+        client = RestTableClient(self, names)
+        return (tuple(names[:-1]), names[-1], location), client
+
+    def new_table_target(self, name: Identifier) -> tuple[str, Any | None]:
+        """A new catalog-managed table's location, and the client whose first commit
+        (version 0) creates it (catalogManaged RFC, "Creating and Dropping Catalog-managed
+        Tables")."""
+        (_, _, location), client = self._new_table(name)
+        return location, client
+
+    def create_table(
+        self,
+        name: Identifier,
+        schema: pa.Schema,
+        partition_by: list[str] | None = None,
+        configuration: Mapping[str, str] | None = None,
+        **kwargs: Any,
+    ) -> DeltaTable:
+        """Creates an empty catalog-managed table: declared, then its version 0 ratified."""
+        import pyarrow as pa
+
+        self._create_from_data(
+            name,
+            pa.Table.from_batches([], schema=schema),
+            mode="error",
+            partition_by=partition_by,
+            configuration=configuration,
+            **kwargs,
+        )
+        return self.load_table(name)
+
+    def _create_from_data(self, name: Identifier, data: Any, mode: str, **kwargs: Any) -> int:
+        from deltalog.writer import write_table
+
+        (_, _, location), client = self._new_table(name)
+        return write_table(
+            location,
+            data,
+            mode=mode,  # type: ignore[arg-type]
+            catalog_client=client,
+            storage_options=self.storage_options,
+            **kwargs,
+        )
+
+    def register_table(
+        self, name: Identifier, location: str, properties: Mapping[str, str] | None = None
+    ) -> DeltaTable:
+        """Adds the Delta table at ``location`` as a storage-managed table."""
+        _, t_api = self._apis()
+        names, wire = self._id(name)
+        request = m.RegisterTableRequest(
+            id=names, location=location, properties=dict(properties or {}) or None
+        )
+        self._call(
+            f"register table {name!r}", t_api.register_table, wire, request, idempotent=False
+        )
+        return self.load_table(name)
+
+    def load_table(self, name: Identifier, version: int | None = None) -> DeltaTable:
+        from deltalog.table import DeltaTable
+
+        record = self._record(name)
+        if not record.managed:
+            return DeltaTable(
+                record.location, version=version, storage_options=self.storage_options
+            )
+        client = RestTableClient(self, list(record.id))  # type: ignore[call-overload]
+        return DeltaTable(
+            record.location,
+            version=version,
+            storage_options=self.storage_options,
+            catalog_client=client,
+        )
+
+    def catalog_client(self, name: Identifier) -> RestTableClient:
+        """The catalog client of a catalog-managed table."""
+        record = self._record(name)
+        if not record.managed:
+            raise InvalidArgumentError(f"{name!r} is storage-managed (registered), not managed")
+        return RestTableClient(self, list(record.id))  # type: ignore[call-overload]
+
+    def drop_table(self, name: Identifier, purge: bool = True) -> None:
+        """Removes the table: with ``purge`` the server deletes its files too, without it the
+        table is deregistered and its files stay."""
+        _, t_api = self._apis()
+        names, wire = self._id(name)
+        if purge:
+            self._call(f"drop table {name!r}", t_api.drop_table, wire, idempotent=False)
+        else:
+            self._call(
+                f"deregister table {name!r}",
+                t_api.deregister_table,
+                wire,
+                m.DeregisterTableRequest(id=names),
+                idempotent=False,
+            )
+
+    def transaction(self) -> CatalogTransaction:
+        """A transaction over several catalog-managed tables of this catalog, ratified together
+        by one ``batch-create`` call, or not at all (:mod:`deltalog.catalog.transaction`)."""
+        from deltalog.catalog.transaction import CatalogTransaction
+
+        return CatalogTransaction(self)  # type: ignore[arg-type]
+
+    @property
+    def _store(self) -> _RestStore:
+        return _RestStore(self)
+
+    # -- table versions (used by RestTableClient and transactions) -------------------------
+
+    def _held(
+        self, names: list[str], start: int | None = None, end: int | None = None
+    ) -> RatifiedCommits:
+        _, t_api = self._apis()
+        wire = p.encode_id(names)
+        commits: list[RatifiedCommit] = []
+        latest = -1
+        token: str | None = None
+        while True:
+            answer = self._call(
+                f"list versions of {names!r}",
+                t_api.list_table_versions,
+                wire,
+                page_token=token,
+                limit=_PAGE,
+                idempotent=True,
+            )
+            latest = int((answer.context or {}).get(p.CTX_LATEST_VERSION, latest))
+            for v in answer.versions:
+                commit = _commit_of(v)
+                if (start is None or commit.version >= start) and (
+                    end is None or commit.version <= end
+                ):
+                    commits.append(commit)
+            token = answer.page_token
+            if not token:
+                break
+        commits.sort(key=lambda c: c.version)
+        return RatifiedCommits(commits, latest)
+
+    def _ratify(self, entries: list[tuple[list[str], int, str | None, bytes | None]]) -> None:
+        """Ratifies ``(names, version, staged name, inline content)`` entries together."""
+        _, t_api = self._apis()
+        wire_entries = [_entry(*e) for e in entries]
+        what = f"commit version {entries[0][1]} of {entries[0][0]!r}"
+        if len(entries) == 1:
+            names, version, _, _ = entries[0]
+            fields = wire_entries[0]
+            request = m.CreateTableVersionRequest(id=names, version=version, **fields)
+            call: Callable[[], Any] = lambda: self._call(  # noqa: E731
+                what,
+                t_api.create_table_version,
+                p.encode_id(names),
+                request,
+                idempotent=False,
+            )
+        else:
+            batch = m.BatchCreateTableVersionsRequest(
+                entries=[
+                    m.CreateTableVersionEntry(id=names, version=version, **fields)
+                    for (names, version, _, _), fields in zip(entries, wire_entries, strict=True)
+                ]
+            )
+            call = lambda: self._call(  # noqa: E731
+                what, t_api.batch_create_table_versions, batch, idempotent=False
+            )
+        for attempt in range(1 + self.retries):
+            try:
+                call()
+                return
+            except CatalogError as e:
+                if isinstance(e, (CatalogPermissionError, CatalogThrottledError)):
+                    raise
+                # The outcome is unknown (the answer was lost): did the catalog ratify it?
+                if self._landed(entries):
+                    return
+                if attempt == self.retries:
+                    raise
+                time.sleep(0.05 * 2**attempt)
+
+    def _landed(self, entries: list[tuple[list[str], int, str | None, bytes | None]]) -> bool:
+        names, version, path, content = entries[0]
+        held = self._held(names, version, version)
+        if held.latest_version < version:
+            return False
+        mine = any(
+            c.version == version and c.path == path and c.content == content for c in held.commits
+        )
+        if not mine:
+            raise CommitConflictError(
+                f"version {version} of {names!r} was ratified for another commit",
+                version=version,
+                reason="another commit won the version",
+                ratified=self._held(names, version, None),
+            )
+        return True
+
+    def _forget(self, names: list[str], version: int) -> None:
+        _, t_api = self._apis()
+        request = m.BatchDeleteTableVersionsRequest(
+            id=names, ranges=[m.VersionRange(start_version=0, end_version=version + 1)]
+        )
+        self._call(
+            f"forget published versions of {names!r}",
+            t_api.batch_delete_table_versions,
+            p.encode_id(names),
+            request,
+            idempotent=True,
+        )
+
+
+def _entry(
+    names: list[str], version: int, path: str | None, content: bytes | None
+) -> dict[str, Any]:
+    if content is not None:
+        return {
+            "manifest_path": p.published_path(version),
+            "manifest_size": len(content),
+            "metadata": {p.META_INLINE: content.decode()},
+        }
+    return {"manifest_path": p.STAGED_DIR + str(path)}
+
+
+def _commit_of(v: m.TableVersion) -> RatifiedCommit:
+    inline = (v.metadata or {}).get(p.META_INLINE)
+    if inline is not None:
+        return RatifiedCommit(v.version, content=inline.encode(), timestamp=v.timestamp_millis)
+    name = p.staged_name(v.manifest_path)
+    if name is None:
+        raise CatalogError(f"the catalog listed version {v.version} as {v.manifest_path!r}")
+    return RatifiedCommit(v.version, path=name, timestamp=v.timestamp_millis)
+
+
+class RestTableClient:
+    """The :class:`~deltalog.catalog.CatalogClient` of one catalog-managed table of a
+    :class:`RestCatalog`: ratified commits from ``version/list``, ratification by
+    ``version/create``, publishing by ``version/delete``."""
+
+    max_inline_commit_bytes = MAX_INLINE_COMMIT_BYTES
+
+    def __init__(self, catalog: RestCatalog, names: list[str]) -> None:
+        self._catalog = catalog
+        self._names = list(names)
+
+    def get_ratified_commits(
+        self, start_version: int | None = None, end_version: int | None = None
+    ) -> RatifiedCommits:
+        return self._catalog._held(self._names, start_version, end_version)
+
+    def commit(
+        self,
+        version: int,
+        path: str | None = None,
+        content: bytes | None = None,
+        protocol: str | None = None,
+        metadata: str | None = None,
+    ) -> None:
+        # protocol / metadata are not sent: the server reads them from the commit itself.
+        self._catalog._ratify([(self._names, version, path, content)])
+
+    def published(self, version: int) -> None:
+        self._catalog._forget(self._names, version)
+
+
+class _RestStore:
+    """The part of a store a :class:`~deltalog.catalog.transaction.CatalogTransaction` uses,
+    over a :class:`RestCatalog`: tables are named by their names (a tuple), not by ids."""
+
+    def __init__(self, catalog: RestCatalog) -> None:
+        self._catalog = catalog
+
+    def commits(self, table_id: Any, start: int | None, end: int | None) -> RatifiedCommits:
+        return self._catalog._held(list(table_id), start, end)
+
+    def ratify_all(self, proposals: Sequence[Proposal]) -> list[Any]:
+        entries = []
+        for q in proposals:
+            if q.table_id is not None:
+                names = list(q.table_id)  # type: ignore[call-overload]
+            elif q.create is not None:
+                names = [*q.create[0], q.create[1]]  # type: ignore[misc]
+            else:
+                raise CatalogError("a proposal names no table")
+            entries.append((names, q.version, q.path, q.content))
+        if entries:
+            self._catalog._ratify(entries)
+        return [tuple(e[0]) for e in entries]
+
+    def forget(self, table_id: Any, version: int) -> int:
+        self._catalog._forget(list(table_id), version)
+        return 0

@@ -1,0 +1,417 @@
+"""``deltalog catalog serve``: a Lance Namespace REST server (``../shared/spec/003_…``, "Lance
+REST Catalog"; ``lance-namespace-rest-2026-08.yaml``) for Delta tables, an ASGI app
+(Starlette) run by uvicorn over a :class:`~deltalog.catalog.managed.ManagedCatalog` (SQLite
+or PostgreSQL; several server processes may share one PostgreSQL database).
+
+A request goes through, in order:
+
+1. **routing** on the *raw* path (before percent-decoding, so that an encoded ``/`` inside an
+   identifier never splits a path segment; :func:`route`); an unknown route or method is code 0
+   (``Unsupported``, 406);
+2. **authentication**: ``Authorization: Bearer <token>`` against the tokens file
+   (:mod:`deltalog.catalog.rest.auth`); 401 without a valid token; no tokens file means
+   authentication is off;
+3. **authorization** by the route's role (403); commits are checked again from their content;
+4. **the body**: at most ``max_body_bytes`` (413), a JSON object whose fields the operation's
+   model (``lance-namespace-urllib3-client``) knows (400 for unknown fields or wrong types),
+   naming the same identifier as the path;
+5. **the operation** (:class:`~deltalog.catalog.rest.service.CatalogService`, in a worker
+   thread), answered with the model's JSON, or an ``ErrorResponse``
+   ``{error, code, detail, instance}`` whose HTTP status follows the spec's code mapping;
+6. **a request log line** (JSON, logger ``deltalog.catalog.server``): method, path, status,
+   code, duration, principal. Headers, bodies and query strings are never logged, so no token
+   is.
+
+uvicorn stops gracefully on SIGTERM/SIGINT: it stops accepting connections and lets requests in
+flight (ratifications included) finish.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import socket
+import sys
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+import pydantic
+from lance_namespace_urllib3_client import models as m
+from starlette.applications import Starlette
+from starlette.concurrency import run_in_threadpool
+from starlette.requests import Request as HttpRequest
+from starlette.responses import JSONResponse, Response
+from starlette.routing import Route
+
+from deltalog.catalog.managed import ManagedCatalog
+from deltalog.catalog.rest import protocol as p
+from deltalog.catalog.rest.auth import ANONYMOUS_ADMIN, Principal, TokenStore, allows
+from deltalog.catalog.rest.service import CatalogService, Request, RestError, error_code
+from deltalog.exceptions import DeltaError, InvalidArgumentError
+
+_log = logging.getLogger("deltalog.catalog.server")
+
+#: The largest JSON body accepted (an inline commit is at most 64 KiB; staged commits are
+#: named, not sent).
+MAX_BODY_BYTES = 4 * 1024 * 1024
+#: The largest Arrow IPC body of ``CreateTable``.
+MAX_CREATE_BYTES = 256 * 1024 * 1024
+
+
+@dataclass(frozen=True)
+class Operation:
+    """A route: its HTTP method, the request model (``None``: no body), the role it needs and
+    the service method."""
+
+    method: str
+    model: type[pydantic.BaseModel] | None
+    role: str
+    handler: str
+    has_id: bool = True
+
+
+_NAMESPACE_OPS = {
+    "create": Operation("POST", m.CreateNamespaceRequest, "admin", "create_namespace"),
+    "list": Operation("GET", None, "reader", "list_namespaces"),
+    "describe": Operation("POST", m.DescribeNamespaceRequest, "reader", "describe_namespace"),
+    "drop": Operation("POST", m.DropNamespaceRequest, "admin", "drop_namespace"),
+    "exists": Operation("POST", m.NamespaceExistsRequest, "reader", "namespace_exists"),
+    "table/list": Operation("GET", None, "reader", "list_tables"),
+}
+
+_TABLE_OPS = {
+    "register": Operation("POST", m.RegisterTableRequest, "admin", "register_table"),
+    "describe": Operation("POST", m.DescribeTableRequest, "reader", "describe_table"),
+    "exists": Operation("POST", m.TableExistsRequest, "reader", "table_exists"),
+    "drop": Operation("POST", None, "admin", "drop_table"),
+    "deregister": Operation("POST", m.DeregisterTableRequest, "admin", "deregister_table"),
+    "declare": Operation("POST", m.DeclareTableRequest, "writer", "declare_table"),
+    "create": Operation("POST", None, "writer", "create_table"),
+    "version/list": Operation("POST", None, "reader", "list_table_versions"),
+    "version/create": Operation(
+        "POST", m.CreateTableVersionRequest, "writer", "create_table_version"
+    ),
+    "version/describe": Operation(
+        "POST", m.DescribeTableVersionRequest, "reader", "describe_table_version"
+    ),
+    "version/delete": Operation(
+        "POST", m.BatchDeleteTableVersionsRequest, "writer", "delete_table_versions"
+    ),
+}
+
+_LIST_ALL = Operation("GET", None, "reader", "list_all_tables", has_id=False)
+_BATCH_CREATE = Operation(
+    "POST",
+    m.BatchCreateTableVersionsRequest,
+    "writer",
+    "batch_create_table_versions",
+    has_id=False,
+)
+
+
+def route(raw_path: str) -> tuple[Operation, str | None]:
+    """The operation of a raw (percent-encoded) path and its raw ``{id}`` segment.
+
+    Raises:
+        RestError: code 0 for a path that names no operation deltalog serves.
+    """
+    parts = raw_path.split("/")
+    if len(parts) >= 3 and parts[0] == "" and parts[1] == "v1":
+        kind, rest = parts[2], parts[3:]
+        if kind == "table" and not rest:
+            return _LIST_ALL, None
+        if kind == "table" and rest == ["version", "batch-create"]:
+            return _BATCH_CREATE, None
+        ops = {"namespace": _NAMESPACE_OPS, "table": _TABLE_OPS}.get(kind)
+        if ops is not None and len(rest) >= 2:
+            op = ops.get("/".join(rest[1:]))
+            if op is not None:
+                return op, rest[0]
+    raise RestError(p.UNSUPPORTED, f"no such operation: {raw_path}")
+
+
+def _error_body(e: RestError, instance: str) -> dict[str, Any]:
+    body: dict[str, Any] = {"error": e.message, "code": e.code, "instance": instance}
+    if e.context:
+        body["context"] = e.context
+    return m.ErrorResponse.from_dict(body).to_dict()  # shaped by the spec's model
+
+
+def _principal(request: HttpRequest, tokens: TokenStore | None) -> Principal:
+    if tokens is None:
+        return ANONYMOUS_ADMIN
+    header = request.headers.get("authorization", "")
+    scheme, _, token = header.partition(" ")
+    if scheme.lower() != "bearer" or not token.strip():
+        raise RestError(p.UNAUTHENTICATED, "a bearer token is required (Authorization header)")
+    principal = tokens.principal(token.strip())
+    if principal is None:
+        raise RestError(p.UNAUTHENTICATED, "the bearer token is not valid")
+    return principal
+
+
+async def _read_body(request: HttpRequest, limit: int) -> bytes:
+    declared = request.headers.get("content-length")
+    if declared is not None:
+        try:
+            too_big = int(declared) > limit
+        except ValueError:
+            raise RestError(p.INVALID_INPUT, "Content-Length is not a number") from None
+        if too_big:
+            raise _too_large(limit)
+    chunks, size = [], 0
+    async for chunk in request.stream():
+        size += len(chunk)
+        if size > limit:
+            raise _too_large(limit)
+        chunks.append(chunk)
+    return b"".join(chunks)
+
+
+class _TooLarge(RestError):
+    status = 413  # type: ignore[assignment]
+
+
+def _too_large(limit: int) -> RestError:
+    return _TooLarge(p.INVALID_INPUT, f"the request body is larger than {limit} bytes")
+
+
+def _model(op: Operation, raw: bytes, names: list[str] | None) -> Any:
+    if op.model is None:
+        return None
+    if not raw.strip():
+        document: Any = {}
+    else:
+        try:
+            document = json.loads(raw)
+        except (ValueError, UnicodeDecodeError) as e:
+            raise RestError(p.INVALID_INPUT, f"the body is not JSON: {e}") from e
+    if not isinstance(document, dict):
+        raise RestError(p.INVALID_INPUT, "the body must be a JSON object")
+    known = {f.alias or name for name, f in op.model.model_fields.items()}
+    unknown = sorted(set(document) - known)
+    if unknown:
+        raise RestError(p.INVALID_INPUT, f"unknown fields: {', '.join(unknown)}")
+    try:
+        model = op.model.from_dict(document)  # type: ignore[attr-defined]
+    except pydantic.ValidationError as e:
+        problems = "; ".join(
+            f"{'.'.join(str(x) for x in err['loc'])}: {err['msg']}" for err in e.errors()
+        )
+        raise RestError(p.INVALID_INPUT, f"invalid request: {problems}") from e
+    body_id = getattr(model, "id", None)
+    if names is not None and body_id is not None and list(body_id) != names:
+        raise RestError(
+            p.INVALID_INPUT, f"the body names {list(body_id)!r} but the path names {names!r}"
+        )
+    return model
+
+
+def create_app(
+    catalog: ManagedCatalog,
+    tokens: TokenStore | None = None,
+    storage_options: dict[str, str] | None = None,
+    max_body_bytes: int = MAX_BODY_BYTES,
+    max_create_bytes: int = MAX_CREATE_BYTES,
+    max_unpublished: int | None = None,
+) -> Starlette:
+    """The ASGI app serving ``catalog`` (see the module docs)."""
+    service = CatalogService(catalog, storage_options)
+    if max_unpublished is not None:
+        catalog._store.max_unpublished = max_unpublished  # type: ignore[attr-defined]
+
+    async def dispatch(request: HttpRequest) -> Response:
+        started = time.perf_counter()
+        raw_bytes = request.scope.get("raw_path") or request.scope["path"].encode()
+        raw_path = raw_bytes.split(b"?", 1)[0].decode("latin-1")
+        principal: Principal | None = None
+        code: int | None = None
+        try:
+            op, raw_id = route(raw_path)
+            if request.method != op.method:
+                raise RestError(
+                    p.UNSUPPORTED, f"{raw_path} takes {op.method}, not {request.method}"
+                )
+            principal = _principal(request, tokens)
+            if not allows(principal.role, op.role):
+                raise RestError(
+                    p.PERMISSION_DENIED,
+                    f"{principal.name} ({principal.role}) may not call {raw_path}: it needs "
+                    f"the {op.role} role",
+                )
+            query = dict(request.query_params)
+            delimiter = query.get("delimiter") or p.DEFAULT_DELIMITER
+            names: list[str] | None = None
+            if raw_id is not None:
+                try:
+                    names = p.decode_id(raw_id, delimiter)
+                except (ValueError, UnicodeDecodeError) as e:
+                    raise RestError(p.INVALID_INPUT, f"invalid identifier: {e}") from e
+            create = op.handler == "create_table"
+            raw = await _read_body(request, max_create_bytes if create else max_body_bytes)
+            call = Request(principal, names or [], _model(op, raw, names), query, delimiter)
+            handler: Callable[..., Any] = getattr(service, op.handler)
+            result = (
+                await run_in_threadpool(handler, call, raw)
+                if create
+                else (await run_in_threadpool(handler, call))
+            )
+            response: Response = (
+                Response(status_code=200)
+                if result is None
+                else JSONResponse(result.to_dict(), status_code=200)
+            )
+        except RestError as e:
+            code = e.code
+            response = JSONResponse(_error_body(e, raw_path), status_code=e.status)
+        except (DeltaError, OSError) as e:
+            code = error_code(e)
+            if code == p.INTERNAL:
+                _log.exception("request %s %s failed", request.method, raw_path)
+            error = RestError(code, f"{type(e).__name__}: {e}")
+            response = JSONResponse(_error_body(error, raw_path), status_code=error.status)
+        except Exception:
+            code = p.INTERNAL
+            _log.exception("request %s %s failed", request.method, raw_path)
+            error = RestError(p.INTERNAL, "internal error (see the server's log)")
+            response = JSONResponse(_error_body(error, raw_path), status_code=500)
+        _log.info(
+            json.dumps(
+                {
+                    "method": request.method,
+                    "path": raw_path,
+                    "status": response.status_code,
+                    "code": code,
+                    "ms": round((time.perf_counter() - started) * 1000, 3),
+                    "principal": principal.name if principal else None,
+                }
+            )
+        )
+        return response
+
+    async def healthz(request: HttpRequest) -> Response:
+        try:
+            await run_in_threadpool(catalog._store.child_namespaces, 0)
+        except Exception as e:  # the database is unreachable
+            return JSONResponse({"status": "unavailable", "error": str(e)}, status_code=503)
+        return JSONResponse({"status": "ok"})
+
+    methods = ["GET", "POST", "PUT", "DELETE", "PATCH", "HEAD"]
+    return Starlette(
+        routes=[
+            Route("/healthz", healthz, methods=["GET"]),
+            Route("/{path:path}", dispatch, methods=methods),
+        ]
+    )
+
+
+# -- running it ------------------------------------------------------------------------------
+
+
+def open_catalog(db: str, warehouse: str) -> ManagedCatalog:
+    """The catalog of ``--db`` (``sqlite:///abs/path.db``, ``sqlite://rel.db``, a path, or a
+    ``postgresql://`` URI) with its ``--warehouse``."""
+    from deltalog.catalog import connect_catalog
+
+    if db.startswith(("postgresql://", "postgres://")):
+        config = {"type": "postgresql", "uri": db, "warehouse": warehouse}
+    else:
+        path = db[len("sqlite:") :] if db.startswith("sqlite:") else db
+        if path.startswith("//"):
+            path = path[2:]
+        if not path:
+            raise InvalidArgumentError(f"no database file in {db!r}")
+        config = {"type": "sqlite", "path": path, "warehouse": warehouse}
+    catalog = connect_catalog(config)
+    assert isinstance(catalog, ManagedCatalog)
+    return catalog
+
+
+#: The environment variable that passes the configuration to worker processes.
+CONFIG_ENV = "DELTALOG_CATALOG_SERVER_CONFIG"
+
+
+def app_from_env() -> Starlette:
+    """The app of the configuration in :data:`CONFIG_ENV` (uvicorn's factory in each worker)."""
+    config = json.loads(os.environ[CONFIG_ENV])
+    tokens = TokenStore.load(config["tokens"]) if config.get("tokens") else None
+    return create_app(
+        open_catalog(config["db"], config["warehouse"]),
+        tokens=tokens,
+        max_body_bytes=config["max_body_bytes"],
+        max_unpublished=config.get("max_unpublished"),
+    )
+
+
+def serve(
+    db: str,
+    warehouse: str,
+    host: str = "127.0.0.1",
+    port: int = 2333,
+    workers: int = 1,
+    tokens: str | None = None,
+    max_body_bytes: int = MAX_BODY_BYTES,
+    max_unpublished: int | None = None,
+    log_level: str = "info",
+) -> None:
+    """Runs the server until SIGTERM/SIGINT. Prints where it listens (``port`` 0: a free
+    port) as its first line on stdout."""
+    import uvicorn
+
+    config = {
+        "db": db,
+        "warehouse": os.path.abspath(warehouse) if "://" not in warehouse else warehouse,
+        "tokens": os.path.abspath(tokens) if tokens else None,
+        "max_body_bytes": max_body_bytes,
+        "max_unpublished": max_unpublished,
+    }
+    os.environ[CONFIG_ENV] = json.dumps(config)
+    # Opened once here: the schema is created or upgraded before any worker starts, and a
+    # bad configuration fails now, with a clear message.
+    open_catalog(config["db"], config["warehouse"])
+    store = TokenStore.load(config["tokens"]) if config["tokens"] else None
+    logging.basicConfig(level=log_level.upper(), format="%(message)s", stream=sys.stderr)
+    family = socket.AF_INET6 if ":" in host else socket.AF_INET
+    # IPPROTO_TCP explicitly: asyncio sets TCP_NODELAY only on sockets of that protocol, and
+    # without it an answer's headers and body wait ~40 ms for a delayed ACK.
+    sock = socket.socket(family, socket.SOCK_STREAM, socket.IPPROTO_TCP)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    sock.bind((host, port))
+    bound = sock.getsockname()[1]
+    shown = f"[{host}]" if family == socket.AF_INET6 else host
+    auth = f"{len(store)} token(s)" if store is not None else "off (no --tokens file)"
+    print(
+        f"deltalog catalog listening on http://{shown}:{bound} "
+        f"(db {_safe(db)}, warehouse {config['warehouse']}, workers {workers}, "
+        f"authentication {auth})",
+        flush=True,
+    )
+    uv = uvicorn.Config(
+        "deltalog.catalog.rest.server:app_from_env",
+        factory=True,
+        workers=workers,
+        access_log=False,
+        log_level=log_level,
+        timeout_graceful_shutdown=None,
+        limit_concurrency=1000,
+    )
+    server = uvicorn.Server(uv)
+    if workers > 1:
+        from uvicorn.supervisors import Multiprocess
+
+        sock.set_inheritable(True)
+        Multiprocess(uv, target=server.run, sockets=[sock]).run()
+    else:
+        server.run(sockets=[sock])
+
+
+def _safe(db: str) -> str:
+    """``db`` without a password."""
+    if "://" in db and "@" in db:
+        scheme, rest = db.split("://", 1)
+        creds, host = rest.rsplit("@", 1)
+        return f"{scheme}://{creds.split(':', 1)[0]}:***@{host}"
+    return db

@@ -1,0 +1,720 @@
+"""The operations of deltalog's REST catalog server over a :class:`ManagedCatalog`: one method
+per Lance Namespace route (``../shared/spec/lance-namespace-rest-2026-08.yaml``), taking the
+identifier's names and the validated request model, returning the response model, raising
+:class:`RestError` with the spec's error code.
+
+The Delta side (catalogManaged RFC, ``000_…``): a declared table is catalog-managed and gets its
+version 0 through ``version/create``; every version is ratified at most once and only after
+the one before ("Commit Protocol"); the server reads a staged commit's content from storage (or
+takes an inline commit's from the request) and decides from it what the commit changes
+(:mod:`deltalog.catalog.rest.governance`); published commits are forgotten only once their
+``_delta_log/<v>.json`` exists ("Publishing Commits").
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Any, TypeVar
+
+from lance_namespace_urllib3_client import models as m
+
+from deltalog.catalog.client import RatifiedCommit, RatifiedCommits
+from deltalog.catalog.managed import ManagedCatalog, Proposal, Store, TableRecord
+from deltalog.catalog.rest import protocol as p
+from deltalog.catalog.rest.auth import Principal, allows
+from deltalog.catalog.rest.governance import InvalidCommitError, parse_commit
+from deltalog.exceptions import (
+    AlreadyExistsError,
+    CatalogError,
+    CatalogThrottledError,
+    CommitConflictError,
+    DeltaError,
+    InvalidArgumentError,
+    NamespaceNotEmptyError,
+    NamespaceNotFoundError,
+    TableNotFoundError,
+)
+
+_log = logging.getLogger("deltalog.catalog.server")
+
+#: The most items one page of a list holds (a larger ``limit`` is refused).
+MAX_PAGE = 1000
+#: The longest name, in UTF-8 bytes.
+MAX_NAME_BYTES = 255
+
+T = TypeVar("T")
+
+
+class RestError(Exception):
+    """An error answer: a Lance Namespace error ``code`` (its HTTP status follows
+    :data:`protocol.STATUS`), a message, and optional ``context``."""
+
+    def __init__(self, code: int, message: str, context: dict[str, str] | None = None) -> None:
+        super().__init__(message)
+        self.code = code
+        self.message = message
+        self.context = context
+
+    @property
+    def status(self) -> int:
+        return p.STATUS[self.code]
+
+
+def check_name(name: str) -> None:
+    """A name the catalog accepts for a new namespace or table: not ``.`` or ``..``, without
+    ``/``, ``\\``, ``$`` (the protocol's delimiter) or control characters, at most 255 bytes
+    (names become directories of the warehouse)."""
+    bad = (
+        name in (".", "..")
+        or any(c in name for c in "/\\$")
+        or any(ord(c) < 0x20 or ord(c) == 0x7F for c in name)
+        or len(name.encode()) > MAX_NAME_BYTES
+    )
+    if bad:
+        raise RestError(
+            p.INVALID_INPUT,
+            f"invalid name {name!r}: a name is 1-255 bytes, not '.' or '..', without '/', "
+            "'\\', '$' or control characters",
+        )
+
+
+def page(items: Sequence[T], key: Callable[[T], Any], token: Any, limit: int | None) -> tuple:
+    """The items after ``token`` (by ``key``, ascending), at most ``limit`` of them, and the
+    next page's token (the last key returned) when more remain."""
+    rest = [i for i in items if token is None or key(i) > token]
+    if limit is None or len(rest) <= limit:
+        return rest, None
+    chosen = rest[:limit]
+    return chosen, key(chosen[-1]) if chosen else None
+
+
+@dataclass
+class Request:
+    """A validated request: who asks, the identifier's names and the body model."""
+
+    principal: Principal
+    names: list[str]
+    body: Any
+    query: dict[str, str]
+    delimiter: str
+
+
+class CatalogService:
+    """The server's operations over ``catalog`` (see the module docs)."""
+
+    def __init__(
+        self,
+        catalog: ManagedCatalog,
+        storage_options: dict[str, str] | None = None,
+    ) -> None:
+        self.catalog = catalog
+        self.store: Store = catalog._store
+        self.storage_options = storage_options
+
+    # -- helpers -------------------------------------------------------------------------
+
+    def _namespace_id(self, names: list[str]) -> int:
+        try:
+            return self.catalog._namespace(names)
+        except NamespaceNotFoundError as e:
+            raise RestError(p.NAMESPACE_NOT_FOUND, str(e)) from e
+
+    def _table(self, names: list[str]) -> TableRecord:
+        if not names:
+            raise RestError(p.INVALID_INPUT, "a table identifier needs at least one name")
+        pid = self._namespace_id(names[:-1])
+        record = self.store.table(pid, names[-1])
+        if record is None:
+            raise RestError(p.TABLE_NOT_FOUND, f"table {'.'.join(names)!r} does not exist")
+        return record
+
+    def _managed(self, names: list[str]) -> TableRecord:
+        record = self._table(names)
+        if not record.managed:
+            raise RestError(
+                p.INVALID_TABLE_STATE,
+                f"table {'.'.join(names)!r} is storage-managed: its versions are in its own "
+                "_delta_log, not ratified by the catalog",
+            )
+        return record
+
+    @staticmethod
+    def _require(principal: Principal, role: str, what: str) -> None:
+        if not allows(principal.role, role):
+            raise RestError(
+                p.PERMISSION_DENIED,
+                f"{principal.name} ({principal.role}) may not {what}: it needs the {role} role",
+            )
+
+    @staticmethod
+    def _properties(record: TableRecord) -> dict[str, str]:
+        return {
+            **dict(record.properties or {}),
+            p.PROP_FORMAT: "delta",
+            p.PROP_CATALOG_MANAGED: "true" if record.managed else "false",
+        }
+
+    @staticmethod
+    def _check_properties(properties: dict[str, str] | None) -> dict[str, str]:
+        properties = dict(properties or {})
+        reserved = sorted(set(properties) & p.RESERVED_PROPERTIES)
+        if reserved:
+            raise RestError(
+                p.INVALID_INPUT, f"the server sets these properties itself: {', '.join(reserved)}"
+            )
+        return properties
+
+    @staticmethod
+    def _limit(value: int | None) -> int | None:
+        if value is None:
+            return None
+        if value < 1 or value > MAX_PAGE:
+            raise RestError(p.INVALID_INPUT, f"limit must be between 1 and {MAX_PAGE}: {value}")
+        return value
+
+    # -- namespaces ------------------------------------------------------------------------
+
+    def create_namespace(self, r: Request) -> m.CreateNamespaceResponse:
+        body: m.CreateNamespaceRequest = r.body
+        mode = (body.mode or "create").lower()
+        if mode not in ("create", "exist_ok", "existok", "overwrite"):
+            raise RestError(p.INVALID_INPUT, f"unknown mode {body.mode!r}")
+        if not r.names:
+            if mode == "create":
+                raise RestError(p.NAMESPACE_ALREADY_EXISTS, "the root namespace always exists")
+            return m.CreateNamespaceResponse(properties={})
+        for name in r.names:
+            check_name(name)
+        properties = dict(body.properties or {})
+        pid = self._namespace_id(r.names[:-1])
+        existing = self.store.namespace_id(pid, r.names[-1])
+        if existing is not None:
+            if mode == "create":
+                raise RestError(p.NAMESPACE_ALREADY_EXISTS, f"namespace {r.names!r} already exists")
+            if mode == "overwrite":
+                self.store.set_namespace_properties(existing, properties)
+                return m.CreateNamespaceResponse(properties=properties)
+            return m.CreateNamespaceResponse(properties=self.store.namespace_properties(existing))
+        if self.store.table(pid, r.names[-1]) is not None:
+            raise RestError(p.NAMESPACE_ALREADY_EXISTS, f"{r.names!r} is the name of a table")
+        try:
+            self.store.create_namespace(pid, r.names[-1], properties)
+        except AlreadyExistsError as e:
+            if mode == "create":
+                raise RestError(p.NAMESPACE_ALREADY_EXISTS, str(e)) from e
+        return m.CreateNamespaceResponse(properties=properties)
+
+    def list_namespaces(self, r: Request) -> m.ListNamespacesResponse:
+        limit = self._limit(_int_query(r.query, "limit"))
+        nid = self._namespace_id(r.names)
+        names, token = page(
+            self.store.child_namespaces(nid), lambda n: n, r.query.get("page_token"), limit
+        )
+        return m.ListNamespacesResponse(namespaces=names, page_token=token)
+
+    def describe_namespace(self, r: Request) -> m.DescribeNamespaceResponse:
+        nid = self._namespace_id(r.names)
+        return m.DescribeNamespaceResponse(properties=self.store.namespace_properties(nid))
+
+    def namespace_exists(self, r: Request) -> None:
+        self._namespace_id(r.names)
+
+    def drop_namespace(self, r: Request) -> m.DropNamespaceResponse:
+        body: m.DropNamespaceRequest = r.body
+        mode = (body.mode or "fail").lower()
+        behavior = (body.behavior or "restrict").lower()
+        if mode not in ("fail", "skip") or behavior not in ("restrict", "cascade"):
+            raise RestError(p.INVALID_INPUT, f"unknown mode/behavior {body.mode}/{body.behavior}")
+        if not r.names:
+            raise RestError(p.INVALID_INPUT, "the root namespace cannot be dropped")
+        try:
+            nid = self._namespace_id(r.names)
+        except RestError:
+            if mode == "skip":
+                return m.DropNamespaceResponse()
+            raise
+        properties = self.store.namespace_properties(nid)
+        if behavior == "cascade":
+            self._drop_contents(r.names, nid)
+        try:
+            self.store.drop_namespace(self._namespace_id(r.names[:-1]), r.names[-1])
+        except NamespaceNotEmptyError as e:
+            raise RestError(p.NAMESPACE_NOT_EMPTY, str(e)) from e
+        except NamespaceNotFoundError as e:
+            if mode != "skip":
+                raise RestError(p.NAMESPACE_NOT_FOUND, str(e)) from e
+        return m.DropNamespaceResponse(properties=properties)
+
+    def _drop_contents(self, names: list[str], nid: int) -> None:
+        for child in self.store.child_namespaces(nid):
+            child_names = [*names, child]
+            child_id = self._namespace_id(child_names)
+            self._drop_contents(child_names, child_id)
+            self.store.drop_namespace(nid, child)
+        for table in self.store.tables(nid):
+            self.catalog.drop_table([*names, table])
+
+    # -- tables ----------------------------------------------------------------------------
+
+    def list_tables(self, r: Request) -> m.ListTablesResponse:
+        limit = self._limit(_int_query(r.query, "limit"))
+        include_declared = r.query.get("include_declared", "true").lower() != "false"
+        nid = self._namespace_id(r.names)
+        records = self.store.table_records(nid)
+        names = [t.name for t in records if include_declared or not _declared(t)]
+        chosen, token = page(names, lambda n: n, r.query.get("page_token"), limit)
+        return m.ListTablesResponse(tables=chosen, page_token=token)
+
+    def list_all_tables(self, r: Request) -> m.ListTablesResponse:
+        limit = self._limit(_int_query(r.query, "limit"))
+        include_declared = r.query.get("include_declared", "true").lower() != "false"
+        found: list[str] = []
+
+        def walk(names: list[str], nid: int) -> None:
+            for t in self.store.table_records(nid):
+                if include_declared or not _declared(t):
+                    found.append(r.delimiter.join([*names, t.name]))
+            for child in self.store.child_namespaces(nid):
+                child_id = self.store.namespace_id(nid, child)
+                if child_id is not None:
+                    walk([*names, child], child_id)
+
+        walk([], Store.ROOT)
+        chosen, token = page(sorted(found), lambda n: n, r.query.get("page_token"), limit)
+        return m.ListTablesResponse(tables=chosen, page_token=token)
+
+    def _new_table_slot(self, names: list[str]) -> int:
+        if not names:
+            raise RestError(p.INVALID_INPUT, "a table identifier needs at least one name")
+        for name in names:
+            check_name(name)
+        pid = self._namespace_id(names[:-1])
+        if self.store.table(pid, names[-1]) is not None:
+            raise RestError(p.TABLE_ALREADY_EXISTS, f"table {names!r} already exists")
+        if self.store.namespace_id(pid, names[-1]) is not None:
+            raise RestError(p.TABLE_ALREADY_EXISTS, f"{names!r} is the name of a namespace")
+        return pid
+
+    def declare_table(self, r: Request) -> m.DeclareTableResponse:
+        body: m.DeclareTableRequest = r.body
+        properties = self._check_properties(body.properties)
+        pid = self._new_table_slot(r.names)
+        location = "/".join([self.catalog.warehouse, *r.names])
+        if body.location and body.location.rstrip("/") != location:
+            self._require(r.principal, "admin", "declare a table outside the warehouse")
+            location = body.location.rstrip("/")
+        try:
+            record = self.store.register(pid, r.names[-1], location, properties, managed=True)
+        except AlreadyExistsError as e:
+            raise RestError(p.TABLE_ALREADY_EXISTS, str(e)) from e
+        return m.DeclareTableResponse(
+            location=location, managed_versioning=True, properties=self._properties(record)
+        )
+
+    def create_table(self, r: Request, data: bytes) -> m.CreateTableResponse:
+        """``CreateTable``: a new catalog-managed Delta table from an Arrow IPC stream."""
+        import pyarrow as pa
+
+        mode = r.query.get("mode", "create").lower()
+        if mode not in ("create", "exist_ok", "existok", "overwrite"):
+            raise RestError(p.INVALID_INPUT, f"unknown mode {mode!r}")
+        try:
+            table = pa.ipc.open_stream(data).read_all()
+        except (pa.ArrowInvalid, OSError) as e:
+            raise RestError(p.INVALID_INPUT, f"the body is not an Arrow IPC stream: {e}") from e
+        pid = self._namespace_id(r.names[:-1]) if r.names else None
+        record = self.store.table(pid, r.names[-1]) if pid is not None and r.names else None
+        if record is not None:
+            if mode == "create":
+                raise RestError(p.TABLE_ALREADY_EXISTS, f"table {r.names!r} already exists")
+            if mode != "overwrite":
+                return m.CreateTableResponse(
+                    location=record.location,
+                    version=max(record.latest_version, 0),
+                    properties=self._properties(record),
+                )
+            self._require(r.principal, "admin", "overwrite a table through CreateTable")
+            if not record.managed:
+                raise RestError(
+                    p.INVALID_TABLE_STATE, "a storage-managed table is not written here"
+                )
+            loaded = self.catalog.load_table(r.names)
+            from deltalog.writer import write_table
+
+            version = write_table(loaded, table, mode="overwrite", schema_mode="overwrite")
+        else:
+            self._new_table_slot(r.names)
+            version = self.catalog._create_from_data(r.names, table, mode="error")
+        record = self._table(r.names)
+        return m.CreateTableResponse(
+            location=record.location, version=version, properties=self._properties(record)
+        )
+
+    def register_table(self, r: Request) -> m.RegisterTableResponse:
+        from deltalog.table import DeltaTable
+
+        body: m.RegisterTableRequest = r.body
+        mode = (body.mode or "create").lower()
+        if mode not in ("create", "overwrite"):
+            raise RestError(p.INVALID_INPUT, f"unknown mode {body.mode!r}")
+        properties = self._check_properties(body.properties)
+        location = body.location.rstrip("/")
+        try:
+            DeltaTable(location, storage_options=self.storage_options)
+        except DeltaError as e:
+            raise RestError(
+                p.INVALID_INPUT, f"{location} is not a Delta table the server can read: {e}"
+            ) from e
+        if mode == "overwrite" and r.names:
+            pid = self._namespace_id(r.names[:-1])
+            old = self.store.table(pid, r.names[-1])
+            if old is not None:
+                self._forget_table(old)
+        pid = self._new_table_slot(r.names)
+        try:
+            record = self.store.register(pid, r.names[-1], location, properties)
+        except AlreadyExistsError as e:
+            raise RestError(p.TABLE_ALREADY_EXISTS, str(e)) from e
+        return m.RegisterTableResponse(location=location, properties=self._properties(record))
+
+    def describe_table(self, r: Request) -> m.DescribeTableResponse:
+        body: m.DescribeTableRequest = r.body
+        record = self._table(r.names)
+        declared = _declared(record)
+        version = body.version if body.version is not None else None
+        if version is not None and record.managed and version > record.latest_version:
+            raise RestError(
+                p.TABLE_VERSION_NOT_FOUND,
+                f"version {version} of {r.names!r} does not exist (latest: "
+                f"{record.latest_version})",
+            )
+        metadata = {}
+        if record.protocol:
+            metadata[p.META_PROTOCOL] = record.protocol
+        if record.metadata:
+            metadata[p.META_METADATA] = record.metadata
+        flag = _flag(r.query, "with_table_uri") or bool(body.with_table_uri)
+        return m.DescribeTableResponse(
+            table=r.names[-1],
+            namespace=r.names[:-1],
+            version=record.latest_version if record.managed and not declared else None,
+            location=record.location,
+            table_uri=_uri(record.location) if flag else None,
+            metadata=metadata,
+            properties=self._properties(record),
+            managed_versioning=record.managed,
+            is_only_declared=declared,
+        )
+
+    def table_exists(self, r: Request) -> None:
+        body: m.TableExistsRequest = r.body
+        record = self._table(r.names)
+        if body.version is not None and record.managed and body.version > record.latest_version:
+            raise RestError(p.TABLE_VERSION_NOT_FOUND, f"version {body.version} does not exist")
+
+    def _forget_table(self, record: TableRecord) -> None:
+        if record.managed and self.store.commits(record.id, None, None).commits:
+            raise RestError(
+                p.INVALID_TABLE_STATE,
+                f"table {record.name!r} holds ratified commits that are not published yet; "
+                "publish them first (they exist nowhere else)",
+            )
+        self.store.drop_table(record.id)
+
+    def deregister_table(self, r: Request) -> m.DeregisterTableResponse:
+        record = self._table(r.names)
+        self._forget_table(record)
+        return m.DeregisterTableResponse(
+            id=r.names, location=record.location, properties=dict(record.properties or {})
+        )
+
+    def drop_table(self, r: Request) -> m.DropTableResponse:
+        record = self._table(r.names)
+        self.catalog.drop_table(r.names)
+        return m.DropTableResponse(
+            id=r.names, location=record.location, properties=dict(record.properties or {})
+        )
+
+    # -- table versions --------------------------------------------------------------------
+
+    @staticmethod
+    def _wire_version(c: RatifiedCommit) -> m.TableVersion:
+        if c.content is not None:
+            return m.TableVersion(
+                version=c.version,
+                manifest_path=p.published_path(c.version),
+                manifest_size=len(c.content),
+                timestamp_millis=c.timestamp,
+                metadata={p.META_INLINE: c.content.decode()},
+            )
+        return m.TableVersion(
+            version=c.version,
+            manifest_path=p.STAGED_DIR + str(c.path),
+            timestamp_millis=c.timestamp,
+        )
+
+    def list_table_versions(self, r: Request) -> m.ListTableVersionsResponse:
+        limit = self._limit(_int_query(r.query, "limit"))
+        descending = _flag(r.query, "descending")
+        record = self._managed(r.names)
+        held = self.store.commits(record.id, None, None)
+        token_text = r.query.get("page_token")
+        try:
+            token = int(token_text) if token_text else None
+        except ValueError as e:
+            raise RestError(p.INVALID_INPUT, f"not a page token: {token_text!r}") from e
+        commits = list(held.commits)
+        if descending:
+            chosen = [c for c in reversed(commits) if token is None or c.version < token]
+            more = limit is not None and len(chosen) > limit
+            chosen = chosen[:limit] if limit is not None else chosen
+            next_token = str(chosen[-1].version) if more and chosen else None
+        else:
+            chosen, last = page(commits, lambda c: c.version, token, limit)
+            next_token = None if last is None else str(last)
+        return m.ListTableVersionsResponse(
+            versions=[self._wire_version(c) for c in chosen],
+            page_token=next_token,
+            context={p.CTX_LATEST_VERSION: str(held.latest_version)},
+        )
+
+    def describe_table_version(self, r: Request) -> m.DescribeTableVersionResponse:
+        body: m.DescribeTableVersionRequest = r.body
+        record = self._managed(r.names)
+        version = record.latest_version if body.version is None else body.version
+        if version < 0 or version > record.latest_version:
+            raise RestError(p.TABLE_VERSION_NOT_FOUND, f"version {version} does not exist")
+        held = self.store.commits(record.id, version, version)
+        if held.commits:
+            return m.DescribeTableVersionResponse(version=self._wire_version(held.commits[0]))
+        return m.DescribeTableVersionResponse(
+            version=m.TableVersion(version=version, manifest_path=p.published_path(version))
+        )
+
+    def _proposal(
+        self,
+        principal: Principal,
+        names: list[str],
+        record: TableRecord,
+        version: int,
+        manifest_path: str,
+        metadata: dict[str, str] | None,
+    ) -> Proposal:
+        """A version/create request as a :class:`Proposal`, after the governance check."""
+        if record.latest_version + 1 != version:
+            # Behind (or ahead): the winners, so that the writer rebases.
+            held = self.store.commits(record.id, version, None)
+            raise _conflict(version, held, names)
+        inline = (metadata or {}).get(p.META_INLINE)
+        name = p.staged_name(manifest_path)
+        if inline is not None:
+            if manifest_path != p.published_path(version):
+                raise RestError(
+                    p.INVALID_INPUT,
+                    f"an inline commit's manifest_path is {p.published_path(version)}",
+                )
+            content = inline.encode()
+        elif name is not None:
+            if p.staged_version(name) != version:
+                raise RestError(
+                    p.INVALID_INPUT, f"staged commit {name} is not a commit of version {version}"
+                )
+            from deltalog import _native
+
+            try:
+                found = _native.read_log_file(
+                    record.location, "_staged_commits/" + name, self.storage_options
+                )
+            except DeltaError as e:
+                raise RestError(
+                    p.SERVICE_UNAVAILABLE, f"cannot read the staged commit {name}: {e}"
+                ) from e
+            if found is None:
+                raise RestError(
+                    p.INVALID_INPUT,
+                    f"the staged commit {p.STAGED_DIR}{name} of {record.location} does not exist",
+                )
+            content = bytes(found)
+        else:
+            raise RestError(
+                p.INVALID_INPUT,
+                f"manifest_path {manifest_path!r} is neither a staged commit "
+                f"({p.STAGED_DIR}<version>.<uuid>.json) nor an inline commit "
+                f"({p.published_path(version)} with metadata[{p.META_INLINE!r}])",
+            )
+        try:
+            parsed = parse_commit(content, version)
+        except InvalidCommitError as e:
+            raise RestError(p.INVALID_INPUT, str(e)) from e
+        if version > 0:
+            changed = parsed.changes_table_definition(record.protocol, record.metadata)
+            if changed:
+                self._require(
+                    principal,
+                    "admin",
+                    f"commit version {version} of {'.'.join(names)}, which changes the table's "
+                    f"{' and '.join(changed)}",
+                )
+        return Proposal(
+            record.id,
+            version,
+            name if inline is None else None,
+            content if inline is not None else None,
+            protocol=parsed.protocol,
+            metadata=parsed.metadata,
+        )
+
+    def _ratify(self, proposals: list[Proposal], names: list[list[str]]) -> None:
+        try:
+            self.store.ratify_all(proposals)
+        except CommitConflictError as e:
+            held = e.ratified if isinstance(e.ratified, RatifiedCommits) else None
+            which = names[0]
+            for proposal, n in zip(proposals, names, strict=True):
+                if held is not None and e.version == proposal.version:
+                    which = n
+                    break
+            raise _conflict(
+                e.version if e.version is not None else -1,
+                held or RatifiedCommits((), -1),
+                which,
+            ) from e
+        except CatalogThrottledError as e:
+            raise RestError(p.THROTTLING, str(e)) from e
+
+    def create_table_version(self, r: Request) -> m.CreateTableVersionResponse:
+        body: m.CreateTableVersionRequest = r.body
+        record = self._managed(r.names)
+        proposal = self._proposal(
+            r.principal, r.names, record, body.version, body.manifest_path, body.metadata
+        )
+        self._ratify([proposal], [r.names])
+        committed = RatifiedCommit(
+            proposal.version, path=proposal.path, content=proposal.content, timestamp=None
+        )
+        return m.CreateTableVersionResponse(version=self._wire_version(committed))
+
+    def batch_create_table_versions(self, r: Request) -> m.BatchCreateTableVersionsResponse:
+        body: m.BatchCreateTableVersionsRequest = r.body
+        if not body.entries:
+            raise RestError(p.INVALID_INPUT, "a batch needs at least one entry")
+        proposals, names = [], []
+        seen: set[int] = set()
+        for entry in body.entries:
+            record = self._managed(list(entry.id))
+            if record.id in seen:
+                raise RestError(
+                    p.INVALID_INPUT, f"two entries name table {entry.id!r}: one version a table"
+                )
+            seen.add(record.id)
+            proposals.append(
+                self._proposal(
+                    r.principal,
+                    list(entry.id),
+                    record,
+                    entry.version,
+                    entry.manifest_path,
+                    entry.metadata,
+                )
+            )
+            names.append(list(entry.id))
+        self._ratify(proposals, names)
+        return m.BatchCreateTableVersionsResponse(
+            versions=[
+                self._wire_version(RatifiedCommit(q.version, path=q.path, content=q.content))
+                for q in proposals
+            ]
+        )
+
+    def delete_table_versions(self, r: Request) -> m.BatchDeleteTableVersionsResponse:
+        from deltalog import _native
+
+        body: m.BatchDeleteTableVersionsRequest = r.body
+        record = self._managed(r.names)
+        held = self.store.commits(record.id, None, None)
+        highest = -1
+        for span in body.ranges:
+            end = record.latest_version if span.end_version == -1 else span.end_version - 1
+            end = min(end, record.latest_version)
+            if span.start_version < 0 or (span.end_version < -1):
+                raise RestError(p.INVALID_INPUT, f"invalid version range {span.to_dict()}")
+            if end >= span.start_version:
+                highest = max(highest, end)
+        if highest < 0 or not any(c.version <= highest for c in held.commits):
+            return m.BatchDeleteTableVersionsResponse(deleted_count=0)
+        try:
+            published = _native.read_log_file(
+                record.location,
+                p.published_path(highest)[len("_delta_log/") :],
+                self.storage_options,
+            )
+        except DeltaError as e:
+            raise RestError(p.SERVICE_UNAVAILABLE, f"cannot check the published log: {e}") from e
+        if published is None:
+            raise RestError(
+                p.INVALID_TABLE_STATE,
+                f"version {highest} of {'.'.join(r.names)} is not published yet "
+                f"({p.published_path(highest)} does not exist): the catalog keeps it",
+            )
+        return m.BatchDeleteTableVersionsResponse(
+            deleted_count=self.store.forget(record.id, highest)
+        )
+
+
+def _declared(record: TableRecord) -> bool:
+    return record.managed and record.latest_version < 0
+
+
+def _conflict(version: int, held: RatifiedCommits, names: list[str]) -> RestError:
+    return RestError(
+        p.CONCURRENT_MODIFICATION,
+        f"version {version} of {'.'.join(names)} cannot be ratified: the latest ratified "
+        f"version is {held.latest_version}",
+        context={**p.ratified_to_wire(held), "delta.table": json.dumps(names)},
+    )
+
+
+def _int_query(query: dict[str, str], key: str) -> int | None:
+    text = query.get(key)
+    if text is None or text == "":
+        return None
+    try:
+        return int(text)
+    except ValueError as e:
+        raise RestError(p.INVALID_INPUT, f"{key} is not an integer: {text!r}") from e
+
+
+def _flag(query: dict[str, str], key: str) -> bool:
+    return query.get(key, "false").lower() == "true"
+
+
+def _uri(location: str) -> str:
+    if "://" in location:
+        return location
+    from pathlib import Path
+
+    return Path(location).absolute().as_uri()
+
+
+#: How deltalog errors from the catalog become error codes (anything else: ``Internal``).
+def error_code(e: BaseException) -> int:
+    if isinstance(e, NamespaceNotFoundError):
+        return p.NAMESPACE_NOT_FOUND
+    if isinstance(e, NamespaceNotEmptyError):
+        return p.NAMESPACE_NOT_EMPTY
+    if isinstance(e, TableNotFoundError):
+        return p.TABLE_NOT_FOUND
+    if isinstance(e, AlreadyExistsError):
+        return p.TABLE_ALREADY_EXISTS
+    if isinstance(e, CommitConflictError):
+        return p.CONCURRENT_MODIFICATION
+    if isinstance(e, CatalogThrottledError):
+        return p.THROTTLING
+    if isinstance(e, InvalidArgumentError):
+        return p.INVALID_INPUT
+    if isinstance(e, CatalogError):
+        return p.SERVICE_UNAVAILABLE
+    return p.INTERNAL
