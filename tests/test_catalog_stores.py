@@ -1,8 +1,10 @@
 """The managed catalog over each of its stores, SQLite (``type: sqlite``) and PostgreSQL
-(``type: postgresql``, a real server: tests/postgres_server.py): namespaces, catalog-managed
-tables whose commits it ratifies, registered storage-managed tables, many processes committing
-through one database, writers killed anywhere, and the store API itself (``ratify_all``, the
-cached protocol and metadata, the cap on unpublished commits)."""
+(``type: postgresql``, a real server: tests/postgres_server.py), and the REST catalog
+(``type: rest``: ``deltalog catalog serve`` over SQLite, a real server process per test):
+namespaces, catalog-managed tables whose commits it ratifies, registered storage-managed tables,
+many processes committing through one database, writers killed anywhere, and the store API
+itself (``ratify_all``, the cached protocol and metadata, the cap on unpublished commits; not
+for ``rest``, whose client has no store)."""
 
 from __future__ import annotations
 
@@ -12,6 +14,7 @@ import random
 import sqlite3
 import threading
 import time
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -19,8 +22,10 @@ import deltalake
 import pyarrow as pa
 import pytest
 
+import catalog_server
 import deltalog as dl
-from deltalog.catalog import ManagedCatalog, Proposal, TableCatalogClient, sql
+from deltalog.catalog import Catalog, Proposal, TableCatalogClient, sql
+from deltalog.catalog.rest.client import RestTableClient
 from deltalog.catalog.sql import SqlStore
 
 SCHEMA = pa.schema({"id": pa.int64()})
@@ -28,21 +33,37 @@ SCHEMA = pa.schema({"id": pa.int64()})
 Config = dict[str, str]
 
 
-@pytest.fixture(params=["sqlite", "postgresql"])
-def config(request: pytest.FixtureRequest, tmp_path: Path) -> Config:
-    """The configuration of a new, empty catalog of each kind."""
+@pytest.fixture(params=["sqlite", "postgresql", "rest"])
+def config(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Config]:
+    """The configuration of a new, empty catalog of each kind. Keys starting with ``_`` are
+    the test's own: for ``rest``, the server's SQLite database and warehouse."""
     warehouse = str(tmp_path / "wh")
     if request.param == "sqlite":
-        return {"type": "sqlite", "path": str(tmp_path / "catalog.db"), "warehouse": warehouse}
-    uri = request.getfixturevalue("postgres_uri")
-    return {"type": "postgresql", "uri": uri, "warehouse": warehouse}
+        yield {"type": "sqlite", "path": str(tmp_path / "catalog.db"), "warehouse": warehouse}
+    elif request.param == "postgresql":
+        uri = request.getfixturevalue("postgres_uri")
+        yield {"type": "postgresql", "uri": uri, "warehouse": warehouse}
+    else:
+        with catalog_server.running(tmp_path / "server", warehouse=warehouse) as server:
+            yield {
+                "type": "rest",
+                "uri": server.url,
+                "_path": str(tmp_path / "server" / "catalog.db"),
+                "_warehouse": warehouse,
+            }
 
 
 def connect(config: Config) -> Any:
-    return dl.connect_catalog(config)
+    return dl.connect_catalog({k: v for k, v in config.items() if not k.startswith("_")})
+
+
+def warehouse_of(config: Config) -> str:
+    return config.get("warehouse") or config["_warehouse"]
 
 
 def store_of(config: Config) -> SqlStore:
+    if config["type"] == "rest":
+        pytest.skip("the store API: a REST catalog's client has none (its server's is tested)")
     store = connect(config)._store
     assert isinstance(store, SqlStore)
     return store
@@ -51,8 +72,8 @@ def store_of(config: Config) -> SqlStore:
 def scalar(config: Config, query: str) -> Any:
     """The first column of the first row of ``query``, asked of the catalog's database with the
     engine's own driver (not through the store under test)."""
-    if config["type"] == "sqlite":
-        db = sqlite3.connect(config["path"])
+    if config["type"] in ("sqlite", "rest"):
+        db = sqlite3.connect(config.get("path") or config["_path"])
         try:
             return db.execute(query).fetchone()[0]
         finally:
@@ -78,7 +99,7 @@ def ids(t: dl.DeltaTable) -> list[int]:
 
 def test_namespaces(config: Config) -> None:
     cat = connect(config)
-    assert isinstance(cat, ManagedCatalog)
+    assert isinstance(cat, Catalog)
     cat.create_namespace("a")
     cat.create_namespace(["a", "b"])
     cat.create_namespace("a.c")
@@ -165,7 +186,7 @@ def test_registered_tables_are_storage_managed(config: Config, tmp_path: Path) -
 
 
 def _writer(config: Config, k: int, n: int) -> None:
-    cat = dl.connect_catalog(config)
+    cat = connect(config)
     for i in range(n):
         t = cat.load_table("shared")
         dl.write_table(t, rows(k * 1000 + i), mode="append")
@@ -214,13 +235,24 @@ class _SlowToPublish(TableCatalogClient):
         time.sleep(random.uniform(0.0, 0.03))
 
 
+class _SlowToPublishRest(RestTableClient):
+    """The same through a REST catalog."""
+
+    def commit(self, version: int, path: str | None = None, content: bytes | None = None) -> None:
+        super().commit(version, path, content)
+        time.sleep(random.uniform(0.0, 0.03))
+
+
 def _appender(config: Config, first: int, ready: Any) -> None:
-    cat = dl.connect_catalog(config)
-    table_id = cat.catalog_client("crash")._table_id
-    location = str(Path(config["warehouse"]) / "crash")
+    cat = connect(config)
+    location = str(Path(warehouse_of(config)) / "crash")
     i = first
     while True:
-        client = _SlowToPublish(cat._store, table_id)
+        client: Any
+        if config["type"] == "rest":
+            client = _SlowToPublishRest(cat, ["crash"])
+        else:
+            client = _SlowToPublish(cat._store, cat.catalog_client("crash")._table_id)
         if i % 2:
             client.max_inline_commit_bytes = 0  # every other commit staged, not inline
         t = dl.DeltaTable(location, catalog_client=client)

@@ -1,32 +1,40 @@
 """Transactions over several catalog-managed tables of one catalog
-(:mod:`deltalog.catalog.transaction`), on the SQLite and the PostgreSQL store: the commits are
-ratified in one catalog transaction, or none of them."""
+(:mod:`deltalog.catalog.transaction`), on the SQLite and the PostgreSQL store, and through the
+REST catalog (one ``batch-create`` call): the commits are ratified in one catalog transaction,
+or none of them."""
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from pathlib import Path
 
 import pyarrow as pa
 import pytest
 
+import catalog_server
 import deltalog as dl
 from deltalog.catalog import ManagedCatalog
 
 SCHEMA = pa.schema({"id": pa.int64()})
 
 
-@pytest.fixture(params=["sqlite", "postgresql"])
-def empty(request: pytest.FixtureRequest, tmp_path: Path) -> ManagedCatalog:
-    """A new catalog on each store (PostgreSQL: a real server, tests/postgres_server.py)."""
+@pytest.fixture(params=["sqlite", "postgresql", "rest"])
+def empty(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[ManagedCatalog]:
+    """A new catalog on each store (PostgreSQL: a real server, tests/postgres_server.py), and
+    a REST catalog (a real ``deltalog catalog serve`` process over SQLite)."""
     warehouse = str(tmp_path / "wh")
     if request.param == "sqlite":
         config = {"type": "sqlite", "path": str(tmp_path / "catalog.db"), "warehouse": warehouse}
-    else:
+    elif request.param == "postgresql":
         uri = request.getfixturevalue("postgres_uri")
         config = {"type": "postgresql", "uri": uri, "warehouse": warehouse}
+    else:
+        with catalog_server.running(tmp_path / "server", warehouse=warehouse) as server:
+            yield dl.connect_catalog({"type": "rest", "uri": server.url})  # type: ignore[misc]
+        return
     cat = dl.connect_catalog(config)
     assert isinstance(cat, ManagedCatalog)
-    return cat
+    yield cat
 
 
 def rows(*ids: int) -> pa.Table:

@@ -351,7 +351,10 @@ class RestCatalog(Catalog):
             )
             return str(answer.location)
         except AlreadyExistsError:
-            described = self._describe(names)
+            try:
+                described = self._describe(names)
+            except TableNotFoundError:  # the name of a namespace
+                raise AlreadyExistsError(f"{names!r} is the name of a namespace") from None
             if described.is_only_declared:
                 return str(described.location)
             raise

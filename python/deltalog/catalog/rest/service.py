@@ -293,7 +293,9 @@ class CatalogService:
             check_name(name)
         pid = self._namespace_id(names[:-1])
         if self.store.table(pid, names[-1]) is not None:
-            raise RestError(p.TABLE_ALREADY_EXISTS, f"table {names!r} already exists")
+            raise RestError(
+                p.TABLE_ALREADY_EXISTS, f"the catalog already has a table {'.'.join(names)!r}"
+            )
         if self.store.namespace_id(pid, names[-1]) is not None:
             raise RestError(p.TABLE_ALREADY_EXISTS, f"{names!r} is the name of a namespace")
         return pid
@@ -364,6 +366,8 @@ class CatalogService:
         location = body.location.rstrip("/")
         try:
             DeltaTable(location, storage_options=self.storage_options)
+        except TableNotFoundError as e:
+            raise RestError(p.TABLE_NOT_FOUND, f"no Delta table at {location}: {e}") from e
         except DeltaError as e:
             raise RestError(
                 p.INVALID_INPUT, f"{location} is not a Delta table the server can read: {e}"
