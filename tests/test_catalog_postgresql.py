@@ -43,8 +43,12 @@ def test_configuration_is_checked(tmp_path: Path) -> None:
         dl.connect_catalog({"type": "postgresql", "uri": "postgresql://x/y"})
     with pytest.raises(dl.CatalogError, match="not a PostgreSQL connection URI"):
         dl.connect_catalog({"type": "postgresql", "uri": "not a uri", "warehouse": "wh"})
-    with pytest.raises(dl.UnsupportedFeatureError, match="rest"):
+    with pytest.raises(dl.InvalidArgumentError, match="rest catalog needs"):
         dl.connect_catalog({"type": "rest"})
+    with pytest.raises(dl.InvalidArgumentError, match="unknown keys"):
+        dl.connect_catalog({"type": "rest", "uri": "http://x", "warehouse": "w"})
+    with pytest.raises(dl.InvalidArgumentError, match="http"):
+        dl.connect_catalog({"type": "rest", "uri": "ftp://x"})
 
 
 def test_an_unreachable_server_is_a_catalog_error(tmp_path: Path) -> None:

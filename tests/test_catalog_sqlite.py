@@ -52,7 +52,7 @@ def test_schema_migrations(tmp_path: Path) -> None:
 
 
 def test_a_version_1_database_is_upgraded(tmp_path: Path) -> None:
-    """A catalog made by migration 1 (no protocol / metadata columns), holding a
+    """A catalog made by migration 1 (no protocol / metadata / properties columns), holding a
     catalog-managed table with an unpublished inline commit: opening it adds the columns and
     keeps everything."""
     path = tmp_path / "catalog.db"
@@ -70,9 +70,10 @@ def test_a_version_1_database_is_upgraded(tmp_path: Path) -> None:
 
     store = SqliteStore(str(path))
     db = sqlite3.connect(path)
-    assert db.execute("SELECT version FROM schema_version").fetchall() == [(2,)]
+    assert db.execute("SELECT version FROM schema_version").fetchall() == [(len(MIGRATIONS),)]
     columns = [r[1] for r in db.execute("PRAGMA table_info(tables)")]
-    assert columns[-2:] == ["protocol", "metadata"]
+    assert columns[-3:] == ["protocol", "metadata", "properties"]
+    assert "properties" in [r[1] for r in db.execute("PRAGMA table_info(namespaces)")]
     record = store.table(1, "t")
     assert record is not None
     assert (record.latest_version, record.managed, record.protocol, record.metadata) == (
@@ -92,7 +93,7 @@ def test_a_version_1_database_is_upgraded(tmp_path: Path) -> None:
     )
     # Opening it again applies nothing twice.
     SqliteStore(str(path))
-    assert db.execute("SELECT version FROM schema_version").fetchall() == [(2,)]
+    assert db.execute("SELECT version FROM schema_version").fetchall() == [(len(MIGRATIONS),)]
 
 
 def test_ratifications_are_durable_and_forgetting_is_not(tmp_path: Path) -> None:

@@ -283,3 +283,9 @@ def publish(
 ) -> None:
     """Publishes every commit the catalog ratified for the table at ``uri`` up to ``version``
     (copied to ``<v>.json`` in order), then tells the catalog."""
+
+def read_log_file(
+    uri: str, relative: str, storage_options: dict[str, str] | None = None
+) -> bytes | None:
+    """The bytes of ``_delta_log/<relative>`` of the table at ``uri`` (no ``..``, not
+    absolute), or None when it does not exist."""

@@ -78,7 +78,10 @@ class TableAlterer:
             action["writerFeatures"] = writer_list
         from deltalog.table import Protocol
 
-        features.check_writable(Protocol(reader, writer, reader_list, writer_list))
+        features.check_writable(
+            Protocol(reader, writer, reader_list, writer_list),
+            through_catalog=self._table._catalog_client is not None,
+        )
         return {"protocol": action}
 
     def _commit(

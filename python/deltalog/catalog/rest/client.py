@@ -620,7 +620,25 @@ class RestTableClient:
         metadata: str | None = None,
     ) -> None:
         # protocol / metadata are not sent: the server reads them from the commit itself.
-        self._catalog._ratify([(self._names, version, path, content)])
+        try:
+            self._catalog._ratify([(self._names, version, path, content)])
+        except CatalogThrottledError:
+            # The table holds as many unpublished commits as the catalog allows (writers
+            # that died before publishing): publish them ("Publishing Commits"), then retry.
+            if not self._publish_held():
+                raise
+            self._catalog._ratify([(self._names, version, path, content)])
+
+    def _publish_held(self) -> bool:
+        """Publishes every ratified commit the catalog holds; whether there were any."""
+        from deltalog import _native
+
+        held = self.get_ratified_commits()
+        if not held.commits:
+            return False
+        location = self._catalog._record(self._names).location
+        _native.publish(location, held.commits[-1].version, self, self._catalog.storage_options)
+        return True
 
     def published(self, version: int) -> None:
         self._catalog._forget(self._names, version)

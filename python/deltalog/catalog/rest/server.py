@@ -31,20 +31,19 @@ from __future__ import annotations
 import json
 import logging
 import os
+import signal
 import socket
 import sys
 import time
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Any
 
 import pydantic
 from lance_namespace_urllib3_client import models as m
-from starlette.applications import Starlette
 from starlette.concurrency import run_in_threadpool
 from starlette.requests import Request as HttpRequest
 from starlette.responses import JSONResponse, Response
-from starlette.routing import Route
 
 from deltalog.catalog.managed import ManagedCatalog
 from deltalog.catalog.rest import protocol as p
@@ -217,7 +216,7 @@ def create_app(
     max_body_bytes: int = MAX_BODY_BYTES,
     max_create_bytes: int = MAX_CREATE_BYTES,
     max_unpublished: int | None = None,
-) -> Starlette:
+) -> CatalogApp:
     """The ASGI app serving ``catalog`` (see the module docs)."""
     service = CatalogService(catalog, storage_options)
     if max_unpublished is not None:
@@ -299,13 +298,40 @@ def create_app(
             return JSONResponse({"status": "unavailable", "error": str(e)}, status_code=503)
         return JSONResponse({"status": "ok"})
 
-    methods = ["GET", "POST", "PUT", "DELETE", "PATCH", "HEAD"]
-    return Starlette(
-        routes=[
-            Route("/healthz", healthz, methods=["GET"]),
-            Route("/{path:path}", dispatch, methods=methods),
-        ]
-    )
+    return CatalogApp(dispatch, healthz)
+
+
+class CatalogApp:
+    """The ASGI app: ``GET /healthz``, and every other path to the dispatcher, which routes on
+    the raw path itself (a router's path patterns would not match every path a client may
+    send, e.g. one with an encoded newline, and would answer without the spec's error body).
+    Requests and responses are Starlette's."""
+
+    def __init__(
+        self,
+        dispatch: Callable[[HttpRequest], Awaitable[Response]],
+        healthz: Callable[[HttpRequest], Awaitable[Response]],
+    ) -> None:
+        self._dispatch = dispatch
+        self._healthz = healthz
+
+    async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
+        if scope["type"] == "lifespan":
+            while True:
+                message = await receive()
+                if message["type"] == "lifespan.startup":
+                    await send({"type": "lifespan.startup.complete"})
+                elif message["type"] == "lifespan.shutdown":
+                    await send({"type": "lifespan.shutdown.complete"})
+                    return
+        if scope["type"] != "http":
+            return
+        request = HttpRequest(scope, receive)
+        if scope["path"] == "/healthz" and request.method == "GET":
+            response = await self._healthz(request)
+        else:
+            response = await self._dispatch(request)
+        await response(scope, receive, send)
 
 
 # -- running it ------------------------------------------------------------------------------
@@ -334,7 +360,7 @@ def open_catalog(db: str, warehouse: str) -> ManagedCatalog:
 CONFIG_ENV = "DELTALOG_CATALOG_SERVER_CONFIG"
 
 
-def app_from_env() -> Starlette:
+def app_from_env() -> CatalogApp:
     """The app of the configuration in :data:`CONFIG_ENV` (uvicorn's factory in each worker)."""
     config = json.loads(os.environ[CONFIG_ENV])
     tokens = TokenStore.load(config["tokens"]) if config.get("tokens") else None
@@ -399,11 +425,14 @@ def serve(
         limit_concurrency=1000,
     )
     server = uvicorn.Server(uv)
+    # uvicorn shuts down gracefully on SIGTERM, then re-raises it to the handler it found:
+    # this one makes that a clean exit (status 0), as service managers expect.
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(0))
     if workers > 1:
         from uvicorn.supervisors import Multiprocess
 
         sock.set_inheritable(True)
-        Multiprocess(uv, target=server.run, sockets=[sock]).run()
+        Multiprocess(uv, sockets=[sock]).run()
     else:
         server.run(sockets=[sock])
 
