@@ -7,16 +7,27 @@
    - ``staged``: a catalog-managed table of the embedded SQLite catalog, commits staged as
      ``_delta_log/_staged_commits/<v>.<uuid>.json``, ratified, then published;
    - ``inline``: the same with the commit held inline by the catalog until published;
-   - ``pg-staged`` / ``pg-inline``: the same through the PostgreSQL store.
-   Target (issue #16): a catalog-managed 1-row append within 2x of a filesystem one.
-2. Throughput: ``--writers`` processes each making ``--commits`` 1-row appends to one
-   catalog-managed table, on SQLite and on PostgreSQL; commits per second over the run.
+   - ``pg-staged`` / ``pg-inline``: the same through the PostgreSQL store;
+   - ``rest-staged`` / ``rest-inline``: the same through the REST catalog
+     (``deltalog catalog serve`` over SQLite, a server process on loopback).
+   Targets: a catalog-managed 1-row append within 2x of a filesystem one (issue #16); a REST
+   commit p50 <= 10 ms (issue #18).
+2. Opening a catalog-managed table by name (``catalog.load_table``: the catalog's answer and
+   the snapshot), p50/p99, on each catalog.
+3. Throughput: ``--writers`` processes each making ``--commits`` 1-row appends to one
+   catalog-managed table, on SQLite, on PostgreSQL and through the REST server; commits per
+   second over the run.
+4. The Lance Namespace routes (create, describe, exists, list namespaces; declare, describe,
+   list tables; drop), the same raw HTTP requests to deltalog's server and to pylance's
+   reference REST adapter (``lance.namespace.RestAdapter`` over a directory), p50 per route.
+   Target (issue #18): no slower than the reference adapter.
 
 PostgreSQL: ``--postgresql URI`` (a database the benchmark may fill), else a throwaway server
 started like the tests' (tests/postgres_server.py; Debian's ``postgresql`` package), else
 skipped with a note. deltalog only (deltalake cannot write catalog-managed tables). Usage::
 
     python benches/catalog.py [--appends 300] [--writers 8] [--commits 25] [--postgresql URI]
+                              [--opens 200] [--route-calls 300]
 """
 
 from __future__ import annotations
@@ -35,7 +46,6 @@ from typing import Any
 import pyarrow as pa
 
 import deltalog as dl
-from deltalog.catalog import ManagedCatalog
 
 
 def row(i: int) -> pa.Table:
@@ -91,6 +101,81 @@ def throughput(config: dict[str, str], writers: int, commits: int) -> tuple[floa
     return elapsed, version
 
 
+def open_latencies(catalogs: dict[str, Any], opens: int) -> dict[str, list[float]]:
+    """Milliseconds of each ``load_table("inline")`` (with its snapshot), interleaved."""
+    out: dict[str, list[float]] = {kind: [] for kind in catalogs}
+    for _ in range(opens):
+        for kind, cat in catalogs.items():
+            began = time.perf_counter()
+            cat.load_table("inline").version()
+            out[kind].append((time.perf_counter() - began) * 1000)
+    return out
+
+
+#: The namespace-route requests timed against both servers: (label, method, path, body).
+ROUTES = [
+    ("create namespace", "POST", "/v1/namespace/n{i}/create", "{}"),
+    ("describe namespace", "POST", "/v1/namespace/n{i}/describe", "{}"),
+    ("namespace exists", "POST", "/v1/namespace/n{i}/exists", "{}"),
+    ("list namespaces", "GET", "/v1/namespace/%24/list?limit=50", ""),
+    ("declare table", "POST", "/v1/table/n{i}%24t/declare", "{}"),
+    ("describe table", "POST", "/v1/table/n{i}%24t/describe", "{}"),
+    ("list tables", "GET", "/v1/namespace/n{i}/table/list", ""),
+    ("deregister table", "POST", "/v1/table/n{i}%24t/deregister", "{}"),
+    ("drop namespace", "POST", "/v1/namespace/n{i}/drop", "{}"),
+]
+
+
+def route_latencies(servers: dict[str, str], calls: int) -> dict[str, dict[str, list[float]]]:
+    """Milliseconds per route and server: ``calls`` rounds of every route in order, the
+    servers taking turns within each round."""
+    import urllib3
+
+    http = urllib3.PoolManager()
+    out: dict[str, dict[str, list[float]]] = {s: {r[0]: [] for r in ROUTES} for s in servers}
+    for i in range(calls):
+        for label, method, path, body in ROUTES:
+            for server, url in servers.items():
+                began = time.perf_counter()
+                answer = http.request(
+                    method,
+                    url + path.format(i=i),
+                    body=body.encode() if body else None,
+                    headers={"Content-Type": "application/json"},
+                )
+                out[server][label].append((time.perf_counter() - began) * 1000)
+                if answer.status != 200:
+                    raise RuntimeError(f"{server} {label}: {answer.status} {answer.data!r}")
+    return out
+
+
+@contextlib.contextmanager
+def rest_server(root: Path) -> Iterator[str]:
+    """deltalog's catalog server over SQLite, started as the tests start it."""
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
+    import catalog_server
+
+    with catalog_server.running(root / "rest", warehouse=str(root / "rest-wh")) as server:
+        yield server.url
+
+
+@contextlib.contextmanager
+def reference_adapter(root: Path) -> Iterator[str | None]:
+    """pylance's reference REST adapter over a directory namespace, or None without pylance."""
+    try:
+        from lance.namespace import RestAdapter
+    except ImportError as e:
+        print(f"(reference adapter skipped: pylance is not installed: {e})")
+        yield None
+        return
+    adapter = RestAdapter("dir", {"root": str(root / "ref")}, host="127.0.0.1", port=0)
+    adapter.start()
+    try:
+        yield f"http://127.0.0.1:{adapter.port}"
+    finally:
+        adapter.stop()
+
+
 @contextlib.contextmanager
 def postgresql(uri: str | None) -> Iterator[str | None]:
     """The PostgreSQL database to use: the given one, a throwaway server's, or None."""
@@ -117,9 +202,14 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--writers", type=int, default=8)
     p.add_argument("--commits", type=int, default=25)
     p.add_argument("--postgresql", help="a PostgreSQL URI (default: a throwaway server)")
+    p.add_argument("--opens", type=int, default=200)
+    p.add_argument("--route-calls", type=int, default=300)
     args = p.parse_args(argv)
-    with tempfile.TemporaryDirectory() as tmp, postgresql(args.postgresql) as pg:
+    with contextlib.ExitStack() as stack:
+        tmp = stack.enter_context(tempfile.TemporaryDirectory())
+        pg = stack.enter_context(postgresql(args.postgresql))
         root = Path(tmp)
+        rest = stack.enter_context(rest_server(root))
         configs = {
             "sqlite": {
                 "type": "sqlite",
@@ -129,13 +219,15 @@ def main(argv: list[str] | None = None) -> int:
         }
         if pg is not None:
             configs["postgresql"] = {"type": "postgresql", "uri": pg, "warehouse": str(root / "pg")}
+        configs["rest"] = {"type": "rest", "uri": rest}
         schema = pa.schema({"id": pa.int64()})
         dl.write_table(str(root / "fs"), row(-1))
         tables = {"filesystem": dl.DeltaTable(str(root / "fs"))}
+        catalogs = {}
         for kind, config in configs.items():
-            prefix = "" if kind == "sqlite" else "pg-"
+            prefix = {"sqlite": "", "postgresql": "pg-", "rest": "rest-"}[kind]
             cat = dl.connect_catalog(config)
-            assert isinstance(cat, ManagedCatalog)
+            catalogs[kind] = cat
             cat.create_table("staged", schema)
             staged = cat.catalog_client("staged")
             staged.max_inline_commit_bytes = 0
@@ -159,10 +251,39 @@ def main(argv: list[str] | None = None) -> int:
             f"target (issue #16): SQLite catalog-managed within 2x: "
             f"{'met' if worst <= 2 else 'MISSED'} ({worst:.2f}x)"
         )
+        rest_p50 = max(statistics.median(results[m]) for m in ("rest-staged", "rest-inline"))
+        print(
+            f"target (issue #18): REST commit p50 <= 10 ms: "
+            f"{'met' if rest_p50 <= 10 else 'MISSED'} ({rest_p50:.2f} ms)"
+        )
 
+        opens = open_latencies(catalogs, args.opens)
+        print(f"\nopening a catalog-managed table by name, {args.opens} opens (ms)")
+        print(f"{'catalog':<12}{'p50':>8}{'p99':>8}")
+        for kind, values in opens.items():
+            print(f"{kind:<12}{statistics.median(values):8.2f}{percentile(values, 99):8.2f}")
+
+        ref = stack.enter_context(reference_adapter(root))
+        if ref is not None:
+            routes = route_latencies({"deltalog": rest, "reference": ref}, args.route_calls)
+            print(f"\nLance Namespace routes, {args.route_calls} calls each, p50 (ms)")
+            print(f"{'route':<20}{'deltalog':>10}{'reference':>11}{'ratio':>8}")
+            slower = []
+            for label, *_ in ROUTES:
+                ours = statistics.median(routes["deltalog"][label])
+                theirs = statistics.median(routes["reference"][label])
+                slower += [label] if ours > theirs else []
+                print(f"{label:<20}{ours:10.3f}{theirs:11.3f}{ours / theirs:7.2f}x")
+            verdict = "met" if not slower else "MISSED (" + ", ".join(slower) + ")"
+            print(f"target (issue #18): no slower than the reference adapter: {verdict}")
+
+        print()
         for kind, config in configs.items():
             shared = dict(config)
-            shared["warehouse"] = str(root / f"shared-{kind}")
+            if kind == "rest":
+                shared = {**config}
+            else:
+                shared["warehouse"] = str(root / f"shared-{kind}")
             elapsed, version = throughput(shared, args.writers, args.commits)
             total = args.writers * args.commits
             print(

@@ -1,8 +1,8 @@
 """Running deltalog's REST catalog server: authentication and governance (bearer tokens with
 roles; a commit that changes a table's protocol or metadata needs an admin, decided from the
 commit's content), bad input and a hypothesis fuzz over the routes (never a 5xx), the cap on
-unpublished commits (429), many writers through one server on SQLite and through two servers
-sharing one PostgreSQL, a graceful shutdown under load, ``/healthz`` and the request log."""
+unpublished commits (429), many writers through two servers sharing one PostgreSQL, a graceful
+shutdown under load, ``/healthz`` and the request log."""
 
 from __future__ import annotations
 
@@ -412,16 +412,11 @@ def _eight_writers(urls: list[str], location: Path) -> None:
     assert cat.catalog_client("shared").get_ratified_commits().commits == []
 
 
-def test_eight_processes_through_one_server_on_sqlite(tmp_path: Path) -> None:
-    """8 processes x 50 appends through one server (SQLite): versions 1..400, each ratified
-    once, published in order, no row lost or doubled."""
-    with catalog_server.running(tmp_path / "server") as server:
-        _eight_writers([server.url], tmp_path / "server" / "wh" / "shared")
-
-
 def test_two_servers_share_one_postgresql(postgres_uri: str, tmp_path: Path) -> None:
-    """The same through two server processes on one PostgreSQL database, each writer
-    alternating between them."""
+    """8 processes x 50 appends through two server processes on one PostgreSQL database, each
+    writer alternating between them: versions 1..400, each ratified once, published in order,
+    no row lost or doubled. (Through one server on SQLite: test_catalog_stores.py,
+    ``test_processes_commit_through_one_database[rest]``.)"""
     warehouse = str(tmp_path / "wh")
     with (
         catalog_server.running(tmp_path / "a", db=postgres_uri, warehouse=warehouse) as a,

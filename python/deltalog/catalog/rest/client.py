@@ -605,11 +605,53 @@ class RestTableClient:
     def __init__(self, catalog: RestCatalog, names: list[str]) -> None:
         self._catalog = catalog
         self._names = list(names)
+        self._lock = threading.Lock()
+        #: The catalog's last complete answer (every held commit and the latest version).
+        self._last: RatifiedCommits | None = None
+        #: After this client ratified version v on top of ``_last``: the commits held up to v,
+        #: which publishing v asks for right away (one round trip fewer per commit).
+        self._after_commit: RatifiedCommits | None = None
+        #: The version this client ratified last, and, once it is published, the answer for
+        #: the writer's own refresh right after (read-your-writes: the table as of its commit).
+        self._committed: int | None = None
+        self._after_publish: RatifiedCommits | None = None
 
     def get_ratified_commits(
         self, start_version: int | None = None, end_version: int | None = None
     ) -> RatifiedCommits:
-        return self._catalog._held(self._names, start_version, end_version)
+        with self._lock:
+            known, self._after_commit = self._after_commit, None
+            own, self._after_publish = self._after_publish, None
+        if own is not None and end_version is None:
+            # The writer's refresh right after its commit was published (everything up to it
+            # is published, so nothing is held): that commit is the latest it knows of. A
+            # later one is seen by its next refresh, or rebased onto when it commits.
+            return RatifiedCommits([], own.latest_version)
+        if known is not None and end_version is not None and end_version <= known.latest_version:
+            # Publishing what this client just ratified: the catalog held these commits when it
+            # ratified it. One another writer published since is published again harmlessly
+            # (publishing never overwrites: "Publishing Commits").
+            return RatifiedCommits(
+                [
+                    c
+                    for c in known.commits
+                    if (start_version is None or c.version >= start_version)
+                    and c.version <= end_version
+                ],
+                end_version,
+            )
+        answer = self._catalog._held(self._names)
+        with self._lock:
+            self._last = answer
+        return RatifiedCommits(
+            [
+                c
+                for c in answer.commits
+                if (start_version is None or c.version >= start_version)
+                and (end_version is None or c.version <= end_version)
+            ],
+            answer.latest_version,
+        )
 
     def commit(
         self,
@@ -620,6 +662,8 @@ class RestTableClient:
         metadata: str | None = None,
     ) -> None:
         # protocol / metadata are not sent: the server reads them from the commit itself.
+        with self._lock:
+            before, self._after_commit = self._last, None
         try:
             self._catalog._ratify([(self._names, version, path, content)])
         except CatalogThrottledError:
@@ -628,6 +672,12 @@ class RestTableClient:
             if not self._publish_held():
                 raise
             self._catalog._ratify([(self._names, version, path, content)])
+            return
+        with self._lock:
+            self._committed = version
+            if before is not None and before.latest_version == version - 1:
+                mine = RatifiedCommit(version, path=path, content=content)
+                self._after_commit = RatifiedCommits([*before.commits, mine], version)
 
     def _publish_held(self) -> bool:
         """Publishes every ratified commit the catalog holds; whether there were any."""
@@ -642,6 +692,9 @@ class RestTableClient:
 
     def published(self, version: int) -> None:
         self._catalog._forget(self._names, version)
+        with self._lock:
+            if self._committed == version:
+                self._after_publish = RatifiedCommits([], version)
 
 
 class _RestStore:
