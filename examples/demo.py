@@ -137,6 +137,7 @@ def own_tables() -> None:
         print(f"   VACUUM (dry run, no retention) would delete {gone.num_files} file(s)")
 
         catalog_managed(tmp)
+        rest_catalog(tmp)
 
 
 def catalog_managed(tmp: str) -> None:
@@ -171,6 +172,53 @@ def catalog_managed(tmp: str) -> None:
     )
     w = t.create_checkpoint()
     print(f"   checkpoint of v{w['version']}, cleared with the catalog")
+
+
+def rest_catalog(tmp: str) -> None:
+    """The same catalog shared through a REST server (``deltalog catalog serve``, a Lance
+    Namespace server) with tokens: a writer appends; its schema change needs an admin."""
+    import subprocess
+    import sys
+    import time
+
+    import pyarrow as pa
+
+    from deltalog.catalog.rest.auth import add_token
+
+    print("\n== the same catalog served over HTTP: deltalog catalog serve")
+    tokens = f"{tmp}/tokens.json"
+    writer, admin = add_token(tokens, "etl", "writer"), add_token(tokens, "ops", "admin")
+    command = [sys.executable, "-m", "deltalog", "catalog", "serve", "--port", "0"]
+    command += ["--db", f"sqlite://{tmp}/catalog.db", "--warehouse", f"{tmp}/managed"]
+    command += ["--tokens", tokens, "--log-level", "warning"]
+    server = subprocess.Popen(command, stdout=subprocess.PIPE, text=True)
+    try:
+        assert server.stdout is not None
+        line = server.stdout.readline().strip()
+        print(f"   {line}")
+        url = line.split("listening on ", 1)[1].split()[0]
+        as_writer = dl.connect_catalog({"type": "rest", "uri": url, "token": writer})
+        sales = pa.table({"sku": ["C-3"], "units": pa.array([2], pa.int64())})
+        for _ in range(50):  # the server may still be starting
+            try:
+                t = as_writer.load_table("shop.sales")
+                break
+            except dl.CatalogError:
+                time.sleep(0.1)
+        dl.write_table(t, sales, mode="append")
+        print(
+            f"   writer appended: shop.sales v{t.version()}, {t.to_pyarrow_table().num_rows} rows"
+        )
+        try:
+            t.alter.add_columns(pa.schema({"note": pa.string()}))
+        except dl.CatalogError as e:
+            print(f"   writer's schema change refused: {str(e).split(': ')[-1]}")
+        as_admin = dl.connect_catalog({"type": "rest", "uri": url, "token": admin})
+        as_admin.load_table("shop.sales").alter.add_columns(pa.schema({"note": pa.string()}))
+        print(f"   admin's schema change: {as_admin.load_table('shop.sales').schema().names}")
+    finally:
+        server.terminate()
+        server.wait(30)
 
 
 def golden_tables(corpus: Path) -> int:
