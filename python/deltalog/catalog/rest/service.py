@@ -526,13 +526,9 @@ class CatalogService:
                 raise RestError(
                     p.INVALID_INPUT, f"staged commit {name} is not a commit of version {version}"
                 )
-            from deltalog import _native
-
             try:
-                found = _native.read_log_file(
-                    record.location, "_staged_commits/" + name, self.storage_options
-                )
-            except DeltaError as e:
+                found = self._log_file(record.location, "_staged_commits/" + name)
+            except (DeltaError, OSError) as e:
                 raise RestError(
                     p.SERVICE_UNAVAILABLE, f"cannot read the staged commit {name}: {e}"
                 ) from e
@@ -633,12 +629,24 @@ class CatalogService:
             ]
         )
 
-    def delete_table_versions(self, r: Request) -> m.BatchDeleteTableVersionsResponse:
+    def _log_file(self, location: str, relative: str) -> bytes | None:
+        """``_delta_log/<relative>`` of the table at ``location`` (``relative`` checked by the
+        caller: no ``..``), or None when missing; local tables read directly."""
         from deltalog import _native
 
+        local = location[len("file://") :] if location.startswith("file://") else location
+        if "://" not in local and not self.storage_options:
+            try:
+                with open(f"{local}/_delta_log/{relative}", "rb") as f:
+                    return f.read()
+            except FileNotFoundError:
+                return None
+        found = _native.read_log_file(location, relative, self.storage_options)
+        return None if found is None else bytes(found)
+
+    def delete_table_versions(self, r: Request) -> m.BatchDeleteTableVersionsResponse:
         body: m.BatchDeleteTableVersionsRequest = r.body
         record = self._managed(r.names)
-        held = self.store.commits(record.id, None, None)
         highest = -1
         for span in body.ranges:
             end = record.latest_version if span.end_version == -1 else span.end_version - 1
@@ -647,15 +655,13 @@ class CatalogService:
                 raise RestError(p.INVALID_INPUT, f"invalid version range {span.to_dict()}")
             if end >= span.start_version:
                 highest = max(highest, end)
-        if highest < 0 or not any(c.version <= highest for c in held.commits):
+        if highest < 0:
             return m.BatchDeleteTableVersionsResponse(deleted_count=0)
         try:
-            published = _native.read_log_file(
-                record.location,
-                p.published_path(highest)[len("_delta_log/") :],
-                self.storage_options,
+            published = self._log_file(
+                record.location, p.published_path(highest)[len("_delta_log/") :]
             )
-        except DeltaError as e:
+        except (DeltaError, OSError) as e:
             raise RestError(p.SERVICE_UNAVAILABLE, f"cannot check the published log: {e}") from e
         if published is None:
             raise RestError(
