@@ -548,6 +548,33 @@ def test_tables_by_catalog_name(spark: Any, tmp_path: Path) -> None:
         arrow(read(spark, "db.t"))  # no default catalog any more: a (missing) location
 
 
+def test_tables_of_a_rest_catalog_through_spark(spark: Any, tmp_path: Path) -> None:
+    """The same through the REST catalog (a real ``deltalog catalog serve`` process): the
+    driver and the tasks reach the catalog over HTTP; a new table is declared, then created by
+    the job's one commit."""
+    import catalog_server
+
+    with catalog_server.running(tmp_path / "server") as server:
+        config = {"type": "rest", "uri": server.url}
+        cat = dl.connect_catalog(config)
+        cat.create_namespace("db")
+        cat.write_table("db.t", pa.table({"id": pa.array([1, 2], pa.int64())}))
+        options = {"catalog": json.dumps(config)}
+        assert ids(arrow(read(spark, "db.t", **options))) == [1, 2]
+        sdf(spark, [(3,), (4,)], "id long").write.format("deltalog").mode("append").options(
+            **options
+        ).save("db.t")
+        t = cat.load_table("db.t")
+        assert t.version() == 1 and ids(t.to_pyarrow_table()) == [1, 2, 3, 4]
+        sdf(spark, [(5,)], "id long").write.format("deltalog").mode("append").options(
+            **options
+        ).save("db.new")
+        assert cat.list_tables("db") == ["new", "t"]
+        assert ids(cat.load_table("db.new").to_pyarrow_table()) == [5]
+        assert cat.describe_table("db.new").catalog_managed
+        assert '"path": "/v1/table/db%24new/version/create", "status": 200' in server.log_text()
+
+
 def test_the_columns_option_reads_only_those_columns(spark: Any, tmp_path: Path) -> None:
     """PySpark does not tell Python data sources which columns a query needs; the ``columns``
     option (``read_table(columns=...)``) reads only those, pruning and filters included."""
