@@ -496,3 +496,36 @@ def test_healthz_and_the_request_log(server: Any) -> None:
         ("/v1/namespace/x/create", 409, 2),
     ]
     assert all(r["ms"] >= 0 and r["principal"] == "anonymous" for r in lines)
+
+
+def test_a_lost_answer_never_commits_twice(server: Any, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The server ratifies a commit but its answer is lost (the connection drops, or a timeout
+    fires while the server is slow): the client asks which commit the server holds for the
+    version instead of reporting a failure, or proposing the commit again (which would lose
+    to itself, rebase and land twice)."""
+    from lance_namespace_urllib3_client import TableApi
+
+    cat = dl.connect_catalog({"type": "rest", "uri": server.url})
+    cat.write_table("t", rows(0))
+    real = TableApi.create_table_version
+    lost = {"after": 0, "before": 0}
+
+    def answer_lost_after(self: Any, *args: Any, **kwargs: Any) -> Any:
+        if lost["after"]:
+            lost["after"] -= 1
+            real(self, *args, **kwargs)  # ratified...
+            raise urllib3.exceptions.ProtocolError("connection reset")  # ...answer lost
+        if lost["before"]:
+            lost["before"] -= 1
+            raise urllib3.exceptions.ProtocolError("connection refused")  # never arrived
+        return real(self, *args, **kwargs)
+
+    monkeypatch.setattr(TableApi, "create_table_version", answer_lost_after)
+    t = cat.load_table("t")
+    lost["after"] = 1
+    dl.write_table(t, rows(1), mode="append")
+    lost["before"] = 1
+    dl.write_table(t, rows(2), mode="append")
+    monkeypatch.setattr(TableApi, "create_table_version", real)
+    t = cat.load_table("t")
+    assert t.version() == 2 and ids(t) == [0, 1, 2]

@@ -74,6 +74,11 @@ def _answer(e: ApiException) -> tuple[int | None, str, dict[str, str] | None]:
         return None, (e.body or e.reason or "").strip(), None
 
 
+class _OutcomeUnknown(CatalogError):
+    """The call may or may not have taken effect: no answer (connection lost, timeout) or a
+    server error (5xx)."""
+
+
 def translate(e: ApiException, what: str) -> Exception:
     """The deltalog exception of an error answer."""
     code, message, context = _answer(e)
@@ -104,6 +109,8 @@ def translate(e: ApiException, what: str) -> Exception:
         return CatalogThrottledError(text)
     if code == p.INVALID_INPUT:
         return InvalidArgumentError(text)
+    if e.status >= 500:
+        return _OutcomeUnknown(text)
     return CatalogError(text)
 
 
@@ -171,7 +178,7 @@ class RestCatalog(Catalog):
                 if attempt + 1 < attempts:
                     time.sleep(0.05 * 2**attempt)
                     continue
-                raise CatalogError(f"{what}: cannot reach the catalog at {self.uri}: {e}") from e
+                raise _OutcomeUnknown(f"{what}: cannot reach the catalog at {self.uri}: {e}") from e
         raise AssertionError("unreachable")
 
     def _wire_names(self, names: Sequence[str]) -> list[str]:
@@ -532,10 +539,16 @@ class RestCatalog(Catalog):
             try:
                 call()
                 return
-            except CatalogError as e:
-                if isinstance(e, (CatalogPermissionError, CatalogThrottledError)):
+            except CommitConflictError:
+                if attempt == 0:
                     raise
-                # The outcome is unknown (the answer was lost): did the catalog ratify it?
+                # A retry lost to... the first attempt, still running when its answer was
+                # lost? The commit is ours then: never propose the same commit twice.
+                if self._landed(entries):
+                    return
+                raise
+            except _OutcomeUnknown:
+                # The answer was lost: did the catalog ratify it?
                 if self._landed(entries):
                     return
                 if attempt == self.retries:
