@@ -289,3 +289,14 @@ def read_log_file(
 ) -> bytes | None:
     """The bytes of ``_delta_log/<relative>`` of the table at ``uri`` (no ``..``, not
     absolute), or None when it does not exist."""
+
+def optimize_compact(
+    snapshot: RawSnapshot,
+    partition_filter_sql: str | None = None,
+    target_size: int | None = None,
+    max_concurrent_tasks: int | None = None,
+    commit_info: str | None = None,
+    partition_filter_text: str | None = None,
+) -> dict[str, Any]:
+    """OPTIMIZE (bin-packing) of the snapshot's table, committed as the next version;
+    deltalake's metrics, ``version`` None when nothing needed compacting."""

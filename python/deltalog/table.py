@@ -34,6 +34,7 @@ if TYPE_CHECKING:
 
     from deltalog.alter import TableAlterer
     from deltalog.merge import TableMerger
+    from deltalog.optimize import TableOptimizer
     from deltalog.transaction import Transaction
 
 TimestampLike = _dt.datetime | _dt.date | str | int
@@ -629,6 +630,13 @@ class DeltaTable:
         )
 
     # -- table changes -----------------------------------------------------------------------
+
+    @property
+    def optimize(self) -> TableOptimizer:
+        """OPTIMIZE: compaction of the table's small files (see :mod:`deltalog.optimize`)."""
+        from deltalog.optimize import TableOptimizer
+
+        return TableOptimizer(self)
 
     @property
     def alter(self) -> TableAlterer:

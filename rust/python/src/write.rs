@@ -543,3 +543,57 @@ pub(crate) fn dml(
     out.set_item("num_files_scanned", metrics.num_files_scanned)?;
     Ok(out.unbind())
 }
+
+/// OPTIMIZE (bin-packing compaction) of the snapshot's table, committed as the next version:
+/// `partition_filter_sql` over partition columns only; returns deltalake's metrics, with
+/// `version` None when there was nothing to compact.
+#[pyfunction]
+#[pyo3(signature = (snapshot, partition_filter_sql=None, target_size=None, max_concurrent_tasks=None, commit_info=None, partition_filter_text=None))]
+pub(crate) fn optimize_compact(
+    py: Python<'_>,
+    snapshot: PyRef<'_, RawSnapshot>,
+    partition_filter_sql: Option<&str>,
+    target_size: Option<u64>,
+    max_concurrent_tasks: Option<usize>,
+    commit_info: Option<&str>,
+    partition_filter_text: Option<String>,
+) -> PyResult<Py<PyDict>> {
+    use deltalog_core::expr::Expr;
+    use deltalog_core::write::optimize::{compact, FileSizes, OptimizeOptions};
+    let partition_filter = partition_filter_sql
+        .map(Expr::parse)
+        .transpose()
+        .map_err(|e| to_py_err(py, e))?;
+    let options = OptimizeOptions {
+        target_size,
+        partition_filter,
+        partition_filter_text: partition_filter_text
+            .or_else(|| partition_filter_sql.map(str::to_string)),
+        max_concurrent_tasks,
+        commit_info: commit_info_map(commit_info)?,
+    };
+    let snapshot = snapshot.snapshot.clone();
+    let m = block_on(py, async move { compact(&snapshot, options).await })?;
+    let sizes = |s: &FileSizes| -> PyResult<Bound<'_, PyDict>> {
+        let d = PyDict::new(py);
+        d.set_item("min", s.min)?;
+        d.set_item("max", s.max)?;
+        d.set_item("avg", s.avg)?;
+        d.set_item("totalFiles", s.total_files)?;
+        d.set_item("totalSize", s.total_size)?;
+        Ok(d)
+    };
+    let out = PyDict::new(py);
+    out.set_item("version", m.version)?;
+    out.set_item("numFilesAdded", m.num_files_added)?;
+    out.set_item("numFilesRemoved", m.num_files_removed)?;
+    out.set_item("filesAdded", sizes(&m.files_added)?)?;
+    out.set_item("filesRemoved", sizes(&m.files_removed)?)?;
+    out.set_item("partitionsOptimized", m.partitions_optimized)?;
+    out.set_item("numBatches", m.num_batches)?;
+    out.set_item("totalConsideredFiles", m.total_considered_files)?;
+    out.set_item("totalFilesSkipped", m.total_files_skipped)?;
+    out.set_item("preserveInsertionOrder", true)?;
+    out.set_item("numRows", m.num_rows)?;
+    Ok(out.unbind())
+}

@@ -26,6 +26,7 @@ pub mod iceberg;
 pub mod identity;
 pub mod mapping;
 pub mod merge;
+pub mod optimize;
 pub mod partitions;
 pub mod restore;
 pub mod rewrite;

@@ -159,6 +159,9 @@ pub struct Rewriter {
     metadata: Option<Value>,
     /// Target size of new data and change data files.
     target_file_size: usize,
+    /// Whether the adds and removes change data (false: rows only rearranged, as by
+    /// OPTIMIZE; spec "Add File and Remove File": `dataChange`).
+    data_change: bool,
     /// The counts so far.
     pub counts: FileCounts,
 }
@@ -237,8 +240,38 @@ impl Rewriter {
                 target_file_size,
                 &config,
             )?,
+            data_change: true,
             counts: FileCounts::default(),
         })
+    }
+
+    /// Marks the rewrite as one that only rearranges rows (OPTIMIZE, REORG): its adds and
+    /// removes say `dataChange: false`, so readers of the change feed and streams skip them.
+    pub fn set_rearranging(&mut self) {
+        self.data_change = false;
+    }
+
+    /// Moves every live row of an existing file to new files and removes it (compaction):
+    /// `batches` are its live rows (deletion vector applied) with, when row tracking is
+    /// enabled, `_row_id` and `_row_commit_version` as read with
+    /// [`Rewriter::lineage_columns`], which the rows keep.
+    pub async fn move_file(&mut self, task: FileTask, batches: &[RecordBatch]) -> DeltaResult<()> {
+        for batch in batches {
+            self.counts.copied_rows += batch.num_rows() as u64;
+            let (ids, versions) = lineage_of(batch);
+            let (ids, versions) = if self.lineage.is_some() {
+                (
+                    Some(ids.ok_or_else(|| missing_lineage(&task.path))?),
+                    Some(versions.ok_or_else(|| missing_lineage(&task.path))?),
+                )
+            } else {
+                (None, None)
+            };
+            self.write_with_lineage(batch, ids.as_ref(), versions.as_ref())
+                .await?;
+        }
+        self.removed.push(task);
+        Ok(())
     }
 
     /// A rewriter for a statement that reads `snapshot`'s data (DELETE, UPDATE, MERGE): it
@@ -475,7 +508,11 @@ impl Rewriter {
         };
         let mut actions: Vec<Value> = self.metadata.take().into_iter().collect();
         for task in &self.removed {
-            actions.push(original(&task.path)?.1.clone());
+            let mut remove = original(&task.path)?.1.clone();
+            if !self.data_change {
+                remove["remove"]["dataChange"] = json!(false);
+            }
+            actions.push(remove);
         }
         self.counts.removed_files += self.removed.len() as u64;
         if !self.new_vectors.is_empty() {
@@ -542,7 +579,7 @@ impl Rewriter {
             None => Vec::new(),
         };
         self.counts.added_files += written.len() as u64;
-        actions.extend(written.iter().map(|f| f.to_action(true)));
+        actions.extend(written.iter().map(|f| f.to_action(self.data_change)));
         let changes: Vec<WrittenFile> = match self.change_writer.take() {
             Some(w) => w.finish().await?,
             None => Vec::new(),

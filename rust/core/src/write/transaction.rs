@@ -50,6 +50,10 @@ pub enum Isolation {
     BlindAppend,
     /// Read the table's data (overwrite, delete, ...): any concurrent data change conflicts.
     ReadsData,
+    /// Rearranges the rows of the files it read without changing data (OPTIMIZE): only a
+    /// concurrent removal of one of those files conflicts; concurrent appends and other new
+    /// files land (Delta Spark's OPTIMIZE conflict rule).
+    Rearranges,
 }
 
 /// A transaction started from version `read_version` (`None`: creating the table).
@@ -653,6 +657,9 @@ impl Transaction {
                             )));
                         }
                     }
+                    if self.isolation == Isolation::Rearranges {
+                        continue;
+                    }
                     if !winner_blind && data_change("add").is_some() {
                         return Err(conflict(
                             "it added data files without being a blind append; they may hold \
@@ -801,6 +808,40 @@ mod tests {
             .get(&storage.log_path(&commit_file_name(2)))
             .await
             .is_err());
+    }
+
+    #[tokio::test]
+    async fn rearranging_commutes_with_new_files_but_not_with_removing_its_files() {
+        let (_dir, storage) = table().await;
+        txn(&storage, Isolation::BlindAppend, "a")
+            .commit()
+            .await
+            .unwrap();
+        // A winner that is no blind append: it removes file "a" and adds "b".
+        let mut winner = Transaction::new(storage.clone(), Some(1), "UPDATE", Isolation::ReadsData)
+            .with_read_files(["a".to_string()].into());
+        winner.add_actions([
+            json!({"remove": {"path": "a", "dataChange": true}}),
+            add("b"),
+        ]);
+        winner.commit().await.unwrap();
+        // OPTIMIZE of other files, planned at version 1: lands past the UPDATE.
+        let optimize = |read: &str| {
+            let mut t =
+                Transaction::new(storage.clone(), Some(1), "OPTIMIZE", Isolation::Rearranges)
+                    .with_read_files([read.to_string()].into());
+            t.add_actions([json!({"remove": {"path": read, "dataChange": false}})]);
+            t
+        };
+        // (Reading data instead, the same commit would conflict with the UPDATE's new file.)
+        let mut reader = Transaction::new(storage.clone(), Some(1), "DELETE", Isolation::ReadsData)
+            .with_read_files(["c".to_string()].into());
+        reader.add_actions([json!({"remove": {"path": "c", "dataChange": true}})]);
+        assert!(reader.commit().await.is_err());
+        assert_eq!(optimize("c").commit().await.unwrap(), 3);
+        // OPTIMIZE of the file the UPDATE removed conflicts.
+        let err = optimize("a").commit().await.unwrap_err();
+        assert!(matches!(err, DeltaError::CommitConflict { .. }), "{err}");
     }
 
     #[tokio::test]

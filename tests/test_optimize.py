@@ -1,0 +1,302 @@
+"""OPTIMIZE compaction (``t.optimize.compact``, issue #19): small files bin-packed per partition
+into files of about the target size, in one ``dataChange: false`` commit; checked against the
+``deltalake`` package (which reads every result, and whose own OPTIMIZE on a copy gives the same
+rows), pyarrow reading the new files directly, deletion vectors, row tracking, the change feed,
+partition filters and concurrent writers."""
+
+from __future__ import annotations
+
+import json
+import multiprocessing
+import shutil
+from pathlib import Path
+from typing import Any
+
+import deltalake
+import pyarrow as pa
+import pyarrow.compute as pc
+import pyarrow.parquet as pq
+import pytest
+
+import deltalog as dl
+
+
+def rows(start: int, n: int, part: str = "a") -> pa.Table:
+    return pa.table(
+        {
+            "id": pa.array(range(start, start + n), pa.int64()),
+            "part": pa.array([part] * n),
+            "v": pa.array([f"value-{i}" for i in range(start, start + n)]),
+        }
+    )
+
+
+def content(table: pa.Table) -> list[tuple[Any, ...]]:
+    return sorted(zip(*(table.column(c).to_pylist() for c in ("id", "part", "v")), strict=True))
+
+
+def log_actions(path: Path, version: int) -> list[dict[str, Any]]:
+    text = (path / "_delta_log" / f"{version:020}.json").read_text()
+    return [json.loads(line) for line in text.splitlines() if line.strip()]
+
+
+def many_small_files(path: Path, per_part: int = 12, parts: tuple[str, ...] = ("a", "b")) -> None:
+    dl.write_table(str(path), rows(0, 5, parts[0]), partition_by=["part"])
+    n = 5
+    for _ in range(per_part):
+        for part in parts:
+            dl.write_table(str(path), rows(n, 5, part), mode="append")
+            n += 5
+
+
+def test_compaction_bin_packs_each_partition(tmp_path: Path) -> None:
+    path = tmp_path / "t"
+    many_small_files(path)
+    t = dl.DeltaTable(str(path))
+    before = content(t.to_pyarrow_table())
+    files_before = len(t.files())
+    metrics = t.optimize.compact()
+    assert metrics["version"] == t.version() == 25
+    assert metrics["numFilesRemoved"] == files_before == 25
+    assert metrics["numFilesAdded"] == 2 and metrics["partitionsOptimized"] == 2
+    assert metrics["totalConsideredFiles"] == 25 and metrics["totalFilesSkipped"] == 0
+    assert metrics["filesRemoved"]["totalFiles"] == 25 and metrics["filesAdded"]["totalFiles"] == 2
+    assert metrics["numRows"] == len(before)
+    assert len(t.files()) == 2
+    # The same rows, read by deltalog and by deltalake.
+    assert content(t.to_pyarrow_table()) == before
+    assert content(deltalake.DeltaTable(str(path)).to_pyarrow_table()) == before
+    # One commit that changes no data: every add and remove says dataChange false.
+    actions = log_actions(path, 25)
+    info = next(a["commitInfo"] for a in actions if "commitInfo" in a)
+    assert info["operation"] == "OPTIMIZE" and info["isBlindAppend"] is False
+    assert info["operationParameters"]["predicate"] == "[]"
+    assert info["operationMetrics"]["numRemovedFiles"] == "25"
+    changes = [a.get("add") or a.get("remove") for a in actions if "add" in a or "remove" in a]
+    assert len(changes) == 27 and all(c["dataChange"] is False for c in changes)
+    # Statistics of the new files are recomputed.
+    for add in (a["add"] for a in actions if "add" in a):
+        stats = json.loads(add["stats"])
+        part = add["partitionValues"]["part"]
+        expected = [r for r in before if r[1] == part]
+        assert stats["numRecords"] == len(expected)
+        assert stats["minValues"]["id"] == min(r[0] for r in expected)
+        assert stats["maxValues"]["id"] == max(r[0] for r in expected)
+    # Nothing left to do: no commit.
+    again = t.optimize.compact()
+    assert again["version"] is None and again["numFilesRemoved"] == 0
+    assert again["totalFilesSkipped"] == 2 and t.version() == 25
+
+
+def test_the_same_rows_as_deltalakes_own_optimize(tmp_path: Path) -> None:
+    """A table written by deltalake (many small appends), copied: deltalog compacts one copy and
+    deltalake the other; both read back the same rows, with the same number of files."""
+    source = tmp_path / "src"
+    for i in range(20):
+        deltalake.write_deltalake(
+            str(source),
+            rows(i * 10, 10, "ab"[i % 2]),
+            partition_by=["part"],
+            mode="append",
+        )
+    ours, theirs = tmp_path / "ours", tmp_path / "theirs"
+    shutil.copytree(source, ours)
+    shutil.copytree(source, theirs)
+    mine = dl.DeltaTable(str(ours)).optimize.compact()
+    peer = deltalake.DeltaTable(str(theirs)).optimize.compact()
+    assert mine["numFilesRemoved"] == peer["numFilesRemoved"] == 20
+    assert mine["numFilesAdded"] == peer["numFilesAdded"] == 2
+    expected = content(deltalake.DeltaTable(str(theirs)).to_pyarrow_table())
+    assert content(deltalake.DeltaTable(str(ours)).to_pyarrow_table()) == expected
+    assert content(dl.DeltaTable(str(theirs)).to_pyarrow_table()) == expected
+
+
+def test_deleted_rows_are_gone_from_the_rewritten_files(tmp_path: Path) -> None:
+    path = tmp_path / "dv"
+    dl.write_table(
+        str(path),
+        rows(0, 100),
+        configuration={"delta.enableDeletionVectors": "true"},
+    )
+    t = dl.DeltaTable(str(path))
+    t.delete("id % 3 = 0")
+    assert t.get_add_actions().column("deletion_vector").null_count == 0  # one DV file
+    live = content(t.to_pyarrow_table())
+    # One file with a deletion vector: rewritten although it is alone in its bin.
+    metrics = t.optimize.compact()
+    assert metrics["numFilesRemoved"] == 1 and metrics["numFilesAdded"] == 1
+    assert content(t.to_pyarrow_table()) == live
+    (new_file,) = t.files()
+    physical = pq.read_table(path / new_file)
+    assert physical.num_rows == len(live) == 66  # deleted rows physically gone
+    assert all(i % 3 for i in physical.column("id").to_pylist())
+    adds = t.get_add_actions()
+    assert adds.column("deletion_vector").null_count == adds.num_rows
+    rows_read = deltalake.QueryBuilder().register("t", deltalake.DeltaTable(str(path)))
+    assert rows_read.execute("SELECT count(*) AS n FROM t").read_all().column("n")[0].as_py() == 66
+
+
+def test_row_ids_and_commit_versions_are_kept(tmp_path: Path) -> None:
+    path = tmp_path / "rt"
+    dl.write_table(str(path), rows(0, 10), configuration={"delta.enableRowTracking": "true"})
+    for i in range(1, 6):
+        dl.write_table(str(path), rows(i * 10, 10), mode="append")
+    t = dl.DeltaTable(str(path))
+    t.update({"v": "'changed'"}, "id = 42")
+    lineage = t.to_pyarrow_table(with_row_tracking=True)
+    before = sorted(
+        zip(
+            lineage.column("id").to_pylist(),
+            lineage.column("_row_id").to_pylist(),
+            lineage.column("_row_commit_version").to_pylist(),
+            strict=True,
+        )
+    )
+    assert t.optimize.compact()["numFilesRemoved"] == len(t.files()) + 5
+    after_table = t.to_pyarrow_table(with_row_tracking=True)
+    after = sorted(
+        zip(
+            after_table.column("id").to_pylist(),
+            after_table.column("_row_id").to_pylist(),
+            after_table.column("_row_commit_version").to_pylist(),
+            strict=True,
+        )
+    )
+    assert after == before
+    assert len({r[1] for r in after}) == 60  # row IDs stay unique
+    info = next(a["commitInfo"] for a in log_actions(path, t.version()) if "commitInfo" in a)
+    assert info["operation"] == "OPTIMIZE"
+
+
+def test_the_change_feed_skips_the_compaction(tmp_path: Path) -> None:
+    path = tmp_path / "cdf"
+    dl.write_table(str(path), rows(0, 5), configuration={"delta.enableChangeDataFeed": "true"})
+    for i in range(1, 4):
+        dl.write_table(str(path), rows(i * 5, 5), mode="append")
+    t = dl.DeltaTable(str(path))
+    version = t.optimize.compact()["version"]
+    feed = t.load_cdf(starting_version=version).read_all()
+    assert feed.num_rows == 0
+    assert not (path / "_change_data").exists()
+
+
+def test_partition_filters(tmp_path: Path) -> None:
+    path = tmp_path / "parts"
+    many_small_files(path, per_part=4, parts=("a", "b", "c"))
+    t = dl.DeltaTable(str(path))
+    metrics = t.optimize.compact(partition_filters=[("part", "=", "b")])
+    assert metrics["partitionsOptimized"] == 1 and metrics["numFilesRemoved"] == 4
+    assert metrics["totalConsideredFiles"] == 4
+    files = t.get_add_actions()
+    by_part: dict[str, int] = {}
+    for values in files.column("partition_values").to_pylist():
+        part = dict(values)["part"]
+        by_part[part] = by_part.get(part, 0) + 1
+    assert by_part == {"a": 5, "b": 1, "c": 4}
+    t.optimize.compact(partition_filters="part IN ('a', 'c')")
+    assert len(t.files()) == 3
+    with pytest.raises(dl.InvalidArgumentError, match="partition columns only"):
+        t.optimize.compact(partition_filters=[("id", ">", 3)])
+    with pytest.raises(ValueError):
+        t.optimize.compact(target_size=0)
+
+
+def test_target_size_splits_the_output(tmp_path: Path) -> None:
+    path = tmp_path / "sized"
+    for i in range(10):
+        dl.write_table(str(path), rows(i * 2000, 2000), mode="append")
+    t = dl.DeltaTable(str(path))
+    size = sum(a["size"] for a in t.get_add_actions().to_pylist())
+    metrics = t.optimize.compact(target_size=size // 3)
+    assert 2 <= metrics["numFilesAdded"] <= 5
+    assert content(t.to_pyarrow_table()) == content(rows(0, 20000))
+
+
+def test_an_append_during_optimize_lands_and_a_delete_conflicts(tmp_path: Path) -> None:
+    path = tmp_path / "race"
+    many_small_files(path, per_part=3)
+    stale = dl.DeltaTable(str(path))  # OPTIMIZE plans from this version
+    dl.write_table(str(path), rows(1000, 5, "a"), mode="append")  # a concurrent append
+    assert stale.optimize.compact()["version"] == 8
+    assert sorted(stale.to_pyarrow_table().column("id").to_pylist())[-1] == 1004
+    # A delete planned before an OPTIMIZE that removed its files must conflict.
+    before_delete = dl.DeltaTable(str(path))
+    many = dl.DeltaTable(str(path))
+    dl.write_table(str(path), rows(2000, 5, "a"), mode="append")
+    dl.write_table(str(path), rows(2005, 5, "a"), mode="append")
+    many.optimize.compact()
+    with pytest.raises(dl.CommitConflictError):
+        before_delete.delete("id = 0")  # its file was compacted away
+    # A concurrent UPDATE elsewhere (not a blind append: it removes and adds files) lands
+    # before an OPTIMIZE of another partition, which still commits.
+    stale = dl.DeltaTable(str(path))
+    dl.write_table(str(path), rows(4000, 5, "a"), mode="append")
+    dl.write_table(str(path), rows(4005, 5, "a"), mode="append")
+    dl.DeltaTable(str(path)).update({"v": "'updated'"}, "part = 'b' AND id = 10")
+    assert stale.optimize.compact(partition_filters=[("part", "=", "a")])["version"] is not None
+    updated = dl.DeltaTable(str(path)).to_pyarrow_table().filter(pc.field("id") == 10)
+    assert updated.column("v").to_pylist() == ["updated"]
+    # ... and an OPTIMIZE planned before a delete that removed one of its files conflicts.
+    t = dl.DeltaTable(str(path))
+    dl.write_table(str(path), rows(3000, 5, "b"), mode="append")
+    planned = dl.DeltaTable(str(path))
+    dl.DeltaTable(str(path)).delete("id = 3000")
+    with pytest.raises(dl.CommitConflictError):
+        planned.optimize.compact()
+    assert t is not None
+
+
+def _appender(path: str, k: int, n: int, ready: Any, go: Any) -> None:
+    ready.set()
+    go.wait(60)
+    for i in range(n):
+        t = dl.DeltaTable(path)
+        dl.write_table(t, rows(k * 10_000 + i, 1, "ab"[i % 2]), mode="append")
+
+
+def _optimizer(path: str, rounds: int, ready: Any, go: Any) -> None:
+    import time
+
+    ready.set()
+    go.wait(60)
+    done = 0
+    deadline = time.monotonic() + 300
+    while done < rounds and time.monotonic() < deadline:
+        try:
+            if dl.DeltaTable(path).optimize.compact()["version"] is not None:
+                done += 1
+            else:
+                time.sleep(0.05)  # nothing to compact yet
+        except dl.CommitConflictError:
+            continue
+
+
+def test_four_processes_append_while_optimize_runs(tmp_path: Path) -> None:
+    """Three processes append 30 rows each while a fourth compacts the table again and again:
+    every row lands once, and deltalake reads the result."""
+    path = tmp_path / "race4"
+    many_small_files(path, per_part=2)
+    expected = content(dl.DeltaTable(str(path)).to_pyarrow_table())
+    ctx = multiprocessing.get_context("spawn")
+    go = ctx.Event()
+    readies = [ctx.Event() for _ in range(4)]
+    procs = [
+        ctx.Process(target=_appender, args=(str(path), k + 1, 30, readies[k], go)) for k in range(3)
+    ]
+    procs.append(ctx.Process(target=_optimizer, args=(str(path), 5, readies[3], go)))
+    for p in procs:
+        p.start()
+    for r in readies:
+        assert r.wait(120)
+    go.set()
+    for p in procs:
+        p.join(600)
+    assert [p.exitcode for p in procs] == [0, 0, 0, 0]
+    for k in range(1, 4):
+        for i in range(30):
+            expected += content(rows(k * 10_000 + i, 1, "ab"[i % 2]))
+    t = dl.DeltaTable(str(path))
+    assert content(t.to_pyarrow_table()) == sorted(expected)
+    assert content(deltalake.DeltaTable(str(path)).to_pyarrow_table()) == sorted(expected)
+    operations = [h.get("operation") for h in t.history()]
+    assert operations.count("OPTIMIZE") >= 5
