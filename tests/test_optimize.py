@@ -300,3 +300,17 @@ def test_four_processes_append_while_optimize_runs(tmp_path: Path) -> None:
     assert content(deltalake.DeltaTable(str(path)).to_pyarrow_table()) == sorted(expected)
     operations = [h.get("operation") for h in t.history()]
     assert operations.count("OPTIMIZE") >= 5
+
+
+def test_a_catalog_managed_table_is_compacted_through_its_catalog(tmp_path: Path) -> None:
+    cat = dl.connect_catalog(
+        {"type": "sqlite", "path": str(tmp_path / "c.db"), "warehouse": str(tmp_path / "wh")}
+    )
+    cat.write_table("t", rows(0, 5))
+    for i in range(1, 6):
+        cat.write_table("t", rows(i * 5, 5), mode="append")
+    t = cat.load_table("t")
+    metrics = t.optimize.compact()
+    assert metrics["numFilesRemoved"] == 6 and metrics["version"] == 6
+    assert cat.describe_table("t").latest_version == 6
+    assert content(cat.load_table("t").to_pyarrow_table()) == content(rows(0, 30))
