@@ -314,3 +314,31 @@ def test_a_catalog_managed_table_is_compacted_through_its_catalog(tmp_path: Path
     assert metrics["numFilesRemoved"] == 6 and metrics["version"] == 6
     assert cat.describe_table("t").latest_version == 6
     assert content(cat.load_table("t").to_pyarrow_table()) == content(rows(0, 30))
+
+
+def test_repair_removes_the_files_storage_lost(tmp_path: Path) -> None:
+    """FSCK: data files deleted behind the table's back are removed from it (the other rows
+    stay readable, by deltalog and by deltalake); a dry run only reports them."""
+    path = tmp_path / "fsck"
+    many_small_files(path, per_part=2)
+    t = dl.DeltaTable(str(path))
+    assert t.repair() == {"dry_run": False, "files_removed": [], "version": None}
+    before = content(t.to_pyarrow_table())
+    lost = sorted(t.files())[:2]
+    lost_ids = {i for name in lost for i in pq.read_table(path / name).column("id").to_pylist()}
+    for name in lost:
+        (path / name).unlink()
+    report = t.repair(dry_run=True)
+    assert report == {"dry_run": True, "files_removed": lost, "version": None}
+    assert t.version() == 4
+    report = t.repair()
+    assert report["files_removed"] == lost and report["version"] == 5 == t.version()
+    assert len(t.files()) == 3 and not set(lost) & set(t.files())
+    expected = [r for r in before if r[0] not in lost_ids]
+    assert content(t.to_pyarrow_table()) == expected
+    assert content(deltalake.DeltaTable(str(path)).to_pyarrow_table()) == expected
+    actions = log_actions(path, 5)
+    info = next(a["commitInfo"] for a in actions if "commitInfo" in a)
+    assert info["operation"] == "FSCK"
+    removes = [a["remove"] for a in actions if "remove" in a]
+    assert sorted(r["path"] for r in removes) == lost

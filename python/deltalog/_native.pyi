@@ -300,3 +300,9 @@ def optimize_compact(
 ) -> dict[str, Any]:
     """OPTIMIZE (bin-packing) of the snapshot's table, committed as the next version;
     deltalake's metrics, ``version`` None when nothing needed compacting."""
+
+def repair(
+    snapshot: RawSnapshot, dry_run: bool = False, commit_info: str | None = None
+) -> tuple[int | None, list[str]]:
+    """FSCK: the active files missing from storage, removed in one commit unless ``dry_run``;
+    ``(version or None, missing paths)``."""

@@ -631,6 +631,30 @@ class DeltaTable:
 
     # -- table changes -----------------------------------------------------------------------
 
+    def repair(
+        self, dry_run: bool = False, commit_properties: CommitProperties | None = None
+    ) -> dict[str, Any]:
+        """FSCK REPAIR: removes from the table the files its log lists but storage no longer
+        has (as deltalake's ``repair``), in one commit, and reloads at the latest version.
+
+        Args:
+            dry_run: only report the missing files.
+            commit_properties: extra commitInfo fields.
+
+        Returns:
+            ``{"dry_run": …, "files_removed": [paths], "version": …}`` (``version`` None on a
+            dry run or when nothing is missing).
+
+        Raises:
+            CommitConflictError: a concurrent commit removed one of those files too.
+        """
+        check_snapshot_writable(self._raw)
+        props = commit_properties or CommitProperties()
+        version, missing = _native.repair(self._raw, bool(dry_run), props.commit_info_json())
+        if version is not None:
+            self.update_incremental()
+        return {"dry_run": bool(dry_run), "files_removed": missing, "version": version}
+
     @property
     def optimize(self) -> TableOptimizer:
         """OPTIMIZE: compaction of the table's small files (see :mod:`deltalog.optimize`)."""

@@ -57,6 +57,7 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(write_table, m)?)?;
     m.add_function(wrap_pyfunction!(dml, m)?)?;
     m.add_function(wrap_pyfunction!(write::optimize_compact, m)?)?;
+    m.add_function(wrap_pyfunction!(write::repair, m)?)?;
     m.add_function(wrap_pyfunction!(write_files, m)?)?;
     m.add_function(wrap_pyfunction!(evolved_metadata, m)?)?;
     m.add_function(wrap_pyfunction!(replace_where_actions, m)?)?;

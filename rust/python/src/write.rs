@@ -597,3 +597,21 @@ pub(crate) fn optimize_compact(
     out.set_item("numRows", m.num_rows)?;
     Ok(out.unbind())
 }
+
+/// FSCK REPAIR of the snapshot's table: `(version, missing paths)`; the missing files' adds
+/// are removed in one commit unless `dry_run` (then `version` is None).
+#[pyfunction]
+#[pyo3(signature = (snapshot, dry_run=false, commit_info=None))]
+pub(crate) fn repair(
+    py: Python<'_>,
+    snapshot: PyRef<'_, RawSnapshot>,
+    dry_run: bool,
+    commit_info: Option<&str>,
+) -> PyResult<(Option<u64>, Vec<String>)> {
+    let commit_info = commit_info_map(commit_info)?;
+    let snapshot = snapshot.snapshot.clone();
+    let report = block_on(py, async move {
+        deltalog_core::write::repair::repair(&snapshot, dry_run, commit_info).await
+    })?;
+    Ok((report.version, report.missing))
+}

@@ -28,6 +28,7 @@ pub mod mapping;
 pub mod merge;
 pub mod optimize;
 pub mod partitions;
+pub mod repair;
 pub mod restore;
 pub mod rewrite;
 pub mod stats;
