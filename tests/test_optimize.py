@@ -136,6 +136,13 @@ def test_deleted_rows_are_gone_from_the_rewritten_files(tmp_path: Path) -> None:
     assert rows_read.execute("SELECT count(*) AS n FROM t").read_all().column("n")[0].as_py() == 66
 
 
+def lineage(t: dl.DeltaTable) -> list[tuple[int, int, int]]:
+    """Each row's id, row ID and row commit version, sorted."""
+    table = t.to_pyarrow_table(with_row_tracking=True)
+    columns = ("id", "_row_id", "_row_commit_version")
+    return sorted(zip(*(table.column(c).to_pylist() for c in columns), strict=True))
+
+
 def test_row_ids_and_commit_versions_are_kept(tmp_path: Path) -> None:
     path = tmp_path / "rt"
     dl.write_table(str(path), rows(0, 10), configuration={"delta.enableRowTracking": "true"})
@@ -143,25 +150,9 @@ def test_row_ids_and_commit_versions_are_kept(tmp_path: Path) -> None:
         dl.write_table(str(path), rows(i * 10, 10), mode="append")
     t = dl.DeltaTable(str(path))
     t.update({"v": "'changed'"}, "id = 42")
-    lineage = t.to_pyarrow_table(with_row_tracking=True)
-    before = sorted(
-        zip(
-            lineage.column("id").to_pylist(),
-            lineage.column("_row_id").to_pylist(),
-            lineage.column("_row_commit_version").to_pylist(),
-            strict=True,
-        )
-    )
+    before = lineage(t)
     assert t.optimize.compact()["numFilesRemoved"] == len(t.files()) + 5
-    after_table = t.to_pyarrow_table(with_row_tracking=True)
-    after = sorted(
-        zip(
-            after_table.column("id").to_pylist(),
-            after_table.column("_row_id").to_pylist(),
-            after_table.column("_row_commit_version").to_pylist(),
-            strict=True,
-        )
-    )
+    after = lineage(t)
     assert after == before
     assert len({r[1] for r in after}) == 60  # row IDs stay unique
     info = next(a["commitInfo"] for a in log_actions(path, t.version()) if "commitInfo" in a)
@@ -237,13 +228,11 @@ def test_an_append_during_optimize_lands_and_a_delete_conflicts(tmp_path: Path) 
     updated = dl.DeltaTable(str(path)).to_pyarrow_table().filter(pc.field("id") == 10)
     assert updated.column("v").to_pylist() == ["updated"]
     # ... and an OPTIMIZE planned before a delete that removed one of its files conflicts.
-    t = dl.DeltaTable(str(path))
     dl.write_table(str(path), rows(3000, 5, "b"), mode="append")
     planned = dl.DeltaTable(str(path))
     dl.DeltaTable(str(path)).delete("id = 3000")
     with pytest.raises(dl.CommitConflictError):
         planned.optimize.compact()
-    assert t is not None
 
 
 def _appender(path: str, k: int, n: int, ready: Any, go: Any) -> None:

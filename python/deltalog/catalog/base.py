@@ -87,7 +87,6 @@ class Catalog(abc.ABC):
     def table_exists(self, name: Identifier) -> bool:
         """Whether the catalog holds a table of that identifier."""
 
-    @abc.abstractmethod
     def create_table(
         self,
         name: Identifier,
@@ -96,7 +95,19 @@ class Catalog(abc.ABC):
         configuration: Mapping[str, str] | None = None,
         **kwargs: Any,
     ) -> DeltaTable:
-        """Creates an empty table and returns it."""
+        """Creates an empty table (the catalog's kind: catalog-managed where the catalog
+        manages tables, its version 0 ratified by it) and returns it."""
+        import pyarrow as pa
+
+        self._create_from_data(
+            name,
+            pa.Table.from_batches([], schema=schema),
+            mode="error",
+            partition_by=partition_by,
+            configuration=configuration,
+            **kwargs,
+        )
+        return self.load_table(name)
 
     @abc.abstractmethod
     def register_table(self, name: Identifier, location: str) -> DeltaTable:

@@ -30,8 +30,6 @@ from deltalog.exceptions import (
 )
 
 if TYPE_CHECKING:
-    import pyarrow as pa
-
     from deltalog.catalog.transaction import CatalogTransaction
     from deltalog.table import DeltaTable
 
@@ -362,31 +360,6 @@ class ManagedCatalog(Catalog):
         0) registers it (catalogManaged RFC, "Creating and Dropping Catalog-managed Tables")."""
         (_, _, location), client = self._new_table(name)
         return location, client
-
-    def create_table(
-        self,
-        name: Identifier,
-        schema: pa.Schema,
-        partition_by: list[str] | None = None,
-        configuration: Mapping[str, str] | None = None,
-        **kwargs: Any,
-    ) -> DeltaTable:
-        """Creates an empty catalog-managed table: its version 0 is ratified by this catalog,
-        which registers the table in that step."""
-        import pyarrow as pa
-
-        from deltalog.writer import write_table
-
-        (_, _, location), client = self._new_table(name)
-        write_table(
-            location,
-            pa.Table.from_batches([], schema=schema),
-            partition_by=partition_by,
-            configuration=configuration,
-            catalog_client=client,
-            **kwargs,
-        )
-        return self.load_table(name)
 
     def _create_from_data(self, name: Identifier, data: Any, mode: str, **kwargs: Any) -> int:
         from deltalog.writer import write_table

@@ -52,8 +52,6 @@ from deltalog.exceptions import (
 )
 
 if TYPE_CHECKING:
-    import pyarrow as pa
-
     from deltalog.catalog.transaction import CatalogTransaction
     from deltalog.table import DeltaTable
 
@@ -195,24 +193,24 @@ class RestCatalog(Catalog):
 
     # -- namespaces ------------------------------------------------------------------------
 
-    def list_namespaces(self, namespace: Identifier | None = None) -> list[str]:
-        ns_api, _ = self._apis()
-        _, wire = self._id(namespace)
-        found: list[str] = []
+    def _pages(self, what: str, fn: Callable[..., Any], *args: Any, **kw: Any) -> list[Any]:
+        """Every answer of a list call, ``page_token`` followed to the end (a read: retried)."""
+        pages: list[Any] = []
         token: str | None = None
         while True:
             answer = self._call(
-                f"list namespaces of {namespace!r}",
-                ns_api.list_namespaces,
-                wire,
-                page_token=token,
-                limit=_PAGE,
-                idempotent=True,
+                what, fn, *args, page_token=token, limit=_PAGE, idempotent=True, **kw
             )
-            found.extend(answer.namespaces)
+            pages.append(answer)
             token = answer.page_token
             if not token:
-                return found
+                return pages
+
+    def list_namespaces(self, namespace: Identifier | None = None) -> list[str]:
+        ns_api, _ = self._apis()
+        _, wire = self._id(namespace)
+        pages = self._pages(f"list namespaces of {namespace!r}", ns_api.list_namespaces, wire)
+        return [name for page in pages for name in page.namespaces]
 
     def create_namespace(
         self, namespace: Identifier, properties: Mapping[str, str] | None = None
@@ -272,22 +270,10 @@ class RestCatalog(Catalog):
         never committed are not listed)."""
         ns_api, _ = self._apis()
         _, wire = self._id(namespace)
-        found: list[str] = []
-        token: str | None = None
-        while True:
-            answer = self._call(
-                f"list tables of {namespace!r}",
-                ns_api.list_tables,
-                wire,
-                page_token=token,
-                limit=_PAGE,
-                include_declared=False,
-                idempotent=True,
-            )
-            found.extend(answer.tables)
-            token = answer.page_token
-            if not token:
-                return found
+        pages = self._pages(
+            f"list tables of {namespace!r}", ns_api.list_tables, wire, include_declared=False
+        )
+        return [name for page in pages for name in page.tables]
 
     def _describe(self, name: Identifier) -> m.DescribeTableResponse:
         _, t_api = self._apis()
@@ -379,27 +365,6 @@ class RestCatalog(Catalog):
         (_, _, location), client = self._new_table(name)
         return location, client
 
-    def create_table(
-        self,
-        name: Identifier,
-        schema: pa.Schema,
-        partition_by: list[str] | None = None,
-        configuration: Mapping[str, str] | None = None,
-        **kwargs: Any,
-    ) -> DeltaTable:
-        """Creates an empty catalog-managed table: declared, then its version 0 ratified."""
-        import pyarrow as pa
-
-        self._create_from_data(
-            name,
-            pa.Table.from_batches([], schema=schema),
-            mode="error",
-            partition_by=partition_by,
-            configuration=configuration,
-            **kwargs,
-        )
-        return self.load_table(name)
-
     def _create_from_data(self, name: Identifier, data: Any, mode: str, **kwargs: Any) -> int:
         from deltalog.writer import write_table
 
@@ -483,31 +448,14 @@ class RestCatalog(Catalog):
         self, names: list[str], start: int | None = None, end: int | None = None
     ) -> RatifiedCommits:
         _, t_api = self._apis()
-        wire = p.encode_id(names)
-        commits: list[RatifiedCommit] = []
-        latest = -1
-        token: str | None = None
-        while True:
-            answer = self._call(
-                f"list versions of {names!r}",
-                t_api.list_table_versions,
-                wire,
-                page_token=token,
-                limit=_PAGE,
-                idempotent=True,
-            )
-            latest = int((answer.context or {}).get(p.CTX_LATEST_VERSION, latest))
-            for v in answer.versions:
-                commit = _commit_of(v)
-                if (start is None or commit.version >= start) and (
-                    end is None or commit.version <= end
-                ):
-                    commits.append(commit)
-            token = answer.page_token
-            if not token:
-                break
-        commits.sort(key=lambda c: c.version)
-        return RatifiedCommits(commits, latest)
+        pages = self._pages(
+            f"list versions of {names!r}", t_api.list_table_versions, p.encode_id(names)
+        )
+        latest = int((pages[-1].context or {}).get(p.CTX_LATEST_VERSION, -1))
+        commits = sorted(
+            (_commit_of(v) for page in pages for v in page.versions), key=lambda c: c.version
+        )
+        return RatifiedCommits(_within(commits, start, end), latest)
 
     def _ratify(self, entries: list[tuple[list[str], int, str | None, bytes | None]]) -> None:
         """Ratifies ``(names, version, staged name, inline content)`` entries together."""
@@ -586,6 +534,17 @@ class RestCatalog(Catalog):
         )
 
 
+def _within(
+    commits: Sequence[RatifiedCommit], start: int | None, end: int | None
+) -> list[RatifiedCommit]:
+    """The commits with versions in ``[start, end]`` (open where None)."""
+    return [
+        c
+        for c in commits
+        if (start is None or c.version >= start) and (end is None or c.version <= end)
+    ]
+
+
 def _entry(
     names: list[str], version: int, path: str | None, content: bytes | None
 ) -> dict[str, Any]:
@@ -644,26 +603,12 @@ class RestTableClient:
             # Publishing what this client just ratified: the catalog held these commits when it
             # ratified it. One another writer published since is published again harmlessly
             # (publishing never overwrites: "Publishing Commits").
-            return RatifiedCommits(
-                [
-                    c
-                    for c in known.commits
-                    if (start_version is None or c.version >= start_version)
-                    and c.version <= end_version
-                ],
-                end_version,
-            )
+            return RatifiedCommits(_within(known.commits, start_version, end_version), end_version)
         answer = self._catalog._held(self._names)
         with self._lock:
             self._last = answer
         return RatifiedCommits(
-            [
-                c
-                for c in answer.commits
-                if (start_version is None or c.version >= start_version)
-                and (end_version is None or c.version <= end_version)
-            ],
-            answer.latest_version,
+            _within(answer.commits, start_version, end_version), answer.latest_version
         )
 
     def commit(

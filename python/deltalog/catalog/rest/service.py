@@ -709,22 +709,20 @@ def _uri(location: str) -> str:
     return Path(location).absolute().as_uri()
 
 
-#: How deltalog errors from the catalog become error codes (anything else: ``Internal``).
+#: How deltalog errors from the catalog become error codes, most specific first (anything
+#: else: ``Internal``).
+_ERROR_CODES: tuple[tuple[type[BaseException], int], ...] = (
+    (NamespaceNotFoundError, p.NAMESPACE_NOT_FOUND),
+    (NamespaceNotEmptyError, p.NAMESPACE_NOT_EMPTY),
+    (TableNotFoundError, p.TABLE_NOT_FOUND),
+    (AlreadyExistsError, p.TABLE_ALREADY_EXISTS),
+    (CommitConflictError, p.CONCURRENT_MODIFICATION),
+    (CatalogThrottledError, p.THROTTLING),
+    (InvalidArgumentError, p.INVALID_INPUT),
+    (CatalogError, p.SERVICE_UNAVAILABLE),
+)
+
+
 def error_code(e: BaseException) -> int:
-    if isinstance(e, NamespaceNotFoundError):
-        return p.NAMESPACE_NOT_FOUND
-    if isinstance(e, NamespaceNotEmptyError):
-        return p.NAMESPACE_NOT_EMPTY
-    if isinstance(e, TableNotFoundError):
-        return p.TABLE_NOT_FOUND
-    if isinstance(e, AlreadyExistsError):
-        return p.TABLE_ALREADY_EXISTS
-    if isinstance(e, CommitConflictError):
-        return p.CONCURRENT_MODIFICATION
-    if isinstance(e, CatalogThrottledError):
-        return p.THROTTLING
-    if isinstance(e, InvalidArgumentError):
-        return p.INVALID_INPUT
-    if isinstance(e, CatalogError):
-        return p.SERVICE_UNAVAILABLE
-    return p.INTERNAL
+    """The error code of a deltalog error raised by the catalog."""
+    return next((code for kind, code in _ERROR_CODES if isinstance(e, kind)), p.INTERNAL)
