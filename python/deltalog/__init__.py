@@ -10,6 +10,7 @@ from __future__ import annotations
 from deltalog import catalog, features
 from deltalog._native import __version__
 from deltalog.catalog import connect_catalog
+from deltalog.convert import convert_to_deltalake
 from deltalog.exceptions import (
     AlreadyExistsError,
     CatalogError,
@@ -73,6 +74,7 @@ __all__ = [
     "catalog",
     "col",
     "connect_catalog",
+    "convert_to_deltalake",
     "features",
     "read_task",
     "write_files",

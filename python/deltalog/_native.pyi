@@ -118,9 +118,11 @@ def write_table(
     clustering_columns: list[str] | None = None,
     target_file_size: int | None = None,
     catalog_client: Any = None,
+    adopted_files: list[str] | None = None,
 ) -> tuple[int, bool]:
     """Writes `data` to the table at `uri`; `(version, written)`. `protocol` is the JSON
-    `protocol` action of a new table."""
+    `protocol` action of a new table; `adopted_files` are `add` actions (JSON) of files
+    already under a new table's root that its first commit adopts (CONVERT)."""
 
 def dml(
     snapshot: RawSnapshot,
@@ -290,16 +292,47 @@ def read_log_file(
     """The bytes of ``_delta_log/<relative>`` of the table at ``uri`` (no ``..``, not
     absolute), or None when it does not exist."""
 
-def optimize_compact(
+def optimize(
     snapshot: RawSnapshot,
+    layout: str,
+    columns: list[str] | None = None,
+    full: bool = False,
     partition_filter_sql: str | None = None,
     target_size: int | None = None,
     max_concurrent_tasks: int | None = None,
+    memory_limit: int | None = None,
     commit_info: str | None = None,
     partition_filter_text: str | None = None,
 ) -> dict[str, Any]:
-    """OPTIMIZE (bin-packing) of the snapshot's table, committed as the next version;
-    deltalake's metrics, ``version`` None when nothing needed compacting."""
+    """OPTIMIZE of the snapshot's table, committed as the next version. ``layout``:
+    ``compact`` (bin-packing; clustering on a clustered table), ``zorder`` (by ``columns``),
+    ``cluster`` (``full`` reclusters every file) or ``purge`` (REORG PURGE). deltalake's
+    metrics, ``version`` None when nothing was rewritten, plus ``numRows`` and
+    ``spilledBytes``."""
+
+def inspect_parquet_directory(
+    uri: str,
+    partition_names: list[str] | None = None,
+    partition_schema: pa.Schema | None = None,
+    configuration: dict[str, str] | None = None,
+    collect_stats: bool = True,
+    storage_options: dict[str, str] | None = None,
+) -> tuple[pa.Schema, list[str], list[str]]:
+    """CONVERT TO DELTA's inspection of the parquet files under ``uri``: the table's schema
+    (the files' columns, then the partition columns), its partition columns and one ``add``
+    action (JSON) per file, with statistics unless ``collect_stats`` is false."""
+
+def clone_table(
+    snapshot: RawSnapshot,
+    target_uri: str,
+    deep: bool = False,
+    name: str | None = None,
+    description: str | None = None,
+    storage_options: dict[str, str] | None = None,
+    commit_info: str | None = None,
+) -> dict[str, Any]:
+    """CLONE of the snapshot's table at its version into a new table at ``target_uri``,
+    shallow or ``deep``; ``{version, sourceVersion, numFiles, copiedBytes}``."""
 
 def repair(
     snapshot: RawSnapshot, dry_run: bool = False, commit_info: str | None = None

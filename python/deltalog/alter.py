@@ -282,6 +282,74 @@ class TableAlterer:
         del config[key]
         return self._commit("DROP CONSTRAINT", {"name": name}, config, (), commit_properties)
 
+    def cluster_by(
+        self,
+        columns: Iterable[str] | None,
+        commit_properties: CommitProperties | None = None,
+    ) -> int:
+        """ALTER TABLE ... CLUSTER BY: makes ``columns`` (top-level, at most 4) the table's
+        clustering columns, or with ``None`` / ``[]`` stops clustering (CLUSTER BY NONE).
+
+        The columns are recorded (physical names) in the ``delta.clustering`` domain, with the
+        ``clustering`` and ``domainMetadata`` features (spec "Clustered Table"); a partitioned
+        table cannot be clustered. Files already written keep their layout: the next OPTIMIZE
+        (``optimize.compact()``) clusters files not clustered yet, and
+        ``optimize.compact(full=True)`` reclusters every file by the new columns.
+        """
+        names = list(columns or [])
+        table = self._table
+        meta = table._raw.metadata()
+        if meta["partition_columns"]:
+            raise InvalidArgumentError(
+                'a partitioned table cannot be clustered (spec "Clustered Table": a clustered '
+                f"table has no partition columns; this one has {list(meta['partition_columns'])})"
+            )
+        if len(names) > 4:
+            raise InvalidArgumentError(
+                f"at most 4 clustering columns (as Delta Spark), not {len(names)}"
+            )
+        fields = json.loads(meta["schema_string"]).get("fields", [])
+        physical: list[str] = []
+        resolved: list[str] = []
+        for name in names:
+            field = next((f for f in fields if f["name"] == name), None) or next(
+                (f for f in fields if f["name"].lower() == str(name).lower()), None
+            )
+            if field is None:
+                raise InvalidArgumentError(
+                    f"clustering column {name!r} is not a top-level column of the table"
+                )
+            if isinstance(field["type"], dict):
+                raise InvalidArgumentError(
+                    f"clustering column {name!r} is a {field['type'].get('type')}: clustering "
+                    "needs a column with min/max statistics"
+                )
+            if field["name"] in resolved:
+                raise InvalidArgumentError(f"clustering column {name!r} is named twice")
+            resolved.append(field["name"])
+            physical.append(
+                (field.get("metadata") or {}).get("delta.columnMapping.physicalName", field["name"])
+            )
+        old = table._clustering_columns()
+        action = {
+            "domainMetadata": {
+                "domain": "delta.clustering",
+                "configuration": json.dumps({"clusteringColumns": physical}),
+                "removed": False,
+            }
+        }
+        return self._commit(
+            "CLUSTER BY",
+            {
+                "oldClusteringColumns": ",".join(old),
+                "newClusteringColumns": ",".join(resolved),
+            },
+            None,
+            ["clustering", "domainMetadata"],
+            commit_properties,
+            [action],
+        )
+
     def set_domain_metadata(
         self,
         domain: str,

@@ -383,6 +383,27 @@ class DeltaTable:
         """The configuration of each live metadata domain (spec: "Domain Metadata")."""
         return dict(self._raw.domain_metadata())
 
+    def clustering_columns(self) -> list[str]:
+        """The clustering columns of a clustered table (logical top-level names, in order);
+        empty when the table is not clustered (spec "Clustered Table": the
+        ``delta.clustering`` domain holds physical names)."""
+        return self._clustering_columns()
+
+    def _clustering_columns(self) -> list[str]:
+        text = self.domain_metadata().get("delta.clustering")
+        if not text:
+            return []
+        physical = json.loads(text).get("clusteringColumns") or []
+        by_physical = {}
+        for f in json.loads(self._raw.metadata()["schema_string"]).get("fields", []):
+            meta = f.get("metadata") or {}
+            by_physical[meta.get("delta.columnMapping.physicalName", f["name"])] = f["name"]
+        out = []
+        for p in physical:
+            name = ".".join(p) if isinstance(p, list) else str(p)
+            out.append(by_physical.get(name, name))
+        return out
+
     def history(self, limit: int | None = None) -> list[dict[str, Any]]:
         """The commitInfo of each version, newest first, with ``version`` and ``timestamp``.
 
@@ -655,9 +676,57 @@ class DeltaTable:
             self.update_incremental()
         return {"dry_run": bool(dry_run), "files_removed": missing, "version": version}
 
+    def clone(
+        self,
+        target: str,
+        shallow: bool = True,
+        name: str | None = None,
+        description: str | None = None,
+        storage_options: Mapping[str, str] | None = None,
+        commit_properties: CommitProperties | None = None,
+    ) -> DeltaTable:
+        """CLONE: a new table at ``target`` with this table's content at the loaded version
+        (load an older version first to clone it), as Delta Spark's ``SHALLOW CLONE`` /
+        ``DEEP CLONE``.
+
+        A shallow clone's files are this table's, named by absolute URI: nothing is copied,
+        and the clone breaks if this table's files are vacuumed away. A deep clone copies the
+        data files and deletion vector files. Either way the clone gets the schema,
+        partitioning, properties, protocol (without ``catalogManaged``) and metadata domains,
+        a new table id, and one ``CLONE`` commit (version 0) naming the source and its
+        version.
+
+        Args:
+            target: where the new table goes (path or URI); nothing may be there yet.
+            shallow: point at this table's files (default) or copy them.
+            name, description: the clone's (default: this table's).
+            storage_options: object store settings of ``target`` (default: this table's).
+            commit_properties: extra commitInfo fields.
+
+        Returns:
+            The clone, loaded.
+
+        Raises:
+            InvalidArgumentError: a table already exists at ``target``.
+            DataFileNotFoundError: a deep clone found a file of this table missing.
+        """
+        props = commit_properties or CommitProperties()
+        options = storage_options if storage_options is not None else self._storage_options
+        _native.clone_table(
+            self._raw,
+            str(target),
+            not shallow,
+            name,
+            description,
+            dict(options) if options else None,
+            props.commit_info_json(),
+        )
+        return DeltaTable(str(target), storage_options=dict(options) if options else None)
+
     @property
     def optimize(self) -> TableOptimizer:
-        """OPTIMIZE: compaction of the table's small files (see :mod:`deltalog.optimize`)."""
+        """OPTIMIZE and REORG: compaction, Z-order, clustering and deletion vector purges (see
+        :mod:`deltalog.optimize`)."""
         from deltalog.optimize import TableOptimizer
 
         return TableOptimizer(self)

@@ -56,8 +56,10 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(interval_ms, m)?)?;
     m.add_function(wrap_pyfunction!(write_table, m)?)?;
     m.add_function(wrap_pyfunction!(dml, m)?)?;
-    m.add_function(wrap_pyfunction!(write::optimize_compact, m)?)?;
+    m.add_function(wrap_pyfunction!(write::optimize, m)?)?;
     m.add_function(wrap_pyfunction!(write::repair, m)?)?;
+    m.add_function(wrap_pyfunction!(write::inspect_parquet_directory, m)?)?;
+    m.add_function(wrap_pyfunction!(write::clone_table, m)?)?;
     m.add_function(wrap_pyfunction!(write_files, m)?)?;
     m.add_function(wrap_pyfunction!(evolved_metadata, m)?)?;
     m.add_function(wrap_pyfunction!(replace_where_actions, m)?)?;

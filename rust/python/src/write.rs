@@ -19,7 +19,7 @@ use crate::snapshot::{open_storage, RawSnapshot};
 /// table at `uri`, whose latest version the caller loaded as `snapshot` (None: no table yet);
 /// returns `(version, written)` (`written` false when nothing was committed).
 #[pyfunction]
-#[pyo3(signature = (uri, data, mode, snapshot=None, partition_by=None, configuration=None, name=None, description=None, storage_options=None, app_transaction=None, commit_info=None, merge_schema=false, protocol=None, overwrite_schema=false, predicate=None, clustering_columns=None, target_file_size=None, catalog_client=None))]
+#[pyo3(signature = (uri, data, mode, snapshot=None, partition_by=None, configuration=None, name=None, description=None, storage_options=None, app_transaction=None, commit_info=None, merge_schema=false, protocol=None, overwrite_schema=false, predicate=None, clustering_columns=None, target_file_size=None, catalog_client=None, adopted_files=None))]
 #[allow(clippy::too_many_arguments)]
 pub(crate) fn write_table(
     py: Python<'_>,
@@ -41,6 +41,7 @@ pub(crate) fn write_table(
     clustering_columns: Option<Vec<String>>,
     target_file_size: Option<u64>,
     catalog_client: Option<Py<PyAny>>,
+    adopted_files: Option<Vec<String>>,
 ) -> PyResult<(u64, bool)> {
     use deltalog_core::write::table::{write_batches, SaveMode, WriteOptions, Written};
     let storage = open_storage(uri, storage_options).map_err(|e| to_py_err(py, e))?;
@@ -75,6 +76,17 @@ pub(crate) fn write_table(
         clustering_columns,
         target_file_size,
         catalog,
+        adopted_files: adopted_files
+            .unwrap_or_default()
+            .iter()
+            .map(|text| {
+                serde_json::from_str::<serde_json::Value>(text).map_err(|e| {
+                    pyo3::exceptions::PyValueError::new_err(format!(
+                        "an add action must be JSON: {e}"
+                    ))
+                })
+            })
+            .collect::<PyResult<_>>()?,
     };
     let batches = reader.map(|b| b.map_err(DeltaError::from));
     let snapshot = snapshot.map(|s| s.snapshot.clone());
@@ -544,36 +556,39 @@ pub(crate) fn dml(
     Ok(out.unbind())
 }
 
-/// OPTIMIZE (bin-packing compaction) of the snapshot's table, committed as the next version:
-/// `partition_filter_sql` over partition columns only; returns deltalake's metrics, with
-/// `version` None when there was nothing to compact.
-#[pyfunction]
-#[pyo3(signature = (snapshot, partition_filter_sql=None, target_size=None, max_concurrent_tasks=None, commit_info=None, partition_filter_text=None))]
-pub(crate) fn optimize_compact(
+/// The options of an OPTIMIZE from the binding's arguments.
+fn optimize_options(
     py: Python<'_>,
-    snapshot: PyRef<'_, RawSnapshot>,
     partition_filter_sql: Option<&str>,
+    partition_filter_text: Option<String>,
     target_size: Option<u64>,
     max_concurrent_tasks: Option<usize>,
+    memory_limit: Option<u64>,
     commit_info: Option<&str>,
-    partition_filter_text: Option<String>,
-) -> PyResult<Py<PyDict>> {
+) -> PyResult<deltalog_core::write::optimize::OptimizeOptions> {
     use deltalog_core::expr::Expr;
-    use deltalog_core::write::optimize::{compact, FileSizes, OptimizeOptions};
     let partition_filter = partition_filter_sql
         .map(Expr::parse)
         .transpose()
         .map_err(|e| to_py_err(py, e))?;
-    let options = OptimizeOptions {
+    Ok(deltalog_core::write::optimize::OptimizeOptions {
         target_size,
         partition_filter,
         partition_filter_text: partition_filter_text
             .or_else(|| partition_filter_sql.map(str::to_string)),
         max_concurrent_tasks,
+        memory_limit,
         commit_info: commit_info_map(commit_info)?,
-    };
-    let snapshot = snapshot.snapshot.clone();
-    let m = block_on(py, async move { compact(&snapshot, options).await })?;
+    })
+}
+
+/// deltalake's OPTIMIZE metrics as a dict, with `version` (None when nothing was rewritten),
+/// `numRows` and `spilledBytes`.
+fn optimize_metrics(
+    py: Python<'_>,
+    m: &deltalog_core::write::optimize::OptimizeMetrics,
+) -> PyResult<Py<PyDict>> {
+    use deltalog_core::write::optimize::FileSizes;
     let sizes = |s: &FileSizes| -> PyResult<Bound<'_, PyDict>> {
         let d = PyDict::new(py);
         d.set_item("min", s.min)?;
@@ -595,6 +610,135 @@ pub(crate) fn optimize_compact(
     out.set_item("totalFilesSkipped", m.total_files_skipped)?;
     out.set_item("preserveInsertionOrder", true)?;
     out.set_item("numRows", m.num_rows)?;
+    out.set_item("spilledBytes", m.spilled_bytes)?;
+    Ok(out.unbind())
+}
+
+/// OPTIMIZE of the snapshot's table, committed as the next version. `layout`: `compact`
+/// (bin-packing; clustering on a clustered table), `zorder` (by `columns`), `cluster`
+/// (`full` reclusters every file) or `purge` (REORG PURGE). `partition_filter_sql` is over
+/// partition columns only. Returns deltalake's metrics.
+#[pyfunction]
+#[pyo3(signature = (snapshot, layout, columns=None, full=false, partition_filter_sql=None, target_size=None, max_concurrent_tasks=None, memory_limit=None, commit_info=None, partition_filter_text=None))]
+#[allow(clippy::too_many_arguments)]
+pub(crate) fn optimize(
+    py: Python<'_>,
+    snapshot: PyRef<'_, RawSnapshot>,
+    layout: &str,
+    columns: Option<Vec<String>>,
+    full: bool,
+    partition_filter_sql: Option<&str>,
+    target_size: Option<u64>,
+    max_concurrent_tasks: Option<usize>,
+    memory_limit: Option<u64>,
+    commit_info: Option<&str>,
+    partition_filter_text: Option<String>,
+) -> PyResult<Py<PyDict>> {
+    use deltalog_core::write::optimize;
+    let options = optimize_options(
+        py,
+        partition_filter_sql,
+        partition_filter_text,
+        target_size,
+        max_concurrent_tasks,
+        memory_limit,
+        commit_info,
+    )?;
+    let snapshot = snapshot.snapshot.clone();
+    let layout = layout.to_string();
+    let m = block_on(py, async move {
+        match layout.as_str() {
+            "compact" => optimize::compact(&snapshot, options).await,
+            "zorder" => optimize::z_order(&snapshot, &columns.unwrap_or_default(), options).await,
+            "cluster" => optimize::cluster(&snapshot, full, options).await,
+            "purge" => optimize::purge(&snapshot, options).await,
+            other => Err(deltalog_core::error::DeltaError::InvalidArgument(format!(
+                "unknown OPTIMIZE layout {other:?}"
+            ))),
+        }
+    })?;
+    optimize_metrics(py, &m)
+}
+
+/// CONVERT TO DELTA, first half: the parquet files under `uri` inspected; returns the table's
+/// schema (the files' columns, then the partition columns), its partition columns and one
+/// `add` action (JSON) per file. `partition_names` alone: types inferred from the values;
+/// `partition_schema`: these columns with these types.
+#[pyfunction]
+#[pyo3(signature = (uri, partition_names=None, partition_schema=None, configuration=None, collect_stats=true, storage_options=None))]
+pub(crate) fn inspect_parquet_directory(
+    py: Python<'_>,
+    uri: &str,
+    partition_names: Option<Vec<String>>,
+    partition_schema: Option<arrow::pyarrow::PyArrowType<arrow::datatypes::Schema>>,
+    configuration: Option<std::collections::BTreeMap<String, String>>,
+    collect_stats: bool,
+    storage_options: Option<HashMap<String, String>>,
+) -> PyResult<(
+    arrow::pyarrow::PyArrowType<arrow::datatypes::Schema>,
+    Vec<String>,
+    Vec<String>,
+)> {
+    use deltalog_core::write::convert::{inspect, PartitionSpec};
+    let storage = open_storage(uri, storage_options).map_err(|e| to_py_err(py, e))?;
+    let spec = match (partition_schema, partition_names) {
+        (Some(schema), _) => PartitionSpec::Typed(
+            schema
+                .0
+                .fields()
+                .iter()
+                .map(|f| f.as_ref().clone().with_nullable(true))
+                .collect(),
+        ),
+        (None, Some(names)) => PartitionSpec::Names(names),
+        (None, None) => PartitionSpec::None,
+    };
+    let configuration = configuration.unwrap_or_default();
+    let conversion = block_on(py, async move {
+        inspect(&storage, spec, &configuration, collect_stats).await
+    })?;
+    Ok((
+        arrow::pyarrow::PyArrowType(conversion.schema),
+        conversion.partition_columns,
+        conversion.adds.iter().map(|a| a.to_string()).collect(),
+    ))
+}
+
+/// CLONE of the snapshot's table (at its version) into a new table at `target_uri`:
+/// shallow (adds point at the source's files) or `deep` (files copied). Returns `{version,
+/// sourceVersion, numFiles, copiedBytes}`.
+#[pyfunction]
+#[pyo3(signature = (snapshot, target_uri, deep=false, name=None, description=None, storage_options=None, commit_info=None))]
+#[allow(clippy::too_many_arguments)]
+pub(crate) fn clone_table(
+    py: Python<'_>,
+    snapshot: PyRef<'_, RawSnapshot>,
+    target_uri: &str,
+    deep: bool,
+    name: Option<String>,
+    description: Option<String>,
+    storage_options: Option<HashMap<String, String>>,
+    commit_info: Option<&str>,
+) -> PyResult<Py<PyDict>> {
+    use deltalog_core::write::clone::{clone_table, CloneOptions};
+    let target = open_storage(target_uri, storage_options).map_err(|e| to_py_err(py, e))?;
+    let options = CloneOptions {
+        deep,
+        name,
+        description,
+        configuration: Default::default(),
+        commit_info: commit_info_map(commit_info)?,
+    };
+    let snapshot = snapshot.snapshot.clone();
+    let m = block_on(
+        py,
+        async move { clone_table(&snapshot, &target, options).await },
+    )?;
+    let out = PyDict::new(py);
+    out.set_item("version", m.version)?;
+    out.set_item("sourceVersion", m.source_version)?;
+    out.set_item("numFiles", m.num_files)?;
+    out.set_item("copiedBytes", m.copied_bytes)?;
     Ok(out.unbind())
 }
 

@@ -14,11 +14,17 @@
 //! - [`merge`]: MERGE (hash join of a source with the table, clauses, DVs or rewrites);
 //! - [`restore`]: RESTORE to an earlier version's content;
 //! - [`rewrite`]: files changed row by row (DVs or copy on write), new rows, one commit;
-//! - [`dml`]: DELETE and UPDATE, with deletion vectors or by rewriting files.
+//! - [`dml`]: DELETE and UPDATE, with deletion vectors or by rewriting files;
+//! - [`optimize`]: OPTIMIZE (compaction, Z-order, clustering), [`zorder`] its curve;
+//! - [`repair`]: FSCK REPAIR;
+//! - [`convert`]: CONVERT TO DELTA (a parquet directory inspected for its first commit);
+//! - [`clone`]: shallow and deep CLONE.
 
+pub mod clone;
 pub mod clustering;
 pub mod committer;
 pub mod constraints;
+pub mod convert;
 pub mod data_files;
 pub mod dml;
 pub mod float_stats;
@@ -34,3 +40,4 @@ pub mod rewrite;
 pub mod stats;
 pub mod table;
 pub mod transaction;
+pub mod zorder;

@@ -1,20 +1,32 @@
-//! OPTIMIZE, bin-packing compaction: the small files of each partition rewritten into files of
-//! about the target size, in one commit that changes no data.
+//! OPTIMIZE: the files of a table rewritten into a better layout, in one commit that changes
+//! no data. Bin-packing compaction ([`compact`]) merges each partition's small files into files
+//! of about the target size; Z-order ([`z_order`]) and liquid clustering ([`cluster`], what
+//! [`compact`] does on a clustered table) also sort each partition's rows along the Z-order
+//! curve of some columns ([`crate::write::zorder`]), so each new file covers a narrow range of
+//! every one of them; REORG PURGE ([`purge`]) rewrites the files with deletion vectors.
 //!
 //! Spec: "Add File and Remove File" (`dataChange: false` on both sides: the rows are only
 //! rearranged, so change-feed readers and streams skip the commit), "Per-file Statistics"
-//! (recomputed for the new files), "Deletion Vectors" (a rewritten file's deleted rows are
-//! gone for good), "Writer Requirements for Row Tracking" (with row tracking enabled, moved
-//! rows keep their row IDs and commit versions in the materialized columns). Conflicts follow
-//! Delta Spark's OPTIMIZE: only a concurrent removal of a compacted file conflicts, so appends
-//! land while OPTIMIZE runs ([`Isolation::Rearranges`]).
+//! (recomputed for the new files, always for the Z-order columns), "Deletion Vectors" (a
+//! rewritten file's deleted rows are gone for good), "Writer Requirements for Row Tracking"
+//! (with row tracking enabled, moved rows keep their row IDs and commit versions in the
+//! materialized columns), "Clustered Table" (clustered files say `clusteringProvider`).
+//! Conflicts follow Delta Spark's OPTIMIZE: only a concurrent removal of a rewritten file
+//! conflicts, so appends land while OPTIMIZE runs ([`Isolation::Rearranges`]).
 //!
-//! Memory: each partition streams its files through one writer (a file's batches at a time,
-//! a few files read ahead), and at most `max_concurrent_tasks` partitions run at once.
+//! Memory: compaction streams each partition's files through one writer (a file's batches at
+//! a time, a few files read ahead). Z-order reads each partition twice: the curve columns for
+//! a sample, then every column, routing rows to key ranges buffered in memory up to the
+//! budget ([`OptimizeOptions::memory_limit`]) and spilled to local Arrow IPC files beyond it;
+//! each range is then sorted and written. At most `max_concurrent_tasks` partitions run at
+//! once, sharing the budget.
 
-use std::collections::{BTreeMap, HashSet};
+use std::collections::{BTreeMap, HashMap, HashSet};
+use std::sync::Arc;
 
-use arrow::array::RecordBatch;
+use arrow::array::{Array, ArrayRef, RecordBatch, UInt32Array, UInt64Array};
+use arrow::compute::{concat_batches, take_record_batch};
+use arrow::datatypes::{DataType, Field, Schema, SchemaRef};
 use futures::{StreamExt, TryStreamExt};
 use serde_json::{json, Map, Value};
 
@@ -22,14 +34,30 @@ use crate::error::{DeltaError, DeltaResult};
 use crate::expr::Expr;
 use crate::scan::{self, FileTask, MetadataColumns, ReadSpec, Scan, ScanOptions};
 use crate::snapshot::Snapshot;
+use crate::write::clustering::clustering_columns;
+use crate::write::mapping::physical_name;
 use crate::write::rewrite::Rewriter;
 use crate::write::transaction::{Isolation, Transaction};
+use crate::write::zorder::{self, Sampler, ZCurve};
 
-/// What to compact and how.
+/// Memory for buffered rows of a Z-order or clustering rewrite when none is given: 256 MiB.
+pub const MEMORY_LIMIT: u64 = 256 * 1024 * 1024;
+/// The `clusteringProvider` of files clustered by deltalog (Delta Spark's liquid clustering
+/// name).
+pub const LIQUID: &str = "liquid";
+/// The hidden column carrying each buffered row's Z-order key.
+const KEY_COLUMN: &str = "_deltalog_zorder_key";
+/// Arrow bytes per parquet byte, for sizing Z-order key ranges before reading them.
+const EXPANSION: u64 = 4;
+/// Rows handed to the writer at a time from a sorted key range.
+const WRITE_ROWS: usize = 64 * 1024;
+
+/// What to rewrite and how.
 #[derive(Debug, Clone, Default)]
 pub struct OptimizeOptions {
-    /// Target size of the new files (default: `delta.targetFileSize`, else 100 MiB). Files
-    /// at least this large are left alone unless they have a deletion vector.
+    /// Target size of the new files (default: `delta.targetFileSize`, else 100 MiB). For
+    /// compaction, files at least this large are left alone unless they have a deletion
+    /// vector.
     pub target_size: Option<u64>,
     /// Only partitions matching this predicate over partition columns.
     pub partition_filter: Option<Expr>,
@@ -37,6 +65,9 @@ pub struct OptimizeOptions {
     pub partition_filter_text: Option<String>,
     /// How many partitions are rewritten at once (default: the number of cores).
     pub max_concurrent_tasks: Option<usize>,
+    /// Bytes of rows a Z-order or clustering rewrite buffers in memory (all partitions
+    /// together) before spilling to local temporary files (default [`MEMORY_LIMIT`]).
+    pub memory_limit: Option<u64>,
     /// Extra `commitInfo` fields.
     pub commit_info: Map<String, Value>,
 }
@@ -71,14 +102,14 @@ impl FileSizes {
 /// What OPTIMIZE did (the names of deltalake's metrics).
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct OptimizeMetrics {
-    /// The version committed; `None` when there was nothing to compact.
+    /// The version committed; `None` when there was nothing to rewrite.
     pub version: Option<u64>,
     pub num_files_added: u64,
     pub num_files_removed: u64,
     pub files_added: FileSizes,
     pub files_removed: FileSizes,
     pub partitions_optimized: u64,
-    /// Bins rewritten (groups of files compacted together).
+    /// Bins rewritten (groups of files rewritten together).
     pub num_batches: u64,
     /// Active files the partition filter selected.
     pub total_considered_files: u64,
@@ -86,17 +117,32 @@ pub struct OptimizeMetrics {
     pub total_files_skipped: u64,
     /// Rows written to the new files.
     pub num_rows: u64,
+    /// Bytes of rows spilled to temporary files (Z-order and clustering).
+    pub spilled_bytes: u64,
 }
 
-/// The files of one partition to compact, in bins of about the target size.
+/// The layout a rewrite produces.
+#[derive(Debug, Clone)]
+enum Layout {
+    /// Small files merged, rows in log order.
+    BinPack,
+    /// Files with deletion vectors rewritten (REORG PURGE).
+    Purge,
+    /// Every file of each partition, rows sorted along the curve of these columns (logical,
+    /// top-level).
+    ZOrder(Vec<String>),
+    /// Liquid clustering by the table's clustering columns (logical): the files not yet
+    /// clustered, or every file when `full`.
+    Cluster { columns: Vec<String>, full: bool },
+}
+
+/// The files of one partition to rewrite, in bins of about the target size (Z-order and
+/// clustering: one bin of every file).
 struct PartitionPlan {
     bins: Vec<Vec<FileTask>>,
 }
 
-/// Groups `tasks` by partition and packs the candidates (smaller than `target`, or with a
-/// deletion vector) into bins of at most about `target` bytes, in log order. A bin of one file
-/// without a deletion vector would rewrite it as it is, so it is dropped.
-fn plan(tasks: Vec<FileTask>, target: u64) -> Vec<PartitionPlan> {
+fn by_partition(tasks: Vec<FileTask>) -> Vec<Vec<FileTask>> {
     let mut partitions: BTreeMap<Vec<(String, Option<String>)>, Vec<FileTask>> = BTreeMap::new();
     for task in tasks {
         let key: Vec<_> = task
@@ -106,14 +152,23 @@ fn plan(tasks: Vec<FileTask>, target: u64) -> Vec<PartitionPlan> {
             .collect();
         partitions.entry(key).or_default().push(task);
     }
+    partitions.into_values().collect()
+}
+
+/// Groups `tasks` by partition and packs the candidates into bins of at most about `target`
+/// bytes, in log order. Candidates: files with a deletion vector, and (unless `purge_only`)
+/// files smaller than `target`. A bin of one file without a deletion vector would rewrite it
+/// as it is, so it is dropped.
+fn plan(tasks: Vec<FileTask>, target: u64, purge_only: bool) -> Vec<PartitionPlan> {
     let mut plans = Vec::new();
-    for (_, files) in partitions {
+    for files in by_partition(tasks) {
         let mut bins: Vec<Vec<FileTask>> = Vec::new();
         let mut current: Vec<FileTask> = Vec::new();
         let mut current_size = 0u64;
         for task in files {
             let size = task.size.unwrap_or(0);
-            if size >= target && task.deletion_vector.is_none() {
+            let candidate = task.deletion_vector.is_some() || (!purge_only && size < target);
+            if !candidate {
                 continue;
             }
             if !current.is_empty() && current_size + size > target {
@@ -134,13 +189,33 @@ fn plan(tasks: Vec<FileTask>, target: u64) -> Vec<PartitionPlan> {
     plans
 }
 
+/// The `clusteringProvider` of every active file that has one.
+fn clustering_providers(snapshot: &Snapshot) -> DeltaResult<HashMap<String, String>> {
+    let mut out = HashMap::new();
+    for files in snapshot.files() {
+        let adds = &files.adds;
+        for i in 0..adds.len() {
+            let (Some(path), Some(provider)) = (
+                crate::model::str_field(adds, "path", i),
+                crate::model::str_field(adds, "clusteringProvider", i),
+            ) else {
+                continue;
+            };
+            let decoded = crate::paths::decode_uri_path(path)
+                .map_err(|rule| DeltaError::corrupt(path, None, rule))?;
+            out.insert(decoded.into_owned(), provider.to_string());
+        }
+    }
+    Ok(out)
+}
+
 /// Compacts one partition's bins through one rewriter; its actions and the rows written.
 async fn rewrite_partition(
     snapshot: &Snapshot,
-    spec: std::sync::Arc<ReadSpec>,
+    spec: Arc<ReadSpec>,
     partition: PartitionPlan,
     target: u64,
-) -> DeltaResult<(Vec<Value>, u64)> {
+) -> DeltaResult<(Vec<Value>, u64, u64)> {
     let mut rewriter = Rewriter::try_new(snapshot, Some(target))?;
     rewriter.set_rearranging();
     let storage = snapshot.storage().clone();
@@ -163,15 +238,435 @@ async fn rewrite_partition(
     }
     let rows = rewriter.counts.copied_rows;
     let (actions, _) = rewriter.into_actions(snapshot).await?;
-    Ok((actions, rows))
+    Ok((actions, rows, 0))
 }
 
-/// OPTIMIZE (bin-packing) of `snapshot`'s table, committed as the next version.
+/// A key range's rows: buffered in memory, or spilled to an Arrow IPC file.
+#[derive(Default)]
+struct RangeBuffer {
+    batches: Vec<RecordBatch>,
+    bytes: usize,
+    spill: Option<arrow::ipc::writer::FileWriter<std::io::BufWriter<std::fs::File>>>,
+    spill_path: Option<std::path::PathBuf>,
+}
+
+/// The key ranges of one partition being Z-ordered, within a memory budget.
+struct Ranges {
+    schema: SchemaRef,
+    buffers: Vec<RangeBuffer>,
+    in_memory: usize,
+    budget: usize,
+    dir: Option<tempfile::TempDir>,
+    spilled: u64,
+}
+
+fn spill_error(e: std::io::Error) -> DeltaError {
+    DeltaError::Internal(format!(
+        "OPTIMIZE could not spill rows to a temporary file (set TMPDIR to a directory with \
+         room, or raise the memory limit): {e}"
+    ))
+}
+
+impl Ranges {
+    fn new(schema: SchemaRef, count: usize, budget: usize) -> Self {
+        Ranges {
+            schema,
+            buffers: (0..count).map(|_| RangeBuffer::default()).collect(),
+            in_memory: 0,
+            budget,
+            dir: None,
+            spilled: 0,
+        }
+    }
+
+    fn push(&mut self, range: usize, batch: RecordBatch) -> DeltaResult<()> {
+        let bytes = batch.get_array_memory_size();
+        let buffer = &mut self.buffers[range];
+        buffer.bytes += bytes;
+        buffer.batches.push(batch);
+        self.in_memory += bytes;
+        while self.in_memory > self.budget {
+            if !self.spill_largest()? {
+                break;
+            }
+        }
+        Ok(())
+    }
+
+    /// Writes the largest in-memory range to its spill file; false when nothing is buffered.
+    fn spill_largest(&mut self) -> DeltaResult<bool> {
+        let Some((i, _)) = self
+            .buffers
+            .iter()
+            .enumerate()
+            .filter(|(_, b)| b.bytes > 0)
+            .max_by_key(|(_, b)| b.bytes)
+        else {
+            return Ok(false);
+        };
+        if self.dir.is_none() {
+            self.dir = Some(
+                tempfile::Builder::new()
+                    .prefix("deltalog-optimize-")
+                    .tempdir()
+                    .map_err(spill_error)?,
+            );
+        }
+        let dir = self.dir.as_ref().map(|d| d.path().to_path_buf());
+        let buffer = &mut self.buffers[i];
+        if buffer.spill.is_none() {
+            let path = dir.unwrap_or_default().join(format!("range-{i}.arrow"));
+            let file = std::fs::File::create(&path).map_err(spill_error)?;
+            buffer.spill = Some(arrow::ipc::writer::FileWriter::try_new(
+                std::io::BufWriter::with_capacity(1 << 20, file),
+                &self.schema,
+            )?);
+            buffer.spill_path = Some(path);
+        }
+        if let Some(writer) = buffer.spill.as_mut() {
+            for batch in buffer.batches.drain(..) {
+                writer.write(&batch)?;
+            }
+        }
+        self.spilled += buffer.bytes as u64;
+        self.in_memory -= buffer.bytes;
+        buffer.bytes = 0;
+        Ok(true)
+    }
+
+    /// Every row of `range` (its spill file read back), leaving it empty.
+    fn take(&mut self, range: usize) -> DeltaResult<Vec<RecordBatch>> {
+        let buffer = std::mem::take(&mut self.buffers[range]);
+        self.in_memory -= buffer.bytes;
+        let mut batches = buffer.batches;
+        if let (Some(mut writer), Some(path)) = (buffer.spill, buffer.spill_path) {
+            writer.finish()?;
+            drop(writer);
+            let file = std::fs::File::open(&path).map_err(spill_error)?;
+            let reader = arrow::ipc::reader::FileReader::try_new(
+                std::io::BufReader::with_capacity(1 << 20, file),
+                None,
+            )?;
+            for batch in reader {
+                batches.push(batch?);
+            }
+            std::fs::remove_file(&path).map_err(spill_error)?;
+        }
+        Ok(batches)
+    }
+}
+
+/// What a Z-order rewrite of one partition needs to know.
+struct CurveJob {
+    /// Reads every column (and the lineage columns under row tracking).
+    all: Arc<ReadSpec>,
+    /// Reads the curve columns only (the sample pass).
+    curve: Arc<ReadSpec>,
+    /// The curve columns, as named in the read batches.
+    columns: Vec<String>,
+    /// Physical names of the curve columns (they get statistics).
+    physical: Vec<String>,
+    /// Memory budget of this partition.
+    budget: usize,
+    provider: Option<&'static str>,
+}
+
+/// Splits read batches into the key ranges of one partition, each row with its key.
+struct Router {
+    curve: ZCurve,
+    /// `ranges - 1` key boundaries.
+    bounds: Vec<u64>,
+    columns: Vec<String>,
+    /// The read schema plus the key column.
+    schema: SchemaRef,
+}
+
+impl Router {
+    fn route(&self, batch: &RecordBatch) -> DeltaResult<Vec<(usize, RecordBatch)>> {
+        if batch.num_rows() == 0 {
+            return Ok(Vec::new());
+        }
+        let keys = self
+            .curve
+            .keys(&zorder::columns_of(batch, &self.columns)?)?;
+        let ranges: Vec<usize> = keys
+            .values()
+            .iter()
+            .map(|k| zorder::range_of(&self.bounds, *k))
+            .collect();
+        let mut columns = batch.columns().to_vec();
+        columns.push(Arc::new(keys) as ArrayRef);
+        let keyed = RecordBatch::try_new(self.schema.clone(), columns)?;
+        if self.bounds.is_empty() {
+            return Ok(vec![(0, keyed)]);
+        }
+        let mut rows: Vec<Vec<u32>> = vec![Vec::new(); self.bounds.len() + 1];
+        for (row, range) in ranges.into_iter().enumerate() {
+            rows[range].push(row as u32);
+        }
+        let mut out = Vec::new();
+        for (range, picked) in rows.into_iter().enumerate() {
+            if !picked.is_empty() {
+                out.push((
+                    range,
+                    take_record_batch(&keyed, &UInt32Array::from(picked))?,
+                ));
+            }
+        }
+        Ok(out)
+    }
+}
+
+/// Rewrites one partition's files sorted along the Z-order curve: a sample of the curve
+/// columns gives the curve and the key ranges; every row is routed to its range (spilled
+/// beyond the budget); each range is sorted by key and written, in order.
+async fn zorder_partition(
+    snapshot: &Snapshot,
+    job: Arc<CurveJob>,
+    files: Vec<FileTask>,
+    target: u64,
+) -> DeltaResult<(Vec<Value>, u64, u64)> {
+    let storage = snapshot.storage().clone();
+    // Pass 1: the curve columns, sampled.
+    let mut sampler = Sampler::new(job.curve.output_schema().clone(), zorder::SAMPLE_ROWS);
+    let mut stream = scan::execute(storage.clone(), job.curve.clone(), files.clone(), 4);
+    while let Some(batch) = stream.try_next().await? {
+        sampler.add(&batch)?;
+    }
+    drop(stream);
+    let sample = sampler.finish()?;
+    let curve = ZCurve::from_sample(&zorder::columns_of(&sample, &job.columns)?)?;
+    let mut sample_keys = curve
+        .keys(&zorder::columns_of(&sample, &job.columns)?)?
+        .values()
+        .to_vec();
+    // Ranges small enough for half the budget each (so that one range and its sorted copy
+    // fit), estimated from the files' sizes.
+    let estimate = files.iter().map(|f| f.size.unwrap_or(0)).sum::<u64>() * EXPANSION;
+    let wanted = estimate.div_ceil((job.budget as u64 / 2).max(1)).max(1) as usize;
+    let count = wanted.min((sample_keys.len() / 16).max(1));
+    let bounds = zorder::quantiles(&mut sample_keys, count);
+
+    // Pass 2: every row to its key range (keys computed off the async threads, two batches
+    // at a time).
+    let mut rewriter = Rewriter::try_new(snapshot, Some(target))?;
+    rewriter.set_rearranging();
+    rewriter.index_also(snapshot, &job.physical)?;
+    if let Some(provider) = job.provider {
+        rewriter.set_clustering_provider(provider);
+    }
+    let mut fields: Vec<_> = job.all.output_schema().fields().iter().cloned().collect();
+    fields.push(Arc::new(Field::new(KEY_COLUMN, DataType::UInt64, false)));
+    let keyed_schema = Arc::new(Schema::new(fields));
+    let mut ranges = Ranges::new(keyed_schema.clone(), bounds.len() + 1, job.budget);
+    let router = Arc::new(Router {
+        curve,
+        bounds,
+        columns: job.columns.clone(),
+        schema: keyed_schema.clone(),
+    });
+    let routed = scan::execute(storage.clone(), job.all.clone(), files.clone(), 2)
+        .map(|batch| {
+            let router = router.clone();
+            async move {
+                let batch = batch?;
+                tokio::task::spawn_blocking(move || router.route(&batch))
+                    .await
+                    .map_err(|e| {
+                        DeltaError::Internal(format!("computing Z-order keys failed: {e}"))
+                    })?
+            }
+        })
+        .buffered(2);
+    futures::pin_mut!(routed);
+    while let Some(parts) = routed.try_next().await? {
+        for (range, part) in parts {
+            ranges.push(range, part)?;
+        }
+    }
+    for task in files {
+        rewriter.remove_file(task);
+    }
+
+    // Pass 3: each range sorted by key, written in order.
+    let key_index = keyed_schema.fields().len() - 1;
+    for range in 0..=router.bounds.len() {
+        let batches = ranges.take(range)?;
+        if batches.is_empty() {
+            continue;
+        }
+        let schema = keyed_schema.clone();
+        let (data, order) = tokio::task::spawn_blocking(move || {
+            let all = concat_batches(&schema, &batches)?;
+            drop(batches);
+            let keys = all
+                .column(key_index)
+                .as_any()
+                .downcast_ref::<UInt64Array>()
+                .ok_or_else(|| DeltaError::Internal("a Z-order key column was lost".into()))?;
+            // Unique (key, row) pairs: the order is the stable one by key.
+            let mut order: Vec<(u64, u32)> = keys
+                .values()
+                .iter()
+                .enumerate()
+                .map(|(row, key)| (*key, row as u32))
+                .collect();
+            order.sort_unstable();
+            let data = all.project(&(0..key_index).collect::<Vec<_>>())?;
+            Ok::<_, DeltaError>((data, order))
+        })
+        .await
+        .map_err(|e| DeltaError::Internal(format!("sorting rows for OPTIMIZE failed: {e}")))??;
+        for chunk in order.chunks(WRITE_ROWS) {
+            let indices = UInt32Array::from_iter_values(chunk.iter().map(|(_, row)| *row));
+            let sorted = take_record_batch(&data, &indices)?;
+            rewriter.move_rows(&sorted, "the rewritten files").await?;
+        }
+    }
+    let rows = rewriter.counts.copied_rows;
+    let spilled = ranges.spilled;
+    let (actions, _) = rewriter.into_actions(snapshot).await?;
+    Ok((actions, rows, spilled))
+}
+
+/// OPTIMIZE (bin-packing) of `snapshot`'s table, committed as the next version. On a
+/// clustered table, clusters the files not yet clustered instead ([`cluster`]), as Delta
+/// Spark's OPTIMIZE does.
 pub async fn compact(
     snapshot: &Snapshot,
     options: OptimizeOptions,
 ) -> DeltaResult<OptimizeMetrics> {
+    let clustering = logical_clustering_columns(snapshot)?;
+    if !clustering.is_empty() {
+        return run(
+            snapshot,
+            options,
+            Layout::Cluster {
+                columns: clustering,
+                full: false,
+            },
+        )
+        .await;
+    }
+    run(snapshot, options, Layout::BinPack).await
+}
+
+/// OPTIMIZE ZORDER BY `columns` (top-level, not partition columns) of `snapshot`'s table:
+/// every file of each selected partition rewritten with its rows sorted along the columns'
+/// Z-order curve.
+pub async fn z_order(
+    snapshot: &Snapshot,
+    columns: &[String],
+    options: OptimizeOptions,
+) -> DeltaResult<OptimizeMetrics> {
+    if !logical_clustering_columns(snapshot)?.is_empty() {
+        return Err(DeltaError::InvalidArgument(
+            "ZORDER BY is not supported on a clustered table: OPTIMIZE (compact) clusters it by \
+             its clustering columns (spec \"Clustered Table\")"
+                .into(),
+        ));
+    }
     let schema = snapshot.schema()?;
+    let partitions = &snapshot.metadata()?.partition_columns;
+    let mut resolved: Vec<String> = Vec::new();
+    for name in columns {
+        let field = schema
+            .fields()
+            .iter()
+            .find(|f| f.name() == name)
+            .or_else(|| {
+                schema
+                    .fields()
+                    .iter()
+                    .find(|f| f.name().eq_ignore_ascii_case(name))
+            })
+            .ok_or_else(|| {
+                DeltaError::InvalidArgument(format!(
+                    "ZORDER BY column {name:?} is not a top-level column of the table"
+                ))
+            })?;
+        if partitions
+            .iter()
+            .any(|p| p.eq_ignore_ascii_case(field.name()))
+        {
+            return Err(DeltaError::InvalidArgument(format!(
+                "ZORDER BY column {name:?} is a partition column: each partition holds one value \
+                 of it already"
+            )));
+        }
+        if resolved.contains(field.name()) {
+            return Err(DeltaError::InvalidArgument(format!(
+                "ZORDER BY names column {name:?} twice"
+            )));
+        }
+        resolved.push(field.name().clone());
+    }
+    if resolved.is_empty() || resolved.len() > zorder::MAX_COLUMNS {
+        return Err(DeltaError::InvalidArgument(format!(
+            "ZORDER BY needs 1 to {} columns",
+            zorder::MAX_COLUMNS
+        )));
+    }
+    run(snapshot, options, Layout::ZOrder(resolved)).await
+}
+
+/// OPTIMIZE of a clustered table: the files without `clusteringProvider` (every file when
+/// `full`, Delta Spark's OPTIMIZE FULL) rewritten along the clustering columns' curve, the
+/// new files saying `clusteringProvider: liquid`.
+pub async fn cluster(
+    snapshot: &Snapshot,
+    full: bool,
+    options: OptimizeOptions,
+) -> DeltaResult<OptimizeMetrics> {
+    let columns = logical_clustering_columns(snapshot)?;
+    if columns.is_empty() {
+        return Err(DeltaError::InvalidArgument(
+            "the table is not clustered (it has no clustering columns; spec \"Clustered Table\")"
+                .into(),
+        ));
+    }
+    run(snapshot, options, Layout::Cluster { columns, full }).await
+}
+
+/// REORG TABLE ... APPLY (PURGE): the files with deletion vectors rewritten without their
+/// deleted rows (bin-packed together up to the target size), whatever their size.
+pub async fn purge(snapshot: &Snapshot, options: OptimizeOptions) -> DeltaResult<OptimizeMetrics> {
+    run(snapshot, options, Layout::Purge).await
+}
+
+/// The clustering columns of `snapshot` as logical top-level names.
+fn logical_clustering_columns(snapshot: &Snapshot) -> DeltaResult<Vec<String>> {
+    let physical = clustering_columns(snapshot)?;
+    if physical.is_empty() {
+        return Ok(physical);
+    }
+    let schema = snapshot.schema()?;
+    let mode = snapshot.column_mapping_mode()?;
+    physical
+        .iter()
+        .map(|p| {
+            schema
+                .fields()
+                .iter()
+                .find(|f| &physical_name(&schema, f.name(), mode) == p)
+                .map(|f| f.name().clone())
+                .ok_or_else(|| {
+                    DeltaError::Unsupported(format!(
+                        "clustering column {p:?} is not a top-level column of the table; \
+                         deltalog clusters by top-level columns only"
+                    ))
+                })
+        })
+        .collect()
+}
+
+async fn run(
+    snapshot: &Snapshot,
+    options: OptimizeOptions,
+    layout: Layout,
+) -> DeltaResult<OptimizeMetrics> {
+    let schema = snapshot.schema()?;
+    let mode = snapshot.column_mapping_mode()?;
     let partition_columns = snapshot.metadata()?.partition_columns.clone();
     let filter = match &options.partition_filter {
         Some(expr) => {
@@ -212,7 +707,35 @@ pub async fn compact(
         total_considered_files: tasks.len() as u64,
         ..Default::default()
     };
-    let plans = plan(tasks, target);
+    let plans: Vec<PartitionPlan> = match &layout {
+        Layout::BinPack => plan(tasks, target, false),
+        Layout::Purge => plan(tasks, target, true),
+        Layout::ZOrder(_) => by_partition(tasks)
+            .into_iter()
+            .map(|files| PartitionPlan { bins: vec![files] })
+            .collect(),
+        Layout::Cluster { full, .. } => {
+            let providers = if *full {
+                HashMap::new()
+            } else {
+                clustering_providers(snapshot)?
+            };
+            by_partition(tasks)
+                .into_iter()
+                .filter_map(|files| {
+                    let unclustered: Vec<FileTask> = files
+                        .into_iter()
+                        .filter(|t| {
+                            *full || providers.get(&t.path).map(String::as_str) != Some(LIQUID)
+                        })
+                        .collect();
+                    (!unclustered.is_empty()).then(|| PartitionPlan {
+                        bins: vec![unclustered],
+                    })
+                })
+                .collect()
+        }
+    };
     let chosen: Vec<&FileTask> = plans.iter().flat_map(|p| p.bins.iter().flatten()).collect();
     metrics.total_files_skipped = metrics.total_considered_files - chosen.len() as u64;
     if plans.is_empty() {
@@ -225,31 +748,67 @@ pub async fn compact(
 
     // Every column, deletion vectors applied; with row tracking enabled, the rows' lineage.
     let lineage = Rewriter::try_new(snapshot, Some(target))?.lineage_columns();
-    let spec = std::sync::Arc::new(ReadSpec::try_new(
-        snapshot.storage().url().to_string(),
-        schema.clone(),
-        None,
-        partition_columns.clone(),
-        snapshot.column_mapping_mode()?,
-        MetadataColumns {
-            row_tracking: lineage,
-            ..Default::default()
-        },
-        None,
-    )?);
+    let spec = |columns: Option<Vec<String>>, lineage| {
+        ReadSpec::try_new(
+            snapshot.storage().url().to_string(),
+            schema.clone(),
+            columns,
+            partition_columns.clone(),
+            mode,
+            MetadataColumns {
+                row_tracking: lineage,
+                ..Default::default()
+            },
+            None,
+        )
+        .map(Arc::new)
+    };
+    let all = spec(None, lineage)?;
     let concurrency = options
         .max_concurrent_tasks
         .unwrap_or_else(|| std::thread::available_parallelism().map_or(2, |n| n.get()))
         .max(1);
-    let results: Vec<(Vec<Value>, u64)> = futures::stream::iter(plans)
-        .map(|partition| rewrite_partition(snapshot, spec.clone(), partition, target))
-        .buffer_unordered(concurrency)
-        .try_collect()
-        .await?;
+    let curve_columns = match &layout {
+        Layout::ZOrder(columns) | Layout::Cluster { columns, .. } => Some(columns.clone()),
+        Layout::BinPack | Layout::Purge => None,
+    };
+    let results: Vec<(Vec<Value>, u64, u64)> = match &curve_columns {
+        None => {
+            futures::stream::iter(plans)
+                .map(|partition| rewrite_partition(snapshot, all.clone(), partition, target))
+                .buffer_unordered(concurrency)
+                .try_collect()
+                .await?
+        }
+        Some(columns) => {
+            let partitions = plans.len().min(concurrency).max(1);
+            let limit = options.memory_limit.unwrap_or(MEMORY_LIMIT).max(1 << 20);
+            let job = Arc::new(CurveJob {
+                all: all.clone(),
+                curve: spec(Some(columns.clone()), None)?,
+                columns: columns.clone(),
+                physical: columns
+                    .iter()
+                    .map(|c| physical_name(&schema, c, mode))
+                    .collect(),
+                budget: usize::try_from(limit / partitions as u64).unwrap_or(usize::MAX),
+                provider: matches!(layout, Layout::Cluster { .. }).then_some(LIQUID),
+            });
+            futures::stream::iter(plans)
+                .map(|partition| {
+                    let files = partition.bins.into_iter().flatten().collect();
+                    zorder_partition(snapshot, job.clone(), files, target)
+                })
+                .buffer_unordered(concurrency)
+                .try_collect()
+                .await?
+        }
+    };
     let mut actions = Vec::new();
     let mut added_sizes = Vec::new();
-    for (part, rows) in results {
+    for (part, rows, spilled) in results {
         metrics.num_rows += rows;
+        metrics.spilled_bytes += spilled;
         for action in &part {
             if let Some(size) = action
                 .get("add")
@@ -281,26 +840,44 @@ pub async fn compact(
         op_metrics.insert(k.into(), json!(v.to_string()));
     }
     commit_info.insert("operationMetrics".into(), Value::Object(op_metrics));
+    let predicate = json!(options
+        .partition_filter_text
+        .as_ref()
+        .map(|t| format!("[{t:?}]"))
+        .unwrap_or_else(|| "[]".into()));
+    let operation = if matches!(layout, Layout::Purge) {
+        "REORG"
+    } else {
+        "OPTIMIZE"
+    };
     let mut txn = Transaction::new(
         snapshot.storage().clone(),
         Some(snapshot.version()),
-        "OPTIMIZE",
+        operation,
         Isolation::Rearranges,
     )
     .with_read_files(read)
     .with_commit_info(commit_info)
     .for_table(snapshot)
-    .with_parameter(
-        "predicate",
-        json!(options
-            .partition_filter_text
-            .as_ref()
-            .map(|t| format!("[{t:?}]"))
-            .unwrap_or_else(|| "[]".into())),
-    )
-    .with_parameter("targetSize", json!(target.to_string()))
-    .with_parameter("zOrderBy", json!("[]"))
-    .with_parameter("auto", json!(false));
+    .with_parameter("predicate", predicate);
+    let names = |c: &[String]| json!(serde_json::to_string(c).unwrap_or_default());
+    txn = match &layout {
+        Layout::Purge => txn.with_parameter("applyPurge", json!(true)),
+        Layout::Cluster { columns, full } => txn
+            .with_parameter("targetSize", json!(target.to_string()))
+            .with_parameter("zOrderBy", json!("[]"))
+            .with_parameter("clusterBy", names(columns))
+            .with_parameter("isFull", json!(*full))
+            .with_parameter("auto", json!(false)),
+        Layout::ZOrder(columns) => txn
+            .with_parameter("targetSize", json!(target.to_string()))
+            .with_parameter("zOrderBy", names(columns))
+            .with_parameter("auto", json!(false)),
+        Layout::BinPack => txn
+            .with_parameter("targetSize", json!(target.to_string()))
+            .with_parameter("zOrderBy", json!("[]"))
+            .with_parameter("auto", json!(false)),
+    };
     txn.add_actions(actions);
     metrics.version = Some(txn.commit().await?);
     Ok(metrics)
@@ -356,7 +933,7 @@ mod tests {
         ];
         // a: [a1, a2] (80), then [a3, a4] (50); the 100-byte file stays; b: [b1, b2].
         assert_eq!(
-            names(&plan(tasks, 100)),
+            names(&plan(tasks, 100, false)),
             vec![
                 vec![vec!["a1", "a2"], vec!["a3", "a4"]],
                 vec![vec!["b1", "b2"]]
@@ -371,6 +948,6 @@ mod tests {
             task("dv", "b", 500, true),
             task("fine", "c", 500, false),
         ];
-        assert_eq!(names(&plan(tasks, 100)), vec![vec![vec!["dv"]]]);
+        assert_eq!(names(&plan(tasks, 100, false)), vec![vec![vec!["dv"]]]);
     }
 }

@@ -162,6 +162,8 @@ pub struct Rewriter {
     /// Whether the adds and removes change data (false: rows only rearranged, as by
     /// OPTIMIZE; spec "Add File and Remove File": `dataChange`).
     data_change: bool,
+    /// `clusteringProvider` of the new data files.
+    clustering_provider: Option<String>,
     /// The counts so far.
     pub counts: FileCounts,
 }
@@ -241,6 +243,7 @@ impl Rewriter {
                 &config,
             )?,
             data_change: true,
+            clustering_provider: None,
             counts: FileCounts::default(),
         })
     }
@@ -251,27 +254,54 @@ impl Rewriter {
         self.data_change = false;
     }
 
+    /// Marks the new data files as clustered by `provider` (`clusteringProvider`, spec
+    /// "Clustered Table"; `liquid` for liquid clustering).
+    pub fn set_clustering_provider(&mut self, provider: &str) {
+        self.clustering_provider = Some(provider.to_string());
+    }
+
+    /// Collects statistics for the top-level columns `physical` too (Z-order columns: a
+    /// layout by columns without statistics could not skip any file).
+    pub fn index_also(&mut self, snapshot: &Snapshot, physical: &[String]) -> DeltaResult<()> {
+        let mut required = crate::write::clustering::clustering_columns(snapshot)?;
+        required.extend(physical.iter().cloned());
+        self.indexed =
+            IndexedColumns::for_table(&snapshot.configuration(), &self.data_physical, &required);
+        Ok(())
+    }
+
     /// Moves every live row of an existing file to new files and removes it (compaction):
     /// `batches` are its live rows (deletion vector applied) with, when row tracking is
     /// enabled, `_row_id` and `_row_commit_version` as read with
     /// [`Rewriter::lineage_columns`], which the rows keep.
     pub async fn move_file(&mut self, task: FileTask, batches: &[RecordBatch]) -> DeltaResult<()> {
         for batch in batches {
-            self.counts.copied_rows += batch.num_rows() as u64;
-            let (ids, versions) = lineage_of(batch);
-            let (ids, versions) = if self.lineage.is_some() {
-                (
-                    Some(ids.ok_or_else(|| missing_lineage(&task.path))?),
-                    Some(versions.ok_or_else(|| missing_lineage(&task.path))?),
-                )
-            } else {
-                (None, None)
-            };
-            self.write_with_lineage(batch, ids.as_ref(), versions.as_ref())
-                .await?;
+            self.move_rows(batch, &task.path).await?;
         }
-        self.removed.push(task);
+        self.remove_file(task);
         Ok(())
+    }
+
+    /// Writes rows moved from existing files (read as for [`Rewriter::move_file`], from the
+    /// file `origin` or several), keeping their lineage.
+    pub async fn move_rows(&mut self, batch: &RecordBatch, origin: &str) -> DeltaResult<()> {
+        self.counts.copied_rows += batch.num_rows() as u64;
+        let (ids, versions) = lineage_of(batch);
+        let (ids, versions) = if self.lineage.is_some() {
+            (
+                Some(ids.ok_or_else(|| missing_lineage(origin))?),
+                Some(versions.ok_or_else(|| missing_lineage(origin))?),
+            )
+        } else {
+            (None, None)
+        };
+        self.write_with_lineage(batch, ids.as_ref(), versions.as_ref())
+            .await
+    }
+
+    /// Removes an existing file whose rows were moved with [`Rewriter::move_rows`].
+    pub fn remove_file(&mut self, task: FileTask) {
+        self.removed.push(task);
     }
 
     /// A rewriter for a statement that reads `snapshot`'s data (DELETE, UPDATE, MERGE): it
@@ -579,7 +609,13 @@ impl Rewriter {
             None => Vec::new(),
         };
         self.counts.added_files += written.len() as u64;
-        actions.extend(written.iter().map(|f| f.to_action(self.data_change)));
+        for file in &written {
+            let mut add = file.to_action(self.data_change);
+            if let Some(provider) = &self.clustering_provider {
+                add["add"]["clusteringProvider"] = json!(provider);
+            }
+            actions.push(add);
+        }
         let changes: Vec<WrittenFile> = match self.change_writer.take() {
             Some(w) => w.finish().await?,
             None => Vec::new(),

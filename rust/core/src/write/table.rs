@@ -103,6 +103,9 @@ pub struct WriteOptions {
     /// A new catalog-managed table is created through this catalog (its version 0 ratified
     /// by it); writes to an existing table follow the snapshot's own catalog.
     pub catalog: Option<std::sync::Arc<dyn crate::log::catalog::CatalogClient>>,
+    /// `add` actions of files already under a new table's root that its first commit adopts
+    /// (CONVERT TO DELTA, [`crate::write::convert`]); the commit's operation is `CONVERT`.
+    pub adopted_files: Vec<Value>,
 }
 
 impl WriteOptions {
@@ -125,6 +128,7 @@ impl WriteOptions {
             commit: true,
             target_file_size: None,
             catalog: None,
+            adopted_files: Vec::new(),
         }
     }
 }
@@ -555,7 +559,13 @@ where
     }
 
     let read_version = snapshot.as_ref().map(Snapshot::version);
+    if !options.adopted_files.is_empty() && snapshot.is_some() {
+        return Err(DeltaError::InvalidArgument(
+            "only a new table adopts existing files (CONVERT TO DELTA)".into(),
+        ));
+    }
     let (operation, isolation) = match (&snapshot, options.mode) {
+        (None, _) if !options.adopted_files.is_empty() => ("CONVERT", Isolation::BlindAppend),
         (None, _) if files.is_empty() => ("CREATE TABLE", Isolation::BlindAppend),
         (None, _) => ("CREATE TABLE AS SELECT", Isolation::BlindAppend),
         (Some(_), SaveMode::Overwrite) => ("WRITE", Isolation::ReadsData),
@@ -652,6 +662,23 @@ where
         txn.add_actions(remove_all(s)?);
     }
     txn.add_actions(files.iter().map(|f| f.to_action(true)));
+    if !options.adopted_files.is_empty() {
+        // Delta Spark's CONVERT parameters.
+        txn = txn
+            .with_parameter("numFiles", json!(options.adopted_files.len()))
+            .with_parameter(
+                "partitionedBy",
+                json!(serde_json::to_string(&partition_columns).unwrap_or_default()),
+            )
+            .with_parameter(
+                "collectStats",
+                json!(options
+                    .adopted_files
+                    .iter()
+                    .all(|a| a["add"].get("stats").is_some())),
+            );
+        txn.add_actions(options.adopted_files.iter().cloned());
+    }
     Ok(Written::Version(txn.commit().await?))
 }
 
