@@ -10,6 +10,7 @@ not see the new rules.
 from __future__ import annotations
 
 import json
+import re
 import uuid
 from collections.abc import Iterable, Mapping
 from typing import TYPE_CHECKING, Any
@@ -37,24 +38,74 @@ class TableAlterer:
     # -- helpers -------------------------------------------------------------------------
 
     def _metadata_action(
-        self, configuration: Mapping[str, str], schema_string: str | None = None
+        self,
+        configuration: Mapping[str, str],
+        schema_string: str | None = None,
+        **changes: Any,
     ) -> dict[str, Any]:
         m = self._table._raw.metadata()
-        return {
-            "metaData": {
-                "id": m["id"],
-                "name": m["name"],
-                "description": m["description"],
-                "format": {
-                    "provider": m["format_provider"] or "parquet",
-                    "options": dict(m["format_options"]),
-                },
-                "schemaString": schema_string or m["schema_string"],
-                "partitionColumns": list(m["partition_columns"]),
-                "configuration": dict(configuration),
-                "createdTime": m["created_time"],
-            }
+        action = {
+            "id": m["id"],
+            "name": m["name"],
+            "description": m["description"],
+            "format": {
+                "provider": m["format_provider"] or "parquet",
+                "options": dict(m["format_options"]),
+            },
+            "schemaString": schema_string or m["schema_string"],
+            "partitionColumns": list(m["partition_columns"]),
+            "configuration": dict(configuration),
+            "createdTime": m["created_time"],
         }
+        action.update(changes)
+        return {"metaData": action}
+
+    def _schema(self) -> dict[str, Any]:
+        schema: dict[str, Any] = json.loads(self._table._raw.metadata()["schema_string"])
+        return schema
+
+    def _field(self, schema: dict[str, Any], path: str) -> tuple[list[dict[str, Any]], int]:
+        """The struct field list holding the column ``path`` (dotted for nested struct fields,
+        case-insensitive) and its index there."""
+        fields: list[dict[str, Any]] = schema["fields"]
+        parts = _split_path(path)
+        for depth, part in enumerate(parts):
+            index = next(
+                (i for i, f in enumerate(fields) if f["name"] == part),
+                next((i for i, f in enumerate(fields) if f["name"].lower() == part.lower()), None),
+            )
+            if index is None:
+                raise InvalidArgumentError(f"the table has no column {path!r}")
+            if depth == len(parts) - 1:
+                return fields, index
+            child = fields[index]["type"]
+            if not (isinstance(child, dict) and child.get("type") == "struct"):
+                raise InvalidArgumentError(f"{'.'.join(parts[: depth + 1])!r} is not a struct")
+            fields = child["fields"]
+        raise InvalidArgumentError("a column path cannot be empty")
+
+    def _require_column_mapping(self, what: str) -> None:
+        if self._table.column_mapping_mode() == "none":
+            raise InvalidArgumentError(
+                f'{what} needs column mapping (spec "Column Mapping": files keep the old '
+                "physical names); enable it first with "
+                'alter.set_properties({"delta.columnMapping.mode": "name"})'
+            )
+
+    def _check_unreferenced(self, names: Iterable[str], what: str) -> None:
+        """Refuses when a CHECK constraint or a generation expression names one of ``names``
+        (Delta Spark refuses too: the expression would name a column that is gone)."""
+        config = self._table.metadata().configuration
+        texts = [v for k, v in config.items() if k.startswith(_CONSTRAINT_PREFIX)]
+        texts += _generation_expressions(self._schema()["fields"])
+        for name in names:
+            pattern = re.compile(rf"(?<![\w.`])`?{re.escape(name)}`?(?![\w`])", re.IGNORECASE)
+            for text in texts:
+                if pattern.search(text):
+                    raise InvalidArgumentError(
+                        f"cannot {what} column {name!r}: the expression {text!r} uses it "
+                        "(drop the constraint or generated column first)"
+                    )
 
     def _protocol_action(self, new_features: Iterable[str]) -> dict[str, Any] | None:
         """The protocol supporting the table's features plus ``new_features``; None when the
@@ -144,12 +195,22 @@ class TableAlterer:
         wanted, stored = features.features_for_configuration(properties)
         if any(k.startswith(_CONSTRAINT_PREFIX) for k in stored):
             raise ValueError("add CHECK constraints with add_constraint, which checks the rows")
-        if "columnMapping" in wanted and self._table.column_mapping_mode() == "none":
-            raise ValueError(
-                "enabling column mapping on an existing table is not supported yet (its "
-                "columns would need ids and physical names)"
-            )
         config = dict(self._table.metadata().configuration)
+        schema_string = None
+        current_mode = self._table.column_mapping_mode()
+        new_mode = str(stored.get("delta.columnMapping.mode", current_mode)).strip().lower()
+        if new_mode != current_mode:
+            if current_mode != "none" or new_mode != "name":
+                raise InvalidArgumentError(
+                    f"column mapping mode cannot change from {current_mode!r} to {new_mode!r} "
+                    "(an existing table can only go from 'none' to 'name', as in Delta Spark)"
+                )
+            # "Column Mapping": every column gets an id and a physical name; existing columns
+            # keep their names as physical names, so the files need no rewrite.
+            schema = self._schema()
+            top = _assign_column_ids(schema["fields"], 0)
+            stored["delta.columnMapping.maxColumnId"] = str(top)
+            schema_string = json.dumps(schema, separators=(",", ":"))
         rt = "delta.enableRowTracking"
         if features._is_true(stored.get(rt)) and not features._is_true(config.get(rt)):
             # "Writer Requirements for Row Tracking": every active add must have baseRowId and
@@ -177,7 +238,141 @@ class TableAlterer:
             config,
             wanted,
             commit_properties,
+            schema_string=schema_string,
         )
+
+    def rename_column(
+        self, column: str, new_name: str, commit_properties: CommitProperties | None = None
+    ) -> int:
+        """ALTER TABLE ... RENAME COLUMN: ``column`` (dotted for a nested struct field) takes
+        the name ``new_name``. Needs column mapping: the files keep the physical name, so
+        nothing is rewritten. A partition column is renamed in the partitioning too. Refused
+        when a CHECK constraint or generated column uses the column, or the name is taken."""
+        self._require_column_mapping("renaming a column")
+        if not new_name or "." in new_name:
+            raise InvalidArgumentError(f"{new_name!r} is not a column name (no dots, not empty)")
+        schema = self._schema()
+        fields, index = self._field(schema, column)
+        old = fields[index]["name"]
+        if any(f["name"].lower() == new_name.lower() for i, f in enumerate(fields) if i != index):
+            raise InvalidArgumentError(f"the table already has a column {new_name!r} there")
+        self._check_unreferenced([old], "rename")
+        fields[index]["name"] = new_name
+        partitions = list(self._table.metadata().partition_columns)
+        top = len(_split_path(column)) == 1
+        if top:
+            partitions = [new_name if p == old else p for p in partitions]
+        return self._commit_schema(
+            "RENAME COLUMN",
+            {"oldColumnPath": column, "newColumnPath": new_name},
+            schema,
+            commit_properties,
+            partitionColumns=partitions,
+        )
+
+    def drop_columns(
+        self, columns: str | Iterable[str], commit_properties: CommitProperties | None = None
+    ) -> int:
+        """ALTER TABLE ... DROP COLUMNS: the columns (dotted for nested struct fields) leave the
+        schema. Needs column mapping: the data stays in the files, unread, until they are
+        rewritten. Partition columns, clustering columns, the last column and columns a CHECK
+        constraint or generated column uses cannot be dropped."""
+        self._require_column_mapping("dropping a column")
+        names = [columns] if isinstance(columns, str) else list(columns)
+        if not names:
+            raise InvalidArgumentError("name at least one column to drop")
+        schema = self._schema()
+        partitions = {p.lower() for p in self._table.metadata().partition_columns}
+        clustering = {c.lower() for c in self._table._clustering_columns()}
+        dropped = []
+        for name in names:
+            fields, index = self._field(schema, name)
+            real = fields[index]["name"]
+            if len(_split_path(name)) == 1 and real.lower() in partitions:
+                raise InvalidArgumentError(f"cannot drop partition column {real!r}")
+            if len(_split_path(name)) == 1 and real.lower() in clustering:
+                raise InvalidArgumentError(
+                    f"cannot drop clustering column {real!r} (change the clustering first)"
+                )
+            if len(fields) == 1:
+                raise InvalidArgumentError(
+                    f"cannot drop {name!r}: a table (or struct) needs at least one column"
+                )
+            dropped.append(real)
+            del fields[index]
+        self._check_unreferenced(dropped, "drop")
+        return self._commit_schema(
+            "DROP COLUMNS", {"columns": json.dumps(names)}, schema, commit_properties
+        )
+
+    def set_column_metadata(
+        self,
+        column: str,
+        metadata: Mapping[str, Any],
+        commit_properties: CommitProperties | None = None,
+    ) -> int:
+        """Merges ``metadata`` into the column's field metadata (``comment`` and other user
+        keys; deltalake's ``set_column_metadata``). Keys Delta itself owns (column mapping,
+        identity, generation expressions, invariants, type changes) are refused."""
+        reserved = [k for k in metadata if _reserved_field_key(k)]
+        if reserved:
+            raise InvalidArgumentError(
+                f"field metadata keys {reserved} belong to Delta itself and cannot be set"
+            )
+        schema = self._schema()
+        fields, index = self._field(schema, column)
+        meta = dict(fields[index].get("metadata") or {})
+        meta.update(metadata)
+        fields[index]["metadata"] = meta
+        return self._commit_schema("CHANGE COLUMN", {"column": column}, schema, commit_properties)
+
+    def drop_not_null(self, column: str, commit_properties: CommitProperties | None = None) -> int:
+        """ALTER TABLE ... ALTER COLUMN ... DROP NOT NULL: the column accepts nulls."""
+        schema = self._schema()
+        fields, index = self._field(schema, column)
+        if fields[index].get("nullable", True):
+            raise InvalidArgumentError(f"column {column!r} accepts nulls already")
+        fields[index]["nullable"] = True
+        return self._commit_schema(
+            "CHANGE COLUMN", {"column": column, "nullable": True}, schema, commit_properties
+        )
+
+    def set_table_name(self, name: str, commit_properties: CommitProperties | None = None) -> int:
+        """Sets the table's ``name`` (the ``metaData`` field)."""
+        return self._commit_metadata_fields({"name": name}, commit_properties)
+
+    def set_table_description(
+        self, description: str, commit_properties: CommitProperties | None = None
+    ) -> int:
+        """Sets the table's ``description`` (the ``metaData`` field)."""
+        return self._commit_metadata_fields({"description": description}, commit_properties)
+
+    def _commit_metadata_fields(
+        self, fields: dict[str, Any], commit_properties: CommitProperties | None
+    ) -> int:
+        config = self._table.metadata().configuration
+        action = self._metadata_action(config, None, **fields)
+        return self._commit(
+            "UPDATE TABLE METADATA",
+            {k: json.dumps(v) for k, v in fields.items()},
+            None,
+            (),
+            commit_properties,
+            [action],
+        )
+
+    def _commit_schema(
+        self,
+        operation: str,
+        parameters: Mapping[str, Any],
+        schema: dict[str, Any],
+        commit_properties: CommitProperties | None,
+        **changes: Any,
+    ) -> int:
+        config = self._table.metadata().configuration
+        schema_string = json.dumps(schema, separators=(",", ":"))
+        action = self._metadata_action(config, schema_string, **changes)
+        return self._commit(operation, parameters, None, (), commit_properties, [action])
 
     def add_columns(
         self,
@@ -395,3 +590,71 @@ class TableAlterer:
                 f"{domain!r} is not a user domain: domains starting with 'delta.' are Delta's "
                 'own (spec "Domain Metadata")'
             )
+
+
+def _split_path(path: str) -> list[str]:
+    """``a.b`` → ``["a", "b"]``; backticks quote names with dots (```a.b`.c``)."""
+    parts: list[str] = []
+    current = ""
+    quoted = False
+    for ch in path:
+        if ch == "`":
+            quoted = not quoted
+        elif ch == "." and not quoted:
+            parts.append(current)
+            current = ""
+        else:
+            current += ch
+    parts.append(current)
+    if any(not p for p in parts):
+        raise InvalidArgumentError(f"{path!r} is not a column path")
+    return parts
+
+
+def _assign_column_ids(fields: list[dict[str, Any]], last: int) -> int:
+    """Gives every struct field (at any depth, through arrays and maps) a column mapping id
+    and its own name as physical name; returns the largest id."""
+
+    def visit_type(t: Any, last: int) -> int:
+        if isinstance(t, dict):
+            kind = t.get("type")
+            if kind == "struct":
+                return _assign_column_ids(t["fields"], last)
+            if kind == "array":
+                return visit_type(t.get("elementType"), last)
+            if kind == "map":
+                return visit_type(t.get("valueType"), visit_type(t.get("keyType"), last))
+        return last
+
+    for f in fields:
+        last += 1
+        meta = f.setdefault("metadata", {})
+        meta["delta.columnMapping.id"] = last
+        meta["delta.columnMapping.physicalName"] = f["name"]
+        last = visit_type(f["type"], last)
+    return last
+
+
+def _generation_expressions(fields: list[dict[str, Any]]) -> list[str]:
+    out = []
+    for f in fields:
+        expr = (f.get("metadata") or {}).get("delta.generationExpression")
+        if expr:
+            out.append(str(expr))
+        t = f.get("type")
+        if isinstance(t, dict) and t.get("type") == "struct":
+            out += _generation_expressions(t["fields"])
+    return out
+
+
+def _reserved_field_key(key: str) -> bool:
+    return key.startswith(
+        (
+            "delta.columnMapping.",
+            "delta.identity.",
+            "delta.generationExpression",
+            "delta.invariants",
+            "delta.typeChanges",
+            "parquet.field",
+        )
+    )
