@@ -38,15 +38,18 @@ from deltalog.scan import DeltaScan, ScanTask, read_task
 from deltalog.table import DeltaTable, Metadata, Protocol, VacuumResult
 from deltalog.transaction import Transaction, write_files
 from deltalog.writer import CommitProperties, write_table
+from deltalog.writer_properties import BloomFilterProperties, ColumnProperties, WriterProperties
 
 __all__ = [
     "AlreadyExistsError",
+    "BloomFilterProperties",
     "CatalogError",
     "CatalogPermissionError",
     "CatalogRequiredError",
     "CatalogThrottledError",
     "ChangeDataNotRecordedError",
     "Column",
+    "ColumnProperties",
     "CommitConflictError",
     "CommitProperties",
     "ConstraintViolationError",
@@ -70,6 +73,7 @@ __all__ = [
     "UnsupportedFeatureError",
     "VacuumResult",
     "VersionNotFoundError",
+    "WriterProperties",
     "__version__",
     "catalog",
     "col",

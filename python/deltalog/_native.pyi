@@ -119,6 +119,7 @@ def write_table(
     target_file_size: int | None = None,
     catalog_client: Any = None,
     adopted_files: list[str] | None = None,
+    writer_properties: str | None = None,
 ) -> tuple[int, bool]:
     """Writes `data` to the table at `uri`; `(version, written)`. `protocol` is the JSON
     `protocol` action of a new table; `adopted_files` are `add` actions (JSON) of files

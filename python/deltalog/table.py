@@ -475,6 +475,26 @@ class DeltaTable:
             columns, filter, with_row_tracking, filters=filters, partitions=partitions
         ).to_pyarrow_table()
 
+    def to_pyarrow_dataset(
+        self,
+        filesystem: Any = None,
+        parquet_read_options: Any = None,
+    ) -> Any:
+        """This version as a ``pyarrow.dataset.Dataset`` (deltalake's ``to_pyarrow_dataset``):
+        one parquet fragment per file, partition values as fragment expressions, so engines
+        taking a pyarrow dataset (DuckDB, Polars, Acero) push filters down. Tables with
+        deletion vectors or column mapping raise ``UnsupportedFeatureError``: a dataset would
+        read them wrongly (see :mod:`deltalog.dataset`).
+
+        Args:
+            filesystem: a ``pyarrow.fs.FileSystem`` for the table's files (default: the local
+                file system, or the one pyarrow derives from the table's URI).
+            parquet_read_options: ``pyarrow.dataset.ParquetReadOptions`` for the fragments.
+        """
+        from deltalog.dataset import to_pyarrow_dataset
+
+        return to_pyarrow_dataset(self, filesystem, parquet_read_options)
+
     def to_batches(
         self,
         columns: list[str] | None = None,

@@ -17,6 +17,7 @@ import pyarrow as pa
 from deltalog import _args, _native, features
 from deltalog.catalog.client import CatalogClient
 from deltalog.exceptions import InvalidArgumentError, TableNotFoundError
+from deltalog.writer_properties import WriterProperties
 
 WriteMode = Literal["error", "append", "overwrite", "ignore"]
 
@@ -225,6 +226,7 @@ def write_table(
     clustering_columns: list[str] | None = None,
     target_file_size: int | None = None,
     catalog_client: CatalogClient | None = None,
+    writer_properties: WriterProperties | None = None,
 ) -> int:
     """Writes ``data`` to the Delta table at ``table_or_uri`` and returns the new version.
 
@@ -261,6 +263,9 @@ def write_table(
         table_features: table features a new table supports from the start (also
             ``configuration={"delta.feature.<name>": "supported"}``); enablement properties
             such as ``delta.enableDeletionVectors=true`` add their feature themselves.
+        writer_properties: how the parquet files are encoded (compression and level, row
+            group and page sizes, per column dictionaries, statistics and bloom filters; see
+            :mod:`deltalog.writer_properties`).
 
     Returns:
         The version committed (for ``"ignore"`` on an existing table, or an application
@@ -300,6 +305,7 @@ def write_table(
                 schema_mode=schema_mode,
                 predicate=predicate,
                 target_file_size=target_file_size,
+                writer_properties=writer_properties,
             )
         table_features = [
             *(table_features or ()),
@@ -380,6 +386,8 @@ def write_table(
         list(clustering_columns) if clustering_columns and existing is None else None,
         _target_file_size(target_file_size),
         catalog_client,
+        None,
+        writer_properties.to_json() if writer_properties is not None else None,
     )
     if isinstance(table_or_uri, DeltaTable):
         if existing is not None:

@@ -19,7 +19,7 @@ use crate::snapshot::{open_storage, RawSnapshot};
 /// table at `uri`, whose latest version the caller loaded as `snapshot` (None: no table yet);
 /// returns `(version, written)` (`written` false when nothing was committed).
 #[pyfunction]
-#[pyo3(signature = (uri, data, mode, snapshot=None, partition_by=None, configuration=None, name=None, description=None, storage_options=None, app_transaction=None, commit_info=None, merge_schema=false, protocol=None, overwrite_schema=false, predicate=None, clustering_columns=None, target_file_size=None, catalog_client=None, adopted_files=None))]
+#[pyo3(signature = (uri, data, mode, snapshot=None, partition_by=None, configuration=None, name=None, description=None, storage_options=None, app_transaction=None, commit_info=None, merge_schema=false, protocol=None, overwrite_schema=false, predicate=None, clustering_columns=None, target_file_size=None, catalog_client=None, adopted_files=None, writer_properties=None))]
 #[allow(clippy::too_many_arguments)]
 pub(crate) fn write_table(
     py: Python<'_>,
@@ -42,6 +42,7 @@ pub(crate) fn write_table(
     target_file_size: Option<u64>,
     catalog_client: Option<Py<PyAny>>,
     adopted_files: Option<Vec<String>>,
+    writer_properties: Option<&str>,
 ) -> PyResult<(u64, bool)> {
     use deltalog_core::write::table::{write_batches, SaveMode, WriteOptions, Written};
     let storage = open_storage(uri, storage_options).map_err(|e| to_py_err(py, e))?;
@@ -87,6 +88,10 @@ pub(crate) fn write_table(
                 })
             })
             .collect::<PyResult<_>>()?,
+        parquet: writer_properties
+            .map(deltalog_core::write::parquet_options::ParquetSettings::from_json)
+            .transpose()
+            .map_err(|e| to_py_err(py, e))?,
     };
     let batches = reader.map(|b| b.map_err(DeltaError::from));
     let snapshot = snapshot.map(|s| s.snapshot.clone());

@@ -59,6 +59,35 @@ pub enum Function {
     Month,
     Day,
     Hour,
+    Minute,
+    Second,
+    /// `current_date()`: today in UTC (evaluated once per batch).
+    CurrentDate,
+    /// `current_timestamp()` / `now()`: the instant of evaluation (once per batch).
+    CurrentTimestamp,
+    /// `date_add(date, days)` and `date_sub(date, days)`.
+    DateAdd,
+    DateSub,
+    /// `datediff(end, start)`: days from `start` to `end`.
+    DateDiff,
+    /// `to_date(text [, pattern])`: Spark's datetime patterns (`yyyy-MM-dd`, ...).
+    ToDate,
+    /// `date_trunc(unit, timestamp)`: `year`, `quarter`, `month`, `week`, `day`, `hour`,
+    /// `minute`, `second`.
+    DateTrunc,
+    /// `substring(text, pos [, len])` / `substr`: 1-based, negative `pos` counts from the end.
+    Substring,
+    /// `trim`, `ltrim`, `rtrim`: spaces.
+    Trim,
+    LTrim,
+    RTrim,
+    /// `round(x [, digits])`: half up, as Spark rounds.
+    Round,
+    /// `RLIKE` / `REGEXP`: whether the text matches the regular expression anywhere.
+    RLike,
+    /// `x + INTERVAL ...` (args: x, months, days, microseconds as integer literals): dates
+    /// stay dates when the interval has no time part.
+    AddInterval,
 }
 
 impl Function {
@@ -74,8 +103,40 @@ impl Function {
             "month" => Function::Month,
             "day" | "dayofmonth" => Function::Day,
             "hour" => Function::Hour,
+            "minute" => Function::Minute,
+            "second" => Function::Second,
+            "current_date" | "curdate" => Function::CurrentDate,
+            "current_timestamp" | "now" => Function::CurrentTimestamp,
+            "date_add" | "dateadd" => Function::DateAdd,
+            "date_sub" => Function::DateSub,
+            "datediff" => Function::DateDiff,
+            "to_date" => Function::ToDate,
+            "date_trunc" => Function::DateTrunc,
+            "substring" | "substr" => Function::Substring,
+            "trim" | "btrim" => Function::Trim,
+            "ltrim" => Function::LTrim,
+            "rtrim" => Function::RTrim,
+            "round" => Function::Round,
+            "rlike" | "regexp" | "regexp_like" => Function::RLike,
             _ => return None,
         })
+    }
+
+    /// How many arguments the function takes (`min..=max`).
+    pub fn arity(self) -> (usize, usize) {
+        match self {
+            Function::Coalesce | Function::Concat => (1, usize::MAX),
+            Function::CurrentDate | Function::CurrentTimestamp => (0, 0),
+            Function::DateAdd
+            | Function::DateSub
+            | Function::DateDiff
+            | Function::DateTrunc
+            | Function::RLike => (2, 2),
+            Function::ToDate | Function::Round => (1, 2),
+            Function::Substring => (2, 3),
+            Function::AddInterval => (4, 4),
+            _ => (1, 1),
+        }
     }
 }
 

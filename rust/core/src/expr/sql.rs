@@ -208,10 +208,81 @@ fn convert(e: &ast::Expr, depth: usize) -> Result<Expr, String> {
                 BinaryOperator::Divide => BinaryOp::Divide,
                 BinaryOperator::Modulo => BinaryOp::Modulo,
                 BinaryOperator::StringConcat => BinaryOp::Concat,
+                BinaryOperator::Spaceship => {
+                    return Ok(null_safe_eq(convert(left)?, convert(right)?))
+                }
                 other => return Err(unsupported(&format!("the operator {other}"))),
             };
+            // `x + INTERVAL ...` / `x - INTERVAL ...`.
+            if let (BinaryOp::Plus | BinaryOp::Minus, ast::Expr::Interval(interval)) =
+                (op, right.as_ref())
+            {
+                let (months, days, micros) = interval_parts(interval)?;
+                let sign = if op == BinaryOp::Minus { -1 } else { 1 };
+                let lit = |v: i64| Expr::Literal(Literal::Int(v * sign));
+                return Ok(Expr::Function {
+                    function: Function::AddInterval,
+                    args: vec![convert(left)?, lit(months), lit(days), lit(micros)],
+                });
+            }
+            if let (BinaryOp::Plus, ast::Expr::Interval(interval)) = (op, left.as_ref()) {
+                let (months, days, micros) = interval_parts(interval)?;
+                let lit = |v: i64| Expr::Literal(Literal::Int(v));
+                return Ok(Expr::Function {
+                    function: Function::AddInterval,
+                    args: vec![convert(right)?, lit(months), lit(days), lit(micros)],
+                });
+            }
             Expr::binary(op, convert(left)?, convert(right)?)
         }
+        ast::Expr::RLike {
+            negated,
+            expr,
+            pattern,
+            ..
+        } => {
+            let matched = Expr::Function {
+                function: Function::RLike,
+                args: vec![convert(expr)?, convert(pattern)?],
+            };
+            if *negated {
+                Expr::Not(Box::new(matched))
+            } else {
+                matched
+            }
+        }
+        ast::Expr::Substring {
+            expr,
+            substring_from,
+            substring_for,
+            ..
+        } => {
+            let mut args = vec![convert(expr)?];
+            args.push(match substring_from {
+                Some(from) => convert(from)?,
+                None => Expr::Literal(Literal::Int(1)),
+            });
+            if let Some(len) = substring_for {
+                args.push(convert(len)?);
+            }
+            Expr::Function {
+                function: Function::Substring,
+                args,
+            }
+        }
+        ast::Expr::Trim {
+            trim_where,
+            trim_what: None,
+            expr,
+            trim_characters: None,
+        } => Expr::Function {
+            function: match trim_where {
+                Some(ast::TrimWhereField::Leading) => Function::LTrim,
+                Some(ast::TrimWhereField::Trailing) => Function::RTrim,
+                _ => Function::Trim,
+            },
+            args: vec![convert(expr)?],
+        },
         ast::Expr::UnaryOp { op, expr } => match op {
             UnaryOperator::Not | UnaryOperator::BangNot => Expr::Not(boxed(expr)?),
             UnaryOperator::Minus => match convert(expr)? {
@@ -312,37 +383,126 @@ fn convert(e: &ast::Expr, depth: usize) -> Result<Expr, String> {
             };
             let function = Function::by_name(&name)
                 .ok_or_else(|| unsupported(&format!("the function {name}")))?;
-            let FunctionArguments::List(list) = &f.args else {
-                return Err(unsupported(&format!("{name} without an argument list")));
-            };
-            if list.duplicate_treatment.is_some() || !list.clauses.is_empty() {
-                return Err(unsupported(&format!("the arguments of {name}")));
-            }
-            let args = list
-                .args
-                .iter()
-                .map(|a| match a {
-                    FunctionArg::Unnamed(FunctionArgExpr::Expr(e)) => convert(e),
-                    other => Err(unsupported(&format!("the argument {other}"))),
-                })
-                .collect::<Result<Vec<_>, _>>()?;
-            let arity_ok = match function {
-                Function::Coalesce | Function::Concat => !args.is_empty(),
-                _ => args.len() == 1,
-            };
-            if !arity_ok {
-                return Err(format!(
-                    "{name} takes {} arguments",
-                    match function {
-                        Function::Coalesce | Function::Concat => "one or more",
-                        _ => "exactly one",
+            let args = match &f.args {
+                // `current_date` without parentheses.
+                FunctionArguments::None => Vec::new(),
+                FunctionArguments::List(list) => {
+                    if list.duplicate_treatment.is_some() || !list.clauses.is_empty() {
+                        return Err(unsupported(&format!("the arguments of {name}")));
                     }
-                ));
+                    list.args
+                        .iter()
+                        .map(|a| match a {
+                            FunctionArg::Unnamed(FunctionArgExpr::Expr(e)) => convert(e),
+                            other => Err(unsupported(&format!("the argument {other}"))),
+                        })
+                        .collect::<Result<Vec<_>, _>>()?
+                }
+                FunctionArguments::Subquery(_) => {
+                    return Err(unsupported(&format!("{name} of a subquery")))
+                }
+            };
+            let (least, most) = function.arity();
+            if args.len() < least || args.len() > most || function == Function::AddInterval {
+                return Err(match (least, most) {
+                    (_, usize::MAX) => format!("{name} takes one or more arguments"),
+                    (a, b) if a == b => format!("{name} takes {a} argument(s), not {}", args.len()),
+                    (a, b) => format!("{name} takes {a} to {b} arguments, not {}", args.len()),
+                });
             }
             Expr::Function { function, args }
         }
         other => return Err(unsupported(&format!("`{other}`"))),
     })
+}
+
+/// `a <=> b` (null-safe equality, never null): true when both are null, false when one is.
+fn null_safe_eq(a: Expr, b: Expr) -> Expr {
+    let is_null = |e: &Expr| Expr::IsNull {
+        expr: Box::new(e.clone()),
+        negated: false,
+    };
+    Expr::Case {
+        operand: None,
+        branches: vec![
+            (
+                Expr::binary(BinaryOp::And, is_null(&a), is_null(&b)),
+                Expr::Literal(Literal::Bool(true)),
+            ),
+            (
+                Expr::binary(BinaryOp::Or, is_null(&a), is_null(&b)),
+                Expr::Literal(Literal::Bool(false)),
+            ),
+        ],
+        otherwise: Some(Box::new(Expr::binary(BinaryOp::Cmp(CmpOp::Eq), a, b))),
+    }
+}
+
+/// `INTERVAL '3' DAY`, `INTERVAL 2 HOURS` as (months, days, microseconds).
+fn interval_parts(interval: &ast::Interval) -> Result<(i64, i64, i64), String> {
+    let text = match interval.value.as_ref() {
+        ast::Expr::Value(v) => match &v.value {
+            Value::Number(n, _) => n.clone(),
+            Value::SingleQuotedString(s) | Value::DoubleQuotedString(s) => s.clone(),
+            other => return Err(unsupported(&format!("the interval {other}"))),
+        },
+        ast::Expr::UnaryOp {
+            op: UnaryOperator::Minus,
+            expr,
+        } => match expr.as_ref() {
+            ast::Expr::Value(v) => match &v.value {
+                Value::Number(n, _) => format!("-{n}"),
+                other => return Err(unsupported(&format!("the interval {other}"))),
+            },
+            other => return Err(unsupported(&format!("the interval {other}"))),
+        },
+        other => return Err(unsupported(&format!("the interval {other}"))),
+    };
+    // The Spark dialect requires the unit (`INTERVAL '1 day'` does not parse).
+    let pairs = match (&interval.leading_field, &interval.last_field) {
+        (Some(field), None) => vec![(text.trim().to_string(), field.to_string())],
+        _ => return Err(unsupported(&"an interval range (e.g. DAY TO SECOND)")),
+    };
+    let (mut months, mut days, mut micros) = (0i64, 0i64, 0i64);
+    for (amount, unit) in pairs {
+        let n: i64 = amount
+            .parse()
+            .map_err(|_| format!("bad interval amount {amount:?} (a whole number)"))?;
+        let unit = unit.to_ascii_lowercase();
+        let unit = unit.strip_suffix('s').unwrap_or(&unit);
+        let overflow = || format!("the interval {n} {unit} is too large");
+        match unit {
+            "year" => {
+                months = n
+                    .checked_mul(12)
+                    .and_then(|m| months.checked_add(m))
+                    .ok_or_else(overflow)?
+            }
+            "month" => months = months.checked_add(n).ok_or_else(overflow)?,
+            "week" => {
+                days = n
+                    .checked_mul(7)
+                    .and_then(|d| days.checked_add(d))
+                    .ok_or_else(overflow)?
+            }
+            "day" => days = days.checked_add(n).ok_or_else(overflow)?,
+            "hour" | "minute" | "second" | "millisecond" | "microsecond" => {
+                let per = match unit {
+                    "hour" => 3_600_000_000,
+                    "minute" => 60_000_000,
+                    "second" => 1_000_000,
+                    "millisecond" => 1_000,
+                    _ => 1,
+                };
+                micros = n
+                    .checked_mul(per)
+                    .and_then(|m| micros.checked_add(m))
+                    .ok_or_else(overflow)?;
+            }
+            other => return Err(unsupported(&format!("the interval unit {other}"))),
+        }
+    }
+    Ok((months, days, micros))
 }
 
 /// `x IS [NOT] TRUE|FALSE`, which is never null.

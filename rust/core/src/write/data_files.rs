@@ -118,6 +118,9 @@ pub struct DataFileOptions {
     /// Top-level columns written without statistics (the hidden materialized row tracking
     /// columns, which are not part of the table's schema).
     pub unindexed: Vec<String>,
+    /// How the parquet files are encoded (SNAPPY and the writer's defaults when `None`);
+    /// column names as in the files.
+    pub parquet: Option<std::sync::Arc<crate::write::parquet_options::ParquetSettings>>,
 }
 
 impl DataFileOptions {
@@ -131,6 +134,7 @@ impl DataFileOptions {
             file_prefix: "part",
             materialize_partitions: false,
             unindexed: Vec::new(),
+            parquet: None,
         }
     }
 
@@ -144,6 +148,7 @@ impl DataFileOptions {
             file_prefix: "cdc",
             materialize_partitions: false,
             unindexed: Vec::new(),
+            parquet: None,
         }
     }
 }
@@ -239,6 +244,8 @@ pub struct DataFileWriter {
     /// Row groups being encoded, in the order they were cut.
     in_flight: VecDeque<(Key, tokio::task::JoinHandle<DeltaResult<Encoded>>)>,
     parallelism: usize,
+    /// Rows of one row group at most ([`ROW_GROUP_ROWS`] unless the settings say otherwise).
+    row_group_rows: usize,
     written: Vec<WrittenFile>,
 }
 
@@ -315,11 +322,27 @@ impl DataFileWriter {
             ));
         }
         let file_schema = Arc::new(schema.project(&data_indexes)?);
-        let props = Arc::new(
-            WriterProperties::builder()
-                .set_compression(Compression::SNAPPY)
-                .build(),
-        );
+        let (props, row_group_rows) = match &options.parquet {
+            Some(settings) => {
+                let leaves: Vec<String> = parquet::arrow::ArrowSchemaConverter::new()
+                    .convert(&file_schema)?
+                    .columns()
+                    .iter()
+                    .map(|c| c.path().string())
+                    .collect();
+                (
+                    settings.writer_properties(&leaves)?,
+                    settings.row_group_rows()?.unwrap_or(ROW_GROUP_ROWS),
+                )
+            }
+            None => (
+                WriterProperties::builder()
+                    .set_compression(Compression::SNAPPY)
+                    .build(),
+                ROW_GROUP_ROWS,
+            ),
+        };
+        let props = Arc::new(props);
         let (_, factory) =
             ArrowWriter::try_new(Vec::new(), file_schema.clone(), Some((*props).clone()))?
                 .into_serialized_writer()?;
@@ -342,6 +365,7 @@ impl DataFileWriter {
             pending_bytes: 0,
             in_flight: VecDeque::new(),
             parallelism,
+            row_group_rows,
             written: Vec::new(),
         })
     }
@@ -404,7 +428,7 @@ impl DataFileWriter {
                     pending_bytes: 0,
                     file: None,
                 });
-            let room_rows = ROW_GROUP_ROWS.saturating_sub(partition.pending_rows);
+            let room_rows = self.row_group_rows.saturating_sub(partition.pending_rows);
             let room_bytes = group_bytes.saturating_sub(partition.pending_bytes);
             let take = batch
                 .num_rows()
@@ -415,7 +439,9 @@ impl DataFileWriter {
             partition.pending_bytes += take * bytes_per_row;
             self.pending_bytes += take * bytes_per_row;
             batch = batch.slice(take, batch.num_rows() - take);
-            if partition.pending_rows >= ROW_GROUP_ROWS || partition.pending_bytes >= group_bytes {
+            if partition.pending_rows >= self.row_group_rows
+                || partition.pending_bytes >= group_bytes
+            {
                 self.cut(&key).await?;
             }
             if self.pending_bytes > PENDING_BYTES {

@@ -4,6 +4,7 @@
 //!   the `path` URIs of the log ("Partition Value Serialization", "Add File and Remove File");
 //! - [`stats`]: the statistics of a file being written ("Per-file Statistics");
 //! - [`data_files`]: record batches into partitioned parquet files and their `add` actions;
+//! - [`parquet_options`]: how those files are encoded (deltalake's `WriterProperties`);
 //! - [`transaction`]: put-if-absent commits, conflict checks and retries;
 //! - [`table`]: create, append to and overwrite a table;
 //! - [`clustering`]: clustered tables (the `delta.clustering` domain, statistics);
@@ -33,6 +34,7 @@ pub mod identity;
 pub mod mapping;
 pub mod merge;
 pub mod optimize;
+pub mod parquet_options;
 pub mod partitions;
 pub mod repair;
 pub mod restore;

@@ -106,6 +106,9 @@ pub struct WriteOptions {
     /// `add` actions of files already under a new table's root that its first commit adopts
     /// (CONVERT TO DELTA, [`crate::write::convert`]); the commit's operation is `CONVERT`.
     pub adopted_files: Vec<Value>,
+    /// How the data files are encoded (compression, row groups, bloom filters...); column
+    /// names are the table's (logical) ones.
+    pub parquet: Option<crate::write::parquet_options::ParquetSettings>,
 }
 
 impl WriteOptions {
@@ -129,6 +132,7 @@ impl WriteOptions {
             target_file_size: None,
             catalog: None,
             adopted_files: Vec::new(),
+            parquet: None,
         }
     }
 }
@@ -479,6 +483,30 @@ where
     file_options.materialize_partitions = crate::write::iceberg::requested(&config).is_some();
     file_options.target_file_size =
         crate::write::data_files::target_file_size(options.target_file_size, &config)?;
+    if let Some(settings) = &options.parquet {
+        // Column settings name logical columns; the files hold physical ones.
+        let mut settings = settings.clone();
+        settings.column_properties = settings
+            .column_properties
+            .into_iter()
+            .map(|(name, column)| {
+                let (top, rest) = match name.split_once('.') {
+                    Some((top, rest)) => (top.to_string(), Some(rest.to_string())),
+                    None => (name.clone(), None),
+                };
+                let top = match table_schema.fields().find(&top) {
+                    Some(_) => physical_name(&table_schema, &top, mode),
+                    None => top,
+                };
+                let path = match rest {
+                    Some(rest) => format!("{top}.{rest}"),
+                    None => top,
+                };
+                (path, column)
+            })
+            .collect();
+        file_options.parquet = Some(Arc::new(settings));
+    }
     let mut writer = DataFileWriter::try_new(storage.clone(), &physical, file_options)?;
     // replaceWhere: the rows matching the predicate are deleted (DVs or rewrites) and the new
     // rows, which must all match it, written through the same rewriter.
