@@ -177,3 +177,72 @@ def test_bad_merges_change_nothing(tmp_path: Path) -> None:
         t.merge(source_table([1]), "target.id = source.id").execute()
     assert t.version() == 0
     assert rows(t.to_pyarrow_table()) == rows(target_table([1, 2]))
+
+
+def evolving_source() -> pa.Table:
+    return pa.table(
+        {
+            "id": pa.array([2, 3, 9], pa.int64()),
+            "v": pa.array(["two", "three", "nine"]),
+            "extra": pa.array([20.0, None, 90.0]),
+        }
+    )
+
+
+def test_merge_schema_adds_the_sources_new_columns_in_one_commit(tmp_path: Path) -> None:
+    ours, theirs = tmp_path / "ours", tmp_path / "theirs"
+    start = pa.table({"id": pa.array([1, 2, 3], pa.int64()), "v": pa.array(["a", "b", "c"])})
+    for path in (ours, theirs):
+        deltalake.write_deltalake(str(path), start)
+    t = dl.DeltaTable(str(ours))
+    metrics = (
+        t.merge(evolving_source(), "target.id = source.id", merge_schema=True)
+        .when_matched_update_all()
+        .when_not_matched_insert_all()
+        .execute()
+    )
+    assert metrics["version"] == 1
+    (
+        deltalake.DeltaTable(str(theirs))
+        .merge(
+            evolving_source(),
+            "target.id = source.id",
+            source_alias="source",
+            target_alias="target",
+            merge_schema=True,
+        )
+        .when_matched_update_all()
+        .when_not_matched_insert_all()
+        .execute()
+    )
+    assert t.schema().names == ["id", "v", "extra"]
+    expected = [
+        {"id": 1, "v": "a", "extra": None},
+        {"id": 2, "v": "two", "extra": 20.0},
+        {"id": 3, "v": "three", "extra": None},
+        {"id": 9, "v": "nine", "extra": 90.0},
+    ]
+    assert t.to_pyarrow_table().sort_by("id").to_pylist() == expected
+    assert deltalake.DeltaTable(str(ours)).to_pyarrow_table().sort_by("id").to_pylist() == expected
+    assert dl.DeltaTable(str(theirs)).to_pyarrow_table().sort_by("id").to_pylist() == expected
+    # The new schema came with the MERGE itself: one commit with both.
+    log = (ours / "_delta_log" / f"{1:020}.json").read_text()
+    assert '"metaData"' in log and '"operation":"MERGE"' in log.replace(" ", "")
+
+
+def test_without_schema_evolution_new_columns_are_ignored(tmp_path: Path) -> None:
+    path = tmp_path / "t"
+    dl.write_table(str(path), pa.table({"id": pa.array([1, 2], pa.int64()), "v": ["a", "b"]}))
+    t = dl.DeltaTable(str(path))
+    # Explicit clauses over known columns: merge_schema changes nothing.
+    (
+        t.merge(evolving_source(), "target.id = source.id", merge_schema=True)
+        .when_matched_update({"v": "source.v"})
+        .execute()
+    )
+    assert t.schema().names == ["id", "v"]
+    # INSERT * without merge_schema: the source's extra columns are ignored (Delta's schema
+    # validation for merge).
+    (t.merge(evolving_source(), "target.id = source.id").when_not_matched_insert_all().execute())
+    assert t.schema().names == ["id", "v"]
+    assert t.to_pyarrow_table().sort_by("id").column("id").to_pylist() == [1, 2, 3, 9]

@@ -227,8 +227,11 @@ def merge(
     app_transaction: tuple[str, int] | None = None,
     commit_info: str | None = None,
     target_file_size: int | None = None,
+    merge_schema: bool = False,
 ) -> dict[str, Any]:
-    """MERGE `source` into the snapshot's table; the metrics (`version` None: no change)."""
+    """MERGE `source` into the snapshot's table; the metrics (`version` None: no change).
+    `merge_schema`: the source's new columns join the schema in the same commit (with
+    `UPDATE SET *` / `INSERT *` clauses)."""
 
 def create_checkpoint(
     snapshot: RawSnapshot,

@@ -39,6 +39,7 @@ class TableMerger:
         target_alias: str,
         commit_properties: CommitProperties | None,
         target_file_size: int | None = None,
+        merge_schema: bool = False,
     ) -> None:
         from deltalog.writer import _reader, _target_file_size
 
@@ -49,6 +50,7 @@ class TableMerger:
         self._clauses: list[dict[str, Any]] = []
         self._commit_properties = commit_properties
         self._target_file_size = _target_file_size(target_file_size)
+        self._merge_schema = bool(merge_schema)
 
     def _add(
         self,
@@ -125,6 +127,7 @@ class TableMerger:
             app,
             props.commit_info_json(),
             self._target_file_size,
+            self._merge_schema,
         )
         table.update_incremental()
         return metrics

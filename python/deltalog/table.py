@@ -651,13 +651,17 @@ class DeltaTable:
         target_alias: str = "target",
         commit_properties: CommitProperties | None = None,
         target_file_size: int | None = None,
+        merge_schema: bool = False,
     ) -> TableMerger:
         """Starts a MERGE of ``source`` (a pyarrow Table/RecordBatchReader, pandas or polars
         frame, or any Arrow stream) into the loaded version, matched by ``predicate`` (SQL
         over ``<target_alias>.col`` and ``<source_alias>.col``, with at least one equality
         between a target and a source column). Add ``when_*`` clauses, then ``execute()``
         (see :mod:`deltalog.merge`). ``target_file_size`` as for
-        :func:`deltalog.write_table`."""
+        :func:`deltalog.write_table`. ``merge_schema=True`` (deltalake's name; Delta Spark's
+        ``autoMerge``) adds the source's columns the table lacks, as nullable columns at the
+        end, in the MERGE's own commit, when a clause is ``when_matched_update_all`` or
+        ``when_not_matched_insert_all``; existing rows read them as null."""
         from deltalog.merge import TableMerger
 
         return TableMerger(
@@ -668,6 +672,7 @@ class DeltaTable:
             target_alias,
             commit_properties,
             target_file_size,
+            merge_schema,
         )
 
     # -- table changes -----------------------------------------------------------------------

@@ -511,6 +511,16 @@ impl Snapshot {
     }
 
     /// The `metaData` in force; an error for legacy logs that have none.
+    /// This version with `metadata` in force instead of its own: what a statement that
+    /// changes the schema as it writes (MERGE with schema evolution) reads and writes with,
+    /// its commit carrying the new `metaData` ("Change Metadata"). The files and their parsed
+    /// statistics stay this version's.
+    pub fn with_metadata(&self, metadata: Metadata) -> Snapshot {
+        let mut out = self.clone();
+        out.metadata = Some(metadata);
+        out
+    }
+
     pub fn metadata(&self) -> DeltaResult<&Metadata> {
         self.metadata.as_ref().ok_or_else(|| {
             DeltaError::corrupt(

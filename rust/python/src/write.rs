@@ -307,7 +307,7 @@ pub(crate) fn commit_actions(
 /// JSON list of `deltalog_core::write::merge::MergeClause`. Returns the metrics, with
 /// `version` None when nothing changed.
 #[pyfunction]
-#[pyo3(signature = (snapshot, source, predicate, source_alias, target_alias, clauses, app_transaction=None, commit_info=None, target_file_size=None))]
+#[pyo3(signature = (snapshot, source, predicate, source_alias, target_alias, clauses, app_transaction=None, commit_info=None, target_file_size=None, merge_schema=false))]
 #[allow(clippy::too_many_arguments)]
 pub(crate) fn merge(
     py: Python<'_>,
@@ -320,6 +320,7 @@ pub(crate) fn merge(
     app_transaction: Option<(String, i64)>,
     commit_info: Option<&str>,
     target_file_size: Option<u64>,
+    merge_schema: bool,
 ) -> PyResult<Py<PyDict>> {
     use deltalog_core::write::merge::{merge, MergeClause, MergeSpec};
     let clauses: Vec<MergeClause> = serde_json::from_str(clauses).map_err(|e| {
@@ -338,6 +339,7 @@ pub(crate) fn merge(
         target_alias,
         clauses,
         target_file_size,
+        merge_schema,
     };
     let info = commit_info_map(commit_info)?;
     let snapshot = snapshot.snapshot.clone();

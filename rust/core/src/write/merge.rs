@@ -91,6 +91,9 @@ pub struct MergeSpec {
     /// Target size of the files written (`None`: the table's `delta.targetFileSize`, else
     /// the default).
     pub target_file_size: Option<u64>,
+    /// Schema evolution: with `UPDATE SET *` or `INSERT *` clauses, the source's columns the
+    /// table lacks are added (nullable, at the end) in the MERGE's own commit.
+    pub merge_schema: bool,
 }
 
 /// What a MERGE did.
@@ -400,6 +403,31 @@ pub async fn merge(
     if spec.source_alias.eq_ignore_ascii_case(&spec.target_alias) {
         return Err(bad("the source and target aliases must differ".into()));
     }
+    // Schema evolution: the statement runs against the version with the new schema in force
+    // (existing rows read the new columns as null) and commits that schema with its files.
+    let evolved_snapshot;
+    let mut evolved_action = None;
+    let evolves = spec.merge_schema
+        && spec
+            .clauses
+            .iter()
+            .any(|c| matches!(c.action, ClauseAction::UpdateAll | ClauseAction::InsertAll));
+    let evolved = if evolves {
+        let mut options =
+            crate::write::table::WriteOptions::new(crate::write::table::SaveMode::Append);
+        options.merge_schema = true;
+        crate::write::table::evolved_table_metadata(snapshot, &spec.source_schema, &options)?
+    } else {
+        None
+    };
+    let snapshot = match evolved {
+        Some(metadata) => {
+            evolved_action = Some(metadata.to_action());
+            evolved_snapshot = snapshot.with_metadata(metadata);
+            &evolved_snapshot
+        }
+        None => snapshot,
+    };
     let mut rewriter = Rewriter::for_statement(snapshot, spec.target_file_size).await?;
     let schema = snapshot.schema()?;
     let data_schema = rewriter.data_schema().clone();
@@ -864,6 +892,9 @@ pub async fn merge(
     }
     if rewriter.is_empty() {
         return Ok(metrics);
+    }
+    if let Some(action) = evolved_action {
+        rewriter.set_metadata(action);
     }
     if let Some(updated) = identities.updated_schema(&schema) {
         // "Identity Columns": the high-water marks move with the commit.

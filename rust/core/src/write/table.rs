@@ -350,21 +350,27 @@ pub fn evolved_metadata(
 ) -> DeltaResult<Option<Value>> {
     check_unique_names(schema.fields(), "the data")
         .map_err(|e| DeltaError::InvalidArgument(e.0))?;
+    Ok(evolved_table_metadata(snapshot, schema, options)?.map(|m| m.to_action()))
+}
+
+/// [`evolved_metadata`] as a [`Metadata`].
+pub fn evolved_table_metadata(
+    snapshot: &Snapshot,
+    schema: &Schema,
+    options: &WriteOptions,
+) -> DeltaResult<Option<Metadata>> {
     let target = target_table(Some(snapshot), schema, options)?;
     if !target.merged {
         return Ok(None);
     }
     let schema_string = arrow_to_schema_string(&target.schema)
         .map_err(crate::schema::SchemaError::into_invalid_argument)?;
-    Ok(Some(
-        Metadata {
-            schema_string: Some(schema_string),
-            partition_columns: target.partition_columns,
-            configuration: target.config,
-            ..snapshot.metadata()?.clone()
-        }
-        .to_action(),
-    ))
+    Ok(Some(Metadata {
+        schema_string: Some(schema_string),
+        partition_columns: target.partition_columns,
+        configuration: target.config,
+        ..snapshot.metadata()?.clone()
+    }))
 }
 
 /// Writes `batches` (all of `schema`) to the table in `storage` (see the module docs).
