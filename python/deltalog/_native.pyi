@@ -314,6 +314,41 @@ def optimize(
     metrics, ``version`` None when nothing was rewritten, plus ``numRows`` and
     ``spilledBytes``."""
 
+def optimize_plan(
+    snapshot: RawSnapshot,
+    layout: str,
+    columns: list[str] | None = None,
+    full: bool = False,
+    partition_filter_sql: str | None = None,
+    target_size: int | None = None,
+) -> tuple[int, list[list[str]], int, int]:
+    """A distributed OPTIMIZE's plan: ``(target size, units, considered files, partitions)``,
+    each unit the paths of the files one rewrite takes."""
+
+def optimize_rewrite(
+    snapshot: RawSnapshot,
+    layout: str,
+    paths: list[str],
+    columns: list[str] | None = None,
+    full: bool = False,
+    target_size: int | None = None,
+    memory_limit: int | None = None,
+) -> tuple[list[str], int, int]:
+    """One unit of a distributed OPTIMIZE rewritten (not committed): ``(actions as JSON,
+    rows, spilled bytes)``."""
+
+def optimize_commit(
+    snapshot: RawSnapshot,
+    layout: str,
+    plan: tuple[int, list[list[str]], int, int],
+    results: list[tuple[list[str], int, int]],
+    columns: list[str] | None = None,
+    full: bool = False,
+    partition_filter_text: str | None = None,
+    commit_info: str | None = None,
+) -> dict[str, Any]:
+    """The units' rewrites committed as one OPTIMIZE version after the planned one."""
+
 def inspect_parquet_directory(
     uri: str,
     partition_names: list[str] | None = None,

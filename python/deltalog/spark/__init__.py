@@ -20,6 +20,9 @@ executor, and the driver makes the commits.
     deltalog.spark.delete(spark, uri, "day < '2026-01-01'")
     deltalog.spark.update(spark, uri, {"status": "'closed'"}, "age > 30")
 
+    # OPTIMIZE rewritten on the executors, committed once by deltalog
+    deltalog.spark.optimize(spark, uri, z_order_by=["user_id", "ts"])
+
 PySpark is imported only when this package is (it is not a dependency of deltalog).
 """
 
@@ -46,6 +49,7 @@ __all__ = [
     "DeltaPushdownDataSource",
     "delete",
     "merge",
+    "optimize",
     "read_table",
     "register",
     "spark_schema",
@@ -260,6 +264,33 @@ def delete(
     result = dml.delete(spark, table, predicate, commit_properties, target_file_size)
     table.update_incremental()
     return result
+
+
+def optimize(
+    spark: SparkSession,
+    target: DeltaTable | str,
+    z_order_by: str | list[str] | None = None,
+    partition_filters: Any = None,
+    target_size: int | None = None,
+    memory_limit: int | None = None,
+    commit_properties: CommitProperties | None = None,
+    storage_options: Mapping[str, str] | None = None,
+) -> dict[str, Any]:
+    """OPTIMIZE of ``target`` with the rewrite on Spark's executors and one deltalog commit:
+    compaction (clustering on a clustered table), or Z-order by ``z_order_by``. Arguments and
+    metrics as :meth:`deltalog.DeltaTable.optimize`'s ``compact`` / ``z_order``."""
+    from deltalog.spark.maintenance import optimize as run
+
+    table = _table(target, storage_options)
+    return run(
+        spark,
+        table,
+        z_order_by,
+        partition_filters,
+        target_size,
+        memory_limit,
+        commit_properties,
+    )
 
 
 def update(

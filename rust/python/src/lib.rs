@@ -57,6 +57,9 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(write_table, m)?)?;
     m.add_function(wrap_pyfunction!(dml, m)?)?;
     m.add_function(wrap_pyfunction!(write::optimize, m)?)?;
+    m.add_function(wrap_pyfunction!(write::optimize_plan, m)?)?;
+    m.add_function(wrap_pyfunction!(write::optimize_rewrite, m)?)?;
+    m.add_function(wrap_pyfunction!(write::optimize_commit, m)?)?;
     m.add_function(wrap_pyfunction!(write::repair, m)?)?;
     m.add_function(wrap_pyfunction!(write::inspect_parquet_directory, m)?)?;
     m.add_function(wrap_pyfunction!(write::clone_table, m)?)?;

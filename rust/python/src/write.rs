@@ -651,18 +651,147 @@ pub(crate) fn optimize(
         memory_limit,
         commit_info,
     )?;
+    let spec = layout_spec(layout, columns, full)?;
     let snapshot = snapshot.snapshot.clone();
-    let layout = layout.to_string();
     let m = block_on(py, async move {
-        match layout.as_str() {
-            "compact" => optimize::compact(&snapshot, options).await,
-            "zorder" => optimize::z_order(&snapshot, &columns.unwrap_or_default(), options).await,
-            "cluster" => optimize::cluster(&snapshot, full, options).await,
-            "purge" => optimize::purge(&snapshot, options).await,
-            other => Err(deltalog_core::error::DeltaError::InvalidArgument(format!(
+        optimize::optimize(&snapshot, &spec, options).await
+    })?;
+    optimize_metrics(py, &m)
+}
+
+/// The [`LayoutSpec`] a binding call names.
+fn layout_spec(
+    layout: &str,
+    columns: Option<Vec<String>>,
+    full: bool,
+) -> PyResult<deltalog_core::write::optimize::LayoutSpec> {
+    use deltalog_core::write::optimize::LayoutSpec;
+    Ok(match layout {
+        "compact" => LayoutSpec::Compact,
+        "zorder" => LayoutSpec::ZOrder(columns.unwrap_or_default()),
+        "cluster" => LayoutSpec::Cluster { full },
+        "purge" => LayoutSpec::Purge,
+        other => {
+            return Err(pyo3::exceptions::PyValueError::new_err(format!(
                 "unknown OPTIMIZE layout {other:?}"
-            ))),
+            )))
         }
+    })
+}
+
+/// A distributed OPTIMIZE, first step: `(target, units, considered, partitions)`, each unit
+/// the paths of the files one rewrite takes.
+#[pyfunction]
+#[pyo3(signature = (snapshot, layout, columns=None, full=false, partition_filter_sql=None, target_size=None))]
+pub(crate) fn optimize_plan(
+    py: Python<'_>,
+    snapshot: PyRef<'_, RawSnapshot>,
+    layout: &str,
+    columns: Option<Vec<String>>,
+    full: bool,
+    partition_filter_sql: Option<&str>,
+    target_size: Option<u64>,
+) -> PyResult<(u64, Vec<Vec<String>>, u64, u64)> {
+    let spec = layout_spec(layout, columns, full)?;
+    let options = optimize_options(
+        py,
+        partition_filter_sql,
+        None,
+        target_size,
+        None,
+        None,
+        None,
+    )?;
+    let plan = deltalog_core::write::optimize::plan_units(&snapshot.snapshot, &spec, &options)
+        .map_err(|e| to_py_err(py, e))?;
+    Ok((plan.target, plan.units, plan.considered, plan.partitions))
+}
+
+/// A distributed OPTIMIZE, second step (anywhere, on the planned version): the files `paths`
+/// rewritten; `(actions as JSON, rows, spilled bytes)`.
+#[pyfunction]
+#[pyo3(signature = (snapshot, layout, paths, columns=None, full=false, target_size=None, memory_limit=None))]
+#[allow(clippy::too_many_arguments)]
+pub(crate) fn optimize_rewrite(
+    py: Python<'_>,
+    snapshot: PyRef<'_, RawSnapshot>,
+    layout: &str,
+    paths: Vec<String>,
+    columns: Option<Vec<String>>,
+    full: bool,
+    target_size: Option<u64>,
+    memory_limit: Option<u64>,
+) -> PyResult<(Vec<String>, u64, u64)> {
+    let spec = layout_spec(layout, columns, full)?;
+    let options = optimize_options(py, None, None, target_size, None, memory_limit, None)?;
+    let snapshot = snapshot.snapshot.clone();
+    let unit = block_on(py, async move {
+        deltalog_core::write::optimize::rewrite_unit(&snapshot, &spec, &paths, &options).await
+    })?;
+    Ok((
+        unit.actions.iter().map(|a| a.to_string()).collect(),
+        unit.rows,
+        unit.spilled,
+    ))
+}
+
+/// A distributed OPTIMIZE, last step: the units' rewrites committed as one version after the
+/// planned one; deltalake's metrics.
+#[pyfunction]
+#[pyo3(signature = (snapshot, layout, plan, results, columns=None, full=false, partition_filter_text=None, commit_info=None))]
+#[allow(clippy::too_many_arguments)]
+pub(crate) fn optimize_commit(
+    py: Python<'_>,
+    snapshot: PyRef<'_, RawSnapshot>,
+    layout: &str,
+    plan: (u64, Vec<Vec<String>>, u64, u64),
+    results: Vec<(Vec<String>, u64, u64)>,
+    columns: Option<Vec<String>>,
+    full: bool,
+    partition_filter_text: Option<String>,
+    commit_info: Option<&str>,
+) -> PyResult<Py<PyDict>> {
+    use deltalog_core::write::optimize::{commit_units, Plan, UnitResult};
+    let spec = layout_spec(layout, columns, full)?;
+    let mut options = optimize_options(
+        py,
+        None,
+        partition_filter_text,
+        Some(plan.0),
+        None,
+        None,
+        commit_info,
+    )?;
+    options.target_size = Some(plan.0);
+    let plan = Plan {
+        target: plan.0,
+        units: plan.1,
+        considered: plan.2,
+        partitions: plan.3,
+    };
+    let units = results
+        .into_iter()
+        .map(|(actions, rows, spilled)| {
+            let actions = actions
+                .iter()
+                .map(|text| {
+                    serde_json::from_str::<serde_json::Value>(text).map_err(|e| {
+                        pyo3::exceptions::PyValueError::new_err(format!(
+                            "an action must be JSON: {e}"
+                        ))
+                    })
+                })
+                .collect::<PyResult<Vec<_>>>()?;
+            Ok(UnitResult {
+                actions,
+                rows,
+                spilled,
+            })
+        })
+        .collect::<PyResult<Vec<_>>>()?;
+    let snapshot = snapshot.snapshot.clone();
+    let m = block_on(py, async move {
+        commit_units(&snapshot, &spec, &options, &plan, units).await
     })?;
     optimize_metrics(py, &m)
 }

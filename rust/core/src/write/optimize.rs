@@ -529,43 +529,54 @@ async fn zorder_partition(
     Ok((actions, rows, spilled))
 }
 
-/// OPTIMIZE (bin-packing) of `snapshot`'s table, committed as the next version. On a
-/// clustered table, clusters the files not yet clustered instead ([`cluster`]), as Delta
-/// Spark's OPTIMIZE does.
-pub async fn compact(
-    snapshot: &Snapshot,
-    options: OptimizeOptions,
-) -> DeltaResult<OptimizeMetrics> {
-    let clustering = logical_clustering_columns(snapshot)?;
-    if !clustering.is_empty() {
-        return run(
-            snapshot,
-            options,
-            Layout::Cluster {
-                columns: clustering,
-                full: false,
-            },
-        )
-        .await;
-    }
-    run(snapshot, options, Layout::BinPack).await
+/// Which OPTIMIZE: what [`optimize`] and the distributed pieces ([`plan_units`],
+/// [`rewrite_unit`], [`commit_units`]) do.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum LayoutSpec {
+    /// Bin-packing compaction; clustering on a clustered table (as Delta Spark's OPTIMIZE).
+    Compact,
+    /// Z-order by these columns (top-level, not partition columns).
+    ZOrder(Vec<String>),
+    /// Clustering of a clustered table: the files not yet clustered, every file when `full`.
+    Cluster { full: bool },
+    /// REORG ... APPLY (PURGE): the files with deletion vectors.
+    Purge,
 }
 
-/// OPTIMIZE ZORDER BY `columns` (top-level, not partition columns) of `snapshot`'s table:
-/// every file of each selected partition rewritten with its rows sorted along the columns'
-/// Z-order curve.
-pub async fn z_order(
-    snapshot: &Snapshot,
-    columns: &[String],
-    options: OptimizeOptions,
-) -> DeltaResult<OptimizeMetrics> {
-    if !logical_clustering_columns(snapshot)?.is_empty() {
-        return Err(DeltaError::InvalidArgument(
-            "ZORDER BY is not supported on a clustered table: OPTIMIZE (compact) clusters it by \
-             its clustering columns (spec \"Clustered Table\")"
-                .into(),
-        ));
-    }
+/// The layout `spec` asks of `snapshot`'s table, its columns checked.
+fn resolve(snapshot: &Snapshot, spec: &LayoutSpec) -> DeltaResult<Layout> {
+    let clustering = logical_clustering_columns(snapshot)?;
+    Ok(match spec {
+        LayoutSpec::Compact if !clustering.is_empty() => Layout::Cluster {
+            columns: clustering,
+            full: false,
+        },
+        LayoutSpec::Compact => Layout::BinPack,
+        LayoutSpec::Purge => Layout::Purge,
+        LayoutSpec::Cluster { .. } if clustering.is_empty() => {
+            return Err(DeltaError::InvalidArgument(
+                "the table is not clustered (it has no clustering columns; spec \"Clustered \
+                 Table\")"
+                    .into(),
+            ))
+        }
+        LayoutSpec::Cluster { full } => Layout::Cluster {
+            columns: clustering,
+            full: *full,
+        },
+        LayoutSpec::ZOrder(_) if !clustering.is_empty() => {
+            return Err(DeltaError::InvalidArgument(
+                "ZORDER BY is not supported on a clustered table: OPTIMIZE (compact) clusters \
+                 it by its clustering columns (spec \"Clustered Table\")"
+                    .into(),
+            ))
+        }
+        LayoutSpec::ZOrder(columns) => Layout::ZOrder(z_order_columns(snapshot, columns)?),
+    })
+}
+
+/// `columns` resolved as Z-order columns of `snapshot`'s table.
+fn z_order_columns(snapshot: &Snapshot, columns: &[String]) -> DeltaResult<Vec<String>> {
     let schema = snapshot.schema()?;
     let partitions = &snapshot.metadata()?.partition_columns;
     let mut resolved: Vec<String> = Vec::new();
@@ -607,7 +618,52 @@ pub async fn z_order(
             zorder::MAX_COLUMNS
         )));
     }
-    run(snapshot, options, Layout::ZOrder(resolved)).await
+    Ok(resolved)
+}
+
+/// OPTIMIZE of `snapshot`'s table as `spec` says, committed as the next version.
+pub async fn optimize(
+    snapshot: &Snapshot,
+    spec: &LayoutSpec,
+    options: OptimizeOptions,
+) -> DeltaResult<OptimizeMetrics> {
+    let layout = resolve(snapshot, spec)?;
+    let planned = plan_run(snapshot, &options, &layout)?;
+    let metrics = planned.metrics.clone();
+    if planned.plans.is_empty() {
+        return Ok(metrics);
+    }
+    let results = rewrite_plans(snapshot, &options, &layout, planned.plans, planned.target).await?;
+    commit_results(
+        snapshot,
+        &options,
+        &layout,
+        planned.target,
+        metrics,
+        results,
+    )
+    .await
+}
+
+/// OPTIMIZE (bin-packing) of `snapshot`'s table, committed as the next version. On a
+/// clustered table, clusters the files not yet clustered instead ([`cluster`]), as Delta
+/// Spark's OPTIMIZE does.
+pub async fn compact(
+    snapshot: &Snapshot,
+    options: OptimizeOptions,
+) -> DeltaResult<OptimizeMetrics> {
+    optimize(snapshot, &LayoutSpec::Compact, options).await
+}
+
+/// OPTIMIZE ZORDER BY `columns` (top-level, not partition columns) of `snapshot`'s table:
+/// every file of each selected partition rewritten with its rows sorted along the columns'
+/// Z-order curve.
+pub async fn z_order(
+    snapshot: &Snapshot,
+    columns: &[String],
+    options: OptimizeOptions,
+) -> DeltaResult<OptimizeMetrics> {
+    optimize(snapshot, &LayoutSpec::ZOrder(columns.to_vec()), options).await
 }
 
 /// OPTIMIZE of a clustered table: the files without `clusteringProvider` (every file when
@@ -618,20 +674,135 @@ pub async fn cluster(
     full: bool,
     options: OptimizeOptions,
 ) -> DeltaResult<OptimizeMetrics> {
-    let columns = logical_clustering_columns(snapshot)?;
-    if columns.is_empty() {
-        return Err(DeltaError::InvalidArgument(
-            "the table is not clustered (it has no clustering columns; spec \"Clustered Table\")"
-                .into(),
-        ));
-    }
-    run(snapshot, options, Layout::Cluster { columns, full }).await
+    optimize(snapshot, &LayoutSpec::Cluster { full }, options).await
 }
 
 /// REORG TABLE ... APPLY (PURGE): the files with deletion vectors rewritten without their
 /// deleted rows (bin-packed together up to the target size), whatever their size.
 pub async fn purge(snapshot: &Snapshot, options: OptimizeOptions) -> DeltaResult<OptimizeMetrics> {
-    run(snapshot, options, Layout::Purge).await
+    optimize(snapshot, &LayoutSpec::Purge, options).await
+}
+
+/// The units of work of an OPTIMIZE that runs elsewhere (Spark executors): each unit is the
+/// paths of the files one rewrite takes (a bin for compaction and purges, a partition's files
+/// for Z-order and clustering).
+#[derive(Debug, Clone, Default)]
+pub struct Plan {
+    /// The target file size in force.
+    pub target: u64,
+    pub units: Vec<Vec<String>>,
+    /// Active files the partition filter selected.
+    pub considered: u64,
+    pub partitions: u64,
+}
+
+/// What one unit's rewrite produced: its `remove` and `add` actions, the rows it wrote and
+/// the bytes it spilled.
+#[derive(Debug, Clone, Default)]
+pub struct UnitResult {
+    pub actions: Vec<Value>,
+    pub rows: u64,
+    pub spilled: u64,
+}
+
+/// Plans an OPTIMIZE of `snapshot` whose units are rewritten by [`rewrite_unit`] (anywhere,
+/// against the same version) and committed by [`commit_units`].
+pub fn plan_units(
+    snapshot: &Snapshot,
+    spec: &LayoutSpec,
+    options: &OptimizeOptions,
+) -> DeltaResult<Plan> {
+    let layout = resolve(snapshot, spec)?;
+    let planned = plan_run(snapshot, options, &layout)?;
+    let partitions = planned.plans.len() as u64;
+    let units = planned
+        .plans
+        .into_iter()
+        .flat_map(|p| match layout {
+            Layout::BinPack | Layout::Purge => p.bins,
+            _ => vec![p.bins.into_iter().flatten().collect()],
+        })
+        .map(|unit| unit.into_iter().map(|t| t.path).collect())
+        .collect();
+    Ok(Plan {
+        target: planned.target,
+        units,
+        considered: planned.metrics.total_considered_files,
+        partitions,
+    })
+}
+
+/// Rewrites the files `paths` (one unit of [`plan_units`], planned on the same version) as
+/// `spec` says, without committing.
+pub async fn rewrite_unit(
+    snapshot: &Snapshot,
+    spec: &LayoutSpec,
+    paths: &[String],
+    options: &OptimizeOptions,
+) -> DeltaResult<UnitResult> {
+    let layout = resolve(snapshot, spec)?;
+    let target =
+        crate::write::data_files::target_file_size(options.target_size, &snapshot.configuration())?
+            as u64;
+    let wanted: HashSet<&String> = paths.iter().collect();
+    let scan = Scan::try_new(
+        snapshot,
+        ScanOptions {
+            columns: Some(Vec::new()),
+            ..Default::default()
+        },
+    )?;
+    let files: Vec<FileTask> = scan
+        .tasks()
+        .iter()
+        .filter(|t| wanted.contains(&t.path))
+        .cloned()
+        .collect();
+    if files.len() != wanted.len() {
+        return Err(DeltaError::InvalidArgument(format!(
+            "{} of the files to rewrite are not active in version {}",
+            wanted.len() - files.len(),
+            snapshot.version()
+        )));
+    }
+    let plans = vec![PartitionPlan { bins: vec![files] }];
+    let mut one = options.clone();
+    one.max_concurrent_tasks = Some(1);
+    let mut results = rewrite_plans(snapshot, &one, &layout, plans, target).await?;
+    let (actions, rows, spilled) = results.pop().unwrap_or_default();
+    Ok(UnitResult {
+        actions,
+        rows,
+        spilled,
+    })
+}
+
+/// Commits the rewrites of the units of `plan` as one OPTIMIZE version after `snapshot` (the
+/// version planned on).
+pub async fn commit_units(
+    snapshot: &Snapshot,
+    spec: &LayoutSpec,
+    options: &OptimizeOptions,
+    plan: &Plan,
+    units: Vec<UnitResult>,
+) -> DeltaResult<OptimizeMetrics> {
+    let layout = resolve(snapshot, spec)?;
+    let rewritten: u64 = plan.units.iter().map(|u| u.len() as u64).sum();
+    let metrics = OptimizeMetrics {
+        total_considered_files: plan.considered,
+        total_files_skipped: plan.considered.saturating_sub(rewritten),
+        num_batches: plan.units.len() as u64,
+        partitions_optimized: plan.partitions,
+        ..Default::default()
+    };
+    if units.is_empty() {
+        return Ok(metrics);
+    }
+    let results = units
+        .into_iter()
+        .map(|u| (u.actions, u.rows, u.spilled))
+        .collect();
+    commit_results(snapshot, options, &layout, plan.target, metrics, results).await
 }
 
 /// The clustering columns of `snapshot` as logical top-level names.
@@ -660,13 +831,19 @@ fn logical_clustering_columns(snapshot: &Snapshot) -> DeltaResult<Vec<String>> {
         .collect()
 }
 
-async fn run(
+/// A planned OPTIMIZE: the target size, the partitions' bins, and the metrics known so far.
+struct Planned {
+    target: u64,
+    plans: Vec<PartitionPlan>,
+    metrics: OptimizeMetrics,
+}
+
+fn plan_run(
     snapshot: &Snapshot,
-    options: OptimizeOptions,
-    layout: Layout,
-) -> DeltaResult<OptimizeMetrics> {
+    options: &OptimizeOptions,
+    layout: &Layout,
+) -> DeltaResult<Planned> {
     let schema = snapshot.schema()?;
-    let mode = snapshot.column_mapping_mode()?;
     let partition_columns = snapshot.metadata()?.partition_columns.clone();
     let filter = match &options.partition_filter {
         Some(expr) => {
@@ -707,7 +884,7 @@ async fn run(
         total_considered_files: tasks.len() as u64,
         ..Default::default()
     };
-    let plans: Vec<PartitionPlan> = match &layout {
+    let plans: Vec<PartitionPlan> = match layout {
         Layout::BinPack => plan(tasks, target, false),
         Layout::Purge => plan(tasks, target, true),
         Layout::ZOrder(_) => by_partition(tasks)
@@ -738,13 +915,27 @@ async fn run(
     };
     let chosen: Vec<&FileTask> = plans.iter().flat_map(|p| p.bins.iter().flatten()).collect();
     metrics.total_files_skipped = metrics.total_considered_files - chosen.len() as u64;
-    if plans.is_empty() {
-        return Ok(metrics);
-    }
     metrics.num_batches = plans.iter().map(|p| p.bins.len() as u64).sum();
     metrics.partitions_optimized = plans.len() as u64;
-    let read: HashSet<String> = chosen.iter().map(|t| t.path.clone()).collect();
-    metrics.files_removed = FileSizes::of(chosen.iter().map(|t| t.size.unwrap_or(0)));
+    Ok(Planned {
+        target,
+        plans,
+        metrics,
+    })
+}
+
+/// Rewrites the planned partitions (at most `max_concurrent_tasks` at once); each one's
+/// actions, rows written and bytes spilled.
+async fn rewrite_plans(
+    snapshot: &Snapshot,
+    options: &OptimizeOptions,
+    layout: &Layout,
+    plans: Vec<PartitionPlan>,
+    target: u64,
+) -> DeltaResult<Vec<(Vec<Value>, u64, u64)>> {
+    let schema = snapshot.schema()?;
+    let mode = snapshot.column_mapping_mode()?;
+    let partition_columns = snapshot.metadata()?.partition_columns.clone();
 
     // Every column, deletion vectors applied; with row tracking enabled, the rows' lineage.
     let lineage = Rewriter::try_new(snapshot, Some(target))?.lineage_columns();
@@ -804,6 +995,20 @@ async fn run(
                 .await?
         }
     };
+    Ok(results)
+}
+
+/// Commits rewritten partitions as one version after `snapshot`; the metrics.
+async fn commit_results(
+    snapshot: &Snapshot,
+    options: &OptimizeOptions,
+    layout: &Layout,
+    target: u64,
+    mut metrics: OptimizeMetrics,
+    results: Vec<(Vec<Value>, u64, u64)>,
+) -> DeltaResult<OptimizeMetrics> {
+    let mut read: HashSet<String> = HashSet::new();
+    let mut removed_sizes = Vec::new();
     let mut actions = Vec::new();
     let mut added_sizes = Vec::new();
     for (part, rows, spilled) in results {
@@ -817,10 +1022,21 @@ async fn run(
             {
                 added_sizes.push(size);
             }
+            if let Some(remove) = action.get("remove") {
+                removed_sizes.push(remove.get("size").and_then(Value::as_u64).unwrap_or(0));
+                let raw = remove
+                    .get("path")
+                    .and_then(Value::as_str)
+                    .unwrap_or_default();
+                let path = crate::paths::decode_uri_path(raw)
+                    .map_err(|rule| DeltaError::corrupt(raw, Some(snapshot.version()), rule))?;
+                read.insert(path.into_owned());
+            }
         }
         actions.extend(part);
     }
     metrics.files_added = FileSizes::of(added_sizes);
+    metrics.files_removed = FileSizes::of(removed_sizes);
     metrics.num_files_added = metrics.files_added.total_files;
     metrics.num_files_removed = metrics.files_removed.total_files;
 
