@@ -510,7 +510,6 @@ impl Snapshot {
         &self.protocol
     }
 
-    /// The `metaData` in force; an error for legacy logs that have none.
     /// This version with `metadata` in force instead of its own: what a statement that
     /// changes the schema as it writes (MERGE with schema evolution) reads and writes with,
     /// its commit carrying the new `metaData` ("Change Metadata"). The files and their parsed
@@ -521,6 +520,7 @@ impl Snapshot {
         out
     }
 
+    /// The `metaData` in force; an error for legacy logs that have none.
     pub fn metadata(&self) -> DeltaResult<&Metadata> {
         self.metadata.as_ref().ok_or_else(|| {
             DeltaError::corrupt(
