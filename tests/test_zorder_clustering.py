@@ -297,3 +297,34 @@ def test_purge_rewrites_only_the_files_with_deletion_vectors(tmp_path: Path) -> 
     assert content(theirs) == total
     # Nothing left to purge.
     assert t.optimize.purge_deletion_vectors()["version"] is None
+
+
+def test_progress_reports_each_unit_and_gives_the_same_result(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    import shutil
+
+    ours, plain = tmp_path / "progress", tmp_path / "plain"
+    for i in range(6):
+        part = random_rows(i, 500).append_column("p", pa.array(["a" if i % 2 else "b"] * 500))
+        dl.write_table(str(ours), part, mode="append", partition_by=["p"] if i == 0 else None)
+    shutil.copytree(ours, plain)
+    calls: list[tuple[int, int, int, int]] = []
+    metrics = dl.DeltaTable(str(ours)).optimize.z_order(["x"], progress=lambda *a: calls.append(a))
+    expected = dl.DeltaTable(str(plain)).optimize.z_order(["x"])
+    for key in ("numFilesRemoved", "numFilesAdded", "partitionsOptimized", "numRows"):
+        assert metrics[key] == expected[key], key
+    assert calls[0][0] == 0 and calls[-1][0] == calls[-1][1] == 2  # two partitions
+    assert calls[-1][2] == calls[-1][3] > 0
+    assert [c[0] for c in calls] == [0, 1, 2]
+    assert content(dl.DeltaTable(str(ours)).to_pyarrow_table()) == content(
+        dl.DeltaTable(str(plain)).to_pyarrow_table()
+    )
+    # progress=True draws a bar on stderr.
+    t = dl.DeltaTable(str(ours))
+    dl.write_table(
+        str(ours), random_rows(9, 10).append_column("p", pa.array(["a"] * 10)), mode="append"
+    )
+    t.update_incremental()
+    t.optimize.compact(progress=True)
+    assert "OPTIMIZE" in capsys.readouterr().err

@@ -14,7 +14,9 @@ file conflicts (Delta Spark's rule). The work is the native core's (``write::opt
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+import sys
+from collections.abc import Callable, Iterable
+from concurrent.futures import ThreadPoolExecutor, as_completed
 from typing import TYPE_CHECKING, Any
 
 from deltalog import _native
@@ -25,6 +27,10 @@ from deltalog.expressions import FilterLike, to_predicate
 if TYPE_CHECKING:
     from deltalog.table import DeltaTable
     from deltalog.writer import CommitProperties
+
+#: ``progress=``: ``True`` for a bar on stderr, or a callable getting ``(units done, units,
+#: bytes done, bytes)``.
+Progress = bool | Callable[[int, int, int, int], None]
 
 
 class TableOptimizer:
@@ -43,6 +49,7 @@ class TableOptimizer:
         columns: list[str] | None = None,
         full: bool = False,
         memory_limit: int | None = None,
+        progress: Progress = False,
     ) -> dict[str, Any]:
         from deltalog.writer import CommitProperties, check_snapshot_writable
 
@@ -54,17 +61,26 @@ class TableOptimizer:
             predicate = to_predicate(partition_filters)
             sql = predicate.to_sql() if predicate is not None else None
         props = commit_properties or CommitProperties()
-        metrics: dict[str, Any] = _native.optimize(
-            table._raw,
-            layout,
-            columns,
-            full,
-            sql,
-            optional_integer("target_size", target_size, minimum=1),
-            optional_integer("max_concurrent_tasks", max_concurrent_tasks, minimum=1),
-            optional_integer("memory_limit", memory_limit, minimum=1),
-            props.commit_info_json(),
-        )
+        target_size = optional_integer("target_size", target_size, minimum=1)
+        tasks = optional_integer("max_concurrent_tasks", max_concurrent_tasks, minimum=1)
+        memory_limit = optional_integer("memory_limit", memory_limit, minimum=1)
+        if progress:
+            report = progress if callable(progress) else _Bar()
+            metrics = _run_with_progress(
+                table, layout, columns, full, sql, target_size, tasks, memory_limit, props, report
+            )
+        else:
+            metrics = _native.optimize(
+                table._raw,
+                layout,
+                columns,
+                full,
+                sql,
+                target_size,
+                tasks,
+                memory_limit,
+                props.commit_info_json(),
+            )
         table.update_incremental()
         return metrics
 
@@ -76,6 +92,7 @@ class TableOptimizer:
         commit_properties: CommitProperties | None = None,
         full: bool = False,
         memory_limit: int | None = None,
+        progress: Progress = False,
     ) -> dict[str, Any]:
         """Compacts small files (bin-packing) and reloads the table at the latest version.
 
@@ -96,6 +113,9 @@ class TableOptimizer:
             commit_properties: extra commitInfo fields.
             full: clustered tables only: recluster every file.
             memory_limit: clustered tables only: see ``z_order``.
+            progress: report progress on long runs: ``True`` draws a bar on stderr (tqdm's
+                when it is installed), a callable gets ``(units done, units, bytes done,
+                bytes)`` after each unit of work (a bin, or a partition for clustering).
 
         Returns:
             deltalake's metrics: ``numFilesAdded``, ``numFilesRemoved``, ``filesAdded`` and
@@ -125,6 +145,7 @@ class TableOptimizer:
             commit_properties,
             full=full,
             memory_limit=memory_limit,
+            progress=progress,
         )
 
     def z_order(
@@ -135,6 +156,7 @@ class TableOptimizer:
         max_concurrent_tasks: int | None = None,
         memory_limit: int | None = None,
         commit_properties: CommitProperties | None = None,
+        progress: Progress = False,
     ) -> dict[str, Any]:
         """Z-orders the table by ``columns`` and reloads it at the latest version.
 
@@ -152,6 +174,7 @@ class TableOptimizer:
                 beyond it rows spill to Arrow files in the temporary directory (``TMPDIR``).
                 The parquet writer's row groups come on top.
             commit_properties: extra commitInfo fields.
+            progress: as for ``compact`` (a unit is a partition).
 
         Returns:
             the metrics of ``compact``.
@@ -170,6 +193,7 @@ class TableOptimizer:
             commit_properties,
             columns=names,
             memory_limit=memory_limit,
+            progress=progress,
         )
 
     def purge_deletion_vectors(
@@ -178,6 +202,7 @@ class TableOptimizer:
         target_size: int | None = None,
         max_concurrent_tasks: int | None = None,
         commit_properties: CommitProperties | None = None,
+        progress: Progress = False,
     ) -> dict[str, Any]:
         """REORG TABLE ... APPLY (PURGE): rewrites every file that has a deletion vector
         (whatever its size; several small ones together up to ``target_size``) so that its
@@ -188,5 +213,85 @@ class TableOptimizer:
             the metrics of ``compact``.
         """
         return self._run(
-            "purge", partition_filters, target_size, max_concurrent_tasks, commit_properties
+            "purge",
+            partition_filters,
+            target_size,
+            max_concurrent_tasks,
+            commit_properties,
+            progress=progress,
         )
+
+
+def _run_with_progress(
+    table: DeltaTable,
+    layout: str,
+    columns: list[str] | None,
+    full: bool,
+    sql: str | None,
+    target_size: int | None,
+    tasks: int | None,
+    memory_limit: int | None,
+    props: CommitProperties,
+    report: Callable[[int, int, int, int], None],
+) -> dict[str, Any]:
+    """The OPTIMIZE of ``_native.optimize`` driven unit by unit (the same plan, rewrites and
+    commit as the distributed one), reporting after each unit."""
+    import os
+
+    plan = _native.optimize_plan(table._raw, layout, columns, full, sql, target_size)
+    target, units, _considered, _partitions = plan
+    sizes = {a["path"]: a["size"] for a in table.get_add_actions().to_pylist()}
+    unit_bytes = [sum(sizes.get(p, 0) for p in unit) for unit in units]
+    total = sum(unit_bytes)
+    workers = max(1, min(tasks or os.cpu_count() or 2, len(units) or 1))
+    per_task = memory_limit // workers if memory_limit else None
+    results: list[tuple[list[str], int, int]] = []
+    done = done_bytes = 0
+    report(0, len(units), 0, total)
+    with ThreadPoolExecutor(max_workers=workers) as pool:
+        futures = {
+            pool.submit(
+                _native.optimize_rewrite,
+                table._raw,
+                layout,
+                unit,
+                columns,
+                full,
+                target,
+                per_task,
+            ): i
+            for i, unit in enumerate(units)
+        }
+        for future in as_completed(futures):
+            results.append(future.result())
+            done += 1
+            done_bytes += unit_bytes[futures[future]]
+            report(done, len(units), done_bytes, total)
+    metrics: dict[str, Any] = _native.optimize_commit(
+        table._raw, layout, plan, results, columns, full, sql, props.commit_info_json()
+    )
+    return metrics
+
+
+class _Bar:
+    """A progress bar on stderr: tqdm's when it is installed, else a plain line."""
+
+    def __init__(self) -> None:
+        self._tqdm: Any = None
+
+    def __call__(self, done: int, units: int, done_bytes: int, total: int) -> None:
+        try:
+            from tqdm import tqdm
+        except ImportError:
+            tqdm = None
+        if tqdm is not None:
+            if self._tqdm is None:
+                self._tqdm = tqdm(total=total, unit="B", unit_scale=True, desc="OPTIMIZE")
+            self._tqdm.update(done_bytes - self._tqdm.n)
+            if done == units:
+                self._tqdm.close()
+            return
+        share = done_bytes / total if total else 1.0
+        line = f"\rOPTIMIZE {done}/{units} units, {share:6.1%} of {total / 2**20:,.0f} MiB"
+        sys.stderr.write(line + ("\n" if done == units else ""))
+        sys.stderr.flush()
