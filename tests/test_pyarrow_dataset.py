@@ -51,6 +51,26 @@ def test_a_partitioned_table_as_a_dataset(tmp_path: Path) -> None:
     )
 
 
+def test_timestamp_and_numeric_partitions(tmp_path: Path) -> None:
+    path = tmp_path / "ts"
+    utc = dt.timezone.utc
+    table = pa.table(
+        {
+            "id": pa.array(range(4), pa.int64()),
+            "at": pa.array(
+                [dt.datetime(2026, 11, 25, 8, i % 2, 0, 500 * i, tzinfo=utc) for i in range(4)],
+                pa.timestamp("us", "UTC"),
+            ),
+            "n": pa.array([1, 2, 1, 2], pa.int32()),
+        }
+    )
+    dl.write_table(str(path), table, partition_by=["at", "n"])
+    dataset = dl.DeltaTable(str(path)).to_pyarrow_dataset()
+    assert dataset.to_table().sort_by("id") == table
+    first = ds.field("at") == pa.scalar(table.column("at")[0].as_py(), pa.timestamp("us", "UTC"))
+    assert dataset.to_table(filter=first).column("id").to_pylist() == [0]
+
+
 def test_files_by_absolute_path_are_read(tmp_path: Path) -> None:
     source = tmp_path / "source"
     dl.write_table(str(source), data(10))

@@ -26,6 +26,15 @@ if TYPE_CHECKING:
     from deltalog.table import DeltaTable
 
 
+def _typed(text: str, type_: pa.DataType) -> pa.Scalar:
+    """A partition value's text ("Partition Value Serialization") as a scalar of ``type_``:
+    timestamps are UTC wall-clock texts (``2026-11-25 08:00:00[.ffffff]``, or ISO with ``Z``)."""
+    if pa.types.is_timestamp(type_) and type_.tz is not None:
+        naive = pa.scalar(text.rstrip("Z").replace("T", " ")).cast(pa.timestamp(type_.unit))
+        return naive.cast(type_)
+    return pa.scalar(text).cast(type_)
+
+
 def _partition_expression(
     values: list[tuple[str, str | None]], schema: pa.Schema
 ) -> ds.Expression | None:
@@ -35,7 +44,7 @@ def _partition_expression(
         if text is None:
             term = ds.field(name).is_null()
         else:
-            term = ds.field(name) == pa.scalar(text).cast(field.type)
+            term = ds.field(name) == _typed(text, field.type)
         expression = term if expression is None else expression & term
     return expression
 
