@@ -136,8 +136,48 @@ def own_tables() -> None:
         gone = t.vacuum(retention_hours=0, enforce_retention_duration=False, dry_run=True)
         print(f"   VACUUM (dry run, no retention) would delete {gone.num_files} file(s)")
 
+        layout(tmp)
         catalog_managed(tmp)
         rest_catalog(tmp)
+
+
+def layout(tmp: str) -> None:
+    """OPTIMIZE Z-order: fewer files, and a point filter on either column reads few of them."""
+    import numpy as np
+    import pyarrow as pa
+
+    print("\n== layout: OPTIMIZE ZORDER BY, then a shallow CLONE")
+    path = f"{tmp}/events"
+    rng = np.random.default_rng(19)
+    for _ in range(20):
+        n = 10_000
+        batch = pa.table(
+            {
+                "user_id": pa.array(rng.integers(0, 100_000, n), pa.int64()),
+                "amount": pa.array(rng.random(n) * 100),
+            }
+        )
+        dl.write_table(path, batch, mode="append")
+    t = dl.DeltaTable(path)
+
+    def read(t: dl.DeltaTable) -> str:
+        files = len(t.files())
+        by_user = len(t.scan(filter=dl.col("user_id") == 4242).tasks())
+        by_amount = len(t.scan(filter=dl.col("amount") == 42.0).tasks())
+        return f"{files} files; user_id = 4242 reads {by_user}, amount = 42.0 reads {by_amount}"
+
+    print(f"   before: {read(t)}")
+    m = t.optimize.z_order(["user_id", "amount"], target_size=64 * 1024)
+    print(
+        f"   Z-order: {m['numFilesRemoved']} files -> {m['numFilesAdded']} in version "
+        f"{m['version']} ({m['numRows']:,} rows moved, nothing changed)"
+    )
+    print(f"   after:  {read(t)}")
+    clone = t.clone(f"{tmp}/events_copy")
+    print(
+        f"   shallow clone at version {clone.version()}: {clone.to_pyarrow_table().num_rows:,} "
+        "rows, its files the original's"
+    )
 
 
 def catalog_managed(tmp: str) -> None:
