@@ -32,6 +32,10 @@ if TYPE_CHECKING:
 #: bytes done, bytes)``.
 Progress = bool | Callable[[int, int, int, int], None]
 
+#: The default memory limit of Z-order and clustering (the core's
+#: ``write::optimize::MEMORY_LIMIT``), split among the units a progress run rewrites at once.
+_MEMORY_LIMIT = 256 * 1024 * 1024
+
 
 class TableOptimizer:
     """``DeltaTable.optimize``: the layout of a table's files."""
@@ -244,7 +248,8 @@ def _run_with_progress(
     unit_bytes = [sum(sizes.get(p, 0) for p in unit) for unit in units]
     total = sum(unit_bytes)
     workers = max(1, min(tasks or os.cpu_count() or 2, len(units) or 1))
-    per_task = memory_limit // workers if memory_limit else None
+    # The limit covers every unit running at once, as in the native run.
+    per_task = max(1, (memory_limit or _MEMORY_LIMIT) // workers)
     results: list[tuple[list[str], int, int]] = []
     done = done_bytes = 0
     report(0, len(units), 0, total)
