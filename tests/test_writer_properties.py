@@ -4,6 +4,7 @@ and the table's content with deltalake."""
 
 from __future__ import annotations
 
+import dataclasses
 from pathlib import Path
 
 import deltalake
@@ -60,20 +61,14 @@ def test_codec_level_row_groups_and_column_settings(tmp_path: Path) -> None:
     # The bloom filter (about 6 KiB for 5,000 values at 1%) is in the file: the same write
     # without it is that much smaller.
     plain = tmp_path / "plain"
-    without = dl.WriterProperties(
-        compression="ZSTD",
-        compression_level=7,
-        max_row_group_size=1000,
-        default_column_properties=dl.ColumnProperties(statistics_enabled="NONE"),
-        column_properties={
-            "id": dl.ColumnProperties(statistics_enabled="CHUNK"),
-            "name": dl.ColumnProperties(dictionary_enabled=False),
-        },
+    no_bloom = dataclasses.replace(props.column_properties["id"], bloom_filter_properties=None)
+    without = dataclasses.replace(
+        props, column_properties={**props.column_properties, "id": no_bloom}
     )
     dl.write_table(str(plain), data(), writer_properties=without)
     with_bloom = dl.DeltaTable(str(path)).get_add_actions().column("size")[0].as_py()
-    no_bloom = dl.DeltaTable(str(plain)).get_add_actions().column("size")[0].as_py()
-    assert with_bloom - no_bloom > 4096
+    without_size = dl.DeltaTable(str(plain)).get_add_actions().column("size")[0].as_py()
+    assert with_bloom - without_size > 4096
     # The log's statistics do not depend on the parquet ones.
     adds = dl.DeltaTable(str(path)).get_add_actions(flatten=True).to_pylist()
     assert (adds[0]["min.id"], adds[0]["max.id"]) == (0, 4999)

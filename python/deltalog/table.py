@@ -390,19 +390,7 @@ class DeltaTable:
         return self._clustering_columns()
 
     def _clustering_columns(self) -> list[str]:
-        text = self.domain_metadata().get("delta.clustering")
-        if not text:
-            return []
-        physical = json.loads(text).get("clusteringColumns") or []
-        by_physical = {}
-        for f in json.loads(self._raw.metadata()["schema_string"]).get("fields", []):
-            meta = f.get("metadata") or {}
-            by_physical[meta.get("delta.columnMapping.physicalName", f["name"])] = f["name"]
-        out = []
-        for p in physical:
-            name = ".".join(p) if isinstance(p, list) else str(p)
-            out.append(by_physical.get(name, name))
-        return out
+        return list(self._raw.clustering_columns())
 
     def history(self, limit: int | None = None) -> list[dict[str, Any]]:
         """The commitInfo of each version, newest first, with ``version`` and ``timestamp``.

@@ -216,6 +216,13 @@ impl RawSnapshot {
         reader.into_pyarrow(py)
     }
 
+    /// The clustering columns (logical names for top-level columns), empty when the table is
+    /// not clustered.
+    fn clustering_columns(&self, py: Python<'_>) -> PyResult<Vec<String>> {
+        deltalog_core::write::clustering::logical_clustering_columns(&self.snapshot)
+            .map_err(|e| to_py_err(py, e))
+    }
+
     /// The decoded paths of the active files.
     fn files(&self, py: Python<'_>) -> PyResult<Vec<String>> {
         let snapshot = self.snapshot.clone();

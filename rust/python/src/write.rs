@@ -753,7 +753,7 @@ pub(crate) fn optimize_commit(
 ) -> PyResult<Py<PyDict>> {
     use deltalog_core::write::optimize::{commit_units, Plan, UnitResult};
     let spec = layout_spec(layout, columns, full)?;
-    let mut options = optimize_options(
+    let options = optimize_options(
         py,
         None,
         partition_filter_text,
@@ -762,7 +762,6 @@ pub(crate) fn optimize_commit(
         None,
         commit_info,
     )?;
-    options.target_size = Some(plan.0);
     let plan = Plan {
         target: plan.0,
         units: plan.1,

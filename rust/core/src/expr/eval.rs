@@ -787,10 +787,7 @@ fn dates(v: Value, n: usize) -> Res<ArrayRef> {
     let a = materialize(v, n)?;
     match a.data_type() {
         DataType::Date32 => Ok(a),
-        DataType::Timestamp(_, _) | DataType::Date64 => {
-            cast_with_options(&a, &DataType::Date32, &strict()).map_err(|e| e.to_string())
-        }
-        t if is_string(t) => {
+        t if matches!(t, DataType::Timestamp(_, _) | DataType::Date64) || is_string(t) => {
             cast_with_options(&a, &DataType::Date32, &strict()).map_err(|e| e.to_string())
         }
         other => Err(format!("a date is needed, not a {other}")),

@@ -108,21 +108,6 @@ async fn copy_file(source: &Storage, target: &Storage, relative: &str) -> DeltaR
     }
 }
 
-/// The decoded paths of `snapshot`'s active files.
-fn active_paths(snapshot: &Snapshot) -> DeltaResult<HashSet<String>> {
-    let mut out = HashSet::new();
-    for files in snapshot.files() {
-        for i in 0..arrow::array::Array::len(&files.adds) {
-            if let Some(raw) = crate::model::str_field(&files.adds, "path", i) {
-                let decoded = crate::paths::decode_uri_path(raw)
-                    .map_err(|rule| DeltaError::corrupt(raw, Some(snapshot.version()), rule))?;
-                out.insert(decoded.into_owned());
-            }
-        }
-    }
-    Ok(out)
-}
-
 /// Clones `source` (at its version) into a new table at `target`.
 pub async fn clone_table(
     source: &Snapshot,
@@ -137,7 +122,9 @@ pub async fn clone_table(
         )));
     }
     let src = source.storage();
-    let paths = active_paths(source)?;
+    let paths: HashSet<String> = crate::add_actions::file_paths(source)?
+        .into_iter()
+        .collect();
     let now = chrono::Utc::now().timestamp_millis();
     let originals = crate::write::dml::file_actions(source, &paths, now)?;
     let mut adds: Vec<Value> = originals.into_values().map(|(add, _)| add).collect();

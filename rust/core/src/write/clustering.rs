@@ -56,6 +56,29 @@ pub fn clustering_columns(snapshot: &Snapshot) -> DeltaResult<Vec<String>> {
         .unwrap_or_default())
 }
 
+/// The clustering columns of `snapshot` by their logical names (top-level columns under
+/// column mapping are found by their physical names; other paths stay as recorded), empty
+/// when it is not clustered.
+pub fn logical_clustering_columns(snapshot: &Snapshot) -> DeltaResult<Vec<String>> {
+    let physical = clustering_columns(snapshot)?;
+    if physical.is_empty() {
+        return Ok(physical);
+    }
+    let schema = snapshot.schema()?;
+    let mode = snapshot.column_mapping_mode()?;
+    Ok(physical
+        .into_iter()
+        .map(|p| {
+            schema
+                .fields()
+                .iter()
+                .find(|f| crate::write::mapping::physical_name(&schema, f.name(), mode) == p)
+                .map(|f| f.name().clone())
+                .unwrap_or(p)
+        })
+        .collect())
+}
+
 /// The `domainMetadata` action recording `physical` as the clustering columns.
 pub fn domain_action(physical: &[String]) -> Value {
     let configuration = json!({ "clusteringColumns": physical }).to_string();

@@ -1,9 +1,10 @@
 //! OPTIMIZE: the files of a table rewritten into a better layout, in one commit that changes
-//! no data. Bin-packing compaction ([`compact`]) merges each partition's small files into files
-//! of about the target size; Z-order ([`z_order`]) and liquid clustering ([`cluster`], what
-//! [`compact`] does on a clustered table) also sort each partition's rows along the Z-order
+//! no data ([`optimize`], as [`LayoutSpec`] says). Bin-packing compaction merges each
+//! partition's small files into files of about the target size; Z-order and liquid clustering
+//! (what compaction does on a clustered table) also sort each partition's rows along the Z-order
 //! curve of some columns ([`crate::write::zorder`]), so each new file covers a narrow range of
-//! every one of them; REORG PURGE ([`purge`]) rewrites the files with deletion vectors.
+//! every one of them; REORG PURGE rewrites the files with deletion vectors. The same pieces run
+//! distributed: [`plan_units`], [`rewrite_unit`] anywhere, [`commit_units`].
 //!
 //! Spec: "Add File and Remove File" (`dataChange: false` on both sides: the rows are only
 //! rearranged, so change-feed readers and streams skip the commit), "Per-file Statistics"
@@ -34,7 +35,7 @@ use crate::error::{DeltaError, DeltaResult};
 use crate::expr::Expr;
 use crate::scan::{self, FileTask, MetadataColumns, ReadSpec, Scan, ScanOptions};
 use crate::snapshot::Snapshot;
-use crate::write::clustering::clustering_columns;
+use crate::write::clustering::logical_clustering_columns;
 use crate::write::mapping::physical_name;
 use crate::write::rewrite::Rewriter;
 use crate::write::transaction::{Isolation, Transaction};
@@ -435,11 +436,9 @@ async fn zorder_partition(
     }
     drop(stream);
     let sample = sampler.finish()?;
-    let curve = ZCurve::from_sample(&zorder::columns_of(&sample, &job.columns)?)?;
-    let mut sample_keys = curve
-        .keys(&zorder::columns_of(&sample, &job.columns)?)?
-        .values()
-        .to_vec();
+    let sampled = zorder::columns_of(&sample, &job.columns)?;
+    let curve = ZCurve::from_sample(&sampled)?;
+    let mut sample_keys = curve.keys(&sampled)?.values().to_vec();
     // Ranges small enough for half the budget each (so that one range and its sorted copy
     // fit), estimated from the files' sizes.
     let estimate = files.iter().map(|f| f.size.unwrap_or(0)).sum::<u64>() * EXPANSION;
@@ -545,7 +544,7 @@ pub enum LayoutSpec {
 
 /// The layout `spec` asks of `snapshot`'s table, its columns checked.
 fn resolve(snapshot: &Snapshot, spec: &LayoutSpec) -> DeltaResult<Layout> {
-    let clustering = logical_clustering_columns(snapshot)?;
+    let clustering = top_level_clustering_columns(snapshot)?;
     Ok(match spec {
         LayoutSpec::Compact if !clustering.is_empty() => Layout::Cluster {
             columns: clustering,
@@ -643,44 +642,6 @@ pub async fn optimize(
         results,
     )
     .await
-}
-
-/// OPTIMIZE (bin-packing) of `snapshot`'s table, committed as the next version. On a
-/// clustered table, clusters the files not yet clustered instead ([`cluster`]), as Delta
-/// Spark's OPTIMIZE does.
-pub async fn compact(
-    snapshot: &Snapshot,
-    options: OptimizeOptions,
-) -> DeltaResult<OptimizeMetrics> {
-    optimize(snapshot, &LayoutSpec::Compact, options).await
-}
-
-/// OPTIMIZE ZORDER BY `columns` (top-level, not partition columns) of `snapshot`'s table:
-/// every file of each selected partition rewritten with its rows sorted along the columns'
-/// Z-order curve.
-pub async fn z_order(
-    snapshot: &Snapshot,
-    columns: &[String],
-    options: OptimizeOptions,
-) -> DeltaResult<OptimizeMetrics> {
-    optimize(snapshot, &LayoutSpec::ZOrder(columns.to_vec()), options).await
-}
-
-/// OPTIMIZE of a clustered table: the files without `clusteringProvider` (every file when
-/// `full`, Delta Spark's OPTIMIZE FULL) rewritten along the clustering columns' curve, the
-/// new files saying `clusteringProvider: liquid`.
-pub async fn cluster(
-    snapshot: &Snapshot,
-    full: bool,
-    options: OptimizeOptions,
-) -> DeltaResult<OptimizeMetrics> {
-    optimize(snapshot, &LayoutSpec::Cluster { full }, options).await
-}
-
-/// REORG TABLE ... APPLY (PURGE): the files with deletion vectors rewritten without their
-/// deleted rows (bin-packed together up to the target size), whatever their size.
-pub async fn purge(snapshot: &Snapshot, options: OptimizeOptions) -> DeltaResult<OptimizeMetrics> {
-    optimize(snapshot, &LayoutSpec::Purge, options).await
 }
 
 /// The units of work of an OPTIMIZE that runs elsewhere (Spark executors): each unit is the
@@ -805,30 +766,23 @@ pub async fn commit_units(
     commit_results(snapshot, options, &layout, plan.target, metrics, results).await
 }
 
-/// The clustering columns of `snapshot` as logical top-level names.
-fn logical_clustering_columns(snapshot: &Snapshot) -> DeltaResult<Vec<String>> {
-    let physical = clustering_columns(snapshot)?;
-    if physical.is_empty() {
-        return Ok(physical);
+/// The clustering columns of `snapshot` as logical top-level names (the only ones OPTIMIZE
+/// clusters by).
+fn top_level_clustering_columns(snapshot: &Snapshot) -> DeltaResult<Vec<String>> {
+    let columns = logical_clustering_columns(snapshot)?;
+    if columns.is_empty() {
+        return Ok(columns);
     }
     let schema = snapshot.schema()?;
-    let mode = snapshot.column_mapping_mode()?;
-    physical
-        .iter()
-        .map(|p| {
-            schema
-                .fields()
-                .iter()
-                .find(|f| &physical_name(&schema, f.name(), mode) == p)
-                .map(|f| f.name().clone())
-                .ok_or_else(|| {
-                    DeltaError::Unsupported(format!(
-                        "clustering column {p:?} is not a top-level column of the table; \
-                         deltalog clusters by top-level columns only"
-                    ))
-                })
-        })
-        .collect()
+    for c in &columns {
+        if schema.field_with_name(c).is_err() {
+            return Err(DeltaError::Unsupported(format!(
+                "clustering column {c:?} is not a top-level column of the table; deltalog \
+                 clusters by top-level columns only"
+            )));
+        }
+    }
+    Ok(columns)
 }
 
 /// A planned OPTIMIZE: the target size, the partitions' bins, and the metrics known so far.

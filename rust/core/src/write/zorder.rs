@@ -10,8 +10,6 @@
 //! Ranks are scaled to the same number of bits per column before interleaving, so a column
 //! with few distinct values does not lose its share of the key.
 
-use std::sync::Arc;
-
 use arrow::array::{Array, ArrayRef, RecordBatch, UInt32Array, UInt64Array};
 use arrow::compute::{concat_batches, take_record_batch, SortOptions};
 use arrow::datatypes::SchemaRef;
@@ -258,17 +256,13 @@ pub fn columns_of(batch: &RecordBatch, names: &[String]) -> DeltaResult<Vec<Arra
         .collect()
 }
 
-/// The sampled columns, as arrays.
-pub fn sample_columns(sample: &RecordBatch) -> Vec<ArrayRef> {
-    sample.columns().iter().map(Arc::clone).collect()
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
     use arrow::array::{Int64Array, StringArray};
     use arrow::datatypes::{DataType, Field, Schema};
     use proptest::prelude::*;
+    use std::sync::Arc;
 
     fn ints(values: &[Option<i64>]) -> ArrayRef {
         Arc::new(Int64Array::from(values.to_vec()))
