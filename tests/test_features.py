@@ -249,6 +249,7 @@ def test_support_flags_are_honest() -> None:
         "inCommitTimestamps",
         "rowTracking",
         "timestampNtz",
+        "typeWidening",
         "v2Checkpoint",
         "vacuumProtocolCheck",
     }
@@ -429,8 +430,8 @@ def test_writer_only_features_never_block_reads() -> None:
 def test_writable_requires_reader_features_too() -> None:
     # Writers must also respect reader features ("Table Features").
     with pytest.raises(UnsupportedFeatureError) as err:
-        check_writable(P(3, 7, ["typeWidening"], ["typeWidening"]))
-    assert err.value.features == ["typeWidening"]
+        check_writable(P(3, 7, ["variantType"], ["variantType"]))
+    assert err.value.features == ["variantType"]
     # Legacy reader version 2 implies columnMapping, which deltalog writes.
     check_writable(P(2, 7, None, []))
 

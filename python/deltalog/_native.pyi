@@ -253,6 +253,19 @@ def cleanup_metadata(snapshot: RawSnapshot, now_ms: int | None = None) -> list[s
     """Deletes the table's expired log files ("Metadata Cleanup") as of `now_ms`; returns the
     `_delta_log`-relative names deleted."""
 
+def feature_trace(snapshot: RawSnapshot, feature: str) -> tuple[int, int, str] | None:
+    """The newest use of a table feature in the history the table keeps (the state at the
+    oldest checkpoint, the commits after it, V2 checkpoints): ``(version, commit time ms,
+    what)``, or None. ``ValueError`` for a feature DROP FEATURE does not support."""
+
+def truncate_history(snapshot: RawSnapshot, version: int, now_ms: int | None = None) -> list[str]:
+    """Deletes the log files of the versions before ``version`` (which must have a complete
+    checkpoint); returns the ``_delta_log``-relative names deleted."""
+
+def files_with_narrower_types(snapshot: RawSnapshot) -> list[str]:
+    """The active files (table-relative) holding a column in a narrower type than the table's,
+    as files written before a type widening do (footers only)."""
+
 def vacuum_plan(
     snapshot: RawSnapshot,
     retention_ms: int | None = None,
@@ -311,7 +324,8 @@ def optimize(
 ) -> dict[str, Any]:
     """OPTIMIZE of the snapshot's table, committed as the next version. ``layout``:
     ``compact`` (bin-packing; clustering on a clustered table), ``zorder`` (by ``columns``),
-    ``cluster`` (``full`` reclusters every file) or ``purge`` (REORG PURGE). deltalake's
+    ``cluster`` (``full`` reclusters every file), ``purge`` (REORG PURGE) or ``rewrite`` (a
+    REORG of the files whose table-relative paths ``columns`` holds). deltalake's
     metrics, ``version`` None when nothing was rewritten, plus ``numRows`` and
     ``spilledBytes``."""
 

@@ -9,8 +9,10 @@ not see the new rules.
 
 from __future__ import annotations
 
+import datetime as dt
 import json
 import re
+import time
 import uuid
 from collections.abc import Iterable, Mapping
 from typing import TYPE_CHECKING, Any
@@ -18,7 +20,11 @@ from typing import TYPE_CHECKING, Any
 import pyarrow as pa
 
 from deltalog import _native, features
-from deltalog.exceptions import ConstraintViolationError, InvalidArgumentError
+from deltalog.exceptions import (
+    ConstraintViolationError,
+    FeatureDropWaitError,
+    InvalidArgumentError,
+)
 from deltalog.writer import check_snapshot_writable
 
 if TYPE_CHECKING:
@@ -27,6 +33,24 @@ if TYPE_CHECKING:
 
 _CONSTRAINT_PREFIX = "delta.constraints."
 _ICT = "delta.enableInCommitTimestamps"
+_ICT_PROVENANCE = (
+    "delta.inCommitTimestampEnablementVersion",
+    "delta.inCommitTimestampEnablementTimestamp",
+)
+#: The features ``drop_feature`` removes.
+_DROPPABLE = frozenset(
+    {
+        "checkConstraints",
+        "inCommitTimestamps",
+        "deletionVectors",
+        "v2Checkpoint",
+        "typeWidening",
+        "typeWidening-preview",
+        "vacuumProtocolCheck",
+    }
+)
+_TRUNCATE_RETENTION = "delta.dropFeatureTruncateHistory.retentionDuration"
+_DAY_MS = 86_400_000
 
 
 class TableAlterer:
@@ -335,6 +359,278 @@ class TableAlterer:
         fields[index]["nullable"] = True
         return self._commit_schema(
             "CHANGE COLUMN", {"column": column, "nullable": True}, schema, commit_properties
+        )
+
+    def change_column_type(
+        self,
+        column: str,
+        new_type: str | pa.DataType,
+        commit_properties: CommitProperties | None = None,
+    ) -> int:
+        """ALTER TABLE ... ALTER COLUMN ... TYPE: widens the type of ``column`` without rewriting
+        any file (the ``typeWidening`` feature; upstream Delta protocol, "Type Widening").
+
+        ``column`` is dotted for a nested struct field; ``element``, ``key`` and ``value`` step
+        into an array's elements and a map's keys and values (``tags.element``, ``m.value``).
+        ``new_type`` is a Delta type name (``"long"``, ``"decimal(12,3)"``) or a pyarrow type.
+        The widenings are Delta 4.0's: ``byte`` → ``short`` → ``integer`` → ``long``; ``float``
+        → ``double``; ``byte``/``short``/``integer`` → ``double``; any integer → a decimal with
+        at least 10 (``long``: 20) integer digits; ``decimal(p, s)`` → ``decimal(p + k1, s + k2)``
+        with ``k1 >= k2 >= 0``; ``date`` → ``timestamp_ntz``.
+
+        The table property ``delta.enableTypeWidening`` must be ``true`` (as in Delta Spark). The
+        change is recorded in the field's ``delta.typeChanges`` metadata (``fromType``,
+        ``toType``, and ``fieldPath`` inside arrays and maps), and files written before it are
+        read as the wider type. Refused for identity and generated columns, columns a CHECK
+        constraint or generation expression uses, and ``date`` partition columns (their stored
+        values are not timestamps). Returns the version.
+        """
+        config = self._table.metadata().configuration
+        if not features._is_true(config.get("delta.enableTypeWidening")):
+            raise InvalidArgumentError(
+                "changing a column's type needs type widening: set the table property "
+                "delta.enableTypeWidening to true first "
+                '(alter.set_properties({"delta.enableTypeWidening": "true"}))'
+            )
+        to_type = _delta_type_name(new_type)
+        schema = self._schema()
+        field, steps, from_type = _type_target(schema, column)
+        if not isinstance(from_type, str):
+            raise InvalidArgumentError(
+                f"{column!r} is of type {from_type.get('type')}: only the types of primitive "
+                "columns widen (name the nested field, element, key or value)"
+            )
+        if from_type == to_type:
+            raise InvalidArgumentError(f"column {column!r} is already of type {to_type}")
+        if not _widening_allowed(from_type, to_type):
+            raise InvalidArgumentError(
+                f"cannot change column {column!r} from {from_type} to {to_type}: not a type "
+                'widening Delta allows (upstream Delta protocol, "Supported Type Changes")'
+            )
+        meta = field.setdefault("metadata", {})
+        if any(k.startswith("delta.identity.") for k in meta):
+            raise InvalidArgumentError(f"cannot change the type of identity column {column!r}")
+        if meta.get("delta.generationExpression"):
+            raise InvalidArgumentError(f"cannot change the type of generated column {column!r}")
+        top = len(_split_path(column)) == 1
+        partitions = {p.lower() for p in self._table.metadata().partition_columns}
+        if top and field["name"].lower() in partitions and from_type == "date":
+            raise InvalidArgumentError(
+                f"cannot change partition column {column!r} from date to {to_type}: its "
+                "partition values are dates, not timestamps"
+            )
+        self._check_unreferenced([field["name"]], "change the type of")
+        # "Type Change Metadata": the change is appended (oldest first) to the metadata of the
+        # nearest struct field, with the path from it to an array element or map key/value.
+        change: dict[str, Any] = {"toType": to_type, "fromType": from_type}
+        if steps:
+            change["fieldPath"] = ".".join(steps)
+        history = meta.get("delta.typeChanges") or []
+        if isinstance(history, str):  # some writers store the array as a JSON string
+            history = json.loads(history)
+        meta["delta.typeChanges"] = [*history, change]
+        _set_type(field, steps, to_type)
+        schema_string = json.dumps(schema, separators=(",", ":"))
+        new_features = ["timestampNtz"] if to_type == "timestamp_ntz" else []
+        return self._commit(
+            "CHANGE COLUMN",
+            {"column": column, "fromType": from_type, "toType": to_type},
+            config,
+            ["typeWidening", *new_features],
+            commit_properties,
+            schema_string=schema_string,
+        )
+
+    def drop_feature(
+        self,
+        name: str,
+        truncate_history: bool = False,
+        commit_properties: CommitProperties | None = None,
+    ) -> int:
+        """ALTER TABLE ... DROP FEATURE: removes a table feature from the protocol, after
+        removing what the table has of it, as Delta Spark does.
+
+        The stored protocol says clients must not remove a supported feature ("Table
+        Features"); this is the exception Delta Spark makes on explicit request, and it is only
+        taken once no version a reader can reach still uses the feature.
+
+        Writer features (``checkConstraints``, ``inCommitTimestamps``) go in one commit:
+        CHECK constraints must be dropped first; in-commit timestamps are disabled in the same
+        commit. Reader-writer features take two steps:
+
+        1. Their uses in the current version are removed, in commits of their own:
+           ``deletionVectors``: ``delta.enableDeletionVectors`` set to false and every
+           deletion vector purged (REORG PURGE); ``v2Checkpoint``: ``delta.checkpointPolicy``
+           set to ``classic``; ``typeWidening``: the files written before a type change
+           rewritten (REORG), then the ``delta.typeChanges`` metadata removed and
+           ``delta.enableTypeWidening`` set to false; ``vacuumProtocolCheck`` has none.
+        2. The protocol loses the feature once the history no longer uses it. Without
+           ``truncate_history`` the history is the one metadata cleanup keeps
+           (``delta.logRetentionDuration``, 30 days; cleanup runs first). With it, the uses
+           must be older than ``delta.dropFeatureTruncateHistory.retentionDuration`` (24
+           hours); the protocol change is then checkpointed and every version before it is
+           deleted from the log (time travel to them ends).
+
+        When step 2 cannot happen yet, :class:`FeatureDropWaitError` says until when; step 1
+        has then been committed, and a later call finishes the drop.
+
+        Returns the version of the protocol change.
+
+        Raises:
+            InvalidArgumentError: the table does not have the feature, another feature needs
+                it, DROP FEATURE does not support it (``columnMapping`` and the others), a
+                CHECK constraint remains, or the table is catalog-managed.
+            FeatureDropWaitError: the history still uses the feature (see above).
+        """
+        table = self._table
+        check_snapshot_writable(table._raw)
+        if table._catalog_client is not None:
+            raise InvalidArgumentError(
+                "DROP FEATURE on a catalog-managed table is not supported (its log history "
+                "belongs to the catalog)"
+            )
+        current = table.protocol()
+        have = features.reader_features_of(current) | features.writer_features_of(current)
+        if name not in have:
+            raise InvalidArgumentError(
+                f"the table does not support the feature {name!r} (its features: "
+                f"{', '.join(sorted(have)) or 'none'})"
+            )
+        needed_by = sorted(n for n in have if name in features.FEATURES[n].requires)
+        if needed_by:
+            raise InvalidArgumentError(
+                f"cannot drop {name!r}: the table's features {needed_by} need it"
+            )
+        if name not in _DROPPABLE:
+            raise InvalidArgumentError(
+                f"DROP FEATURE does not support {name!r}; deltalog can drop "
+                f"{', '.join(sorted(_DROPPABLE))}"
+            )
+        config = dict(table.metadata().configuration)
+        config.pop(f"delta.feature.{name}", None)
+        parameters = {"featureName": name, "truncateHistory": truncate_history}
+        if name == "checkConstraints":
+            constraints = sorted(
+                k[len(_CONSTRAINT_PREFIX) :] for k in config if k.startswith(_CONSTRAINT_PREFIX)
+            )
+            if constraints:
+                raise InvalidArgumentError(
+                    "cannot drop checkConstraints while the table has CHECK constraints "
+                    f"{constraints}: drop them first (alter.drop_constraint)"
+                )
+            return self._commit_protocol_without(name, config, parameters, commit_properties)
+        if name == "inCommitTimestamps":
+            for key in (_ICT, *_ICT_PROVENANCE):
+                config.pop(key, None)
+            return self._commit_protocol_without(name, config, parameters, commit_properties)
+
+        self._remove_uses(name, commit_properties)
+        now_ms = _now_ms()
+        if truncate_history:
+            retention = _interval_property_ms(
+                table.metadata().configuration, _TRUNCATE_RETENTION, _DAY_MS
+            )
+            trace = _native.feature_trace(table._raw, name)
+            if trace is not None and trace[1] > now_ms - retention:
+                version, at, why = trace
+                raise FeatureDropWaitError(
+                    f"cannot drop {name!r} yet: version {version} uses it ({why}). Its uses "
+                    "are gone from the current version, but the history is truncated only "
+                    f"once they are older than {_TRUNCATE_RETENTION} (default 24 hours): "
+                    f"call drop_feature again with truncate_history=True from "
+                    f"{_iso(at + retention)} on",
+                    feature=name,
+                    version=version,
+                    retry_after_ms=at + retention,
+                )
+            config = dict(table.metadata().configuration)
+            config.pop(f"delta.feature.{name}", None)
+            version = self._commit_protocol_without(name, config, parameters, commit_properties)
+            table.create_checkpoint("classic")
+            _native.truncate_history(table._raw, version)
+            return version
+        _native.cleanup_metadata(table._raw.load_version(None), now_ms)
+        trace = _native.feature_trace(table._raw, name)
+        if trace is not None:
+            version, at, why = trace
+            retention = _native.duration_property_ms(table._raw, "delta.logRetentionDuration")
+            truncate = _interval_property_ms(
+                table.metadata().configuration, _TRUNCATE_RETENTION, _DAY_MS
+            )
+            raise FeatureDropWaitError(
+                f"cannot drop {name!r} yet: version {version} uses it ({why}), and the log "
+                "keeps that version for time travel. Its uses are gone from the current "
+                "version; call drop_feature again after delta.logRetentionDuration has passed "
+                f"({_iso(at + retention)}), or with truncate_history=True from "
+                f"{_iso(at + truncate)} on",
+                feature=name,
+                version=version,
+                retry_after_ms=at + truncate,
+            )
+        config = dict(table.metadata().configuration)
+        config.pop(f"delta.feature.{name}", None)
+        return self._commit_protocol_without(name, config, parameters, commit_properties)
+
+    def _remove_uses(self, name: str, commit_properties: CommitProperties | None) -> None:
+        """DROP FEATURE's first step: the commits that leave the current version without uses
+        of the reader-writer feature ``name``."""
+        table = self._table
+        config = table.metadata().configuration
+        if name == "deletionVectors":
+            if features._is_true(config.get("delta.enableDeletionVectors")):
+                self.set_properties({"delta.enableDeletionVectors": "false"}, commit_properties)
+            adds = table.get_add_actions(flatten=True)
+            if adds.column("deletion_vector.storage_type").null_count < adds.num_rows:
+                table.optimize.purge_deletion_vectors(commit_properties=commit_properties)
+        elif name == "v2Checkpoint":
+            if str(config.get("delta.checkpointPolicy", "classic")).strip().lower() == "v2":
+                self.set_properties({"delta.checkpointPolicy": "classic"}, commit_properties)
+        elif name in ("typeWidening", "typeWidening-preview"):
+            narrow = _native.files_with_narrower_types(table._raw)
+            if narrow:
+                table.optimize._run("rewrite", None, None, None, commit_properties, narrow)
+            schema = self._schema()
+            changed = _drop_type_changes(schema["fields"])
+            enabled = features._is_true(config.get("delta.enableTypeWidening"))
+            if changed or enabled:
+                new_config = dict(table.metadata().configuration)
+                new_config["delta.enableTypeWidening"] = "false"
+                self._commit(
+                    "SET TBLPROPERTIES",
+                    {"properties": json.dumps({"delta.enableTypeWidening": "false"})},
+                    new_config,
+                    (),
+                    commit_properties,
+                    schema_string=json.dumps(schema, separators=(",", ":")),
+                )
+
+    def _commit_protocol_without(
+        self,
+        name: str,
+        configuration: Mapping[str, str],
+        parameters: Mapping[str, Any],
+        commit_properties: CommitProperties | None,
+    ) -> int:
+        """Commits the protocol without ``name`` (the smallest one supporting the table's other
+        features, so legacy versions where they suffice) and ``configuration``."""
+        from deltalog.table import Protocol
+
+        current = self._table.protocol()
+        have = features.reader_features_of(current) | features.writer_features_of(current)
+        reader, writer, reader_list, writer_list = features.min_protocol_for(have - {name})
+        action: dict[str, Any] = {"minReaderVersion": reader, "minWriterVersion": writer}
+        if reader_list is not None:
+            action["readerFeatures"] = reader_list
+        if writer_list is not None:
+            action["writerFeatures"] = writer_list
+        features.check_writable(Protocol(reader, writer, reader_list, writer_list))
+        return self._commit(
+            "DROP FEATURE",
+            parameters,
+            None,
+            (),
+            commit_properties,
+            [{"protocol": action}, self._metadata_action(configuration)],
         )
 
     def set_table_name(self, name: str, commit_properties: CommitProperties | None = None) -> int:
@@ -658,3 +954,150 @@ def _reserved_field_key(key: str) -> bool:
             "parquet.field",
         )
     )
+
+
+_INTEGERS = ("byte", "short", "integer", "long")
+_DECIMAL = re.compile(r"^decimal\(\s*(\d+)\s*,\s*(\d+)\s*\)$")
+
+
+def _widening_allowed(from_type: str, to_type: str) -> bool:
+    """Whether ``from_type`` may widen to ``to_type`` (upstream Delta protocol, "Supported Type
+    Changes", as of Delta 4.0)."""
+    if from_type in _INTEGERS and to_type in _INTEGERS:
+        return _INTEGERS.index(to_type) > _INTEGERS.index(from_type)
+    if to_type == "double":
+        return from_type in ("byte", "short", "integer", "float")
+    if from_type == "date":
+        return to_type == "timestamp_ntz"
+    to_decimal = _DECIMAL.match(to_type)
+    if to_decimal is None:
+        return False
+    p2, s2 = int(to_decimal.group(1)), int(to_decimal.group(2))
+    if from_type in _INTEGERS:
+        # An integer is a decimal(10, 0) (long: decimal(20, 0)) for this rule.
+        p1, s1 = (20, 0) if from_type == "long" else (10, 0)
+    else:
+        from_decimal = _DECIMAL.match(from_type)
+        if from_decimal is None:
+            return False
+        p1, s1 = int(from_decimal.group(1)), int(from_decimal.group(2))
+    # decimal(p, s) -> decimal(p + k1, s + k2) with k1 >= k2 >= 0.
+    return s2 >= s1 and p2 - p1 >= s2 - s1 and p2 <= 38
+
+
+def _delta_type_name(new_type: str | pa.DataType) -> str:
+    """The Delta name of a primitive type given by name or as a pyarrow type."""
+    if isinstance(new_type, pa.DataType):
+        names = {
+            pa.int8(): "byte",
+            pa.int16(): "short",
+            pa.int32(): "integer",
+            pa.int64(): "long",
+            pa.float32(): "float",
+            pa.float64(): "double",
+            pa.date32(): "date",
+        }
+        if new_type in names:
+            return names[new_type]
+        if pa.types.is_decimal128(new_type):
+            return f"decimal({new_type.precision},{new_type.scale})"
+        if pa.types.is_timestamp(new_type) and new_type.tz is None:
+            return "timestamp_ntz"
+        raise InvalidArgumentError(f"{new_type} is not a type a column can widen to")
+    name = str(new_type).strip().lower().replace(" ", "")
+    aliases = {"int": "integer", "bigint": "long", "smallint": "short", "tinyint": "byte"}
+    name = aliases.get(name, name)
+    if name in (*_INTEGERS, "float", "double", "date", "timestamp_ntz") or _DECIMAL.match(name):
+        return name
+    raise InvalidArgumentError(f"{new_type!r} is not a type a column can widen to")
+
+
+def _type_target(schema: dict[str, Any], column: str) -> tuple[dict[str, Any], list[str], Any]:
+    """The struct field ``column`` names (or whose array element / map key / value it names),
+    the steps from that field to the type changed, and that type."""
+    parts = _split_path(column)
+    # Struct fields by name; `element`, `key` and `value` step into arrays and maps (the steps
+    # restart at each struct field, which then holds the metadata).
+    fields: list[dict[str, Any]] = schema["fields"]
+    field: dict[str, Any] | None = None
+    steps: list[str] = []
+    current: Any = None
+    for part in parts:
+        if isinstance(current, dict) and current.get("type") == "array" and part == "element":
+            steps.append(part)
+            current = current["elementType"]
+            continue
+        if isinstance(current, dict) and current.get("type") == "map" and part in ("key", "value"):
+            steps.append(part)
+            current = current[f"{part}Type"]
+            continue
+        if current is not None:
+            if not (isinstance(current, dict) and current.get("type") == "struct"):
+                raise InvalidArgumentError(f"{column!r} does not name a field of the table")
+            fields = current["fields"]
+        index = next(
+            (i for i, f in enumerate(fields) if f["name"] == part),
+            next((i for i, f in enumerate(fields) if f["name"].lower() == part.lower()), None),
+        )
+        if index is None:
+            raise InvalidArgumentError(f"the table has no column {column!r}")
+        field = fields[index]
+        steps = []
+        current = field["type"]
+    if field is None:  # pragma: no cover - _split_path refuses empty paths
+        raise InvalidArgumentError("a column path cannot be empty")
+    return field, steps, current
+
+
+def _set_type(field: dict[str, Any], steps: list[str], to_type: str) -> None:
+    if not steps:
+        field["type"] = to_type
+        return
+    holder: dict[str, Any] = field["type"]
+    for step in steps[:-1]:
+        holder = holder["elementType" if step == "element" else f"{step}Type"]
+    last = steps[-1]
+    holder["elementType" if last == "element" else f"{last}Type"] = to_type
+
+
+def _drop_type_changes(fields: list[dict[str, Any]]) -> bool:
+    """Removes ``delta.typeChanges`` from every field (at any depth); whether any had it."""
+    changed = False
+
+    def visit_type(t: Any) -> None:
+        nonlocal changed
+        if isinstance(t, dict):
+            kind = t.get("type")
+            if kind == "struct":
+                changed = _drop_type_changes(t["fields"]) or changed
+            elif kind == "array":
+                visit_type(t.get("elementType"))
+            elif kind == "map":
+                visit_type(t.get("keyType"))
+                visit_type(t.get("valueType"))
+
+    for f in fields:
+        meta = f.get("metadata") or {}
+        if "delta.typeChanges" in meta:
+            del meta["delta.typeChanges"]
+            changed = True
+        visit_type(f.get("type"))
+    return changed
+
+
+def _now_ms() -> int:
+    return time.time_ns() // 1_000_000
+
+
+def _iso(ms: int) -> str:
+    return dt.datetime.fromtimestamp(ms / 1000, dt.timezone.utc).isoformat(timespec="seconds")
+
+
+def _interval_property_ms(config: Mapping[str, str], key: str, default: int) -> int:
+    value = config.get(key)
+    if value is None:
+        return default
+    try:
+        return _native.interval_ms(value)
+    except ValueError as e:
+        raise InvalidArgumentError(f"table property {key} = {value!r}: {e}") from None

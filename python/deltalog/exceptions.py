@@ -148,6 +148,25 @@ class UnsupportedFeatureError(DeltaError):
         self.features = sorted(features or [])
 
 
+class FeatureDropWaitError(DeltaError):
+    """DROP FEATURE removed what the current version had of a reader-writer feature, but
+    versions a reader can still time travel to use it, so the protocol keeps it for now
+    (Delta Spark's ``DELTA_FEATURE_DROP_WAIT_FOR_RETENTION_PERIOD``).
+
+    Attributes:
+        feature: the feature's name.
+        version: the newest version that uses it.
+        retry_after_ms: when (milliseconds since the epoch) ``drop_feature(...,
+            truncate_history=True)`` will succeed, if nothing uses the feature again.
+    """
+
+    def __init__(self, message: str, feature: str, version: int, retry_after_ms: int) -> None:
+        super().__init__(message)
+        self.feature = feature
+        self.version = version
+        self.retry_after_ms = retry_after_ms
+
+
 class InvalidArgumentError(DeltaError, ValueError):
     """An argument deltalog cannot honour: a malformed SQL expression, an unknown column, data
     that does not fit the table's schema, a write the table's rules forbid (append-only, NOT

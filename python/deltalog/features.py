@@ -18,11 +18,12 @@ Sources (section names are those of the documents in ``shared/spec``):
 
 ``typeWidening`` and ``variantType`` (and their ``-preview`` names) are not described by the
 stored spec; they are registered as reader-writer features, as the upstream Delta protocol defines
-them, so that deltalog can name them instead of calling them unknown. ``typeWidening`` can be
-read (files written before a widening are read as the wider type: integer widening, float and
-integers to double, decimal widening, date to timestamp_ntz); ``variantType`` is read unshredded
-(a column of Arrow extension ``arrow.parquet.variant``: ``struct<metadata: binary, value:
-binary>`` in the Parquet variant encoding), not written.
+them, so that deltalog can name them instead of calling them unknown. ``typeWidening`` is read
+(files written before a widening are read as the wider type: integer widening, float and integers
+to double, decimal widening, date to timestamp_ntz) and written (``alter.change_column_type``
+records ``delta.typeChanges``; ``alter.drop_feature`` rewrites the narrower files and removes it);
+``variantType`` is read unshredded (a column of Arrow extension ``arrow.parquet.variant``:
+``struct<metadata: binary, value: binary>`` in the Parquet variant encoding), not written.
 """
 
 from __future__ import annotations
@@ -270,7 +271,8 @@ _REGISTRY: tuple[TableFeature, ...] = (
         read_supported=True,
         write_supported=True,
     ),
-    # deltalog writes no checkpoints yet, so it never writes a classic checkpoint to a V2 table.
+    # Active whenever supported. `delta.checkpointPolicy = v2` asks for it (as in Delta Spark:
+    # V2 checkpoints need it), see `features_for_configuration`.
     _reader_writer(
         "v2Checkpoint", "V2 Checkpoint Table Feature", read_supported=True, write_supported=True
     ),
@@ -298,10 +300,14 @@ _REGISTRY: tuple[TableFeature, ...] = (
         requires=("inCommitTimestamps",),
     ),
     # Not in the stored spec (see the module docstring). Both are reader-writer features.
+    # Written by `alter.change_column_type` (the `delta.typeChanges` field metadata) and removed
+    # by `alter.drop_feature`; the `-preview` name (whose changes also carry `tableVersion`) is
+    # read only.
     _reader_writer(
         "typeWidening",
         UPSTREAM_ONLY + "Type Widening",
         read_supported=True,
+        write_supported=True,
         enablement_property="delta.enableTypeWidening",
     ),
     _reader_writer(
@@ -701,6 +707,9 @@ def features_for_configuration(
             continue
         elif _is_true(value):
             needed.add(feature.name)
+    # "V2 Checkpoint Table Feature": the v2 checkpoint policy needs the feature.
+    if str(stored.get("delta.checkpointPolicy", "")).strip().lower() == "v2":
+        needed.add("v2Checkpoint")
     unknown = sorted(n for n in needed if n not in FEATURES)
     if unknown:
         raise UnsupportedFeatureError(

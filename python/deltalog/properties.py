@@ -128,6 +128,12 @@ _REGISTRY: tuple[TableProperty, ...] = (
         "delta.deletedFileRetentionDuration", "an interval", _interval, "Add File and Remove File"
     ),
     TableProperty("delta.checkpointRetentionDuration", "an interval", _interval, _SPARK),
+    TableProperty(
+        "delta.dropFeatureTruncateHistory.retentionDuration",
+        "an interval",
+        _interval,
+        _SPARK + " (DROP FEATURE ... TRUNCATE HISTORY)",
+    ),
     TableProperty("delta.sampleRetentionDuration", "an interval", _interval, _SPARK),
     TableProperty(
         "delta.setTransactionRetentionDuration", "an interval", _interval, "Transaction Identifiers"

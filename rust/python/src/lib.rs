@@ -85,6 +85,9 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(create_checkpoint, m)?)?;
     m.add_function(wrap_pyfunction!(compact_logs, m)?)?;
     m.add_function(wrap_pyfunction!(cleanup_metadata, m)?)?;
+    m.add_function(wrap_pyfunction!(feature_trace, m)?)?;
+    m.add_function(wrap_pyfunction!(truncate_history, m)?)?;
+    m.add_function(wrap_pyfunction!(files_with_narrower_types, m)?)?;
     m.add_function(wrap_pyfunction!(vacuum_plan, m)?)?;
     m.add_function(wrap_pyfunction!(delete_files, m)?)?;
     m.add_function(wrap_pyfunction!(validate_checksum, m)?)?;

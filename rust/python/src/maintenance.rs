@@ -199,3 +199,66 @@ pub(crate) fn validate_checksum(
         deltalog_core::maintenance::version_checksum::validate(&snapshot).await
     })
 }
+
+fn traced_feature(
+    py: Python<'_>,
+    feature: &str,
+) -> PyResult<deltalog_core::maintenance::feature_removal::TracedFeature> {
+    deltalog_core::maintenance::feature_removal::TracedFeature::from_name(feature).ok_or_else(
+        || {
+            to_py_err(
+                py,
+                DeltaError::InvalidArgument(format!(
+                    "DROP FEATURE does not support the feature {feature:?}"
+                )),
+            )
+        },
+    )
+}
+
+/// The newest use of `feature` in the history `snapshot`'s table keeps: `(version,
+/// commit time ms, what)`, or None.
+#[pyfunction]
+pub(crate) fn feature_trace(
+    py: Python<'_>,
+    snapshot: PyRef<'_, RawSnapshot>,
+    feature: &str,
+) -> PyResult<Option<(u64, i64, String)>> {
+    let feature = traced_feature(py, feature)?;
+    let snapshot = snapshot.snapshot.clone();
+    let trace = block_on(py, async move {
+        deltalog_core::maintenance::feature_removal::newest_trace(&snapshot, feature).await
+    })?;
+    Ok(trace.map(|t| (t.version, t.timestamp_ms, t.reason)))
+}
+
+/// Deletes the log files of the versions before `version` (which has a complete checkpoint);
+/// the `_delta_log` names deleted.
+#[pyfunction]
+#[pyo3(signature = (snapshot, version, now_ms=None))]
+pub(crate) fn truncate_history(
+    py: Python<'_>,
+    snapshot: PyRef<'_, RawSnapshot>,
+    version: u64,
+    now_ms: Option<i64>,
+) -> PyResult<Vec<String>> {
+    let snapshot = snapshot.snapshot.clone();
+    let now = now_ms.unwrap_or_else(chrono_now_ms);
+    block_on(py, async move {
+        clear(&snapshot, Maintenance::MetadataCleanup).await?;
+        deltalog_core::maintenance::feature_removal::truncate_history(&snapshot, version, now).await
+    })
+}
+
+/// The active files holding a column in a narrower type than the table's (written before a
+/// type widening).
+#[pyfunction]
+pub(crate) fn files_with_narrower_types(
+    py: Python<'_>,
+    snapshot: PyRef<'_, RawSnapshot>,
+) -> PyResult<Vec<String>> {
+    let snapshot = snapshot.snapshot.clone();
+    block_on(py, async move {
+        deltalog_core::maintenance::feature_removal::files_with_narrower_types(&snapshot).await
+    })
+}

@@ -671,6 +671,8 @@ fn layout_spec(
         "zorder" => LayoutSpec::ZOrder(columns.unwrap_or_default()),
         "cluster" => LayoutSpec::Cluster { full },
         "purge" => LayoutSpec::Purge,
+        // For a REORG of chosen files, `columns` holds their table-relative paths.
+        "rewrite" => LayoutSpec::RewriteFiles(columns.unwrap_or_default()),
         other => {
             return Err(pyo3::exceptions::PyValueError::new_err(format!(
                 "unknown OPTIMIZE layout {other:?}"

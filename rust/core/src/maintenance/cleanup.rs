@@ -44,7 +44,10 @@ pub fn cleanup_enabled(snapshot: &Snapshot) -> bool {
 }
 
 /// The commit timestamps cleanup compares with the cutoff, ascending by version.
-async fn commit_times(snapshot: &Snapshot, listing: &LogListing) -> DeltaResult<Vec<(u64, i64)>> {
+pub(crate) async fn commit_times(
+    snapshot: &Snapshot,
+    listing: &LogListing,
+) -> DeltaResult<Vec<(u64, i64)>> {
     let times = crate::log::timeline::monotonic_file_times(listing);
     let config = snapshot.configuration();
     let Some(ict) = crate::log::timeline::ict_settings(&config) else {
@@ -132,8 +135,8 @@ async fn cleanup_versions(
     else {
         return Ok(Vec::new());
     };
-    let checkpoints = listing.complete_checkpoints();
-    let Some(cutoff_checkpoint) = checkpoints
+    let Some(cutoff_checkpoint) = listing
+        .complete_checkpoints()
         .iter()
         .filter(|c| c.version <= cutoff_commit)
         .map(|c| c.version)
@@ -141,7 +144,30 @@ async fn cleanup_versions(
     else {
         return Ok(Vec::new());
     };
+    delete_before_checkpoint(storage, &listing, cutoff_checkpoint, midnight).await
+}
 
+/// Deletes the log files of the versions before `version`, which has a complete checkpoint
+/// (commits, checkpoints, checksums, compactions starting at or before it, staged commits up
+/// to it, sidecars no remaining checkpoint references once a day old, dead writers' temporary
+/// files); returns the `_delta_log`-relative names deleted. DROP FEATURE's history truncation.
+pub(crate) async fn delete_before(
+    snapshot: &Snapshot,
+    listing: &LogListing,
+    version: u64,
+    now_ms: i64,
+) -> DeltaResult<Vec<String>> {
+    let midnight = now_ms.div_euclid(DAY_MS) * DAY_MS;
+    delete_before_checkpoint(snapshot.storage(), listing, version, midnight).await
+}
+
+async fn delete_before_checkpoint(
+    storage: &Storage,
+    listing: &LogListing,
+    cutoff_checkpoint: u64,
+    midnight: i64,
+) -> DeltaResult<Vec<String>> {
+    let checkpoints = listing.complete_checkpoints();
     // Everything else in `_delta_log`, with its kind.
     let all: Vec<ObjectMeta> = storage.list_log(None).await?;
     let mut doomed: Vec<(String, ObjectMeta)> = Vec::new();

@@ -9,6 +9,8 @@
 //! - [`checkpoint`]: classic and V2 checkpoints, sidecars, `_last_checkpoint`;
 //! - [`compaction`]: log compaction files;
 //! - [`cleanup`]: metadata cleanup (expired commits, checkpoints, sidecars);
+//! - [`feature_removal`]: where the kept history uses a table feature, and history truncation
+//!   (DROP FEATURE);
 //! - [`vacuum`]: data, DV and change data files no version in the retention window needs;
 //! - [`version_checksum`]: `<v>.crc` files.
 
@@ -17,6 +19,7 @@ pub mod checkpoint;
 pub mod checkpoint_rows;
 pub mod cleanup;
 pub mod compaction;
+pub mod feature_removal;
 pub mod intervals;
 pub mod sink;
 pub mod vacuum;

@@ -129,6 +129,8 @@ enum Layout {
     BinPack,
     /// Files with deletion vectors rewritten (REORG PURGE).
     Purge,
+    /// These files (table-relative, decoded paths) rewritten, bin-packed.
+    Rewrite(HashSet<String>),
     /// Every file of each partition, rows sorted along the curve of these columns (logical,
     /// top-level).
     ZOrder(Vec<String>),
@@ -160,7 +162,7 @@ fn by_partition(tasks: Vec<FileTask>) -> Vec<Vec<FileTask>> {
 /// bytes, in log order. Candidates: files with a deletion vector, and (unless `purge_only`)
 /// files smaller than `target`. A bin of one file without a deletion vector would rewrite it
 /// as it is, so it is dropped.
-fn plan(tasks: Vec<FileTask>, target: u64, purge_only: bool) -> Vec<PartitionPlan> {
+fn plan(tasks: Vec<FileTask>, target: u64, layout: &Layout) -> Vec<PartitionPlan> {
     let mut plans = Vec::new();
     for files in by_partition(tasks) {
         let mut bins: Vec<Vec<FileTask>> = Vec::new();
@@ -168,7 +170,12 @@ fn plan(tasks: Vec<FileTask>, target: u64, purge_only: bool) -> Vec<PartitionPla
         let mut current_size = 0u64;
         for task in files {
             let size = task.size.unwrap_or(0);
-            let candidate = task.deletion_vector.is_some() || (!purge_only && size < target);
+            let dv = task.deletion_vector.is_some();
+            let candidate = match layout {
+                Layout::Purge => dv,
+                Layout::Rewrite(paths) => paths.contains(&task.path),
+                _ => dv || size < target,
+            };
             if !candidate {
                 continue;
             }
@@ -182,7 +189,10 @@ fn plan(tasks: Vec<FileTask>, target: u64, purge_only: bool) -> Vec<PartitionPla
         if !current.is_empty() {
             bins.push(current);
         }
-        bins.retain(|b| b.len() > 1 || b.iter().any(|t| t.deletion_vector.is_some()));
+        // Compaction leaves a lone file without deletion vector as it is.
+        if matches!(layout, Layout::BinPack) {
+            bins.retain(|b| b.len() > 1 || b.iter().any(|t| t.deletion_vector.is_some()));
+        }
         if !bins.is_empty() {
             plans.push(PartitionPlan { bins });
         }
@@ -540,6 +550,10 @@ pub enum LayoutSpec {
     Cluster { full: bool },
     /// REORG ... APPLY (PURGE): the files with deletion vectors.
     Purge,
+    /// A REORG of these files (table-relative paths, as `add.path` decoded): rewritten with
+    /// the table's current schema, as DROP FEATURE typeWidening does with the files written
+    /// before a type change.
+    RewriteFiles(Vec<String>),
 }
 
 /// The layout `spec` asks of `snapshot`'s table, its columns checked.
@@ -552,6 +566,7 @@ fn resolve(snapshot: &Snapshot, spec: &LayoutSpec) -> DeltaResult<Layout> {
         },
         LayoutSpec::Compact => Layout::BinPack,
         LayoutSpec::Purge => Layout::Purge,
+        LayoutSpec::RewriteFiles(paths) => Layout::Rewrite(paths.iter().cloned().collect()),
         LayoutSpec::Cluster { .. } if clustering.is_empty() => {
             return Err(DeltaError::InvalidArgument(
                 "the table is not clustered (it has no clustering columns; spec \"Clustered \
@@ -680,7 +695,7 @@ pub fn plan_units(
         .plans
         .into_iter()
         .flat_map(|p| match layout {
-            Layout::BinPack | Layout::Purge => p.bins,
+            Layout::BinPack | Layout::Purge | Layout::Rewrite(_) => p.bins,
             _ => vec![p.bins.into_iter().flatten().collect()],
         })
         .map(|unit| unit.into_iter().map(|t| t.path).collect())
@@ -839,8 +854,7 @@ fn plan_run(
         ..Default::default()
     };
     let plans: Vec<PartitionPlan> = match layout {
-        Layout::BinPack => plan(tasks, target, false),
-        Layout::Purge => plan(tasks, target, true),
+        Layout::BinPack | Layout::Purge | Layout::Rewrite(_) => plan(tasks, target, layout),
         Layout::ZOrder(_) => by_partition(tasks)
             .into_iter()
             .map(|files| PartitionPlan { bins: vec![files] })
@@ -915,7 +929,7 @@ async fn rewrite_plans(
         .max(1);
     let curve_columns = match &layout {
         Layout::ZOrder(columns) | Layout::Cluster { columns, .. } => Some(columns.clone()),
-        Layout::BinPack | Layout::Purge => None,
+        Layout::BinPack | Layout::Purge | Layout::Rewrite(_) => None,
     };
     let results: Vec<(Vec<Value>, u64, u64)> = match &curve_columns {
         None => {
@@ -1015,7 +1029,7 @@ async fn commit_results(
         .as_ref()
         .map(|t| format!("[{t:?}]"))
         .unwrap_or_else(|| "[]".into()));
-    let operation = if matches!(layout, Layout::Purge) {
+    let operation = if matches!(layout, Layout::Purge | Layout::Rewrite(_)) {
         "REORG"
     } else {
         "OPTIMIZE"
@@ -1033,6 +1047,7 @@ async fn commit_results(
     let names = |c: &[String]| json!(serde_json::to_string(c).unwrap_or_default());
     txn = match &layout {
         Layout::Purge => txn.with_parameter("applyPurge", json!(true)),
+        Layout::Rewrite(_) => txn.with_parameter("applyPurge", json!(false)),
         Layout::Cluster { columns, full } => txn
             .with_parameter("targetSize", json!(target.to_string()))
             .with_parameter("zOrderBy", json!("[]"))
@@ -1103,7 +1118,7 @@ mod tests {
         ];
         // a: [a1, a2] (80), then [a3, a4] (50); the 100-byte file stays; b: [b1, b2].
         assert_eq!(
-            names(&plan(tasks, 100, false)),
+            names(&plan(tasks, 100, &Layout::BinPack)),
             vec![
                 vec![vec!["a1", "a2"], vec!["a3", "a4"]],
                 vec![vec!["b1", "b2"]]
@@ -1118,6 +1133,28 @@ mod tests {
             task("dv", "b", 500, true),
             task("fine", "c", 500, false),
         ];
-        assert_eq!(names(&plan(tasks, 100, false)), vec![vec![vec!["dv"]]]);
+        assert_eq!(
+            names(&plan(tasks.clone(), 100, &Layout::BinPack)),
+            vec![vec![vec!["dv"]]]
+        );
+        assert_eq!(
+            names(&plan(tasks, 100, &Layout::Purge)),
+            vec![vec![vec!["dv"]]]
+        );
+    }
+
+    #[test]
+    fn a_rewrite_takes_exactly_the_files_named_alone_or_not() {
+        let tasks = vec![
+            task("alone", "a", 10, false),
+            task("big", "b", 500, false),
+            task("other", "b", 10, true),
+            task("small", "b", 10, false),
+        ];
+        let chosen = Layout::Rewrite(["alone", "big", "small"].map(String::from).into());
+        assert_eq!(
+            names(&plan(tasks, 100, &chosen)),
+            vec![vec![vec!["alone"]], vec![vec!["big"], vec!["small"]]]
+        );
     }
 }
