@@ -196,3 +196,100 @@ def test_refusals(tmp_path: Path) -> None:
     with pytest.raises(InvalidArgumentError, match="does not support 'rowTracking'"):
         t.alter.drop_feature("rowTracking")
     assert dl.DeltaTable(str(tmp_path)).version() == version
+
+
+def mapped(path: Path) -> dl.DeltaTable:
+    """A column-mapped, partitioned table whose logical names differ from the physical ones
+    (a renamed column and a nested field), with a dropped column still in the files and a
+    deletion vector."""
+    data = pa.table(
+        {
+            "id": pa.array(range(6), pa.int64()),
+            "info": pa.array([{"a": i, "b": f"x{i}"} for i in range(6)]),
+            "gone": [f"g{i}" for i in range(6)],
+            "part": ["p", "q"] * 3,
+        }
+    )
+    dl.write_table(
+        str(path),
+        data,
+        partition_by=["part"],
+        configuration={"delta.columnMapping.mode": "name", "delta.enableDeletionVectors": "true"},
+    )
+    t = dl.DeltaTable(str(path))
+    t.alter.rename_column("info.b", "label")
+    t.alter.rename_column("part", "region")
+    t.alter.drop_columns("gone")
+    t.delete("id = 4")
+    return dl.DeltaTable(str(path))
+
+
+def test_column_mapping_is_removed_by_rewriting_every_file(tmp_path: Path) -> None:
+    t = mapped(tmp_path)
+    expected = ours(tmp_path)
+    assert [r["info"] for r in expected][:2] == [{"a": 0, "label": "x0"}, {"a": 1, "label": "x1"}]
+    with pytest.raises(FeatureDropWaitError, match=r"columnMapping\.mode is name"):
+        t.alter.drop_feature("columnMapping")
+    t = dl.DeltaTable(str(tmp_path))
+    assert t.column_mapping_mode() == "none"
+    assert t.history(1)[0]["operation"] == "REMOVE COLUMN MAPPING"
+    schema = t._raw.metadata()["schema_string"]
+    assert "columnMapping" not in schema
+    assert "delta.columnMapping.maxColumnId" not in t.metadata().configuration
+    assert ours(tmp_path) == expected
+    # The files now hold the logical names (read directly with pyarrow), without the dropped
+    # column, and the partition values are keyed by the logical name.
+    adds = t.get_add_actions()
+    paths = adds.column("path").to_pylist()
+    for path, values in zip(paths, adds.column("partition_values").to_pylist(), strict=True):
+        assert pq.read_schema(tmp_path / path).names == ["id", "info"]
+        assert [k for k, _ in values] == ["region"]
+    assert pq.read_schema(tmp_path / adds.column("path")[0].as_py()).field("info").type == (
+        pa.struct([("a", pa.int64()), ("label", pa.string())])
+    )
+
+    t.alter.set_properties(NO_WAIT)
+    t.alter.drop_feature("columnMapping", truncate_history=True)
+    t = dl.DeltaTable(str(tmp_path))
+    assert "columnMapping" not in all_features(t)
+    assert ours(tmp_path) == expected
+    assert theirs(tmp_path) == expected
+    # deltalake's pyarrow reader reads column-mapped tables as nulls (and refuses deletion
+    # vectors); this one it reads right.
+    t.alter.drop_feature("deletionVectors", truncate_history=True)
+    assert all_features(dl.DeltaTable(str(tmp_path))) <= {"appendOnly", "invariants"}
+    their_rows = deltalake.DeltaTable(str(tmp_path)).to_pyarrow_table().sort_by("id").to_pylist()
+    assert their_rows == expected
+
+
+def test_unsetting_column_mapping_conflicts_with_a_concurrent_write(tmp_path: Path) -> None:
+    t = mapped(tmp_path)
+    version = t.version()
+    dl.write_table(
+        str(tmp_path),
+        pa.table({"id": [10], "info": [{"a": 10, "label": "new"}], "region": ["p"]}),
+        mode="append",
+    )
+    with pytest.raises(dl.CommitConflictError):
+        t.alter.set_properties({"delta.columnMapping.mode": "none"})
+    t = dl.DeltaTable(str(tmp_path))
+    assert t.version() == version + 1
+    assert t.column_mapping_mode() == "name"
+    # Retried on the new version, it lands, and keeps every row.
+    t.alter.set_properties({"delta.columnMapping.mode": "none"})
+    t = dl.DeltaTable(str(tmp_path))
+    assert t.column_mapping_mode() == "none"
+    assert [r["id"] for r in ours(tmp_path)] == [0, 1, 2, 3, 5, 10]
+    assert theirs(tmp_path) == ours(tmp_path)
+
+
+def test_an_empty_table_loses_column_mapping_too(tmp_path: Path) -> None:
+    dl.write_table(
+        str(tmp_path), rows().slice(0, 0), configuration={"delta.columnMapping.mode": "name"}
+    )
+    t = dl.DeltaTable(str(tmp_path))
+    t.alter.set_properties({"delta.columnMapping.mode": "none"})
+    t = dl.DeltaTable(str(tmp_path))
+    assert t.column_mapping_mode() == "none"
+    dl.write_table(str(tmp_path), rows(), mode="append")
+    assert theirs(tmp_path) == ours(tmp_path) == rows().to_pylist()

@@ -324,8 +324,10 @@ def optimize(
 ) -> dict[str, Any]:
     """OPTIMIZE of the snapshot's table, committed as the next version. ``layout``:
     ``compact`` (bin-packing; clustering on a clustered table), ``zorder`` (by ``columns``),
-    ``cluster`` (``full`` reclusters every file), ``purge`` (REORG PURGE) or ``rewrite`` (a
-    REORG of the files whose table-relative paths ``columns`` holds). deltalake's
+    ``cluster`` (``full`` reclusters every file), ``purge`` (REORG PURGE), ``rewrite`` (a
+    REORG of the files whose table-relative paths ``columns`` holds) or ``unmap`` (every file
+    rewritten with logical names, committed with the metadata without column mapping).
+    deltalake's
     metrics, ``version`` None when nothing was rewritten, plus ``numRows`` and
     ``spilledBytes``."""
 

@@ -47,6 +47,7 @@ _DROPPABLE = frozenset(
         "typeWidening",
         "typeWidening-preview",
         "vacuumProtocolCheck",
+        "columnMapping",
     }
 )
 _TRUNCATE_RETENTION = "delta.dropFeatureTruncateHistory.retentionDuration"
@@ -223,11 +224,23 @@ class TableAlterer:
         schema_string = None
         current_mode = self._table.column_mapping_mode()
         new_mode = str(stored.get("delta.columnMapping.mode", current_mode)).strip().lower()
+        if new_mode != current_mode and new_mode == "none":
+            if len(stored) != 1 or wanted - {"columnMapping"}:
+                raise InvalidArgumentError(
+                    "removing column mapping rewrites every file: set delta.columnMapping.mode "
+                    "to none on its own"
+                )
+            # As in Delta Spark: every file is rewritten with the logical column names, in one
+            # commit with the metadata (the feature stays; drop_feature removes it).
+            metrics = self._table.optimize._run("unmap", None, None, None, commit_properties)
+            version: int = metrics["version"]
+            return version
         if new_mode != current_mode:
             if current_mode != "none" or new_mode != "name":
                 raise InvalidArgumentError(
                     f"column mapping mode cannot change from {current_mode!r} to {new_mode!r} "
-                    "(an existing table can only go from 'none' to 'name', as in Delta Spark)"
+                    "(an existing table can go from 'none' to 'name' and from either to "
+                    "'none', as in Delta Spark)"
                 )
             # "Column Mapping": every column gets an id and a physical name; existing columns
             # keep their names as physical names, so the files need no rewrite.
@@ -461,7 +474,9 @@ class TableAlterer:
         1. Their uses in the current version are removed, in commits of their own:
            ``deletionVectors``: ``delta.enableDeletionVectors`` set to false and every
            deletion vector purged (REORG PURGE); ``v2Checkpoint``: ``delta.checkpointPolicy``
-           set to ``classic``; ``typeWidening``: the files written before a type change
+           set to ``classic``; ``columnMapping``: every file rewritten with the logical
+           column names, committed with the metadata without column mapping (mode ``none``);
+           ``typeWidening``: the files written before a type change
            rewritten (REORG), then the ``delta.typeChanges`` metadata removed and
            ``delta.enableTypeWidening`` set to false; ``vacuumProtocolCheck`` has none.
         2. The protocol loses the feature once the history no longer uses it. Without
@@ -478,7 +493,8 @@ class TableAlterer:
 
         Raises:
             InvalidArgumentError: the table does not have the feature, another feature needs
-                it, DROP FEATURE does not support it (``columnMapping`` and the others), a
+                it (``icebergCompatV2`` needs ``columnMapping``), DROP FEATURE does not support
+                it (``rowTracking``, ``domainMetadata`` and the others), a
                 CHECK constraint remains, or the table is catalog-managed.
             FeatureDropWaitError: the history still uses the feature (see above).
         """
@@ -582,6 +598,9 @@ class TableAlterer:
             adds = table.get_add_actions(flatten=True)
             if adds.column("deletion_vector.storage_type").null_count < adds.num_rows:
                 table.optimize.purge_deletion_vectors(commit_properties=commit_properties)
+        elif name == "columnMapping":
+            if table.column_mapping_mode() != "none":
+                table.optimize._run("unmap", None, None, None, commit_properties)
         elif name == "v2Checkpoint":
             if str(config.get("delta.checkpointPolicy", "classic")).strip().lower() == "v2":
                 self.set_properties({"delta.checkpointPolicy": "classic"}, commit_properties)

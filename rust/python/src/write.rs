@@ -673,6 +673,7 @@ fn layout_spec(
         "purge" => LayoutSpec::Purge,
         // For a REORG of chosen files, `columns` holds their table-relative paths.
         "rewrite" => LayoutSpec::RewriteFiles(columns.unwrap_or_default()),
+        "unmap" => LayoutSpec::RemoveColumnMapping,
         other => {
             return Err(pyo3::exceptions::PyValueError::new_err(format!(
                 "unknown OPTIMIZE layout {other:?}"

@@ -15,6 +15,7 @@ use arrow::array::{make_array, Array, ArrayData, RecordBatch, RecordBatchOptions
 use arrow::datatypes::{DataType, Field, FieldRef, Fields, Schema, SchemaRef};
 
 use crate::error::{DeltaError, DeltaResult};
+use crate::model::Metadata;
 use crate::schema::{
     ColumnMappingMode, COLUMN_ID_KEY, COLUMN_MAPPING_MODE_KEY, PARQUET_FIELD_ID_KEY,
     PHYSICAL_NAME_KEY,
@@ -325,6 +326,51 @@ pub fn to_physical(batch: &RecordBatch, physical: &SchemaRef) -> DeltaResult<Rec
         columns,
         &options,
     )?)
+}
+
+/// The table's metadata without column mapping: mode `none`, no `maxColumnId`, and no column
+/// ids, physical names or nested ids in the schema (DROP FEATURE columnMapping; the files must
+/// be rewritten with the logical names in the same commit).
+pub fn without_column_mapping(snapshot: &crate::snapshot::Snapshot) -> DeltaResult<Metadata> {
+    if snapshot.column_mapping_mode()? == ColumnMappingMode::None {
+        return Err(DeltaError::InvalidArgument(
+            "the table does not use column mapping (delta.columnMapping.mode is none)".into(),
+        ));
+    }
+    let metadata = snapshot.metadata()?.clone();
+    let text = metadata.schema_string.clone().unwrap_or_default();
+    let mut schema: serde_json::Value = serde_json::from_str(&text).map_err(|e| {
+        DeltaError::corrupt("schemaString", Some(snapshot.version()), e.to_string())
+    })?;
+    strip_mapping(&mut schema);
+    let mut configuration = metadata.configuration.clone();
+    configuration.insert(COLUMN_MAPPING_MODE_KEY.to_string(), "none".to_string());
+    configuration.remove(MAX_COLUMN_ID);
+    Ok(Metadata {
+        schema_string: Some(schema.to_string()),
+        configuration,
+        ..metadata
+    })
+}
+
+/// Removes the column mapping keys from every field's metadata, at any depth.
+fn strip_mapping(value: &mut serde_json::Value) {
+    match value {
+        serde_json::Value::Object(map) => {
+            if let Some(serde_json::Value::Object(meta)) = map.get_mut("metadata") {
+                meta.retain(|k, _| {
+                    !k.starts_with("delta.columnMapping.") && k != PARQUET_FIELD_ID_KEY
+                });
+            }
+            for (key, child) in map.iter_mut() {
+                if key != "metadata" {
+                    strip_mapping(child);
+                }
+            }
+        }
+        serde_json::Value::Array(items) => items.iter_mut().for_each(strip_mapping),
+        _ => {}
+    }
 }
 
 #[cfg(test)]

@@ -131,6 +131,9 @@ enum Layout {
     Purge,
     /// These files (table-relative, decoded paths) rewritten, bin-packed.
     Rewrite(HashSet<String>),
+    /// Every file rewritten under this snapshot, the table's without column mapping: its
+    /// metadata is committed with the new files.
+    Unmap(Box<Snapshot>),
     /// Every file of each partition, rows sorted along the curve of these columns (logical,
     /// top-level).
     ZOrder(Vec<String>),
@@ -174,6 +177,7 @@ fn plan(tasks: Vec<FileTask>, target: u64, layout: &Layout) -> Vec<PartitionPlan
             let candidate = match layout {
                 Layout::Purge => dv,
                 Layout::Rewrite(paths) => paths.contains(&task.path),
+                Layout::Unmap(_) => true,
                 _ => dv || size < target,
             };
             if !candidate {
@@ -223,11 +227,14 @@ fn clustering_providers(snapshot: &Snapshot) -> DeltaResult<HashMap<String, Stri
 /// Compacts one partition's bins through one rewriter; its actions and the rows written.
 async fn rewrite_partition(
     snapshot: &Snapshot,
+    write: &Snapshot,
     spec: Arc<ReadSpec>,
     partition: PartitionPlan,
     target: u64,
 ) -> DeltaResult<(Vec<Value>, u64, u64)> {
-    let mut rewriter = Rewriter::try_new(snapshot, Some(target))?;
+    // Files are read as `snapshot` has them and written as `write` says (the same table but
+    // for column mapping removal).
+    let mut rewriter = Rewriter::try_new(write, Some(target))?;
     rewriter.set_rearranging();
     let storage = snapshot.storage().clone();
     let tasks: Vec<FileTask> = partition.bins.into_iter().flatten().collect();
@@ -554,6 +561,9 @@ pub enum LayoutSpec {
     /// the table's current schema, as DROP FEATURE typeWidening does with the files written
     /// before a type change.
     RewriteFiles(Vec<String>),
+    /// Every file rewritten with the logical column names, and the metadata without column
+    /// mapping committed with them (mode `none`): DROP FEATURE columnMapping's first step.
+    RemoveColumnMapping,
 }
 
 /// The layout `spec` asks of `snapshot`'s table, its columns checked.
@@ -567,6 +577,10 @@ fn resolve(snapshot: &Snapshot, spec: &LayoutSpec) -> DeltaResult<Layout> {
         LayoutSpec::Compact => Layout::BinPack,
         LayoutSpec::Purge => Layout::Purge,
         LayoutSpec::RewriteFiles(paths) => Layout::Rewrite(paths.iter().cloned().collect()),
+        LayoutSpec::RemoveColumnMapping => {
+            let metadata = crate::write::mapping::without_column_mapping(snapshot)?;
+            Layout::Unmap(Box::new(snapshot.with_metadata(metadata)))
+        }
         LayoutSpec::Cluster { .. } if clustering.is_empty() => {
             return Err(DeltaError::InvalidArgument(
                 "the table is not clustered (it has no clustering columns; spec \"Clustered \
@@ -644,7 +658,8 @@ pub async fn optimize(
     let layout = resolve(snapshot, spec)?;
     let planned = plan_run(snapshot, &options, &layout)?;
     let metrics = planned.metrics.clone();
-    if planned.plans.is_empty() {
+    // Column mapping removal commits its metadata even when there is no file to rewrite.
+    if planned.plans.is_empty() && !matches!(layout, Layout::Unmap(_)) {
         return Ok(metrics);
     }
     let results = rewrite_plans(snapshot, &options, &layout, planned.plans, planned.target).await?;
@@ -695,7 +710,7 @@ pub fn plan_units(
         .plans
         .into_iter()
         .flat_map(|p| match layout {
-            Layout::BinPack | Layout::Purge | Layout::Rewrite(_) => p.bins,
+            Layout::BinPack | Layout::Purge | Layout::Rewrite(_) | Layout::Unmap(_) => p.bins,
             _ => vec![p.bins.into_iter().flatten().collect()],
         })
         .map(|unit| unit.into_iter().map(|t| t.path).collect())
@@ -854,7 +869,9 @@ fn plan_run(
         ..Default::default()
     };
     let plans: Vec<PartitionPlan> = match layout {
-        Layout::BinPack | Layout::Purge | Layout::Rewrite(_) => plan(tasks, target, layout),
+        Layout::BinPack | Layout::Purge | Layout::Rewrite(_) | Layout::Unmap(_) => {
+            plan(tasks, target, layout)
+        }
         Layout::ZOrder(_) => by_partition(tasks)
             .into_iter()
             .map(|files| PartitionPlan { bins: vec![files] })
@@ -929,12 +946,16 @@ async fn rewrite_plans(
         .max(1);
     let curve_columns = match &layout {
         Layout::ZOrder(columns) | Layout::Cluster { columns, .. } => Some(columns.clone()),
-        Layout::BinPack | Layout::Purge | Layout::Rewrite(_) => None,
+        Layout::BinPack | Layout::Purge | Layout::Rewrite(_) | Layout::Unmap(_) => None,
     };
     let results: Vec<(Vec<Value>, u64, u64)> = match &curve_columns {
         None => {
+            let write = match layout {
+                Layout::Unmap(unmapped) => unmapped.as_ref(),
+                _ => snapshot,
+            };
             futures::stream::iter(plans)
-                .map(|partition| rewrite_partition(snapshot, all.clone(), partition, target))
+                .map(|partition| rewrite_partition(snapshot, write, all.clone(), partition, target))
                 .buffer_unordered(concurrency)
                 .try_collect()
                 .await?
@@ -1029,16 +1050,32 @@ async fn commit_results(
         .as_ref()
         .map(|t| format!("[{t:?}]"))
         .unwrap_or_else(|| "[]".into()));
-    let operation = if matches!(layout, Layout::Purge | Layout::Rewrite(_)) {
-        "REORG"
-    } else {
-        "OPTIMIZE"
+    let (operation, isolation) = match layout {
+        Layout::Purge | Layout::Rewrite(_) => ("REORG", Isolation::Rearranges),
+        // Files written concurrently would hold the mapped names the new metadata no longer
+        // knows: any concurrent file change conflicts.
+        Layout::Unmap(unmapped) => {
+            let mut head = vec![unmapped.metadata()?.to_action()];
+            let clustering = crate::write::clustering::logical_clustering_columns(snapshot)?;
+            if !clustering.is_empty() {
+                // "Clustered Table": the domain names the columns by their physical names,
+                // which are now the logical ones.
+                head.push(json!({"domainMetadata": {
+                    "domain": crate::write::clustering::CLUSTERING_DOMAIN,
+                    "configuration": json!({"clusteringColumns": clustering}).to_string(),
+                    "removed": false,
+                }}));
+            }
+            actions.splice(0..0, head);
+            ("REMOVE COLUMN MAPPING", Isolation::RewritesAll)
+        }
+        _ => ("OPTIMIZE", Isolation::Rearranges),
     };
     let mut txn = Transaction::new(
         snapshot.storage().clone(),
         Some(snapshot.version()),
         operation,
-        Isolation::Rearranges,
+        isolation,
     )
     .with_read_files(read)
     .with_commit_info(commit_info)
@@ -1048,6 +1085,7 @@ async fn commit_results(
     txn = match &layout {
         Layout::Purge => txn.with_parameter("applyPurge", json!(true)),
         Layout::Rewrite(_) => txn.with_parameter("applyPurge", json!(false)),
+        Layout::Unmap(_) => txn,
         Layout::Cluster { columns, full } => txn
             .with_parameter("targetSize", json!(target.to_string()))
             .with_parameter("zOrderBy", json!("[]"))

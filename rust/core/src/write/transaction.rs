@@ -54,6 +54,9 @@ pub enum Isolation {
     /// concurrent removal of one of those files conflicts; concurrent appends and other new
     /// files land (Delta Spark's OPTIMIZE conflict rule).
     Rearranges,
+    /// Rewrites every file in a new form (column mapping removal): any concurrent add or
+    /// remove conflicts, even one that changes no data.
+    RewritesAll,
 }
 
 /// A transaction started from version `read_version` (`None`: creating the table).
@@ -635,6 +638,13 @@ impl Transaction {
             };
             if self.isolation == Isolation::BlindAppend {
                 continue;
+            }
+            if self.isolation == Isolation::RewritesAll
+                && (action(value, "add").is_some() || action(value, "remove").is_some())
+            {
+                return Err(conflict(
+                    "it changed data files while every file was being rewritten".into(),
+                ));
             }
             match &self.read_files {
                 None => {
