@@ -45,7 +45,6 @@ _DROPPABLE = frozenset(
         "deletionVectors",
         "v2Checkpoint",
         "typeWidening",
-        "typeWidening-preview",
         "vacuumProtocolCheck",
         "columnMapping",
     }
@@ -604,7 +603,7 @@ class TableAlterer:
         elif name == "v2Checkpoint":
             if str(config.get("delta.checkpointPolicy", "classic")).strip().lower() == "v2":
                 self.set_properties({"delta.checkpointPolicy": "classic"}, commit_properties)
-        elif name in ("typeWidening", "typeWidening-preview"):
+        elif name == "typeWidening":
             narrow = _native.files_with_narrower_types(table._raw)
             if narrow:
                 table.optimize._run("rewrite", None, None, None, commit_properties, narrow)

@@ -145,20 +145,30 @@ pub async fn newest_trace(
 ) -> DeltaResult<Option<Trace>> {
     let storage = snapshot.storage();
     let listing = LogListing::list(storage, None).await?;
-    let times = crate::maintenance::cleanup::commit_times(snapshot, &listing).await?;
-    let time_of = |version: u64| {
-        times
-            .iter()
-            .find(|(v, _)| *v == version)
-            .map(|(_, t)| *t)
-            .unwrap_or(0)
-    };
+    let times: std::collections::HashMap<u64, i64> =
+        crate::maintenance::cleanup::commit_times(snapshot, &listing)
+            .await?
+            .into_iter()
+            .collect();
     let commits = listing.commits();
     let checkpoints: Vec<CheckpointFiles> = listing
         .complete_checkpoints()
         .into_iter()
         .filter(|c| c.version <= snapshot.version())
         .collect();
+    // A version whose commit file is gone (only its checkpoint is left) is dated by the
+    // checkpoint's file.
+    let time_of = |version: u64| {
+        times.get(&version).copied().unwrap_or_else(|| {
+            checkpoints
+                .iter()
+                .filter(|c| c.version == version)
+                .flat_map(|c| c.parts.iter())
+                .map(|p| p.meta.last_modified.timestamp_millis())
+                .max()
+                .unwrap_or(0)
+        })
+    };
     // The oldest version a reader can load: version 0 while its commit exists, else the
     // oldest complete checkpoint.
     let oldest = if commits.contains_key(&0) {
