@@ -293,3 +293,25 @@ def test_an_empty_table_loses_column_mapping_too(tmp_path: Path) -> None:
     assert t.column_mapping_mode() == "none"
     dl.write_table(str(tmp_path), rows(), mode="append")
     assert theirs(tmp_path) == ours(tmp_path) == rows().to_pylist()
+
+
+def test_a_clustered_table_keeps_its_clustering_columns_without_column_mapping(
+    tmp_path: Path,
+) -> None:
+    dl.write_table(
+        str(tmp_path),
+        pa.table({"id": list(range(20)), "k": [i % 5 for i in range(20)]}),
+        configuration={"delta.columnMapping.mode": "name"},
+    )
+    t = dl.DeltaTable(str(tmp_path))
+    t.alter.cluster_by(["k"])
+    t.alter.rename_column("k", "kind")
+    # The clustering domain names the physical column, not "k" or "kind".
+    assert "kind" not in t.domain_metadata()["delta.clustering"]
+    t.alter.set_properties({"delta.columnMapping.mode": "none"})
+    t = dl.DeltaTable(str(tmp_path))
+    assert json.loads(t.domain_metadata()["delta.clustering"]) == {"clusteringColumns": ["kind"]}
+    assert t.clustering_columns() == ["kind"]
+    t.optimize.compact(full=True)
+    assert theirs(tmp_path) == ours(tmp_path)
+    assert len(ours(tmp_path)) == 20

@@ -162,9 +162,10 @@ fn by_partition(tasks: Vec<FileTask>) -> Vec<Vec<FileTask>> {
 }
 
 /// Groups `tasks` by partition and packs the candidates into bins of at most about `target`
-/// bytes, in log order. Candidates: files with a deletion vector, and (unless `purge_only`)
-/// files smaller than `target`. A bin of one file without a deletion vector would rewrite it
-/// as it is, so it is dropped.
+/// bytes, in log order. Candidates: for compaction, files with a deletion vector and files
+/// smaller than `target` (a bin of one file without a deletion vector would rewrite it as it
+/// is, so it is dropped); for a purge, files with a deletion vector; for a REORG of chosen
+/// files, those; for column mapping removal, every file.
 fn plan(tasks: Vec<FileTask>, target: u64, layout: &Layout) -> Vec<PartitionPlan> {
     let mut plans = Vec::new();
     for files in by_partition(tasks) {
