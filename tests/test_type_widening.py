@@ -281,3 +281,26 @@ def test_dropping_the_feature_rewrites_the_narrow_files_and_deltalake_then_reads
     ]
     assert sorted(t.to_pyarrow_table().to_pylist(), key=str) == expected
     assert sorted(theirs(tmp_path), key=str) == expected
+
+
+def test_later_schema_changes_keep_the_type_changes_an_array(tmp_path: Path) -> None:
+    """Schema changes made in the core (ADD COLUMNS, MERGE schema evolution) rewrite the schema
+    through Arrow; ``delta.typeChanges`` must stay a JSON array of objects, as readers parse it."""
+    t = widened(tmp_path)
+    t.alter.add_columns(pa.field("extra", pa.string()))
+    dl.write_table(
+        str(tmp_path),
+        t.to_pyarrow_table().slice(0, 1).append_column("more", pa.array([1])),
+        mode="append",
+        schema_mode="merge",
+    )
+    t = dl.DeltaTable(str(tmp_path))
+    last = (tmp_path / "_delta_log" / f"{t.version():020}.json").read_text().splitlines()
+    meta = next(json.loads(line)["metaData"] for line in last if "metaData" in line)
+    fields = {f["name"]: f for f in json.loads(meta["schemaString"])["fields"]}
+    assert fields["id"]["metadata"]["delta.typeChanges"] == [
+        {"toType": "long", "fromType": "integer"},
+        {"toType": "decimal(22,2)", "fromType": "long"},
+    ]
+    assert fields["tags"]["metadata"]["delta.typeChanges"][0]["fieldPath"] == "element"
+    assert list(fields)[-2:] == ["extra", "more"]

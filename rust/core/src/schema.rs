@@ -25,6 +25,9 @@ use serde_json::{Map, Value};
 
 /// Column metadata key of the physical name ("Column Mapping").
 pub const PHYSICAL_NAME_KEY: &str = "delta.columnMapping.physicalName";
+/// Column metadata key of a field's type changes (upstream "Type Widening": a JSON array of
+/// `{fromType, toType[, fieldPath]}` objects, oldest first).
+pub const TYPE_CHANGES_KEY: &str = "delta.typeChanges";
 /// Column metadata key of the column id ("Column Mapping").
 pub const COLUMN_ID_KEY: &str = "delta.columnMapping.id";
 /// Arrow metadata key the parquet crate uses for field ids.
@@ -368,11 +371,13 @@ fn struct_to_delta(fields: &Fields) -> Result<Value, SchemaError> {
     Ok(Value::Object(s))
 }
 
-/// Column metadata keys whose values the spec defines as JSON numbers, booleans or objects
-/// ("Column Mapping", "Identity Columns", "Writer Requirements for IcebergCompatV2"); every
-/// other key's Arrow metadata value goes back to Delta as a JSON string.
+/// Column metadata keys whose values the spec defines as JSON numbers, booleans, arrays or
+/// objects ("Column Mapping", "Identity Columns", "Writer Requirements for IcebergCompatV2",
+/// and the upstream protocol's "Type Change Metadata", an array of objects); every other key's
+/// Arrow metadata value goes back to Delta as a JSON string.
 const TYPED_METADATA_KEYS: &[&str] = &[
     COLUMN_ID_KEY,
+    TYPE_CHANGES_KEY,
     "delta.columnMapping.nested.ids",
     "parquet.field.nested.ids",
     "delta.identity.start",
@@ -621,6 +626,21 @@ mod tests {
             // Map values are named by their entry field: `s.value.k`.
             assert!(e.0.contains("\"s.") && e.0.contains("k\" and \"s."), "{e}");
         }
+    }
+
+    #[test]
+    fn type_changes_stay_an_array_of_objects_through_arrow() {
+        // A metadata value that is an array must come back as one (Delta Spark reads the
+        // type changes as an array); other keys' values come back as JSON strings.
+        let text = r#"{"type":"struct","fields":[{"name":"a","type":"long","nullable":true,"metadata":{"delta.typeChanges":[{"toType":"long","fromType":"integer"}],"comment":"[1]"}}]}"#;
+        let schema = parse_schema_string(text).unwrap();
+        let back: Value = serde_json::from_str(&arrow_to_schema_string(&schema).unwrap()).unwrap();
+        let meta = &back["fields"][0]["metadata"];
+        assert_eq!(
+            meta["delta.typeChanges"],
+            serde_json::json!([{"toType": "long", "fromType": "integer"}])
+        );
+        assert_eq!(meta["comment"], Value::String("[1]".into()));
     }
 
     #[test]
