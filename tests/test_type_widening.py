@@ -304,3 +304,67 @@ def test_later_schema_changes_keep_the_type_changes_an_array(tmp_path: Path) -> 
     ]
     assert fields["tags"]["metadata"]["delta.typeChanges"][0]["fieldPath"] == "element"
     assert list(fields)[-2:] == ["extra", "more"]
+
+
+def test_schema_evolution_widens_columns_automatically(tmp_path: Path) -> None:
+    """With ``schema_mode="merge"`` on a table that enables type widening, a column the data
+    holds in a wider type takes it (Delta Spark's automatic widenings: integers, float to
+    double, decimals; not integers to decimal or double, and dates to timestamps only where
+    the protocol supports them). Without it, such data is refused."""
+    dl.write_table(
+        str(tmp_path),
+        pa.table(
+            {
+                "i": pa.array([1], pa.int16()),
+                "f": pa.array([1.5], pa.float32()),
+                "d": pa.array([D("1.5")], pa.decimal128(4, 1)),
+                "n": pa.array([7], pa.int32()),
+                "day": pa.array([dt.date(2024, 1, 1)]),
+            }
+        ),
+        configuration={"delta.enableTypeWidening": "true"},
+    )
+    wide = pa.table(
+        {
+            "i": pa.array([2**40], pa.int64()),
+            "f": [1e300],
+            "d": pa.array([D("12345.25")], pa.decimal128(8, 2)),
+            "n": pa.array([8], pa.int32()),
+            "day": pa.array([dt.date(2024, 1, 2)]),
+        }
+    )
+    with pytest.raises(InvalidArgumentError, match="do not fit"):
+        dl.write_table(str(tmp_path), wide, mode="append")
+    dl.write_table(str(tmp_path), wide, mode="append", schema_mode="merge")
+    t = dl.DeltaTable(str(tmp_path))
+    fields = {f["name"]: f for f in json.loads(t._raw.metadata()["schema_string"])["fields"]}
+    assert fields["i"]["type"] == "long"
+    assert fields["i"]["metadata"]["delta.typeChanges"] == [{"toType": "long", "fromType": "short"}]
+    assert fields["f"]["type"] == "double"
+    assert fields["d"]["type"] == "decimal(8,2)"
+    assert "delta.typeChanges" not in fields["n"]["metadata"]
+    rows = sorted(t.to_pyarrow_table().to_pylist(), key=lambda r: r["n"])
+    assert [(r["i"], r["f"], r["d"]) for r in rows] == [
+        (1, 1.5, D("1.50")),
+        (2**40, 1e300, D("12345.25")),
+    ]
+    # Not automatically: an integer to double (an explicit change_column_type does it).
+    with pytest.raises(InvalidArgumentError, match="does not fit"):
+        dl.write_table(
+            str(tmp_path),
+            wide.set_column(3, "n", pa.array([1.5])),
+            mode="append",
+            schema_mode="merge",
+        )
+    # The feature removed again, deltalake reads what was written.
+    t.alter.set_properties(
+        {"delta.dropFeatureTruncateHistory.retentionDuration": "interval 0 seconds"}
+    )
+    with pytest.raises(FeatureDropWaitError):
+        t.alter.drop_feature("typeWidening")
+    t.alter.drop_feature("typeWidening", truncate_history=True)
+    query = deltalake.QueryBuilder().register("t", deltalake.DeltaTable(str(tmp_path)))
+    theirs_rows = pa.table(query.execute("SELECT * FROM t ORDER BY n").read_all()).to_pylist()
+    assert theirs_rows == sorted(
+        dl.DeltaTable(str(tmp_path)).to_pyarrow_table().to_pylist(), key=lambda r: r["n"]
+    )

@@ -286,6 +286,22 @@ fn target_table(
     } else {
         table_schema
     };
+    // Upstream "Type Widening": with schema evolution on a table that enables it, a top-level
+    // column the data holds in a wider type takes that type (the automatic widenings only).
+    let (table_schema, widened) = match snapshot {
+        Some(s) if options.merge_schema && !replace_schema && type_widening_enabled(&config) => {
+            // A date becomes a timestamp without time zone only where the protocol already
+            // supports those ("Timestamp without timezone"); the write does not upgrade it.
+            let ntz = s
+                .protocol()
+                .writer_features
+                .iter()
+                .flatten()
+                .any(|f| f == "timestampNtz");
+            widen_columns(&table_schema, schema, &partition_columns, ntz)?
+        }
+        _ => (table_schema, false),
+    };
     // Columns the table does not have: added with schema_mode="merge", an error otherwise.
     let new_fields: Vec<Field> = schema
         .fields()
@@ -295,7 +311,7 @@ fn target_table(
         .collect();
     let (table_schema, merged) = match (snapshot, new_fields.is_empty()) {
         (Some(_), _) if replace_schema => (table_schema, true),
-        (_, true) | (None, _) => (table_schema, false),
+        (_, true) | (None, _) => (table_schema, widened),
         (Some(_), false) if options.merge_schema => {
             // Existing rows read the new columns as null.
             let nullable: Vec<Field> = new_fields
@@ -807,6 +823,95 @@ fn remove_all(snapshot: &Snapshot) -> DeltaResult<Vec<Value>> {
 }
 
 /// `current`'s fields followed by `added`'s.
+/// Whether the table property `delta.enableTypeWidening` is true.
+fn type_widening_enabled(config: &BTreeMap<String, String>) -> bool {
+    config
+        .get("delta.enableTypeWidening")
+        .is_some_and(|v| v.trim().eq_ignore_ascii_case("true"))
+}
+
+/// Whether a column of type `from` widens to `to` automatically in schema evolution
+/// (upstream "Type Widening": integer to wider integer, float to double, decimal to a decimal
+/// with no fewer integer or fraction digits, date to timestamp without time zone; integers
+/// to decimal or double only by an explicit type change).
+fn widens_automatically(from: &DataType, to: &DataType) -> bool {
+    use DataType::*;
+    let width = |t: &DataType| match t {
+        Int8 => Some(1),
+        Int16 => Some(2),
+        Int32 => Some(4),
+        Int64 => Some(8),
+        _ => None,
+    };
+    match (from, to) {
+        (f, t) if width(f).is_some() && width(t).is_some() => width(f) < width(t),
+        (Float32, Float64) => true,
+        (Decimal128(p1, s1), Decimal128(p2, s2)) => {
+            (p1, s1) != (p2, s2)
+                && s2 >= s1
+                && i16::from(*p2) - i16::from(*s2) >= i16::from(*p1) - i16::from(*s1)
+        }
+        (Date32, Timestamp(_, None)) => true,
+        _ => false,
+    }
+}
+
+/// The table's schema with each top-level, non-partition column that `data` holds in a wider
+/// type (see [`widens_automatically`]; to a timestamp without time zone only when
+/// `timestamp_ntz`, the protocol supporting those) changed to it, the change appended to the
+/// column's `delta.typeChanges`; whether any changed.
+fn widen_columns(
+    table: &SchemaRef,
+    data: &Schema,
+    partition_columns: &[String],
+    timestamp_ntz: bool,
+) -> DeltaResult<(SchemaRef, bool)> {
+    let mut changed = false;
+    let mut fields = Vec::with_capacity(table.fields().len());
+    for field in table.fields() {
+        let incoming = find_column(data.fields(), field.name()).map(|i| data.field(i).data_type());
+        let partition = partition_columns
+            .iter()
+            .any(|p| name_key(p) == name_key(field.name()));
+        match incoming {
+            Some(to)
+                if !partition
+                    && widens_automatically(field.data_type(), to)
+                    && (timestamp_ntz || !matches!(to, DataType::Timestamp(_, None))) =>
+            {
+                let name = |dt: &DataType| {
+                    crate::schema::arrow_type_to_delta(dt)
+                        .map_err(crate::schema::SchemaError::into_invalid_argument)
+                };
+                let mut history: Vec<Value> = field
+                    .metadata()
+                    .get(crate::schema::TYPE_CHANGES_KEY)
+                    .and_then(|text| serde_json::from_str(text).ok())
+                    .unwrap_or_default();
+                history.push(json!({"toType": name(to)?, "fromType": name(field.data_type())?}));
+                let mut metadata = field.metadata().clone();
+                metadata.insert(
+                    crate::schema::TYPE_CHANGES_KEY.to_string(),
+                    Value::Array(history).to_string(),
+                );
+                fields.push(Arc::new(
+                    field
+                        .as_ref()
+                        .clone()
+                        .with_data_type(to.clone())
+                        .with_metadata(metadata),
+                ));
+                changed = true;
+            }
+            _ => fields.push(field.clone()),
+        }
+    }
+    Ok((
+        Arc::new(Schema::new_with_metadata(fields, table.metadata().clone())),
+        changed,
+    ))
+}
+
 fn appended(current: &Schema, added: &Schema) -> Schema {
     Schema::new(
         current
