@@ -368,3 +368,33 @@ def test_schema_evolution_widens_columns_automatically(tmp_path: Path) -> None:
     assert theirs_rows == sorted(
         dl.DeltaTable(str(tmp_path)).to_pyarrow_table().to_pylist(), key=lambda r: r["n"]
     )
+
+
+def test_schema_evolution_widens_dates_where_the_protocol_has_timestamp_ntz(
+    tmp_path: Path,
+) -> None:
+    first = pa.table(
+        {"day": pa.array([dt.date(2024, 1, 1)]), "at": pa.array([dt.datetime(2024, 1, 1)])}
+    )
+    dl.write_table(str(tmp_path), first, configuration={"delta.enableTypeWidening": "true"})
+    assert "timestampNtz" in (dl.DeltaTable(str(tmp_path)).protocol().writer_features or [])
+    later = pa.table(
+        {
+            "day": pa.array([dt.datetime(2024, 5, 1, 12, 30)], pa.timestamp("ns")),
+            "at": pa.array([dt.datetime(2024, 5, 1)], pa.timestamp("us")),
+        }
+    )
+    dl.write_table(str(tmp_path), later, mode="append", schema_mode="merge")
+    t = dl.DeltaTable(str(tmp_path))
+    fields = {f["name"]: f for f in json.loads(t._raw.metadata()["schema_string"])["fields"]}
+    assert fields["day"]["type"] == "timestamp_ntz"
+    assert fields["day"]["metadata"]["delta.typeChanges"] == [
+        {"toType": "timestamp_ntz", "fromType": "date"}
+    ]
+    # Stored in microseconds, as Delta's timestamp_ntz (pyarrow reads the new file directly).
+    newest = max(tmp_path.glob("*.parquet"), key=lambda p: p.stat().st_mtime_ns)
+    assert pq.read_schema(newest).field("day").type == pa.timestamp("us")
+    assert sorted(r["day"] for r in t.to_pyarrow_table().to_pylist()) == [
+        dt.datetime(2024, 1, 1),
+        dt.datetime(2024, 5, 1, 12, 30),
+    ]

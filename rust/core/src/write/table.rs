@@ -822,7 +822,6 @@ fn remove_all(snapshot: &Snapshot) -> DeltaResult<Vec<Value>> {
     Ok(out)
 }
 
-/// `current`'s fields followed by `added`'s.
 /// Whether the table property `delta.enableTypeWidening` is true.
 fn type_widening_enabled(config: &BTreeMap<String, String>) -> bool {
     config
@@ -888,7 +887,12 @@ fn widen_columns(
                     .get(crate::schema::TYPE_CHANGES_KEY)
                     .and_then(|text| serde_json::from_str(text).ok())
                     .unwrap_or_default();
-                history.push(json!({"toType": name(to)?, "fromType": name(field.data_type())?}));
+                let to_name = name(to)?;
+                // The table's own form of the type (timestamps in microseconds).
+                let to = crate::schema::delta_type_to_arrow(&to_name)
+                    .map_err(crate::schema::SchemaError::into_invalid_argument)?
+                    .unwrap_or_else(|| to.clone());
+                history.push(json!({"toType": to_name, "fromType": name(field.data_type())?}));
                 let mut metadata = field.metadata().clone();
                 metadata.insert(
                     crate::schema::TYPE_CHANGES_KEY.to_string(),
@@ -898,7 +902,7 @@ fn widen_columns(
                     field
                         .as_ref()
                         .clone()
-                        .with_data_type(to.clone())
+                        .with_data_type(to)
                         .with_metadata(metadata),
                 ));
                 changed = true;
@@ -912,6 +916,7 @@ fn widen_columns(
     ))
 }
 
+/// `current`'s fields followed by `added`'s.
 fn appended(current: &Schema, added: &Schema) -> Schema {
     Schema::new(
         current
