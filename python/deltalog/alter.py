@@ -522,7 +522,6 @@ class TableAlterer:
                 f"{', '.join(sorted(_DROPPABLE))}"
             )
         config = dict(table.metadata().configuration)
-        config.pop(f"delta.feature.{name}", None)
         parameters = {"featureName": name, "truncateHistory": truncate_history}
         if name == "checkConstraints":
             constraints = sorted(
@@ -558,8 +557,7 @@ class TableAlterer:
                     version=version,
                     retry_after_ms=at + retention,
                 )
-            config = dict(table.metadata().configuration)
-            config.pop(f"delta.feature.{name}", None)
+            config = table.metadata().configuration
             version = self._commit_protocol_without(name, config, parameters, commit_properties)
             table.create_checkpoint("classic")
             _native.truncate_history(table._raw, version)
@@ -582,8 +580,7 @@ class TableAlterer:
                 version=version,
                 retry_after_ms=at + truncate,
             )
-        config = dict(table.metadata().configuration)
-        config.pop(f"delta.feature.{name}", None)
+        config = table.metadata().configuration
         return self._commit_protocol_without(name, config, parameters, commit_properties)
 
     def _remove_uses(self, name: str, commit_properties: CommitProperties | None) -> None:
@@ -630,8 +627,11 @@ class TableAlterer:
         commit_properties: CommitProperties | None,
     ) -> int:
         """Commits the protocol without ``name`` (the smallest one supporting the table's other
-        features, so legacy versions where they suffice) and ``configuration``."""
+        features, so legacy versions where they suffice) and ``configuration`` without its
+        ``delta.feature.<name>`` key."""
         from deltalog.table import Protocol
+
+        configuration = {k: v for k, v in configuration.items() if k != f"delta.feature.{name}"}
 
         current = self._table.protocol()
         have = features.reader_features_of(current) | features.writer_features_of(current)

@@ -25,6 +25,18 @@ use serde_json::{Map, Value};
 
 /// Column metadata key of the physical name ("Column Mapping").
 pub const PHYSICAL_NAME_KEY: &str = "delta.columnMapping.physicalName";
+/// The byte width of a signed integer type, `None` for other types (integer widening,
+/// upstream "Type Widening").
+pub fn integer_width(dt: &DataType) -> Option<u8> {
+    match dt {
+        DataType::Int8 => Some(1),
+        DataType::Int16 => Some(2),
+        DataType::Int32 => Some(4),
+        DataType::Int64 => Some(8),
+        _ => None,
+    }
+}
+
 /// Column metadata key of a field's type changes (upstream "Type Widening": a JSON array of
 /// `{fromType, toType[, fieldPath]}` objects, oldest first).
 pub const TYPE_CHANGES_KEY: &str = "delta.typeChanges";

@@ -365,13 +365,7 @@ async fn file_schema(storage: &crate::storage::Storage, path: &str) -> DeltaResu
 /// integer for a double, a date for a timestamp without time zone (upstream "Type Widening").
 fn narrower_type(file: &DataType, table: &DataType) -> bool {
     use DataType::*;
-    let width = |t: &DataType| match t {
-        Int8 => Some(1),
-        Int16 => Some(2),
-        Int32 => Some(4),
-        Int64 => Some(8),
-        _ => None,
-    };
+    let width = crate::schema::integer_width;
     match (file, table) {
         (Struct(f), Struct(t)) => t.iter().any(|tf| {
             f.iter()

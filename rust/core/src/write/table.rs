@@ -835,13 +835,7 @@ fn type_widening_enabled(config: &BTreeMap<String, String>) -> bool {
 /// to decimal or double only by an explicit type change).
 fn widens_automatically(from: &DataType, to: &DataType) -> bool {
     use DataType::*;
-    let width = |t: &DataType| match t {
-        Int8 => Some(1),
-        Int16 => Some(2),
-        Int32 => Some(4),
-        Int64 => Some(8),
-        _ => None,
-    };
+    let width = crate::schema::integer_width;
     match (from, to) {
         (f, t) if width(f).is_some() && width(t).is_some() => width(f) < width(t),
         (Float32, Float64) => true,
