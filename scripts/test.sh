@@ -24,7 +24,9 @@ if ! command -v initdb >/dev/null 2>&1 || ! command -v pg_ctl >/dev/null 2>&1; t
     $sudo env DEBIAN_FRONTEND=noninteractive apt-get install -y -q postgresql
   fi
 fi
-python -m pip install -q --disable-pip-version-check "maturin>=1.5,<2"
+# wheel: pyspark ships as an sdist, built here without build isolation (a fresh Python has
+# setuptools but not wheel, and the build then fails with "invalid command 'bdist_wheel'").
+python -m pip install -q --disable-pip-version-check "maturin>=1.5,<2" wheel
 python -m pip install -q --disable-pip-version-check -e ".[test]" --no-build-isolation
 
 echo "== cargo fmt / clippy / test"
