@@ -4,6 +4,7 @@
 //!   the `path` URIs of the log ("Partition Value Serialization", "Add File and Remove File");
 //! - [`stats`]: the statistics of a file being written ("Per-file Statistics");
 //! - [`data_files`]: record batches into partitioned parquet files and their `add` actions;
+//! - [`encoder`]: row groups encoded as their rows arrive, columns spread over threads;
 //! - [`parquet_options`]: how those files are encoded (deltalake's `WriterProperties`);
 //! - [`transaction`]: put-if-absent commits, conflict checks and retries;
 //! - [`table`]: create, append to and overwrite a table;
@@ -28,6 +29,7 @@ pub mod constraints;
 pub mod convert;
 pub mod data_files;
 pub mod dml;
+pub mod encoder;
 pub mod float_stats;
 pub mod iceberg;
 pub mod identity;

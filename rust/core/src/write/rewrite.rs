@@ -38,7 +38,7 @@ use crate::scan::{
 use crate::snapshot::Snapshot;
 use crate::storage::Storage;
 use crate::write::constraints::TableRules;
-use crate::write::data_files::{DataFileOptions, DataFileWriter, WrittenFile};
+use crate::write::data_files::{DataFileOptions, DataFileWriter, WrittenFile, REWRITE_QUEUE_BYTES};
 use crate::write::dml::{check_not_null, drop_row_index, file_actions, writes_deletion_vectors};
 use crate::write::mapping::{physical_name, physical_output_schema, to_physical};
 use crate::write::stats::IndexedColumns;
@@ -392,6 +392,7 @@ impl Rewriter {
             options.unindexed = self.unindexed.clone();
             options.materialize_partitions = self.materialize_partitions;
             options.target_file_size = self.target_file_size;
+            options.encode_queue_bytes = REWRITE_QUEUE_BYTES;
             self.data_writer = Some(DataFileWriter::try_new(
                 self.storage.clone(),
                 &self.file_physical,
@@ -432,6 +433,7 @@ impl Rewriter {
         if self.change_writer.is_none() {
             let mut options = DataFileOptions::change_data(self.partitions.clone());
             options.target_file_size = self.target_file_size;
+            options.encode_queue_bytes = REWRITE_QUEUE_BYTES;
             self.change_writer = Some(DataFileWriter::try_new(
                 self.storage.clone(),
                 &self.cdc_physical,

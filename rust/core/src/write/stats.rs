@@ -259,7 +259,26 @@ impl StatsCollector {
     /// Adds a batch of the file.
     pub fn update(&mut self, batch: &RecordBatch) -> Result<(), String> {
         self.rows += batch.num_rows() as i64;
+        self.update_leaves(batch, None)
+    }
+
+    /// Adds the values of one top-level column of a batch, without counting its rows (see
+    /// [`StatsCollector::add_rows`]): collectors of disjoint columns of the same rows are
+    /// then [merged](StatsCollector::merge) into one of every column.
+    pub fn update_column(&mut self, batch: &RecordBatch, column: &str) -> Result<(), String> {
+        self.update_leaves(batch, Some(column))
+    }
+
+    /// Counts `rows` more rows (the rows whose values [`StatsCollector::update_column`] added).
+    pub fn add_rows(&mut self, rows: usize) {
+        self.rows += rows as i64;
+    }
+
+    fn update_leaves(&mut self, batch: &RecordBatch, column: Option<&str>) -> Result<(), String> {
         for leaf in &mut self.leaves {
+            if column.is_some_and(|c| leaf.path.first().map(String::as_str) != Some(c)) {
+                continue;
+            }
             let Some((array, nulls)) = leaf_array(batch, &leaf.path) else {
                 return Err(format!("the batch has no column {}", leaf.path.join(".")));
             };
@@ -641,6 +660,25 @@ mod tests {
         // The struct's null row makes its child null.
         assert_eq!(stats["nullCount"]["a"]["b"], 1);
         assert_eq!(stats["minValues"]["a"]["b"], -2);
+    }
+
+    #[test]
+    fn per_column_collectors_merge_into_the_whole() {
+        let b = batch();
+        let schema = b.schema();
+        let mut whole = StatsCollector::new(&schema, &IndexedColumns::First(-1));
+        whole.update(&b).unwrap();
+        whole.update(&b.slice(1, 2)).unwrap();
+        let mut merged = StatsCollector::new(&schema, &IndexedColumns::First(-1));
+        merged.add_rows(b.num_rows() + 2);
+        for field in schema.fields() {
+            let mut one = StatsCollector::new(&schema, &IndexedColumns::First(-1));
+            one.update_column(&b, field.name()).unwrap();
+            one.update_column(&b.slice(1, 2), field.name()).unwrap();
+            merged.merge(&one);
+        }
+        assert_eq!(merged.finish(), whole.finish());
+        assert_eq!(merged.finish()["numRecords"], 5);
     }
 
     #[test]
