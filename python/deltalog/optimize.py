@@ -34,7 +34,7 @@ Progress = bool | Callable[[int, int, int, int], None]
 
 #: The default memory limit of Z-order and clustering (the core's
 #: ``write::optimize::MEMORY_LIMIT``), split among the units a progress run rewrites at once.
-_MEMORY_LIMIT = 256 * 1024 * 1024
+_MEMORY_LIMIT = 128 * 1024 * 1024
 
 
 class TableOptimizer:
@@ -174,7 +174,7 @@ class TableOptimizer:
             partition_filters: as for ``compact``.
             target_size: as for ``compact``.
             max_concurrent_tasks: partitions rewritten at once (default: the number of cores).
-            memory_limit: bytes of rows held in memory, over all partitions (default 256 MiB);
+            memory_limit: bytes of rows held in memory, over all partitions (default 128 MiB);
                 beyond it rows spill to Arrow files in the temporary directory (``TMPDIR``).
                 The parquet writer's row groups come on top.
             commit_properties: extra commitInfo fields.
