@@ -290,7 +290,7 @@ fn has_floats(dt: &DataType) -> bool {
 }
 
 /// Arrow memory of the rows of `batch` (slices count only their part of shared buffers).
-fn batch_bytes(batch: &RecordBatch) -> usize {
+pub(crate) fn batch_bytes(batch: &RecordBatch) -> usize {
     batch
         .columns()
         .iter()

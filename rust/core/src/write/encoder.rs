@@ -31,6 +31,7 @@ use parquet::arrow::arrow_writer::{
 use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 
 use crate::error::{DeltaError, DeltaResult};
+use crate::write::data_files::batch_bytes;
 use crate::write::stats::{IndexedColumns, StatsCollector};
 
 /// One top-level column of an open row group, on its worker.
@@ -262,16 +263,7 @@ impl ColumnEncoders {
         if batch.num_rows() == 0 {
             return Ok(());
         }
-        let bytes: usize = batch
-            .columns()
-            .iter()
-            .map(|c| {
-                c.to_data()
-                    .get_slice_memory_size()
-                    .unwrap_or_else(|_| c.get_array_memory_size())
-            })
-            .sum();
-        let kib = (bytes / 1024).clamp(1, self.budget_kib) as u32;
+        let kib = (batch_bytes(&batch) / 1024).clamp(1, self.budget_kib) as u32;
         let permit = Arc::new(
             self.budget
                 .clone()
