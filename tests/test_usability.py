@@ -249,3 +249,33 @@ def test_deeply_nested_structs(tmp_path: Path) -> None:
     (log / "00000000000000000000.json").write_text("\n".join(json.dumps(a) for a in actions))
     with pytest.raises(dl.UnsupportedFeatureError, match=r"version 0.*nests deeper"):
         dl.DeltaTable(tmp_path / "theirs").schema()
+
+
+def test_maintenance_does_not_load_pyarrow(table: Path) -> None:
+    """Opening a table, its history, OPTIMIZE and VACUUM run in the Rust core: a maintenance
+    job never pays pyarrow's import (about 40 MB). Reading rows then loads it, and the lazily
+    bound module is pyarrow itself."""
+    import subprocess
+    import sys
+
+    script = """
+import sys
+import deltalog as dl
+t = dl.DeltaTable(sys.argv[1])
+t.history(); t.metadata(); t.protocol(); t.files()
+metrics = t.optimize.compact()
+assert metrics["numFilesRemoved"] == 2, metrics
+t.vacuum(retention_hours=0, enforce_retention_duration=False, dry_run=True)
+assert "pyarrow" not in sys.modules, "maintenance imported pyarrow"
+rows = t.to_pyarrow_table()
+import pyarrow
+import deltalog.table
+assert deltalog.table.pa.Table is pyarrow.Table
+assert isinstance(rows, pyarrow.Table) and rows.num_rows == 6
+print("ok")
+"""
+    done = subprocess.run(
+        [sys.executable, "-c", script, str(table)], capture_output=True, text=True, timeout=120
+    )
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == "ok"

@@ -17,9 +17,8 @@ import uuid
 from collections.abc import Iterable, Mapping
 from typing import TYPE_CHECKING, Any
 
-import pyarrow as pa
-
 from deltalog import _native, features
+from deltalog._lazy import lazy_module
 from deltalog.exceptions import (
     ConstraintViolationError,
     FeatureDropWaitError,
@@ -28,8 +27,12 @@ from deltalog.exceptions import (
 from deltalog.writer import check_snapshot_writable
 
 if TYPE_CHECKING:
+    import pyarrow as pa
+
     from deltalog.table import DeltaTable
     from deltalog.writer import CommitProperties
+else:
+    pa = lazy_module("pyarrow")
 
 _CONSTRAINT_PREFIX = "delta.constraints."
 _ICT = "delta.enableInCommitTimestamps"

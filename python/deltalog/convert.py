@@ -14,13 +14,16 @@ import json
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Literal
 
-import pyarrow as pa
-
 from deltalog import _native
+from deltalog._lazy import lazy_module
 from deltalog.exceptions import InvalidArgumentError, TableNotFoundError
 
 if TYPE_CHECKING:
+    import pyarrow as pa
+
     from deltalog.writer import CommitProperties
+else:
+    pa = lazy_module("pyarrow")
 
 
 def convert_to_deltalake(

@@ -14,12 +14,14 @@ from collections.abc import Iterable, Iterator, Mapping
 from functools import cached_property
 from typing import TYPE_CHECKING, Any
 
-import pyarrow as pa
-
 from deltalog import _native
+from deltalog._lazy import lazy_module
 
 if TYPE_CHECKING:
     import pandas as pd
+    import pyarrow as pa
+else:
+    pa = lazy_module("pyarrow")
 
 
 class ScanTask:

@@ -15,9 +15,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-import pyarrow as pa
-
 from deltalog import _args, _native, features
+from deltalog._lazy import lazy_module
 from deltalog.catalog.client import CatalogClient
 from deltalog.exceptions import (
     CatalogRequiredError,
@@ -31,11 +30,14 @@ from deltalog.writer import CommitProperties, _target_file_size, check_snapshot_
 
 if TYPE_CHECKING:
     import pandas as pd
+    import pyarrow as pa
 
     from deltalog.alter import TableAlterer
     from deltalog.merge import TableMerger
     from deltalog.optimize import TableOptimizer
     from deltalog.transaction import Transaction
+else:
+    pa = lazy_module("pyarrow")
 
 TimestampLike = _dt.datetime | _dt.date | str | int
 _EPOCH = _dt.datetime(1970, 1, 1, tzinfo=_dt.timezone.utc)

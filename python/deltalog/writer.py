@@ -10,14 +10,18 @@ from __future__ import annotations
 import json
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
-from typing import Any, Literal
-
-import pyarrow as pa
+from typing import TYPE_CHECKING, Any, Literal
 
 from deltalog import _args, _native, features
+from deltalog._lazy import lazy_module
 from deltalog.catalog.client import CatalogClient
 from deltalog.exceptions import InvalidArgumentError, TableNotFoundError
 from deltalog.writer_properties import WriterProperties
+
+if TYPE_CHECKING:
+    import pyarrow as pa
+else:
+    pa = lazy_module("pyarrow")
 
 WriteMode = Literal["error", "append", "overwrite", "ignore"]
 
