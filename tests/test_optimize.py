@@ -331,3 +331,51 @@ def test_repair_removes_the_files_storage_lost(tmp_path: Path) -> None:
     assert info["operation"] == "FSCK"
     removes = [a["remove"] for a in actions if "remove" in a]
     assert sorted(r["path"] for r in removes) == lost
+
+
+def _new_files(path: Path, version: int) -> list[Path]:
+    return [path / a["add"]["path"] for a in log_actions(path, version) if "add" in a]
+
+
+@pytest.mark.parametrize("progress", [False, True])
+def test_writer_properties_encode_the_new_files(tmp_path: Path, progress: bool) -> None:
+    """``writer_properties`` (deltalake's argument) reach the rewritten files: codec, row
+    group size and per-column dictionary, as pyarrow reads them from the files' footers; the
+    rows are the same and deltalake reads them. The progress run (unit by unit) too."""
+    path = tmp_path / "t"
+    many_small_files(path)
+    t = dl.DeltaTable(str(path))
+    before = content(t.to_pyarrow_table())
+    props = dl.WriterProperties(
+        compression="ZSTD",
+        compression_level=5,
+        max_row_group_size=16,
+        column_properties={"id": dl.ColumnProperties(dictionary_enabled=False)},
+    )
+    seen: list[int] = []
+    report = (lambda done, *_: seen.append(done)) if progress else False
+    metrics = t.optimize.compact(writer_properties=props, progress=report)
+    assert metrics["numFilesRemoved"] == 25 and metrics["numFilesAdded"] == 2
+    assert not progress or seen[-1] == 2
+    for file in _new_files(path, t.version()):
+        meta = pq.ParquetFile(file).metadata
+        # 65 rows in partition a, 60 in b: row groups of 16 rows at most.
+        assert meta.num_rows in (65, 60)
+        assert meta.num_row_groups == -(-meta.num_rows // 16)
+        for g in range(meta.num_row_groups):
+            group = meta.row_group(g)
+            columns = {group.column(c).path_in_schema: group.column(c) for c in range(2)}
+            assert {c.compression for c in columns.values()} == {"ZSTD"}
+            assert not columns["id"].has_dictionary_page
+            assert columns["v"].has_dictionary_page
+    assert content(t.to_pyarrow_table()) == before
+    assert content(deltalake.DeltaTable(str(path)).to_pyarrow_table()) == before
+
+    # Z-order takes them too; a wrong type is a typed error.
+    t.optimize.z_order(["id"], writer_properties=dl.WriterProperties(compression="GZIP"))
+    for file in _new_files(path, t.version()):
+        meta = pq.ParquetFile(file).metadata
+        assert meta.row_group(0).column(0).compression == "GZIP"
+    assert content(t.to_pyarrow_table()) == before
+    with pytest.raises(dl.InvalidArgumentError, match="WriterProperties"):
+        t.optimize.compact(writer_properties={"compression": "ZSTD"})  # type: ignore[arg-type]

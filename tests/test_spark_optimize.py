@@ -12,6 +12,7 @@ from typing import Any
 import deltalake
 import numpy as np
 import pyarrow as pa
+import pyarrow.parquet as pq
 
 import deltalog as dl
 import deltalog.spark as dls
@@ -73,8 +74,19 @@ def test_z_order_on_spark(spark: Any, tmp_path: Path) -> None:
     small_files(path)
     expected = content(path)
     t = dl.DeltaTable(str(path))
-    metrics = dls.optimize(spark, t, z_order_by=["x", "y"], target_size=20_000)
+    metrics = dls.optimize(
+        spark,
+        t,
+        z_order_by=["x", "y"],
+        target_size=20_000,
+        writer_properties=dl.WriterProperties(compression="ZSTD"),
+    )
     assert metrics["partitionsOptimized"] == 2 and metrics["numFilesRemoved"] == 12
+    # The executors encoded the new files as asked.
+    for add in t.get_add_actions().to_pylist():
+        meta = pq.ParquetFile(path / add["path"]).metadata
+        assert meta.row_group(0).column(0).compression == "ZSTD"
+
     assert content(path) == expected
     info = t.history(1)[0]
     assert json.loads(info["operationParameters"]["zOrderBy"]) == ["x", "y"]

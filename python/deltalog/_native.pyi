@@ -321,6 +321,7 @@ def optimize(
     memory_limit: int | None = None,
     commit_info: str | None = None,
     partition_filter_text: str | None = None,
+    writer_properties: str | None = None,
 ) -> dict[str, Any]:
     """OPTIMIZE of the snapshot's table, committed as the next version. ``layout``:
     ``compact`` (bin-packing; clustering on a clustered table), ``zorder`` (by ``columns``),
@@ -350,6 +351,7 @@ def optimize_rewrite(
     full: bool = False,
     target_size: int | None = None,
     memory_limit: int | None = None,
+    writer_properties: str | None = None,
 ) -> tuple[list[str], int, int]:
     """One unit of a distributed OPTIMIZE rewritten (not committed): ``(actions as JSON,
     rows, spilled bytes)``."""

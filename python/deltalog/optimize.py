@@ -27,6 +27,7 @@ from deltalog.expressions import FilterLike, to_predicate
 if TYPE_CHECKING:
     from deltalog.table import DeltaTable
     from deltalog.writer import CommitProperties
+    from deltalog.writer_properties import WriterProperties
 
 #: ``progress=``: ``True`` for a bar on stderr, or a callable getting ``(units done, units,
 #: bytes done, bytes)``.
@@ -54,8 +55,10 @@ class TableOptimizer:
         full: bool = False,
         memory_limit: int | None = None,
         progress: Progress = False,
+        writer_properties: WriterProperties | None = None,
     ) -> dict[str, Any]:
         from deltalog.writer import CommitProperties, check_snapshot_writable
+        from deltalog.writer_properties import WriterProperties
 
         table = self._table
         check_snapshot_writable(table._raw)
@@ -68,10 +71,26 @@ class TableOptimizer:
         target_size = optional_integer("target_size", target_size, minimum=1)
         tasks = optional_integer("max_concurrent_tasks", max_concurrent_tasks, minimum=1)
         memory_limit = optional_integer("memory_limit", memory_limit, minimum=1)
+        if writer_properties is not None and not isinstance(writer_properties, WriterProperties):
+            raise InvalidArgumentError(
+                "writer_properties must be a deltalog.WriterProperties, not "
+                f"{type(writer_properties).__name__}"
+            )
+        parquet = writer_properties.to_json() if writer_properties is not None else None
         if progress:
             report = progress if callable(progress) else _Bar()
             metrics = _run_with_progress(
-                table, layout, columns, full, sql, target_size, tasks, memory_limit, props, report
+                table,
+                layout,
+                columns,
+                full,
+                sql,
+                target_size,
+                tasks,
+                memory_limit,
+                props,
+                report,
+                parquet,
             )
         else:
             metrics = _native.optimize(
@@ -84,6 +103,7 @@ class TableOptimizer:
                 tasks,
                 memory_limit,
                 props.commit_info_json(),
+                writer_properties=parquet,
             )
         table.update_incremental()
         return metrics
@@ -97,6 +117,7 @@ class TableOptimizer:
         full: bool = False,
         memory_limit: int | None = None,
         progress: Progress = False,
+        writer_properties: WriterProperties | None = None,
     ) -> dict[str, Any]:
         """Compacts small files (bin-packing) and reloads the table at the latest version.
 
@@ -120,6 +141,10 @@ class TableOptimizer:
             progress: report progress on long runs: ``True`` draws a bar on stderr (tqdm's
                 when it is installed), a callable gets ``(units done, units, bytes done,
                 bytes)`` after each unit of work (a bin, or a partition for clustering).
+            writer_properties: how the new files are encoded (compression and level, row
+                groups, statistics, bloom filters: :class:`deltalog.WriterProperties`, as
+                deltalake's ``compact`` takes them). Default: snappy, 1Mi-row groups, and
+                dictionaries dropped for columns whose dictionary overflows.
 
         Returns:
             deltalake's metrics: ``numFilesAdded``, ``numFilesRemoved``, ``filesAdded`` and
@@ -150,6 +175,7 @@ class TableOptimizer:
             full=full,
             memory_limit=memory_limit,
             progress=progress,
+            writer_properties=writer_properties,
         )
 
     def z_order(
@@ -161,6 +187,7 @@ class TableOptimizer:
         memory_limit: int | None = None,
         commit_properties: CommitProperties | None = None,
         progress: Progress = False,
+        writer_properties: WriterProperties | None = None,
     ) -> dict[str, Any]:
         """Z-orders the table by ``columns`` and reloads it at the latest version.
 
@@ -179,6 +206,7 @@ class TableOptimizer:
                 The parquet writer's row groups come on top.
             commit_properties: extra commitInfo fields.
             progress: as for ``compact`` (a unit is a partition).
+            writer_properties: as for ``compact``.
 
         Returns:
             the metrics of ``compact``.
@@ -198,6 +226,7 @@ class TableOptimizer:
             columns=names,
             memory_limit=memory_limit,
             progress=progress,
+            writer_properties=writer_properties,
         )
 
     def purge_deletion_vectors(
@@ -207,11 +236,13 @@ class TableOptimizer:
         max_concurrent_tasks: int | None = None,
         commit_properties: CommitProperties | None = None,
         progress: Progress = False,
+        writer_properties: WriterProperties | None = None,
     ) -> dict[str, Any]:
         """REORG TABLE ... APPLY (PURGE): rewrites every file that has a deletion vector
         (whatever its size; several small ones together up to ``target_size``) so that its
         deleted rows are physically gone, in one ``REORG`` commit. Files without deletion
         vectors are left alone. Needed before dropping the ``deletionVectors`` feature.
+        ``writer_properties``: as for ``compact``.
 
         Returns:
             the metrics of ``compact``.
@@ -223,6 +254,7 @@ class TableOptimizer:
             max_concurrent_tasks,
             commit_properties,
             progress=progress,
+            writer_properties=writer_properties,
         )
 
 
@@ -237,6 +269,7 @@ def _run_with_progress(
     memory_limit: int | None,
     props: CommitProperties,
     report: Callable[[int, int, int, int], None],
+    parquet: str | None = None,
 ) -> dict[str, Any]:
     """The OPTIMIZE of ``_native.optimize`` driven unit by unit (the same plan, rewrites and
     commit as the distributed one), reporting after each unit."""
@@ -264,6 +297,7 @@ def _run_with_progress(
                 full,
                 target,
                 per_task,
+                parquet,
             ): i
             for i, unit in enumerate(units)
         }

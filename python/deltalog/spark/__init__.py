@@ -42,6 +42,7 @@ if TYPE_CHECKING:
     from deltalog.spark.dml import SparkMerger
     from deltalog.table import DeltaTable
     from deltalog.writer import CommitProperties
+    from deltalog.writer_properties import WriterProperties
 
 __all__ = [
     "NAME",
@@ -275,6 +276,7 @@ def optimize(
     memory_limit: int | None = None,
     commit_properties: CommitProperties | None = None,
     storage_options: Mapping[str, str] | None = None,
+    writer_properties: WriterProperties | None = None,
 ) -> dict[str, Any]:
     """OPTIMIZE of ``target`` with the rewrite on Spark's executors and one deltalog commit:
     compaction (clustering on a clustered table), or Z-order by ``z_order_by``. Arguments and
@@ -290,6 +292,7 @@ def optimize(
         target_size,
         memory_limit,
         commit_properties,
+        writer_properties,
     )
 
 

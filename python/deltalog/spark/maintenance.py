@@ -19,6 +19,7 @@ if TYPE_CHECKING:
     from deltalog.expressions import FilterLike
     from deltalog.table import DeltaTable
     from deltalog.writer import CommitProperties
+    from deltalog.writer_properties import WriterProperties
 
 
 def optimize(
@@ -29,9 +30,11 @@ def optimize(
     target_size: int | None = None,
     memory_limit: int | None = None,
     commit_properties: CommitProperties | None = None,
+    writer_properties: WriterProperties | None = None,
 ) -> dict[str, Any]:
     """OPTIMIZE of ``table`` (its loaded version) rewritten on Spark's executors: compaction
-    (clustering on a clustered table), or Z-order by ``z_order_by``. Returns the metrics of
+    (clustering on a clustered table), or Z-order by ``z_order_by``; the new files encoded
+    with ``writer_properties`` when given. Returns the metrics of
     :meth:`deltalog.optimize.TableOptimizer.compact`."""
     from deltalog import _native, features
     from deltalog.expressions import to_predicate
@@ -57,6 +60,7 @@ def optimize(
     target, units, _considered, _partitions = plan
     uri, version = table.table_uri, table.version()
     storage = dict(table._storage_options) if table._storage_options else None
+    parquet = writer_properties.to_json() if writer_properties is not None else None
     results: list[tuple[list[str], int, int]] = []
     if units:
 
@@ -65,7 +69,7 @@ def optimize(
 
             snapshot = native.RawSnapshot.open(uri, version, storage, None)
             return native.optimize_rewrite(
-                snapshot, layout, paths, columns, False, target, memory_limit
+                snapshot, layout, paths, columns, False, target, memory_limit, parquet
             )
 
         results = spark.sparkContext.parallelize(units, len(units)).map(rewrite).collect()

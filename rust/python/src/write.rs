@@ -564,6 +564,7 @@ pub(crate) fn dml(
 }
 
 /// The options of an OPTIMIZE from the binding's arguments.
+#[allow(clippy::too_many_arguments)]
 fn optimize_options(
     py: Python<'_>,
     partition_filter_sql: Option<&str>,
@@ -572,6 +573,7 @@ fn optimize_options(
     max_concurrent_tasks: Option<usize>,
     memory_limit: Option<u64>,
     commit_info: Option<&str>,
+    writer_properties: Option<&str>,
 ) -> PyResult<deltalog_core::write::optimize::OptimizeOptions> {
     use deltalog_core::expr::Expr;
     let partition_filter = partition_filter_sql
@@ -586,6 +588,11 @@ fn optimize_options(
         max_concurrent_tasks,
         memory_limit,
         commit_info: commit_info_map(commit_info)?,
+        parquet: writer_properties
+            .map(deltalog_core::write::parquet_options::ParquetSettings::from_json)
+            .transpose()
+            .map_err(|e| to_py_err(py, e))?
+            .map(std::sync::Arc::new),
     })
 }
 
@@ -626,7 +633,7 @@ fn optimize_metrics(
 /// (`full` reclusters every file) or `purge` (REORG PURGE). `partition_filter_sql` is over
 /// partition columns only. Returns deltalake's metrics.
 #[pyfunction]
-#[pyo3(signature = (snapshot, layout, columns=None, full=false, partition_filter_sql=None, target_size=None, max_concurrent_tasks=None, memory_limit=None, commit_info=None, partition_filter_text=None))]
+#[pyo3(signature = (snapshot, layout, columns=None, full=false, partition_filter_sql=None, target_size=None, max_concurrent_tasks=None, memory_limit=None, commit_info=None, partition_filter_text=None, writer_properties=None))]
 #[allow(clippy::too_many_arguments)]
 pub(crate) fn optimize(
     py: Python<'_>,
@@ -640,6 +647,7 @@ pub(crate) fn optimize(
     memory_limit: Option<u64>,
     commit_info: Option<&str>,
     partition_filter_text: Option<String>,
+    writer_properties: Option<&str>,
 ) -> PyResult<Py<PyDict>> {
     use deltalog_core::write::optimize;
     let options = optimize_options(
@@ -650,6 +658,7 @@ pub(crate) fn optimize(
         max_concurrent_tasks,
         memory_limit,
         commit_info,
+        writer_properties,
     )?;
     let spec = layout_spec(layout, columns, full)?;
     let snapshot = snapshot.snapshot.clone();
@@ -704,6 +713,7 @@ pub(crate) fn optimize_plan(
         None,
         None,
         None,
+        None,
     )?;
     let plan = deltalog_core::write::optimize::plan_units(&snapshot.snapshot, &spec, &options)
         .map_err(|e| to_py_err(py, e))?;
@@ -713,7 +723,7 @@ pub(crate) fn optimize_plan(
 /// A distributed OPTIMIZE, second step (anywhere, on the planned version): the files `paths`
 /// rewritten; `(actions as JSON, rows, spilled bytes)`.
 #[pyfunction]
-#[pyo3(signature = (snapshot, layout, paths, columns=None, full=false, target_size=None, memory_limit=None))]
+#[pyo3(signature = (snapshot, layout, paths, columns=None, full=false, target_size=None, memory_limit=None, writer_properties=None))]
 #[allow(clippy::too_many_arguments)]
 pub(crate) fn optimize_rewrite(
     py: Python<'_>,
@@ -724,9 +734,19 @@ pub(crate) fn optimize_rewrite(
     full: bool,
     target_size: Option<u64>,
     memory_limit: Option<u64>,
+    writer_properties: Option<&str>,
 ) -> PyResult<(Vec<String>, u64, u64)> {
     let spec = layout_spec(layout, columns, full)?;
-    let options = optimize_options(py, None, None, target_size, None, memory_limit, None)?;
+    let options = optimize_options(
+        py,
+        None,
+        None,
+        target_size,
+        None,
+        memory_limit,
+        None,
+        writer_properties,
+    )?;
     let snapshot = snapshot.snapshot.clone();
     let unit = block_on(py, async move {
         deltalog_core::write::optimize::rewrite_unit(&snapshot, &spec, &paths, &options).await
@@ -764,6 +784,7 @@ pub(crate) fn optimize_commit(
         None,
         None,
         commit_info,
+        None,
     )?;
     let plan = Plan {
         target: plan.0,

@@ -368,17 +368,17 @@ impl DataFileWriter {
                 ROW_GROUP_ROWS,
             ),
         };
-        let props = Arc::new(props);
-        let (_, factory) =
-            ArrowWriter::try_new(Vec::new(), file_schema.clone(), Some((*props).clone()))?
-                .into_serialized_writer()?;
         let floats = file_schema
             .fields()
             .iter()
             .any(|f| has_floats(f.data_type()));
         let parallelism = std::thread::available_parallelism().map_or(2, |n| n.get());
+        // Dictionaries that overflow are dropped for later row groups only under deltalog's
+        // own settings: a caller's `WriterProperties` are kept as given.
+        let adaptive = options.parquet.is_none();
         let encoders = ColumnEncoders::try_new(
-            Arc::new(factory),
+            props.clone(),
+            adaptive,
             file_schema.clone(),
             stats_schema.clone(),
             options.indexed.clone(),
@@ -392,7 +392,7 @@ impl DataFileWriter {
             partition_indexes,
             data_indexes,
             options,
-            props,
+            props: Arc::new(props),
             encoders,
             open_groups: 0,
             floats,
@@ -569,7 +569,7 @@ impl DataFileWriter {
             return Ok(());
         };
         let encoded = closing.finish().await?;
-        self.encoders.learn(&encoded);
+        self.encoders.learn(&encoded)?;
         let target = self.options.target_file_size;
         let full = match self.partitions.get(&key).and_then(|p| p.file.as_ref()) {
             Some(f) => f.row_groups > 0 && f.writer.bytes_written() + encoded.bytes > target,

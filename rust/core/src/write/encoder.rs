@@ -15,6 +15,12 @@
 //! other cores idle. Batches waiting for the workers are bounded by a byte budget: sending
 //! waits while the budget is spent. Each worker handles its jobs in the order they were sent,
 //! so every column writer sees its rows in input order.
+//!
+//! With the default writer settings, a leaf column whose dictionary outgrew its page limit in
+//! a row group (the writer then falls back to plain pages, having interned the values for
+//! nothing) is written without a dictionary in the writer's later row groups: random keys and
+//! measurements fall back in every row group, and interning them is a fifth of a rewrite's
+//! time. Settings given by the caller are kept as given.
 
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -28,6 +34,11 @@ use futures::channel::oneshot;
 use parquet::arrow::arrow_writer::{
     compute_leaves, ArrowColumnChunk, ArrowColumnWriter, ArrowRowGroupWriterFactory,
 };
+use parquet::arrow::ArrowWriter;
+use parquet::basic::{Encoding, PageType};
+use parquet::file::metadata::ColumnChunkMetaData;
+use parquet::file::properties::WriterProperties;
+use parquet::schema::types::ColumnPath;
 use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 
 use crate::error::{DeltaError, DeltaResult};
@@ -114,6 +125,13 @@ pub struct ColumnEncoders {
     workers: Vec<mpsc::Sender<Job>>,
     cancelled: Arc<AtomicBool>,
     factory: Arc<ArrowRowGroupWriterFactory>,
+    /// The file schema, and the settings the factory was made from when they may change (see
+    /// [`ColumnEncoders::learn`]).
+    schema: SchemaRef,
+    adaptive: Option<WriterProperties>,
+    /// Path of each leaf column, and whether it is written without a dictionary now.
+    leaf_paths: Vec<ColumnPath>,
+    plain: Vec<bool>,
     stats_schema: SchemaRef,
     indexed: IndexedColumns,
     /// Leaf columns of each top-level column.
@@ -148,12 +166,42 @@ fn guessed_cost(dt: &DataType, leaves: usize) -> f64 {
     per_leaf * leaves.max(1) as f64
 }
 
+/// Whether a column chunk's writer gave up its dictionary: it has a dictionary page and data
+/// pages not encoded with it.
+fn fell_back(meta: &ColumnChunkMetaData) -> bool {
+    if meta.dictionary_page_offset().is_none() {
+        return false;
+    }
+    let dictionary =
+        |e: Encoding| matches!(e, Encoding::PLAIN_DICTIONARY | Encoding::RLE_DICTIONARY);
+    match (meta.page_encoding_stats(), meta.page_encoding_stats_mask()) {
+        (Some(stats), _) => stats.iter().any(|s| {
+            matches!(s.page_type, PageType::DATA_PAGE | PageType::DATA_PAGE_V2)
+                && !dictionary(s.encoding)
+        }),
+        (None, Some(mask)) => {
+            !(mask.is_only(Encoding::PLAIN_DICTIONARY) || mask.is_only(Encoding::RLE_DICTIONARY))
+        }
+        (None, None) => false,
+    }
+}
+
+/// The column writers' factory for files of `schema` written with `props`.
+fn factory(schema: &SchemaRef, props: WriterProperties) -> DeltaResult<ArrowRowGroupWriterFactory> {
+    let (_, factory) =
+        ArrowWriter::try_new(Vec::new(), schema.clone(), Some(props))?.into_serialized_writer()?;
+    Ok(factory)
+}
+
 impl ColumnEncoders {
-    /// Encoders of row groups of `schema` (the file schema) with `threads` workers; statistics
-    /// are collected for the columns of `stats_schema`. Batches sent and not yet encoded hold
-    /// `queue_bytes` (Arrow memory) at most.
+    /// Encoders of row groups of `schema` (the file schema), written with `props`, with
+    /// `threads` workers; statistics are collected for the columns of `stats_schema`. Batches
+    /// sent and not yet encoded hold `queue_bytes` (Arrow memory) at most. `adaptive`: columns
+    /// whose dictionary overflowed are written plain from then on (see the module docs).
+    #[allow(clippy::too_many_arguments)]
     pub fn try_new(
-        factory: Arc<ArrowRowGroupWriterFactory>,
+        props: WriterProperties,
+        adaptive: bool,
         schema: SchemaRef,
         stats_schema: SchemaRef,
         indexed: IndexedColumns,
@@ -162,6 +210,13 @@ impl ColumnEncoders {
     ) -> DeltaResult<Self> {
         let budget_kib = (queue_bytes / 1024).clamp(1, u32::MAX as usize);
         let parquet_schema = parquet::arrow::ArrowSchemaConverter::new().convert(&schema)?;
+        let leaf_paths: Vec<ColumnPath> = parquet_schema
+            .columns()
+            .iter()
+            .map(|c| c.path().clone())
+            .collect();
+        let plain = vec![false; leaf_paths.len()];
+        let factory = Arc::new(factory(&schema, props.clone())?);
         let mut leaves = vec![0usize; schema.fields().len()];
         for leaf in 0..parquet_schema.num_columns() {
             let root = parquet_schema.get_column_root_idx(leaf);
@@ -190,6 +245,10 @@ impl ColumnEncoders {
             workers,
             cancelled,
             factory,
+            schema,
+            adaptive: adaptive.then_some(props),
+            leaf_paths,
+            plain,
             stats_schema,
             indexed,
             leaves,
@@ -310,10 +369,28 @@ impl ColumnEncoders {
     }
 
     /// Takes the measured cost of an encoded row group's columns into account for the next
-    /// row groups.
-    pub fn learn(&mut self, encoded: &EncodedGroup) {
+    /// row groups, and, when adaptive, which columns' dictionaries overflowed.
+    pub fn learn(&mut self, encoded: &EncodedGroup) -> DeltaResult<()> {
         if encoded.rows == 0 {
-            return;
+            return Ok(());
+        }
+        if let Some(props) = &self.adaptive {
+            let mut changed = false;
+            for (leaf, chunk) in encoded.chunks.iter().enumerate() {
+                if let Some(plain) = self.plain.get_mut(leaf) {
+                    if !*plain && fell_back(&chunk.close().metadata) {
+                        *plain = true;
+                        changed = true;
+                    }
+                }
+            }
+            if changed {
+                let mut builder = props.clone().into_builder();
+                for (path, _) in self.leaf_paths.iter().zip(&self.plain).filter(|(_, p)| **p) {
+                    builder = builder.set_column_dictionary_enabled(path.clone(), false);
+                }
+                self.factory = Arc::new(factory(&self.schema, builder.build())?);
+            }
         }
         for &(index, nanos) in &encoded.nanos {
             if let Some(cost) = self.cost.get_mut(index) {
@@ -326,6 +403,17 @@ impl ColumnEncoders {
                 };
             }
         }
+        Ok(())
+    }
+
+    /// Leaf columns written without a dictionary from now on.
+    pub fn plain_columns(&self) -> Vec<String> {
+        self.leaf_paths
+            .iter()
+            .zip(&self.plain)
+            .filter(|(_, p)| **p)
+            .map(|(path, _)| path.string())
+            .collect()
     }
 }
 
@@ -473,7 +561,6 @@ mod tests {
     use arrow::compute::concat_batches;
     use arrow::datatypes::{Field, Fields, Int64Type, Schema};
     use parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder;
-    use parquet::arrow::ArrowWriter;
 
     fn schema() -> SchemaRef {
         let inner = Fields::from(vec![Field::new("x", DataType::Int64, true)]);
@@ -521,12 +608,9 @@ mod tests {
     }
 
     fn encoders(threads: usize, queue_bytes: usize) -> ColumnEncoders {
-        let (_, factory) = ArrowWriter::try_new(Vec::new(), schema(), None)
-            .unwrap()
-            .into_serialized_writer()
-            .unwrap();
         ColumnEncoders::try_new(
-            Arc::new(factory),
+            WriterProperties::default(),
+            true,
             schema(),
             schema(),
             IndexedColumns::First(-1),
@@ -563,7 +647,7 @@ mod tests {
                 let expected_rows = group.rows();
                 let encoded = encoders.close(group).unwrap().finish().await.unwrap();
                 assert_eq!(encoded.rows, expected_rows);
-                encoders.learn(&encoded);
+                encoders.learn(&encoded).unwrap();
                 file_stats.merge(&encoded.stats);
                 let mut writer = file.next_row_group().unwrap();
                 for chunk in encoded.chunks {
@@ -581,6 +665,74 @@ mod tests {
             let read = concat_batches(&schema(), &read).unwrap();
             assert_eq!(read, concat_batches(&schema(), &sent).unwrap());
             assert_eq!(file_stats.finish(), whole.finish());
+        }
+    }
+
+    /// A column whose dictionary overflowed in one row group is written plain in the next
+    /// (the low-cardinality column keeps its dictionary), unless the settings are the
+    /// caller's; the file reads back as written either way.
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn overflowed_dictionaries_are_dropped_for_later_row_groups() {
+        let props = WriterProperties::builder()
+            .set_dictionary_page_size_limit(1024)
+            .build();
+        for adaptive in [true, false] {
+            let mut encoders = ColumnEncoders::try_new(
+                props.clone(),
+                adaptive,
+                schema(),
+                schema(),
+                IndexedColumns::First(-1),
+                2,
+                1 << 20,
+            )
+            .unwrap();
+            let (mut file, _) = ArrowWriter::try_new(Vec::new(), schema(), Some(props.clone()))
+                .unwrap()
+                .into_serialized_writer()
+                .unwrap();
+            let mut groups = Vec::new();
+            for start in [0, 3000] {
+                let mut group = encoders.open().unwrap();
+                encoders.write(&mut group, rows(start, 3000)).await.unwrap();
+                let encoded = encoders.close(group).unwrap().finish().await.unwrap();
+                encoders.learn(&encoded).unwrap();
+                let dictionaries: Vec<(bool, bool)> = encoded
+                    .chunks
+                    .iter()
+                    .map(|c| {
+                        let meta = &c.close().metadata;
+                        (meta.dictionary_page_offset().is_some(), fell_back(meta))
+                    })
+                    .collect();
+                groups.push(dictionaries);
+                let mut writer = file.next_row_group().unwrap();
+                for chunk in encoded.chunks {
+                    chunk.append_to_row_group(&mut writer).unwrap();
+                }
+                writer.close().unwrap();
+            }
+            // Leaves: id, name, s.x, tags.element. `id` overflows 1 KiB; `name` has 13 values.
+            assert_eq!(groups[0][0], (true, true));
+            assert_eq!(groups[0][1], (true, false));
+            if adaptive {
+                assert_eq!(groups[1][0], (false, false));
+                assert!(encoders.plain_columns().contains(&"id".to_string()));
+            } else {
+                assert_eq!(groups[1][0], (true, true));
+                assert!(encoders.plain_columns().is_empty());
+            }
+            assert_eq!(groups[1][1], (true, false));
+            let bytes = bytes::Bytes::from(file.into_inner().unwrap());
+            let read: Vec<RecordBatch> = ParquetRecordBatchReaderBuilder::try_new(bytes)
+                .unwrap()
+                .build()
+                .unwrap()
+                .collect::<Result<_, _>>()
+                .unwrap();
+            let read = concat_batches(&schema(), &read).unwrap();
+            let sent = concat_batches(&schema(), &[rows(0, 3000), rows(3000, 3000)]).unwrap();
+            assert_eq!(read, sent);
         }
     }
 

@@ -73,6 +73,8 @@ pub struct OptimizeOptions {
     pub memory_limit: Option<u64>,
     /// Extra `commitInfo` fields.
     pub commit_info: Map<String, Value>,
+    /// How the new files are encoded (deltalake's `writer_properties`; default: deltalog's).
+    pub parquet: Option<Arc<crate::write::parquet_options::ParquetSettings>>,
 }
 
 /// Sizes of a set of files (deltalake's `filesAdded` / `filesRemoved`).
@@ -234,11 +236,13 @@ async fn rewrite_partition(
     spec: Arc<ReadSpec>,
     partition: PartitionPlan,
     target: u64,
+    parquet: Option<Arc<crate::write::parquet_options::ParquetSettings>>,
 ) -> DeltaResult<(Vec<Value>, u64, u64)> {
     // Files are read as `snapshot` has them and written as `write` says (the same table but
     // for column mapping removal).
     let mut rewriter = Rewriter::try_new(write, Some(target))?;
     rewriter.set_rearranging();
+    rewriter.set_parquet(parquet);
     let storage = snapshot.storage().clone();
     let tasks: Vec<FileTask> = partition.bins.into_iter().flatten().collect();
     // A couple of files read ahead while the current one is written.
@@ -390,6 +394,8 @@ struct CurveJob {
     /// Memory budget of this partition.
     budget: usize,
     provider: Option<&'static str>,
+    /// How the new files are encoded.
+    parquet: Option<Arc<crate::write::parquet_options::ParquetSettings>>,
 }
 
 /// Splits read batches into the key ranges of one partition, each row with its key.
@@ -470,6 +476,7 @@ async fn zorder_partition(
     // at a time).
     let mut rewriter = Rewriter::try_new(snapshot, Some(target))?;
     rewriter.set_rearranging();
+    rewriter.set_parquet(job.parquet.clone());
     rewriter.index_also(snapshot, &job.physical)?;
     if let Some(provider) = job.provider {
         rewriter.set_clustering_provider(provider);
@@ -958,7 +965,10 @@ async fn rewrite_plans(
                 _ => snapshot,
             };
             futures::stream::iter(plans)
-                .map(|partition| rewrite_partition(snapshot, write, all.clone(), partition, target))
+                .map(|partition| {
+                    let parquet = options.parquet.clone();
+                    rewrite_partition(snapshot, write, all.clone(), partition, target, parquet)
+                })
                 .buffer_unordered(concurrency)
                 .try_collect()
                 .await?
@@ -976,6 +986,7 @@ async fn rewrite_plans(
                     .collect(),
                 budget: usize::try_from(limit / partitions as u64).unwrap_or(usize::MAX),
                 provider: matches!(layout, Layout::Cluster { .. }).then_some(LIQUID),
+                parquet: options.parquet.clone(),
             });
             futures::stream::iter(plans)
                 .map(|partition| {

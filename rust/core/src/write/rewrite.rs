@@ -164,6 +164,8 @@ pub struct Rewriter {
     data_change: bool,
     /// `clusteringProvider` of the new data files.
     clustering_provider: Option<String>,
+    /// How new files are encoded (`None`: deltalog's settings).
+    parquet: Option<Arc<crate::write::parquet_options::ParquetSettings>>,
     /// The counts so far.
     pub counts: FileCounts,
 }
@@ -244,6 +246,7 @@ impl Rewriter {
             )?,
             data_change: true,
             clustering_provider: None,
+            parquet: None,
             counts: FileCounts::default(),
         })
     }
@@ -252,6 +255,15 @@ impl Rewriter {
     /// removes say `dataChange: false`, so readers of the change feed and streams skip them.
     pub fn set_rearranging(&mut self) {
         self.data_change = false;
+    }
+
+    /// Encodes the new files with `parquet` (compression, row groups, statistics and bloom
+    /// filters as the caller set them) instead of deltalog's settings.
+    pub fn set_parquet(
+        &mut self,
+        parquet: Option<Arc<crate::write::parquet_options::ParquetSettings>>,
+    ) {
+        self.parquet = parquet;
     }
 
     /// Marks the new data files as clustered by `provider` (`clusteringProvider`, spec
@@ -393,6 +405,7 @@ impl Rewriter {
             options.materialize_partitions = self.materialize_partitions;
             options.target_file_size = self.target_file_size;
             options.encode_queue_bytes = REWRITE_QUEUE_BYTES;
+            options.parquet = self.parquet.clone();
             self.data_writer = Some(DataFileWriter::try_new(
                 self.storage.clone(),
                 &self.file_physical,
@@ -434,6 +447,7 @@ impl Rewriter {
             let mut options = DataFileOptions::change_data(self.partitions.clone());
             options.target_file_size = self.target_file_size;
             options.encode_queue_bytes = REWRITE_QUEUE_BYTES;
+            options.parquet = self.parquet.clone();
             self.change_writer = Some(DataFileWriter::try_new(
                 self.storage.clone(),
                 &self.cdc_physical,
