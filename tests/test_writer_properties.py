@@ -138,3 +138,41 @@ def test_bad_settings_are_refused_before_anything_is_written(
     with pytest.raises(InvalidArgumentError, match=message):
         dl.write_table(str(path), data(10), writer_properties=props)
     assert not (path / "_delta_log").exists() or not list((path / "_delta_log").glob("*.json"))
+
+
+@pytest.mark.parametrize("sets_dictionary", [False, True])
+def test_overflowing_dictionaries_are_dropped_unless_set(
+    tmp_path: Path, sets_dictionary: bool
+) -> None:
+    """A column whose dictionary overflows (distinct int64 keys: a 1 MiB dictionary page holds
+    131,072 of them, a row group has 200,000) falls back in the first row group and is written
+    without a dictionary once the writer has seen that (the second row group may already be
+    encoding by then; the third is not), while a low-cardinality column keeps its dictionary;
+    settings that say how dictionaries are used are kept as given. pyarrow reads the footers
+    and the rows."""
+    import numpy as np
+
+    n = 600_000
+    rng = np.random.default_rng(3)
+    table = pa.table(
+        {
+            "key": pa.array(rng.permutation(n * 10)[:n].astype(np.int64)),
+            "kind": pa.array([f"k{i % 7}" for i in range(n)]),
+        }
+    )
+    props = dl.WriterProperties(
+        compression="ZSTD",
+        max_row_group_size=200_000,
+        dictionary_page_size_limit=1024 * 1024 if sets_dictionary else None,
+    )
+    path = tmp_path / "t"
+    dl.write_table(str(path), table, writer_properties=props)
+    meta = only_file(path).metadata
+    assert meta.num_row_groups == 3
+    first, third = meta.row_group(0), meta.row_group(2)
+    # The first group's keys overflowed: a dictionary page, then plain pages.
+    assert first.column(0).has_dictionary_page and "PLAIN" in first.column(0).encodings
+    assert third.column(0).has_dictionary_page == sets_dictionary
+    assert first.column(1).has_dictionary_page and third.column(1).has_dictionary_page
+    assert {first.column(0).compression, third.column(0).compression} == {"ZSTD"}
+    assert pq.read_table(path / dl.DeltaTable(str(path)).files()[0]).equals(table)

@@ -143,8 +143,10 @@ class TableOptimizer:
                 bytes)`` after each unit of work (a bin, or a partition for clustering).
             writer_properties: how the new files are encoded (compression and level, row
                 groups, statistics, bloom filters: :class:`deltalog.WriterProperties`, as
-                deltalake's ``compact`` takes them). Default: snappy, 1Mi-row groups, and
-                dictionaries dropped for columns whose dictionary overflows.
+                deltalake's ``compact`` takes them). Default: snappy and 1Mi-row groups.
+                Unless the properties set dictionaries (``dictionary_enabled``,
+                ``dictionary_page_size_limit``), a column whose dictionary overflows in one
+                row group is written without one in the later row groups.
 
         Returns:
             deltalake's metrics: ``numFilesAdded``, ``numFilesRemoved``, ``filesAdded`` and

@@ -1,12 +1,16 @@
 """How data files are encoded: ``WriterProperties``, ``ColumnProperties`` and
-``BloomFilterProperties``, named and shaped as deltalake's, for ``write_table``.
+``BloomFilterProperties``, named and shaped as deltalake's, for ``write_table`` and OPTIMIZE
+(``t.optimize.compact`` / ``z_order`` / ``purge_deletion_vectors``, ``dl.spark.optimize``).
 
 Compression codec and level, row group and page sizes, and per column dictionary encoding,
 parquet statistics and bloom filters. None of it changes what the Delta log says about a file
 (its statistics are computed by deltalog itself); it trades file size and write speed against
 what parquet readers can skip inside a file. The native core checks the values
 (``write::parquet_options``): unknown codecs, levels out of range and columns the table does
-not have are errors.
+not have are errors. Unless the properties set dictionaries (``dictionary_enabled`` for some
+column, or ``dictionary_page_size_limit``), a column whose dictionary overflows its page limit
+in one row group is written without a dictionary in the file writer's later row groups (as
+under deltalog's own settings): values that fall back anyway are not interned again.
 """
 
 from __future__ import annotations

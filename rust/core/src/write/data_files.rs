@@ -373,9 +373,12 @@ impl DataFileWriter {
             .iter()
             .any(|f| has_floats(f.data_type()));
         let parallelism = std::thread::available_parallelism().map_or(2, |n| n.get());
-        // Dictionaries that overflow are dropped for later row groups only under deltalog's
-        // own settings: a caller's `WriterProperties` are kept as given.
-        let adaptive = options.parquet.is_none();
+        // Dictionaries that overflow are dropped for later row groups unless the caller's
+        // settings say how dictionaries are used.
+        let adaptive = options
+            .parquet
+            .as_ref()
+            .is_none_or(|p| !p.sets_dictionary());
         let encoders = ColumnEncoders::try_new(
             props.clone(),
             adaptive,

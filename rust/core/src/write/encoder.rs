@@ -16,11 +16,11 @@
 //! waits while the budget is spent. Each worker handles its jobs in the order they were sent,
 //! so every column writer sees its rows in input order.
 //!
-//! With the default writer settings, a leaf column whose dictionary outgrew its page limit in
-//! a row group (the writer then falls back to plain pages, having interned the values for
-//! nothing) is written without a dictionary in the writer's later row groups: random keys and
-//! measurements fall back in every row group, and interning them is a fifth of a rewrite's
-//! time. Settings given by the caller are kept as given.
+//! Unless the caller's settings say how dictionaries are used, a leaf column whose dictionary
+//! outgrew its page limit in a row group (the writer then falls back to plain pages, having
+//! interned the values for nothing) is written without a dictionary in the writer's later row
+//! groups: random keys and measurements fall back in every row group, and interning them is a
+//! fifth of a rewrite's time.
 
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicBool, Ordering};

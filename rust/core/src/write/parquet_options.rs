@@ -69,6 +69,17 @@ fn positive(name: &str, value: Option<usize>) -> DeltaResult<Option<usize>> {
 
 impl ParquetSettings {
     /// Parses the JSON form (the Python layer's `WriterProperties`).
+    /// Whether the settings say anything about dictionaries (`dictionary_enabled` for any
+    /// column, or the dictionary page limit). Otherwise the writer may drop the dictionary of
+    /// a column whose dictionary overflowed, as under deltalog's own settings
+    /// ([`crate::write::encoder`]).
+    pub fn sets_dictionary(&self) -> bool {
+        let sets = |c: &ColumnSettings| c.dictionary_enabled.is_some();
+        self.dictionary_page_size_limit.is_some()
+            || self.default_column_properties.as_ref().is_some_and(sets)
+            || self.column_properties.values().any(sets)
+    }
+
     pub fn from_json(text: &str) -> DeltaResult<Self> {
         serde_json::from_str(text).map_err(|e| invalid(format!("bad writer properties: {e}")))
     }
@@ -272,5 +283,22 @@ mod tests {
         )
         .expect("settings");
         assert!(bad.writer_properties(&[]).is_err());
+    }
+
+    #[test]
+    fn settings_that_set_dictionaries() {
+        let s = |json: &str| ParquetSettings::from_json(json).expect("settings");
+        assert!(!s("{}").sets_dictionary());
+        assert!(!s(r#"{"compression": "zstd", "max_row_group_size": 10}"#).sets_dictionary());
+        assert!(
+            !s(r#"{"column_properties": {"a": {"statistics_enabled": "NONE"}}}"#).sets_dictionary()
+        );
+        assert!(s(r#"{"dictionary_page_size_limit": 4096}"#).sets_dictionary());
+        assert!(
+            s(r#"{"default_column_properties": {"dictionary_enabled": true}}"#).sets_dictionary()
+        );
+        assert!(
+            s(r#"{"column_properties": {"a": {"dictionary_enabled": false}}}"#).sets_dictionary()
+        );
     }
 }
