@@ -110,6 +110,32 @@ def test_column_mapped_tables_take_logical_names(tmp_path: Path) -> None:
     assert "RLE_DICTIONARY" not in name_column.encodings
 
 
+def test_optimize_of_a_column_mapped_table_takes_logical_names(tmp_path: Path) -> None:
+    """OPTIMIZE's ``writer_properties`` name columns as the table does; the rewritten file
+    holds physical names, and the setting reaches the right one."""
+    path = tmp_path / "mapped"
+    for i in range(3):
+        dl.write_table(
+            str(path),
+            data(100),
+            mode="append",
+            configuration={"delta.columnMapping.mode": "name"} if i == 0 else None,
+        )
+    t = dl.DeltaTable(str(path))
+    props = dl.WriterProperties(
+        compression="ZSTD",
+        column_properties={"name": dl.ColumnProperties(dictionary_enabled=False)},
+    )
+    assert t.optimize.compact(writer_properties=props)["numFilesAdded"] == 1
+    meta = only_file(path).metadata
+    columns = [meta.row_group(0).column(i) for i in range(meta.num_columns)]
+    assert columns[1].path_in_schema != "name"  # a physical name
+    assert "RLE_DICTIONARY" not in columns[1].encodings
+    assert "RLE_DICTIONARY" in columns[0].encodings  # `id` keeps the default
+    assert {c.compression for c in columns} == {"ZSTD"}
+    assert t.to_pyarrow_table().num_rows == 300
+
+
 @pytest.mark.parametrize(
     ("props", "message"),
     [

@@ -68,7 +68,6 @@ fn positive(name: &str, value: Option<usize>) -> DeltaResult<Option<usize>> {
 }
 
 impl ParquetSettings {
-    /// Parses the JSON form (the Python layer's `WriterProperties`).
     /// Whether the settings say anything about dictionaries (`dictionary_enabled` for any
     /// column, or the dictionary page limit). Otherwise the writer may drop the dictionary of
     /// a column whose dictionary overflowed, as under deltalog's own settings
@@ -80,6 +79,26 @@ impl ParquetSettings {
             || self.column_properties.values().any(sets)
     }
 
+    /// The settings with their columns' top-level names mapped by `physical`: settings name
+    /// logical columns, and the files of a column-mapped table hold physical ones (spec
+    /// "Column Mapping"). Nested paths keep the names after their first dot.
+    pub fn renamed(&self, physical: impl Fn(&str) -> String) -> Self {
+        let mut renamed = self.clone();
+        renamed.column_properties = self
+            .column_properties
+            .iter()
+            .map(|(name, column)| {
+                let path = match name.split_once('.') {
+                    Some((top, rest)) => format!("{}.{rest}", physical(top)),
+                    None => physical(name),
+                };
+                (path, column.clone())
+            })
+            .collect();
+        renamed
+    }
+
+    /// Parses the JSON form (the Python layer's `WriterProperties`).
     pub fn from_json(text: &str) -> DeltaResult<Self> {
         serde_json::from_str(text).map_err(|e| invalid(format!("bad writer properties: {e}")))
     }

@@ -35,6 +35,7 @@ use crate::scan::{
     FileTask, RowTracking, ENABLE_ROW_TRACKING, MATERIALIZED_ROW_COMMIT_VERSION,
     MATERIALIZED_ROW_ID, ROW_COMMIT_VERSION, ROW_ID,
 };
+use crate::schema::ColumnMappingMode;
 use crate::snapshot::Snapshot;
 use crate::storage::Storage;
 use crate::write::constraints::TableRules;
@@ -164,8 +165,9 @@ pub struct Rewriter {
     data_change: bool,
     /// `clusteringProvider` of the new data files.
     clustering_provider: Option<String>,
-    /// How new files are encoded (`None`: deltalog's settings).
+    /// How new files are encoded (`None`: deltalog's settings), physical column names.
     parquet: Option<Arc<crate::write::parquet_options::ParquetSettings>>,
+    mapping_mode: ColumnMappingMode,
     /// The counts so far.
     pub counts: FileCounts,
 }
@@ -247,6 +249,7 @@ impl Rewriter {
             data_change: true,
             clustering_provider: None,
             parquet: None,
+            mapping_mode: mode,
             counts: FileCounts::default(),
         })
     }
@@ -258,12 +261,16 @@ impl Rewriter {
     }
 
     /// Encodes the new files with `parquet` (compression, row groups, statistics and bloom
-    /// filters as the caller set them) instead of deltalog's settings.
+    /// filters as the caller set them, columns by logical name) instead of deltalog's
+    /// settings.
     pub fn set_parquet(
         &mut self,
         parquet: Option<Arc<crate::write::parquet_options::ParquetSettings>>,
     ) {
-        self.parquet = parquet;
+        self.parquet = parquet.map(|settings| {
+            let (schema, mode) = (&self.schema, self.mapping_mode);
+            Arc::new(settings.renamed(|name| physical_name(schema, name, mode)))
+        });
     }
 
     /// Marks the new data files as clustered by `provider` (`clusteringProvider`, spec

@@ -507,26 +507,10 @@ where
         crate::write::data_files::target_file_size(options.target_file_size, &config)?;
     if let Some(settings) = &options.parquet {
         // Column settings name logical columns; the files hold physical ones.
-        let mut settings = settings.clone();
-        settings.column_properties = settings
-            .column_properties
-            .into_iter()
-            .map(|(name, column)| {
-                let (top, rest) = match name.split_once('.') {
-                    Some((top, rest)) => (top.to_string(), Some(rest.to_string())),
-                    None => (name.clone(), None),
-                };
-                let top = match table_schema.fields().find(&top) {
-                    Some(_) => physical_name(&table_schema, &top, mode),
-                    None => top,
-                };
-                let path = match rest {
-                    Some(rest) => format!("{top}.{rest}"),
-                    None => top,
-                };
-                (path, column)
-            })
-            .collect();
+        let settings = settings.renamed(|name| match table_schema.fields().find(name) {
+            Some(_) => physical_name(&table_schema, name, mode),
+            None => name.to_string(),
+        });
         file_options.parquet = Some(Arc::new(settings));
     }
     let mut writer = DataFileWriter::try_new(storage.clone(), &physical, file_options)?;
