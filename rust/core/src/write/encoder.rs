@@ -407,7 +407,8 @@ impl ColumnEncoders {
     }
 
     /// Leaf columns written without a dictionary from now on.
-    pub fn plain_columns(&self) -> Vec<String> {
+    #[cfg(test)]
+    fn plain_columns(&self) -> Vec<String> {
         self.leaf_paths
             .iter()
             .zip(&self.plain)
@@ -561,6 +562,7 @@ mod tests {
     use arrow::compute::concat_batches;
     use arrow::datatypes::{Field, Fields, Int64Type, Schema};
     use parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder;
+    use parquet::file::writer::SerializedFileWriter;
 
     fn schema() -> SchemaRef {
         let inner = Fields::from(vec![Field::new("x", DataType::Int64, true)]);
@@ -620,6 +622,27 @@ mod tests {
         .unwrap()
     }
 
+    /// Appends an encoded row group to a file.
+    fn append(file: &mut SerializedFileWriter<Vec<u8>>, encoded: EncodedGroup) {
+        let mut writer = file.next_row_group().unwrap();
+        for chunk in encoded.chunks {
+            chunk.append_to_row_group(&mut writer).unwrap();
+        }
+        writer.close().unwrap();
+    }
+
+    /// The rows of a finished file, as one batch.
+    fn read_back(file: SerializedFileWriter<Vec<u8>>) -> RecordBatch {
+        let bytes = bytes::Bytes::from(file.into_inner().unwrap());
+        let read: Vec<RecordBatch> = ParquetRecordBatchReaderBuilder::try_new(bytes)
+            .unwrap()
+            .build()
+            .unwrap()
+            .collect::<Result<_, _>>()
+            .unwrap();
+        concat_batches(&schema(), &read).unwrap()
+    }
+
     /// Row groups encoded batch by batch on several threads, through a queue smaller than one
     /// batch, read back as the rows sent, in order, with the statistics of one collector fed
     /// every row.
@@ -649,21 +672,9 @@ mod tests {
                 assert_eq!(encoded.rows, expected_rows);
                 encoders.learn(&encoded).unwrap();
                 file_stats.merge(&encoded.stats);
-                let mut writer = file.next_row_group().unwrap();
-                for chunk in encoded.chunks {
-                    chunk.append_to_row_group(&mut writer).unwrap();
-                }
-                writer.close().unwrap();
+                append(&mut file, encoded);
             }
-            let bytes = bytes::Bytes::from(file.into_inner().unwrap());
-            let read: Vec<RecordBatch> = ParquetRecordBatchReaderBuilder::try_new(bytes)
-                .unwrap()
-                .build()
-                .unwrap()
-                .collect::<Result<_, _>>()
-                .unwrap();
-            let read = concat_batches(&schema(), &read).unwrap();
-            assert_eq!(read, concat_batches(&schema(), &sent).unwrap());
+            assert_eq!(read_back(file), concat_batches(&schema(), &sent).unwrap());
             assert_eq!(file_stats.finish(), whole.finish());
         }
     }
@@ -706,11 +717,7 @@ mod tests {
                     })
                     .collect();
                 groups.push(dictionaries);
-                let mut writer = file.next_row_group().unwrap();
-                for chunk in encoded.chunks {
-                    chunk.append_to_row_group(&mut writer).unwrap();
-                }
-                writer.close().unwrap();
+                append(&mut file, encoded);
             }
             // Leaves: id, name, s.x, tags.element. `id` overflows 1 KiB; `name` has 13 values.
             assert_eq!(groups[0][0], (true, true));
@@ -723,16 +730,8 @@ mod tests {
                 assert!(encoders.plain_columns().is_empty());
             }
             assert_eq!(groups[1][1], (true, false));
-            let bytes = bytes::Bytes::from(file.into_inner().unwrap());
-            let read: Vec<RecordBatch> = ParquetRecordBatchReaderBuilder::try_new(bytes)
-                .unwrap()
-                .build()
-                .unwrap()
-                .collect::<Result<_, _>>()
-                .unwrap();
-            let read = concat_batches(&schema(), &read).unwrap();
             let sent = concat_batches(&schema(), &[rows(0, 3000), rows(3000, 3000)]).unwrap();
-            assert_eq!(read, sent);
+            assert_eq!(read_back(file), sent);
         }
     }
 
