@@ -1,0 +1,596 @@
+"""DuckDB's ``delta`` extension as a second independent reader of what deltalog writes.
+
+The extension (PyPI ``duckdb-extension-delta``, built on delta-kernel-rs, pinned with the DuckDB
+version it is built for in pyproject's ``test`` extra) reads deletion vectors, column mapping,
+V2 checkpoints, row tracking and in-commit timestamps, which ``deltalake`` cannot. Every table
+feature deltalog writes, alone and in the combinations that matter, is written here as a small
+table and read by both: ``delta_scan(path)`` must return the same rows (a multiset, by column
+name) as deltalog's own read, and deltalog's rows must be the ones the test wrote.
+
+Where the readers disagree the protocol (spec 002) decides, and the test says so: DuckDB 1.5.5
+reads a column-mapped table's partition column as NULL when it is not the table's first column
+(deltalog's tables and Delta Spark's golden tables alike); the expected wrong answer is
+asserted, so the test notices when DuckDB is fixed.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import importlib.util
+import json
+from collections.abc import Callable, Iterator, Sequence
+from decimal import Decimal
+from pathlib import Path
+from typing import Any
+
+import duckdb
+import pyarrow as pa
+import pytest
+
+import deltalog as dl
+from deltalog.features import reader_features_of, writer_features_of
+
+UTC = dt.timezone.utc
+DV = {"delta.enableDeletionVectors": "true"}
+
+
+# ------------------------------------------------------------------------------------------------
+# The two readers
+# ------------------------------------------------------------------------------------------------
+
+
+def extension_file() -> Path:
+    """The delta extension the ``duckdb-extension-delta`` package ships for this DuckDB."""
+    spec = importlib.util.find_spec("duckdb_extension_delta")
+    assert spec is not None and spec.submodule_search_locations, "duckdb-extension-delta missing"
+    root = Path(next(iter(spec.submodule_search_locations))) / "extensions"
+    path = root / f"v{duckdb.__version__}" / "delta.duckdb_extension"
+    assert path.is_file(), (
+        f"no delta extension for DuckDB {duckdb.__version__} (the package has "
+        f"{sorted(p.name for p in root.iterdir())}): pin duckdb to the extension's version"
+    )
+    return path
+
+
+@pytest.fixture(scope="module")
+def con() -> Iterator[duckdb.DuckDBPyConnection]:
+    c = duckdb.connect(config={"allow_unsigned_extensions": "true"})
+    c.execute("LOAD '{}'".format(str(extension_file()).replace("'", "''")))
+    c.execute("SET TimeZone = 'UTC'")
+    yield c
+    c.close()
+
+
+def normalise(value: Any) -> Any:
+    """One spelling of a value for both readers: aware datetimes in UTC (DuckDB returns
+    ``timestamp with time zone`` in the session's zone), containers recursively."""
+    if isinstance(value, dict):
+        return {k: normalise(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [normalise(v) for v in value]
+    if isinstance(value, tuple):  # a map entry
+        return tuple(normalise(v) for v in value)
+    if isinstance(value, dt.datetime) and value.tzinfo is not None:
+        return value.astimezone(UTC)
+    return value
+
+
+def as_rows(table: pa.Table) -> list[dict[str, Any]]:
+    """The rows as a sorted list (a multiset) of ``{column name: value}``."""
+    rows = [normalise(r) for r in table.to_pylist()]
+    return sorted(rows, key=lambda r: json.dumps(r, default=repr, sort_keys=True))
+
+
+def duck_table(con: duckdb.DuckDBPyConnection, path: Path, version: int | None = None) -> pa.Table:
+    if version is None:
+        return con.execute("SELECT * FROM delta_scan(?)", [str(path)]).to_arrow_table()
+    query = "SELECT * FROM delta_scan(?, version := ?)"
+    return con.execute(query, [str(path), version]).to_arrow_table()
+
+
+def our_table(path: Path, version: int | None = None) -> pa.Table:
+    return dl.DeltaTable(path, version=version).to_pyarrow_table()
+
+
+def assert_same_rows(
+    con: duckdb.DuckDBPyConnection, path: Path, version: int | None = None
+) -> list[dict[str, Any]]:
+    """DuckDB returns deltalog's rows, under the logical column names; returns the rows."""
+    ours = our_table(path, version)
+    theirs = duck_table(con, path, version)
+    assert theirs.column_names == ours.column_names
+    rows = as_rows(ours)
+    assert as_rows(theirs) == rows
+    return rows
+
+
+def ids_of(rows: list[dict[str, Any]]) -> list[int]:
+    return sorted(r["id"] for r in rows)
+
+
+def features_of(path: Path) -> set[str]:
+    protocol = dl.DeltaTable(path).protocol()
+    return set(reader_features_of(protocol)) | set(writer_features_of(protocol))
+
+
+def dv_storage_types(path: Path) -> set[str]:
+    """Storage types ("Deletion Vector Descriptor Schema") of the active files' DVs."""
+    adds = dl.DeltaTable(path).get_add_actions(flatten=True)
+    return {s for s in adds.column("deletion_vector.storage_type").to_pylist() if s is not None}
+
+
+def drop_commits_through(path: Path, version: int) -> None:
+    """Deletes commits 0..=version (as metadata cleanup does after a checkpoint at
+    ``version``): both readers must then start from the checkpoint ("Checkpoints")."""
+    for v in range(version + 1):
+        (path / "_delta_log" / f"{v:020}.json").unlink()
+
+
+# ------------------------------------------------------------------------------------------------
+# Data
+# ------------------------------------------------------------------------------------------------
+
+
+def base(ids: Sequence[int]) -> pa.Table:
+    """``part`` first (see the column-mapping tests below for why it matters to DuckDB), then
+    an id, a nullable string and a double."""
+    return pa.table(
+        {
+            "part": pa.array([f"p{i % 3}" for i in ids], pa.string()),
+            "id": pa.array(ids, pa.int64()),
+            "s": pa.array([None if i % 5 == 0 else f"s{i} ü" for i in ids], pa.string()),
+            "v": pa.array([i * 0.5 for i in ids], pa.float64()),
+        }
+    )
+
+
+def all_types(ids: Sequence[int]) -> pa.Table:
+    def opt(values: list[Any]) -> list[Any]:
+        return [None if i % 7 == 3 else x for i, x in zip(ids, values, strict=True)]
+
+    return pa.table(
+        {
+            "id": pa.array(ids, pa.int64()),
+            "i8": pa.array(opt([i - 100 for i in ids]), pa.int8()),
+            "i16": pa.array(opt([i * 300 for i in ids]), pa.int16()),
+            "i32": pa.array(opt([-(i * 70_000) for i in ids]), pa.int32()),
+            "f32": pa.array(opt([i / 8 for i in ids]), pa.float32()),
+            "f64": pa.array(opt([i / 3 for i in ids]), pa.float64()),
+            "b": pa.array(opt([i % 2 == 0 for i in ids]), pa.bool_()),
+            "s": pa.array(opt([f"naïve {i} 🦆" for i in ids]), pa.string()),
+            "bin": pa.array(opt([bytes([i % 256, 0, 255]) for i in ids]), pa.binary()),
+            "d": pa.array(opt([dt.date(1969, 12, 1) + dt.timedelta(days=i) for i in ids])),
+            "ts": pa.array(
+                opt(
+                    [
+                        dt.datetime(2026, 3, 29, 0, 59, tzinfo=UTC) + dt.timedelta(hours=i)
+                        for i in ids
+                    ]
+                ),
+                pa.timestamp("us", tz="UTC"),
+            ),
+            "dec": pa.array(opt([Decimal(i * 101) / 100 for i in ids]), pa.decimal128(10, 2)),
+            "dec38": pa.array(
+                opt([Decimal(f"-{i}12345678901234567890.123456") for i in ids]),
+                pa.decimal128(38, 6),
+            ),
+        }
+    )
+
+
+def nested(ids: Sequence[int]) -> pa.Table:
+    return pa.table(
+        {
+            "id": pa.array(ids, pa.int64()),
+            "st": pa.array(
+                [{"a": i, "inner": {"x": f"x{i}", "y": [i, i + 1]}} if i % 4 else None for i in ids]
+            ),
+            "arr": pa.array([[i, None, i * 2] if i % 3 else [] for i in ids], pa.list_(pa.int32())),
+            "arr_st": pa.array([[{"k": i, "w": "w"}] for i in ids]),
+            "m": pa.array(
+                [[("a", i), ("b", None)] if i % 2 else None for i in ids],
+                pa.map_(pa.string(), pa.int64()),
+            ),
+        }
+    )
+
+
+# ------------------------------------------------------------------------------------------------
+# Tables, one per feature or combination: each builder writes a table at ``path`` and returns the
+# ids of the rows it must hold; ``features`` are table features the protocol must support.
+# ------------------------------------------------------------------------------------------------
+
+Builder = Callable[[Path], list[int]]
+CASES: dict[str, tuple[Builder, frozenset[str]]] = {}
+
+
+def case(name: str, *features: str) -> Callable[[Builder], Builder]:
+    def register(build: Builder) -> Builder:
+        CASES[name] = (build, frozenset(features))
+        return build
+
+    return register
+
+
+@case("plain-all-types")
+def _plain(path: Path) -> list[int]:
+    data = all_types(range(24))
+    dl.write_table(path, data.slice(0, 10))
+    dl.write_table(path, data.slice(10), mode="append")
+    return list(range(24))
+
+
+@case("partitioned-by-every-type")
+def _partitioned(path: Path) -> list[int]:
+    # "Partition Value Serialization": strings escaped in paths, not in partitionValues;
+    # nulls as null (__HIVE_DEFAULT_PARTITION__ directories); timestamps as ISO-8601 UTC.
+    ts = dt.datetime(2026, 1, 2, 3, 4, 5, 123456, tzinfo=UTC)
+    data = pa.table(
+        {
+            "id": pa.array([1, 2, 3, 4, 5], pa.int64()),
+            "ps": ["a b", "50%", "x=y/z", "ünï©ødé 漢字", None],
+            "pi": pa.array([1, None, -3, 1, 7], pa.int32()),
+            "pd": [dt.date(2026, 1, 1), None, dt.date(1970, 1, 1), dt.date(1, 1, 1), None],
+            "pt": pa.array([ts, ts, None, dt.datetime(1999, 12, 31, tzinfo=UTC), None]),
+            "pb": [True, False, None, True, None],
+            "v": [1.5, 2.5, 3.5, 4.5, 5.5],
+        }
+    )
+    partitions = ["ps", "pi", "pd", "pt", "pb"]
+    dl.write_table(path, data.slice(0, 3), partition_by=partitions)
+    dl.write_table(path, data.slice(3), mode="append")
+    return [1, 2, 3, 4, 5]
+
+
+@case("deletion-vectors-inline", "deletionVectors")
+def _dv_inline(path: Path) -> list[int]:
+    dl.write_table(path, base(range(30)), configuration=DV)
+    dl.DeltaTable(path).delete("id = 7")
+    dl.DeltaTable(path).delete("id IN (8, 29)")  # a second DV replaces the first
+    assert dv_storage_types(path) == {"i"}
+    return [i for i in range(30) if i not in (7, 8, 29)]
+
+
+@case("deletion-vectors-file", "deletionVectors")
+def _dv_file(path: Path) -> list[int]:
+    dl.write_table(path, base(range(300)), configuration=DV)
+    dl.DeltaTable(path).delete("id % 3 = 0")
+    assert dv_storage_types(path) == {"u"}
+    return [i for i in range(300) if i % 3]
+
+
+@case("deletion-vectors-update-merge-partitioned", "deletionVectors")
+def _dv_dml(path: Path) -> list[int]:
+    dl.write_table(path, base(range(40)), partition_by=["part"], configuration=DV)
+    t = dl.DeltaTable(path)
+    t.update({"v": "v + 100", "s": "'updated'"}, "id < 5")
+    t = dl.DeltaTable(path)
+    (
+        t.merge(base(range(30, 50)), "target.id = source.id")
+        .when_matched_delete("source.id % 2 = 0")
+        .when_matched_update({"s": "'merged'"})
+        .when_not_matched_insert_all()
+        .execute()
+    )
+    assert dv_storage_types(path)
+    return [i for i in range(50) if not (30 <= i < 40 and i % 2 == 0)]
+
+
+def _column_mapped(path: Path, mode: str) -> list[int]:
+    data = base(range(20)).append_column(
+        "st", pa.array([{"x": i, "y": f"y{i}"} for i in range(20)])
+    )
+    config = {"delta.columnMapping.mode": mode, **DV}
+    dl.write_table(path, data, partition_by=["part"], configuration=config)
+    t = dl.DeltaTable(path)
+    t.alter.rename_column("s", "renamed s")
+    t.alter.rename_column("st.y", "why")
+    t.alter.drop_columns(["v"])
+    later = pa.table(
+        {
+            "part": ["p0", "p1", "p9"],
+            "id": pa.array([100, 101, 102], pa.int64()),
+            "renamed s": ["a", None, "c"],
+            "st": [{"x": -1, "why": "new"}, None, {"x": None, "why": None}],
+        }
+    )
+    dl.write_table(path, later, mode="append")
+    dl.DeltaTable(path).delete("id = 4 OR id = 101")
+    return [i for i in [*range(20), 100, 101, 102] if i not in (4, 101)]
+
+
+@case("column-mapping-name-renamed-dropped-dv", "columnMapping", "deletionVectors")
+def _cm_name(path: Path) -> list[int]:
+    return _column_mapped(path, "name")
+
+
+@case("column-mapping-id-renamed-dropped-dv", "columnMapping", "deletionVectors")
+def _cm_id(path: Path) -> list[int]:
+    return _column_mapped(path, "id")
+
+
+@case("checkpoint-classic", "deletionVectors")
+def _checkpoint_classic(path: Path) -> list[int]:
+    dl.write_table(path, base(range(10)), partition_by=["part"], configuration=DV)
+    dl.write_table(path, base(range(10, 20)), mode="append")
+    dl.DeltaTable(path).delete("id = 3")
+    t = dl.DeltaTable(path)
+    t.create_checkpoint("classic")
+    drop_commits_through(path, t.version())
+    dl.write_table(path, base(range(20, 25)), mode="append")
+    return [i for i in range(25) if i != 3]
+
+
+@case("checkpoint-stats-as-struct", "deletionVectors")
+def _checkpoint_struct(path: Path) -> list[int]:
+    # partitionValues_parsed and stats_parsed ("Checkpoint Schema") instead of JSON stats.
+    config = {
+        **DV,
+        "delta.checkpoint.writeStatsAsStruct": "true",
+        "delta.checkpoint.writeStatsAsJson": "false",
+    }
+    dl.write_table(path, base(range(12)), partition_by=["part"], configuration=config)
+    dl.DeltaTable(path).delete("id > 9")
+    t = dl.DeltaTable(path)
+    t.create_checkpoint()
+    drop_commits_through(path, t.version())
+    return list(range(10))
+
+
+def _v2_checkpoint(path: Path, kind: str, sidecars: int) -> list[int]:
+    dl.write_table(path, base(range(10)), partition_by=["part"], configuration=DV)
+    t = dl.DeltaTable(path)
+    t.alter.add_feature("v2Checkpoint")
+    dl.write_table(path, base(range(10, 20)), mode="append")
+    dl.DeltaTable(path).delete("id = 12")
+    t = dl.DeltaTable(path)
+    # No classic-named copy: the UUID-named checkpoint is the only one ("UUID-named checkpoint").
+    written = t.create_checkpoint(kind, sidecars=sidecars, classic_copy=False)
+    sidecar_files = [f for f in written["files"] if "_sidecars/" in f]
+    assert len(sidecar_files) == sidecars
+    drop_commits_through(path, t.version())
+    dl.write_table(path, base(range(20, 22)), mode="append")
+    return [i for i in range(22) if i != 12]
+
+
+for _kind in ("v2-parquet", "v2-json"):
+    for _sidecars in (0, 2):
+
+        def _build(path: Path, kind: str = _kind, sidecars: int = _sidecars) -> list[int]:
+            return _v2_checkpoint(path, kind, sidecars)
+
+        case(f"checkpoint-{_kind}-sidecars-{_sidecars}", "v2Checkpoint", "deletionVectors")(_build)
+
+
+@case("log-compaction", "deletionVectors")
+def _log_compaction(path: Path) -> list[int]:
+    dl.write_table(path, base(range(10)), configuration=DV)
+    for start in (10, 20):
+        dl.write_table(path, base(range(start, start + 10)), mode="append")
+    dl.DeltaTable(path).delete("id % 10 = 0")
+    dl.DeltaTable(path).update({"v": "-v"}, "id = 15")
+    t = dl.DeltaTable(path)
+    assert t.compact_logs(1, t.version()).endswith(".compacted.json")
+    dl.write_table(path, base(range(30, 32)), mode="append")
+    return [i for i in range(32) if i % 10 or i == 30]
+
+
+@case("row-tracking-after-dml", "rowTracking", "domainMetadata")
+def _row_tracking(path: Path) -> list[int]:
+    config = {"delta.enableRowTracking": "true", **DV}
+    dl.write_table(path, base(range(20)), configuration=config)
+    t = dl.DeltaTable(path)
+    t.update({"v": "v * 2"}, "id < 3")  # materialized row id columns in the new file
+    dl.DeltaTable(path).delete("id = 10")
+    dl.write_table(path, base(range(20, 25)), mode="append")
+    return [i for i in range(25) if i != 10]
+
+
+@case("in-commit-timestamps", "inCommitTimestamps")
+def _ict(path: Path) -> list[int]:
+    dl.write_table(path, base(range(5)), configuration={"delta.enableInCommitTimestamps": "true"})
+    dl.write_table(path, base(range(5, 10)), mode="append")
+    dl.DeltaTable(path).delete("id = 0")
+    return list(range(1, 10))
+
+
+@case("change-data-feed", "changeDataFeed")
+def _cdf(path: Path) -> list[int]:
+    dl.write_table(path, base(range(10)), configuration={"delta.enableChangeDataFeed": "true"})
+    t = dl.DeltaTable(path)
+    t.update({"s": "'changed'"}, "id = 1")  # copy-on-write: a cdc file under _change_data
+    dl.DeltaTable(path).delete("id = 2")
+    assert (path / "_change_data").is_dir()
+    return [i for i in range(10) if i != 2]
+
+
+@case("timestamp-ntz", "timestampNtz")
+def _ntz(path: Path) -> list[int]:
+    stamps = [dt.datetime(2021, 11, 18, 2, 30, 0, 123456), dt.datetime(1900, 1, 1), None]
+    data = pa.table(
+        {
+            "id": pa.array([1, 2, 3], pa.int64()),
+            "ntz": pa.array(stamps, pa.timestamp("us")),
+            "pntz": pa.array(stamps, pa.timestamp("us")),
+        }
+    )
+    dl.write_table(path, data, partition_by=["pntz"])
+    return [1, 2, 3]
+
+
+@case("type-widening", "typeWidening")
+def _widening(path: Path) -> list[int]:
+    def data(ids: list[int]) -> pa.Table:
+        return pa.table(
+            {
+                "id": pa.array(ids, pa.int64()),
+                "i": pa.array([i * 1000 for i in ids], pa.int32()),
+                "f": pa.array([i / 4 for i in ids], pa.float32()),
+                "sh": pa.array(ids, pa.int16()),
+                "dec": pa.array([Decimal(i) / 10 for i in ids], pa.decimal128(5, 1)),
+                "d": pa.array([dt.date(2026, 1, 1 + i) for i in ids]),
+            }
+        )
+
+    dl.write_table(path, data([1, 2]), configuration={"delta.enableTypeWidening": "true"})
+    t = dl.DeltaTable(path)
+    t.alter.change_column_type("i", "long")
+    t.alter.change_column_type("f", "double")
+    t.alter.change_column_type("sh", "double")
+    t.alter.change_column_type("dec", "decimal(12,3)")
+    t.alter.change_column_type("d", "timestamp_ntz")
+    wide = pa.table(
+        {
+            "id": pa.array([3], pa.int64()),
+            "i": pa.array([2**40], pa.int64()),
+            "f": pa.array([1e300], pa.float64()),
+            "sh": pa.array([0.5], pa.float64()),
+            "dec": pa.array([Decimal("123456789.123")], pa.decimal128(12, 3)),
+            "d": pa.array([dt.datetime(2026, 2, 1, 12)], pa.timestamp("us")),
+        }
+    )
+    dl.write_table(path, wide, mode="append")
+    return [1, 2, 3]
+
+
+@case("optimize-compact-and-z-order", "deletionVectors")
+def _optimize(path: Path) -> list[int]:
+    dl.write_table(path, base(range(5)), configuration=DV)
+    for start in range(5, 30, 5):
+        dl.write_table(path, base(range(start, start + 5)), mode="append")
+    dl.DeltaTable(path).delete("id = 6")
+    dl.DeltaTable(path).optimize.compact()
+    for start in range(30, 40, 5):
+        dl.write_table(path, base(range(start, start + 5)), mode="append")
+    dl.DeltaTable(path).optimize.z_order(["v", "id"])
+    return [i for i in range(40) if i != 6]
+
+
+@case("merge-update-copy-on-write")
+def _copy_on_write(path: Path) -> list[int]:
+    dl.write_table(path, base(range(20)), partition_by=["part"])
+    dl.DeltaTable(path).update({"v": "v + 1"}, "id % 4 = 0")
+    (
+        dl.DeltaTable(path)
+        .merge(base(range(15, 25)), "target.id = source.id")
+        .when_matched_update_all()
+        .when_not_matched_insert_all()
+        .when_not_matched_by_source_delete("target.id < 2")
+        .execute()
+    )
+    return list(range(2, 25))
+
+
+@case("identity-generated-check-constraint", "identityColumns", "generatedColumns")
+def _writer_features(path: Path) -> list[int]:
+    identity = {"delta.identity.start": "10", "delta.identity.step": "5"}
+    schema = pa.schema(
+        [
+            pa.field("key", pa.int64(), metadata=identity),
+            pa.field("id", pa.int64()),
+            pa.field("twice", pa.int64(), metadata={"delta.generationExpression": "id * 2"}),
+        ]
+    )
+    dl.DeltaTable.create(path, schema)
+    dl.DeltaTable(path).alter.add_constraint({"positive": "id > 0"})
+    dl.write_table(path, pa.table({"id": pa.array([1, 2, 3], pa.int64())}), mode="append")
+    dl.write_table(path, pa.table({"id": pa.array([4], pa.int64())}), mode="append")
+    assert "checkConstraints" in features_of(path)
+    return [1, 2, 3, 4]
+
+
+@case("vacuum-protocol-check", "vacuumProtocolCheck")
+def _vacuum_check(path: Path) -> list[int]:
+    dl.DeltaTable.create(path, base([]).schema, features=["vacuumProtocolCheck"])
+    dl.write_table(path, base(range(8)), mode="append")
+    dl.write_table(path, base(range(3)), mode="overwrite")
+    dl.DeltaTable(path).vacuum(retention_hours=0, dry_run=False, enforce_retention_duration=False)
+    return [0, 1, 2]
+
+
+@case("clustering-domain-metadata", "clustering", "domainMetadata")
+def _clustered(path: Path) -> list[int]:
+    dl.write_table(path, base(range(10)), clustering_columns=["id"], configuration=DV)
+    t = dl.DeltaTable(path)
+    t.alter.set_domain_metadata("app.settings", '{"owner": "tests"}')
+    t.alter.cluster_by(["v", "s"])
+    dl.write_table(path, base(range(10, 20)), mode="append")
+    dl.DeltaTable(path).delete("id = 11")
+    dl.DeltaTable(path).optimize.compact(full=True)
+    return [i for i in range(20) if i != 11]
+
+
+@case("nested-struct-array-map")
+def _nested(path: Path) -> list[int]:
+    dl.write_table(path, nested(range(12)))
+    return list(range(12))
+
+
+@case("restore")
+def _restore(path: Path) -> list[int]:
+    dl.write_table(path, base(range(6)), configuration=DV)
+    dl.write_table(path, base(range(6, 9)), mode="append")
+    dl.DeltaTable(path).delete("id < 4")
+    dl.write_table(path, base(range(100, 102)), mode="overwrite")
+    dl.DeltaTable(path).restore(1)  # the rows after the append, before the delete
+    return list(range(9))
+
+
+@case(
+    "combo-name-mapping-dv-row-tracking-ict-v2-checkpoint-compaction",
+    "columnMapping",
+    "deletionVectors",
+    "rowTracking",
+    "inCommitTimestamps",
+    "v2Checkpoint",
+)
+def _combo_everything(path: Path) -> list[int]:
+    config = {
+        "delta.columnMapping.mode": "name",
+        "delta.enableRowTracking": "true",
+        "delta.enableInCommitTimestamps": "true",
+        "delta.enableChangeDataFeed": "true",
+        **DV,
+    }
+    dl.write_table(path, base(range(20)), partition_by=["part"], configuration=config)
+    t = dl.DeltaTable(path)
+    t.alter.add_feature("v2Checkpoint")
+    t.alter.rename_column("v", "value")
+    dl.DeltaTable(path).delete("id % 7 = 0")
+    dl.DeltaTable(path).update({"value": "value + 1"}, "id = 3")
+    t = dl.DeltaTable(path)
+    t.create_checkpoint("v2-parquet", sidecars=1, classic_copy=False)
+    drop_commits_through(path, t.version())
+    start = t.version() + 1
+    dl.write_table(
+        path, base(range(20, 25)).rename_columns(["part", "id", "s", "value"]), mode="append"
+    )
+    dl.DeltaTable(path).delete("id = 21")
+    dl.DeltaTable(path).compact_logs(start, start + 1)
+    return [i for i in range(25) if i % 7 and i != 21]
+
+
+@case("combo-id-mapping-type-widening-dv", "columnMapping", "typeWidening", "deletionVectors")
+def _combo_widening(path: Path) -> list[int]:
+    data = pa.table({"id": pa.array([1, 2, 3], pa.int64()), "n": pa.array([1, 2, 3], pa.int32())})
+    config = {"delta.columnMapping.mode": "id", "delta.enableTypeWidening": "true", **DV}
+    dl.write_table(path, data, configuration=config)
+    t = dl.DeltaTable(path)
+    t.alter.change_column_type("n", "long")
+    t.alter.rename_column("n", "wide n")
+    wide = pa.table({"id": pa.array([4], pa.int64()), "wide n": pa.array([2**40], pa.int64())})
+    dl.write_table(path, wide, mode="append")
+    dl.DeltaTable(path).delete("id = 2")
+    return [1, 3, 4]
+
+
+@pytest.mark.parametrize("name", list(CASES))
+def test_duckdb_reads_the_same_rows(
+    con: duckdb.DuckDBPyConnection, tmp_path: Path, name: str
+) -> None:
+    build, features = CASES[name]
+    path = tmp_path / "t"
+    want = build(path)
+    assert features <= features_of(path), "the table does not have the features it tests"
+    rows = assert_same_rows(con, path)
+    assert ids_of(rows) == sorted(want)
