@@ -60,7 +60,8 @@ def test_compaction_bin_packs_each_partition(tmp_path: Path) -> None:
     assert metrics["numFilesRemoved"] == files_before == 25
     assert metrics["numFilesAdded"] == 2 and metrics["partitionsOptimized"] == 2
     assert metrics["totalConsideredFiles"] == 25 and metrics["totalFilesSkipped"] == 0
-    assert metrics["filesRemoved"]["totalFiles"] == 25 and metrics["filesAdded"]["totalFiles"] == 2
+    assert json.loads(metrics["filesRemoved"])["totalFiles"] == 25
+    assert json.loads(metrics["filesAdded"])["totalFiles"] == 2
     assert metrics["numRows"] == len(before)
     assert len(t.files()) == 2
     # The same rows, read by deltalog and by deltalake.
@@ -379,3 +380,243 @@ def test_writer_properties_encode_the_new_files(tmp_path: Path, progress: bool) 
     assert content(t.to_pyarrow_table()) == before
     with pytest.raises(dl.InvalidArgumentError, match="WriterProperties"):
         t.optimize.compact(writer_properties={"compression": "ZSTD"})  # type: ignore[arg-type]
+
+
+# deltalake's OPTIMIZE interface (issue #30): its parameters in its order, its argument objects,
+# its metrics' keys and value types, min_commit_interval and post-commit hooks; every value
+# compared with deltalake's own OPTIMIZE of a copy of the same table.
+
+DELTALAKE_PARAMETERS = [
+    "partition_filters",
+    "target_size",
+    "max_concurrent_tasks",
+    "max_spill_size",
+    "max_temp_directory_size",
+    "min_commit_interval",
+    "writer_properties",
+]
+
+
+def twins(tmp_path: Path, parts: str = "abc", per_part: int = 4) -> tuple[Path, Path]:
+    """Two copies of one table written by deltalake: ``per_part`` small files per partition."""
+    source = tmp_path / "src"
+    n = 0
+    for _ in range(per_part):
+        for part in parts:
+            deltalake.write_deltalake(
+                str(source), rows(n, 5, part), partition_by=["part"], mode="append"
+            )
+            n += 5
+    ours, theirs = tmp_path / "ours", tmp_path / "theirs"
+    shutil.copytree(source, ours)
+    shutil.copytree(source, theirs)
+    return ours, theirs
+
+
+def test_the_signatures_are_deltalakes() -> None:
+    """deltalake's parameters, in its order, before deltalog's own keyword-only options."""
+    import inspect
+
+    for method, first in (("compact", []), ("z_order", ["columns"])):
+        theirs = inspect.signature(getattr(deltalake.table.TableOptimizer, method)).parameters
+        ours = inspect.signature(getattr(dl.optimize.TableOptimizer, method)).parameters
+        assert list(theirs)[1:] == [*first, *DELTALAKE_PARAMETERS, "args", *KEYWORD_ONLY]
+        assert list(ours)[1 : len(theirs)] == list(theirs)[1:]
+        for name in theirs:
+            assert ours[name].kind == theirs[name].kind, (method, name)
+
+
+KEYWORD_ONLY = ["commit_properties", "post_commithook_properties"]
+
+
+@pytest.mark.parametrize("layout", ["compact", "z_order"])
+def test_metrics_are_deltalakes(tmp_path: Path, layout: str) -> None:
+    """The same keys as deltalake's metrics, each with the type deltalake gives it
+    (``filesAdded`` / ``filesRemoved`` JSON text), and the same values where the two must
+    agree: the files first removed (byte for byte the same files), the counts, the planner's
+    description (Z-order keeps no insertion order). A second run, with nothing to do, too."""
+    ours, theirs = twins(tmp_path)
+    for run in range(2):
+        if layout == "compact":
+            mine = dl.DeltaTable(str(ours)).optimize.compact()
+            peer = deltalake.DeltaTable(str(theirs)).optimize.compact()
+        else:
+            mine = dl.DeltaTable(str(ours)).optimize.z_order(["id"])
+            peer = deltalake.DeltaTable(str(theirs)).optimize.z_order(["id"])
+        assert list(mine)[: len(peer)] == list(peer)
+        assert {k: type(mine[k]) for k in peer} == {k: type(v) for k, v in peer.items()}
+        for key in (
+            "numFilesAdded",
+            "numFilesRemoved",
+            "totalConsideredFiles",
+            "totalFilesSkipped",
+            "preserveInsertionOrder",
+            "plannerStrategy",
+            "preservedStableOrder",
+            "maxBinSpanFiles",
+        ):
+            assert mine[key] == peer[key], (key, mine[key], peer[key])
+        if run == 0:  # the same files (a second Z-order removes what each one wrote)
+            assert mine["filesRemoved"] == peer["filesRemoved"]
+        assert json.loads(mine["filesAdded"]).keys() == json.loads(peer["filesAdded"]).keys()
+        assert json.loads(mine["filesAdded"])["totalFiles"] == mine["numFilesAdded"]
+    assert mine["preserveInsertionOrder"] is (layout == "compact")
+    assert content(dl.DeltaTable(str(ours)).to_pyarrow_table()) == content(
+        deltalake.DeltaTable(str(theirs)).to_pyarrow_table()
+    )
+
+
+def test_deltalakes_positional_call_and_argument_objects(tmp_path: Path) -> None:
+    """A call written for deltalake runs unchanged: its positional order, its
+    ``WriterProperties`` (codec with level, row groups, a column without dictionary) reaching
+    the files as pyarrow reads them, and its ``CommitProperties`` reaching the commitInfo;
+    the commit arguments also positionally after ``writer_properties`` (either order)."""
+    ours, _theirs = twins(tmp_path)
+    t = dl.DeltaTable(str(ours))
+    before = content(t.to_pyarrow_table())
+    props = deltalake.WriterProperties(
+        compression="ZSTD",
+        compression_level=7,
+        max_row_group_size=8,
+        column_properties={"id": deltalake.ColumnProperties(dictionary_enabled=False)},
+    )
+    commit = deltalake.CommitProperties(custom_metadata={"job": "nightly"})
+    m = t.optimize.compact(None, 1 << 20, 2, None, None, None, props, commit_properties=commit)
+    assert m["numFilesRemoved"] == 12 and m["numFilesAdded"] == 3
+    for file in _new_files(ours, t.version()):
+        meta = pq.ParquetFile(file).metadata
+        assert meta.num_row_groups == -(-meta.num_rows // 8)
+        column = {meta.row_group(0).column(c).path_in_schema: c for c in range(2)}
+        chunk = meta.row_group(0).column(column["id"])
+        assert chunk.compression == "ZSTD" and not chunk.has_dictionary_page
+        assert meta.row_group(0).column(column["v"]).has_dictionary_page
+    info = next(a["commitInfo"] for a in log_actions(ours, t.version()) if "commitInfo" in a)
+    assert info["job"] == "nightly" and info["operation"] == "OPTIMIZE"
+    assert content(t.to_pyarrow_table()) == before
+
+    # Positional commit arguments, deltalake's legacy order and the other.
+    hooks = deltalake.PostCommitHookProperties()
+    for extra in ((hooks, commit), (commit, hooks)):
+        dl.write_table(str(ours), rows(1000, 5, "a"), mode="append")
+        dl.write_table(str(ours), rows(2000, 5, "a"), mode="append")
+        m = dl.DeltaTable(str(ours)).optimize.z_order(
+            ["id"], [("part", "=", "a")], None, None, None, None, None, None, *extra
+        )
+        assert m["numFilesRemoved"] == 3 and m["preserveInsertionOrder"] is False
+        info = next(a["commitInfo"] for a in log_actions(ours, m["version"]) if "commitInfo" in a)
+        assert info["job"] == "nightly"
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "message"),
+    [
+        ({"commit_properties": deltalake.CommitProperties(max_commit_retries=3)}, "retries"),
+        (
+            {
+                "commit_properties": deltalake.CommitProperties(
+                    app_transactions=[deltalake.Transaction("app", 1)]
+                )
+            },
+            "app_transactions",
+        ),
+        ({"commit_properties": dl.CommitProperties(app_id="app", app_version=1)}, "app_id"),
+        (
+            {
+                "writer_properties": deltalake.WriterProperties(
+                    column_properties={"id": deltalake.ColumnProperties(encoding="PLAIN")}
+                )
+            },
+            "encoding",
+        ),
+        ({"max_temp_directory_size": 1 << 30}, "max_temp_directory_size"),
+        (
+            {"post_commithook_properties": deltalake.PostCommitHookProperties(False)},
+            "create_checkpoint",
+        ),
+        (
+            {"post_commithook_properties": deltalake.PostCommitHookProperties(True, False)},
+            "cleanup_expired_logs",
+        ),
+        ({"max_spill_size": 1 << 20, "memory_limit": 1 << 21}, "same limit"),
+        ({"min_commit_interval": -1}, "min_commit_interval"),
+    ],
+)
+def test_settings_deltalog_cannot_honour_are_refused(
+    tmp_path: Path, kwargs: dict[str, Any], message: str
+) -> None:
+    """A deltalake setting deltalog cannot honour is an InvalidArgumentError naming it, before
+    anything is written: never silently dropped."""
+    ours, _theirs = twins(tmp_path, parts="a", per_part=3)
+    t = dl.DeltaTable(str(ours))
+    with pytest.raises(dl.InvalidArgumentError, match=message):
+        t.optimize.compact(**kwargs)
+    assert dl.DeltaTable(str(ours)).version() == 2 and len(t.files()) == 3
+
+
+def test_min_commit_interval_commits_as_it_goes(tmp_path: Path) -> None:
+    """``min_commit_interval=0``: a commit per bin (here per partition), as deltalake makes;
+    the metrics are the sum over the commits, equal to deltalake's on a copy, and the rows
+    are the same. A long interval (a timedelta): one commit."""
+    from datetime import timedelta
+
+    ours, theirs = twins(tmp_path)
+    start = dl.DeltaTable(str(ours)).version()
+    mine = dl.DeltaTable(str(ours)).optimize.compact(min_commit_interval=0)
+    peer = deltalake.DeltaTable(str(theirs)).optimize.compact(min_commit_interval=0)
+    t = dl.DeltaTable(str(ours))
+    assert t.version() == deltalake.DeltaTable(str(theirs)).version() == start + 3
+    assert mine["version"] == start + 3
+    assert [h["operation"] for h in t.history(3)] == ["OPTIMIZE"] * 3
+    for key in ("numFilesAdded", "numFilesRemoved", "filesRemoved", "totalConsideredFiles"):
+        assert mine[key] == peer[key], key
+    assert mine["numFilesAdded"] == 3 and json.loads(mine["filesAdded"])["totalFiles"] == 3
+    # Each commit removed its own partition's files only.
+    removed = [
+        {a["remove"]["partitionValues"]["part"] for a in log_actions(ours, v) if "remove" in a}
+        for v in range(start + 1, start + 4)
+    ]
+    assert sorted(len(r) for r in removed) == [1, 1, 1] and set.union(*removed) == set("abc")
+    assert content(t.to_pyarrow_table()) == content(
+        deltalake.DeltaTable(str(theirs)).to_pyarrow_table()
+    )
+
+    again, _ = twins(tmp_path / "again")
+    m = dl.DeltaTable(str(again)).optimize.z_order(
+        ["id"], min_commit_interval=timedelta(hours=1)
+    )
+    assert m["version"] == start + 1 and m["numFilesRemoved"] == 12
+
+
+def test_post_commit_hook_cleans_up_expired_logs(tmp_path: Path) -> None:
+    """deltalake's ``PostCommitHookProperties(cleanup_expired_logs=True)``: expired commits
+    before the checkpoint are deleted after the OPTIMIZE commit although the table turns its
+    own cleanup off; without it they stay."""
+    import os
+    import time
+
+    config = {
+        "delta.enableExpiredLogCleanup": "false",
+        "delta.logRetentionDuration": "interval 1 days",
+    }
+    paths = []
+    for name in ("hook", "plain"):
+        path = tmp_path / name
+        dl.write_table(str(path), rows(0, 5), partition_by=["part"], configuration=config)
+        for i in range(1, 4):
+            dl.write_table(str(path), rows(i * 5, 5), mode="append")
+        dl.DeltaTable(str(path)).create_checkpoint()
+        old = time.time() - 3 * 86_400
+        for f in (path / "_delta_log").iterdir():
+            os.utime(f, (old, old))
+        paths.append(path)
+    hook, plain = paths
+    hooks = deltalake.PostCommitHookProperties(cleanup_expired_logs=True)
+    metrics = dl.DeltaTable(str(hook)).optimize.compact(post_commithook_properties=hooks)
+    assert metrics["version"] == 4
+    assert dl.DeltaTable(str(plain)).optimize.compact()["version"] == 4
+    commits = {p.name: sorted(f.name for f in (p / "_delta_log").glob("*.json")) for p in paths}
+    assert commits["hook"] == [f"{v:020}.json" for v in (3, 4)]
+    assert commits["plain"] == [f"{v:020}.json" for v in range(5)]
+    assert content(dl.DeltaTable(str(hook)).to_pyarrow_table()) == content(
+        deltalake.DeltaTable(str(hook)).to_pyarrow_table()
+    )

@@ -17,6 +17,7 @@ from __future__ import annotations
 import sys
 from collections.abc import Callable, Iterable
 from concurrent.futures import ThreadPoolExecutor, as_completed
+from datetime import timedelta
 from typing import TYPE_CHECKING, Any
 
 from deltalog import _native
@@ -25,6 +26,7 @@ from deltalog.exceptions import InvalidArgumentError
 from deltalog.expressions import FilterLike, to_predicate
 
 if TYPE_CHECKING:
+    from deltalog.optimize_args import PostCommitHookProperties
     from deltalog.table import DeltaTable
     from deltalog.writer import CommitProperties
     from deltalog.writer_properties import WriterProperties
@@ -39,7 +41,9 @@ _MEMORY_LIMIT = 128 * 1024 * 1024
 
 
 class TableOptimizer:
-    """``DeltaTable.optimize``: the layout of a table's files."""
+    """``DeltaTable.optimize``: the layout of a table's files. ``compact`` and ``z_order``
+    take deltalake 1.6's parameters in its order (positionally or by keyword) and its argument
+    objects (:mod:`deltalog.optimize_args`), then deltalog's own keyword-only options."""
 
     def __init__(self, table: DeltaTable) -> None:
         self._table = table
@@ -50,15 +54,18 @@ class TableOptimizer:
         partition_filters: str | FilterLike | None,
         target_size: int | None,
         max_concurrent_tasks: int | None,
-        commit_properties: CommitProperties | None,
+        commit_properties: Any,
         columns: list[str] | None = None,
         full: bool = False,
         memory_limit: int | None = None,
         progress: Progress = False,
-        writer_properties: WriterProperties | None = None,
+        writer_properties: Any = None,
+        min_commit_interval: Any = None,
+        post_commithook_properties: Any = None,
+        max_temp_directory_size: int | None = None,
     ) -> dict[str, Any]:
-        from deltalog.writer import CommitProperties, check_snapshot_writable
-        from deltalog.writer_properties import WriterProperties
+        from deltalog import optimize_args
+        from deltalog.writer import check_snapshot_writable
 
         table = self._table
         check_snapshot_writable(table._raw)
@@ -67,19 +74,24 @@ class TableOptimizer:
         else:
             predicate = to_predicate(partition_filters)
             sql = predicate.to_sql() if predicate is not None else None
-        props = commit_properties or CommitProperties()
+        props = optimize_args.commit_properties(commit_properties)
         target_size = optional_integer("target_size", target_size, minimum=1)
         tasks = optional_integer("max_concurrent_tasks", max_concurrent_tasks, minimum=1)
         memory_limit = optional_integer("memory_limit", memory_limit, minimum=1)
-        if writer_properties is not None and not isinstance(writer_properties, WriterProperties):
+        if max_temp_directory_size is not None:
             raise InvalidArgumentError(
-                "writer_properties must be a deltalog.WriterProperties, not "
-                f"{type(writer_properties).__name__}"
+                "max_temp_directory_size is not supported: deltalog spills Z-order and "
+                "clustering rows to TMPDIR without a disk limit (memory_limit / max_spill_size "
+                "bounds what is held in memory)"
             )
+        interval = optimize_args.commit_interval(min_commit_interval)
+        cleanup = optimize_args.cleans_up_after(post_commithook_properties)
+        writer_properties = optimize_args.writer_properties(writer_properties)
         parquet = writer_properties.to_json() if writer_properties is not None else None
-        if progress:
-            report = progress if callable(progress) else _Bar()
-            metrics = _run_with_progress(
+        reorders = layout != "purge" and (layout != "compact" or bool(table._clustering_columns()))
+        if progress or interval is not None:
+            report = None if not progress else progress if callable(progress) else _Bar()
+            native, span = _run_units(
                 table,
                 layout,
                 columns,
@@ -91,9 +103,13 @@ class TableOptimizer:
                 props,
                 report,
                 parquet,
+                interval,
             )
         else:
-            metrics = _native.optimize(
+            # The plan alone for deltalake's maxBinSpanFiles (the run plans the same units).
+            units = _native.optimize_plan(table._raw, layout, columns, full, sql, target_size)[1]
+            span = max((len(u) for u in units), default=0)
+            native = _native.optimize(
                 table._raw,
                 layout,
                 columns,
@@ -106,18 +122,26 @@ class TableOptimizer:
                 writer_properties=parquet,
             )
         table.update_incremental()
-        return metrics
+        if cleanup and native["version"] is not None:
+            # deltalake's cleanup_expired_logs=True: "Metadata Cleanup" after the commit.
+            table.cleanup_metadata()
+        return optimize_args.deltalake_metrics(native, reorders=reorders, max_bin_span_files=span)
 
     def compact(
         self,
         partition_filters: str | FilterLike | None = None,
         target_size: int | None = None,
         max_concurrent_tasks: int | None = None,
-        commit_properties: CommitProperties | None = None,
+        max_spill_size: int | None = None,
+        max_temp_directory_size: int | None = None,
+        min_commit_interval: int | float | timedelta | None = None,
+        writer_properties: WriterProperties | Any | None = None,
+        *args: Any,
+        commit_properties: CommitProperties | Any | None = None,
+        post_commithook_properties: PostCommitHookProperties | Any | None = None,
         full: bool = False,
         memory_limit: int | None = None,
         progress: Progress = False,
-        writer_properties: WriterProperties | None = None,
     ) -> dict[str, Any]:
         """Compacts small files (bin-packing) and reloads the table at the latest version.
 
@@ -127,6 +151,12 @@ class TableOptimizer:
         rewritten along the Z-order curve of the clustering columns, and the new files say
         ``clusteringProvider: liquid``.
 
+        The parameters up to ``post_commithook_properties`` are deltalake 1.6's, in its order
+        (``commit_properties`` and ``post_commithook_properties`` may also come positionally
+        after ``writer_properties``, as deltalake still takes them); deltalake's own
+        ``CommitProperties``, ``WriterProperties`` and ``PostCommitHookProperties`` objects
+        are accepted (:mod:`deltalog.optimize_args`).
+
         Args:
             partition_filters: only these partitions: ``[("day", "=", "2026-11-01")]``
                 (deltalake's form, or a list of such lists for OR), a deltalog predicate, or
@@ -135,31 +165,53 @@ class TableOptimizer:
                 ``delta.targetFileSize``, else 100 MiB). Smaller files are compacted; files
                 with deletion vectors are rewritten whatever their size.
             max_concurrent_tasks: partitions rewritten at once (default: the number of cores).
-            commit_properties: extra commitInfo fields.
+            max_spill_size: bytes of rows held in memory before spilling (deltalog's
+                ``memory_limit``; compaction streams and holds no rows, clustering does).
+            max_temp_directory_size: not supported (an ``InvalidArgumentError`` unless None):
+                spill files have no disk limit.
+            min_commit_interval: seconds (or a timedelta): commit the work done so far as its
+                own version whenever this long has passed since the last commit, as deltalake
+                does for long runs (``0``: one commit per bin, or per partition for
+                clustering). The metrics are the sum over the commits; ``version`` the last.
+            writer_properties: how the new files are encoded (compression and level, row
+                groups, statistics, bloom filters: :class:`deltalog.WriterProperties` or
+                deltalake's, as deltalake's ``compact`` takes them). Default: snappy and
+                1Mi-row groups. Unless the properties set dictionaries
+                (``dictionary_enabled``, ``dictionary_page_size_limit``), a column whose
+                dictionary overflows in one row group is written without one in the later
+                row groups.
+            commit_properties: extra commitInfo fields (``custom_metadata``); application
+                transactions and ``max_commit_retries`` are refused.
+            post_commithook_properties: ``cleanup_expired_logs=True`` cleans up expired log
+                files after the commit (:class:`deltalog.optimize_args.PostCommitHookProperties`).
             full: clustered tables only: recluster every file.
             memory_limit: clustered tables only: see ``z_order``.
             progress: report progress on long runs: ``True`` draws a bar on stderr (tqdm's
                 when it is installed), a callable gets ``(units done, units, bytes done,
                 bytes)`` after each unit of work (a bin, or a partition for clustering).
-            writer_properties: how the new files are encoded (compression and level, row
-                groups, statistics, bloom filters: :class:`deltalog.WriterProperties`, as
-                deltalake's ``compact`` takes them). Default: snappy and 1Mi-row groups.
-                Unless the properties set dictionaries (``dictionary_enabled``,
-                ``dictionary_page_size_limit``), a column whose dictionary overflows in one
-                row group is written without one in the later row groups.
 
         Returns:
-            deltalake's metrics: ``numFilesAdded``, ``numFilesRemoved``, ``filesAdded`` and
-            ``filesRemoved`` (``min``, ``max``, ``avg``, ``totalFiles``, ``totalSize``),
-            ``partitionsOptimized``, ``numBatches``, ``totalConsideredFiles``,
-            ``totalFilesSkipped``, ``preserveInsertionOrder``; plus ``version`` (None when
-            nothing needed rewriting), ``numRows`` (rows rewritten) and ``spilledBytes``.
+            deltalake's metrics, with its keys and value types: ``numFilesAdded``,
+            ``numFilesRemoved``, ``filesAdded`` and ``filesRemoved`` (JSON text, as deltalake
+            gives them: ``avg``, ``max``, ``min``, ``totalFiles``, ``totalSize``),
+            ``partitionsOptimized``, ``numBatches`` (deltalog counts the bins rewritten;
+            deltalake counts record batches), ``totalConsideredFiles``,
+            ``totalFilesSkipped``, ``preserveInsertionOrder`` (False when clustering),
+            ``plannerStrategy``, ``preservedStableOrder``, ``maxBinSpanFiles`` (most files in
+            one bin); plus ``version`` (None when nothing needed rewriting), ``numRows`` (rows
+            rewritten) and ``spilledBytes``.
 
         Raises:
-            InvalidArgumentError: a filter over a column that is not a partition column, or
-                ``full`` on a table that is not clustered.
+            InvalidArgumentError: a filter over a column that is not a partition column,
+                ``full`` on a table that is not clustered, or a setting deltalog cannot honour.
             CommitConflictError: a concurrent commit removed a file being compacted.
         """
+        from deltalog.optimize_args import memory_limit as limit_of
+        from deltalog.optimize_args import split_commit_args
+
+        commit_properties, post_commithook_properties = split_commit_args(
+            "compact", args, commit_properties, post_commithook_properties
+        )
         if full:
             if not self._table._clustering_columns():
                 raise InvalidArgumentError(
@@ -175,9 +227,12 @@ class TableOptimizer:
             max_concurrent_tasks,
             commit_properties,
             full=full,
-            memory_limit=memory_limit,
+            memory_limit=limit_of(max_spill_size, memory_limit),
             progress=progress,
             writer_properties=writer_properties,
+            min_commit_interval=min_commit_interval,
+            post_commithook_properties=post_commithook_properties,
+            max_temp_directory_size=max_temp_directory_size,
         )
 
     def z_order(
@@ -186,38 +241,52 @@ class TableOptimizer:
         partition_filters: str | FilterLike | None = None,
         target_size: int | None = None,
         max_concurrent_tasks: int | None = None,
+        max_spill_size: int | None = None,
+        max_temp_directory_size: int | None = None,
+        min_commit_interval: int | float | timedelta | None = None,
+        writer_properties: WriterProperties | Any | None = None,
+        *args: Any,
+        commit_properties: CommitProperties | Any | None = None,
+        post_commithook_properties: PostCommitHookProperties | Any | None = None,
         memory_limit: int | None = None,
-        commit_properties: CommitProperties | None = None,
         progress: Progress = False,
-        writer_properties: WriterProperties | None = None,
     ) -> dict[str, Any]:
         """Z-orders the table by ``columns`` and reloads it at the latest version.
 
         Every file of each selected partition is rewritten with its rows sorted along the
         Z-order curve of the columns (interleaved bits of each column's rank, the ranks from a
         sample), in files of about ``target_size``; the new files get statistics for the
-        columns. A filter on any of them then reads few files.
+        columns. A filter on any of them then reads few files. The number of new files is
+        the partition's bytes over ``target_size``: a target smaller than the files rewritten
+        makes more files than before (deltalake's ``z_order`` too).
 
         Args:
             columns: top-level, non-partition columns (1 to 64; more than 4 helps little).
-            partition_filters: as for ``compact``.
-            target_size: as for ``compact``.
+            partition_filters, target_size, max_temp_directory_size, min_commit_interval
+                (a unit is a partition), writer_properties, commit_properties,
+                post_commithook_properties: as for ``compact`` (deltalake's parameters in its
+                order).
             max_concurrent_tasks: partitions rewritten at once (default: the number of cores).
-            memory_limit: bytes of rows held in memory, over all partitions (default 128 MiB);
-                beyond it rows spill to Arrow files in the temporary directory (``TMPDIR``).
-                The parquet writer's row groups come on top.
-            commit_properties: extra commitInfo fields.
+            max_spill_size, memory_limit: the same limit (give one): bytes of rows held in
+                memory, over all partitions (default 128 MiB); beyond it rows spill to Arrow
+                files in the temporary directory (``TMPDIR``). The parquet writer's row groups
+                come on top.
             progress: as for ``compact`` (a unit is a partition).
-            writer_properties: as for ``compact``.
 
         Returns:
-            the metrics of ``compact``.
+            the metrics of ``compact`` (``preserveInsertionOrder`` False).
 
         Raises:
             InvalidArgumentError: unknown, nested, repeated or partition columns; a clustered
-                table (``compact`` clusters it).
+                table (``compact`` clusters it); a setting deltalog cannot honour.
             CommitConflictError: a concurrent commit removed a file being rewritten.
         """
+        from deltalog.optimize_args import memory_limit as limit_of
+        from deltalog.optimize_args import split_commit_args
+
+        commit_properties, post_commithook_properties = split_commit_args(
+            "z_order", args, commit_properties, post_commithook_properties
+        )
         names = [columns] if isinstance(columns, str) else list(columns)
         return self._run(
             "zorder",
@@ -226,9 +295,12 @@ class TableOptimizer:
             max_concurrent_tasks,
             commit_properties,
             columns=names,
-            memory_limit=memory_limit,
+            memory_limit=limit_of(max_spill_size, memory_limit),
             progress=progress,
             writer_properties=writer_properties,
+            min_commit_interval=min_commit_interval,
+            post_commithook_properties=post_commithook_properties,
+            max_temp_directory_size=max_temp_directory_size,
         )
 
     def purge_deletion_vectors(
@@ -260,7 +332,7 @@ class TableOptimizer:
         )
 
 
-def _run_with_progress(
+def _run_units(
     table: DeltaTable,
     layout: str,
     columns: list[str] | None,
@@ -270,24 +342,47 @@ def _run_with_progress(
     tasks: int | None,
     memory_limit: int | None,
     props: CommitProperties,
-    report: Callable[[int, int, int, int], None],
+    report: Callable[[int, int, int, int], None] | None,
     parquet: str | None = None,
-) -> dict[str, Any]:
+    interval: float | None = None,
+) -> tuple[dict[str, Any], int]:
     """The OPTIMIZE of ``_native.optimize`` driven unit by unit (the same plan, rewrites and
-    commit as the distributed one), reporting after each unit."""
+    commit as the distributed one): reporting after each unit, and with ``interval``
+    committing the units done whenever that many seconds passed since the last commit (each
+    such commit removes files no other one touches, so they never conflict with each other).
+    Returns the native metrics summed over the commits and the most files in one unit."""
     import os
+    import time
+
+    from deltalog.optimize_args import merged_sizes
 
     plan = _native.optimize_plan(table._raw, layout, columns, full, sql, target_size)
-    target, units, _considered, _partitions = plan
+    target, units, considered, partitions = plan
     sizes = {a["path"]: a["size"] for a in table.get_add_actions().to_pylist()}
     unit_bytes = [sum(sizes.get(p, 0) for p in unit) for unit in units]
     total = sum(unit_bytes)
     workers = max(1, min(tasks or os.cpu_count() or 2, len(units) or 1))
     # The limit covers every unit running at once, as in the native run.
     per_task = max(1, (memory_limit or _MEMORY_LIMIT) // workers)
-    results: list[tuple[list[str], int, int]] = []
+    info = props.commit_info_json()
+    pending: list[tuple[int, tuple[list[str], int, int]]] = []
+    commits: list[dict[str, Any]] = []
+    last = time.monotonic()
+
+    def commit() -> None:
+        nonlocal last
+        done_units = [units[i] for i, _ in pending]
+        part = (target, done_units, considered, partitions)
+        results = [r for _, r in pending]
+        commits.append(
+            _native.optimize_commit(table._raw, layout, part, results, columns, full, sql, info)
+        )
+        pending.clear()
+        last = time.monotonic()
+
     done = done_bytes = 0
-    report(0, len(units), 0, total)
+    if report is not None:
+        report(0, len(units), 0, total)
     with ThreadPoolExecutor(max_workers=workers) as pool:
         futures = {
             pool.submit(
@@ -304,14 +399,33 @@ def _run_with_progress(
             for i, unit in enumerate(units)
         }
         for future in as_completed(futures):
-            results.append(future.result())
+            pending.append((futures[future], future.result()))
             done += 1
             done_bytes += unit_bytes[futures[future]]
-            report(done, len(units), done_bytes, total)
-    metrics: dict[str, Any] = _native.optimize_commit(
-        table._raw, layout, plan, results, columns, full, sql, props.commit_info_json()
-    )
-    return metrics
+            if report is not None:
+                report(done, len(units), done_bytes, total)
+            if interval is not None and time.monotonic() - last >= interval:
+                commit()
+    if pending or not commits:
+        commit()  # the rest (with no units at all: the metrics, and no commit)
+    rewritten = sum(len(u) for u in units)
+    added = merged_sizes([c["filesAdded"] for c in commits])
+    removed = merged_sizes([c["filesRemoved"] for c in commits])
+    versions = [c["version"] for c in commits if c["version"] is not None]
+    metrics: dict[str, Any] = {
+        "version": versions[-1] if versions else None,
+        "numFilesAdded": added["totalFiles"],
+        "numFilesRemoved": removed["totalFiles"],
+        "filesAdded": added,
+        "filesRemoved": removed,
+        "partitionsOptimized": partitions,
+        "numBatches": len(units),
+        "totalConsideredFiles": considered,
+        "totalFilesSkipped": max(0, considered - rewritten),
+        "numRows": sum(c["numRows"] for c in commits),
+        "spilledBytes": sum(c["spilledBytes"] for c in commits),
+    }
+    return metrics, max((len(u) for u in units), default=0)
 
 
 class _Bar:
