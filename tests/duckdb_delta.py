@@ -1,0 +1,116 @@
+"""DuckDB's ``delta`` extension (delta-kernel-rs) as a reader for the tests: loading the file the
+``duckdb-extension-delta`` package ships, and comparing its rows with deltalog's.
+
+Used by ``test_duckdb_reader.py`` (every table feature deltalog writes) and
+``test_duckdb_partition_columns.py`` (where DuckDB and deltalog disagree, adjudicated by the
+protocol).
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import importlib.util
+import json
+from pathlib import Path
+from typing import Any
+
+import duckdb
+import pyarrow as pa
+
+import deltalog as dl
+from deltalog.features import reader_features_of, writer_features_of
+
+UTC = dt.timezone.utc
+
+
+def extension_file() -> Path:
+    """The delta extension the ``duckdb-extension-delta`` package ships for this DuckDB."""
+    spec = importlib.util.find_spec("duckdb_extension_delta")
+    assert spec is not None and spec.submodule_search_locations, "duckdb-extension-delta missing"
+    root = Path(next(iter(spec.submodule_search_locations))) / "extensions"
+    path = root / f"v{duckdb.__version__}" / "delta.duckdb_extension"
+    assert path.is_file(), (
+        f"no delta extension for DuckDB {duckdb.__version__} (the package has "
+        f"{sorted(p.name for p in root.iterdir())}): pin duckdb to the extension's version"
+    )
+    return path
+
+
+def connect() -> duckdb.DuckDBPyConnection:
+    """An in-memory DuckDB with the packaged extension loaded and UTC as its zone. ``LOAD`` of
+    the file, never ``INSTALL`` (no download); unsigned extensions are allowed so that a locally
+    built extension file loads too (the package's 1.5.5 build loads either way)."""
+    con = duckdb.connect(config={"allow_unsigned_extensions": "true"})
+    con.execute("LOAD '{}'".format(str(extension_file()).replace("'", "''")))
+    con.execute("SET TimeZone = 'UTC'")
+    return con
+
+
+def normalise(value: Any) -> Any:
+    """One spelling of a value for both readers: aware datetimes in UTC (DuckDB returns
+    ``timestamp with time zone`` in the session's zone), containers recursively."""
+    if isinstance(value, dict):
+        return {k: normalise(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [normalise(v) for v in value]
+    if isinstance(value, tuple):  # a map entry
+        return tuple(normalise(v) for v in value)
+    if isinstance(value, dt.datetime) and value.tzinfo is not None:
+        return value.astimezone(UTC)
+    return value
+
+
+def sort_rows(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Rows in one order (a multiset, compared as a list)."""
+    return sorted(rows, key=lambda r: json.dumps(r, default=repr, sort_keys=True))
+
+
+def as_rows(table: pa.Table) -> list[dict[str, Any]]:
+    """The rows as a sorted list of ``{column name: value}``."""
+    return sort_rows([normalise(r) for r in table.to_pylist()])
+
+
+def duck_table(con: duckdb.DuckDBPyConnection, path: Path, version: int | None = None) -> pa.Table:
+    if version is None:
+        return con.execute("SELECT * FROM delta_scan(?)", [str(path)]).to_arrow_table()
+    query = "SELECT * FROM delta_scan(?, version := ?)"
+    return con.execute(query, [str(path), version]).to_arrow_table()
+
+
+def our_table(path: Path, version: int | None = None) -> pa.Table:
+    return dl.DeltaTable(path, version=version).to_pyarrow_table()
+
+
+def assert_same_rows(
+    con: duckdb.DuckDBPyConnection, path: Path, version: int | None = None
+) -> list[dict[str, Any]]:
+    """DuckDB returns deltalog's rows, under the logical column names; returns the rows."""
+    ours = our_table(path, version)
+    theirs = duck_table(con, path, version)
+    assert theirs.column_names == ours.column_names
+    assert theirs.schema.types == ours.schema.types  # widened types, decimals, time zones
+    rows = as_rows(ours)
+    assert as_rows(theirs) == rows
+    return rows
+
+
+def ids_of(rows: list[dict[str, Any]]) -> list[int]:
+    return sorted(r["id"] for r in rows)
+
+
+def features_of(path: Path) -> set[str]:
+    protocol = dl.DeltaTable(path).protocol()
+    return set(reader_features_of(protocol)) | set(writer_features_of(protocol))
+
+
+def dv_storage_types(path: Path) -> set[str]:
+    """Storage types ("Deletion Vector Descriptor Schema") of the active files' DVs."""
+    adds = dl.DeltaTable(path).get_add_actions(flatten=True)
+    return {s for s in adds.column("deletion_vector.storage_type").to_pylist() if s is not None}
+
+
+def drop_commits_through(path: Path, version: int) -> None:
+    """Deletes commits 0..=version (as metadata cleanup does after a checkpoint at
+    ``version``): both readers must then start from the checkpoint ("Checkpoints")."""
+    for v in range(version + 1):
+        (path / "_delta_log" / f"{v:020}.json").unlink()
