@@ -279,3 +279,26 @@ print("ok")
     )
     assert done.returncode == 0, done.stderr
     assert done.stdout.strip() == "ok"
+
+
+def test_a_regular_file_is_not_a_table_location(tmp_path: Path) -> None:
+    """Writing where a regular file is (or under one) is an InvalidArgumentError saying so,
+    before any data file is written; the file is left alone. Reading it is a
+    TableNotFoundError saying the same."""
+    path = tmp_path / "notes.txt"
+    path.write_text("keep me")
+    data = pa.table({"id": pa.array([1], pa.int64())})
+    for target in (path, f"file://{path}", path / "below"):
+        with pytest.raises(dl.InvalidArgumentError, match=r"is a file, not a table directory"):
+            dl.write_table(target, data, mode="append")
+    with pytest.raises(dl.InvalidArgumentError, match=r"the location is a file"):
+        dl.DeltaTable.create(path, data.schema)
+    with pytest.raises(dl.InvalidArgumentError, match=r"notes\.txt is a file"):
+        dl.write_table(path / "below", data)
+    with pytest.raises(dl.TableNotFoundError, match=r"the location is a file"):
+        dl.DeltaTable(path)
+    assert path.read_text() == "keep me"
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["notes.txt"]
+    # A directory that does not exist yet is still a new table.
+    dl.write_table(tmp_path / "new" / "t", data)
+    _same_as_deltalake(tmp_path / "new" / "t")

@@ -205,6 +205,30 @@ def _reader(data: Any) -> pa.RecordBatchReader:
     )
 
 
+def check_not_a_file(uri: str) -> None:
+    """Refuses to write a table at a local location that is a regular file, or lies under one
+    (a table is a directory holding ``_delta_log/``: spec "Delta Table Specification"), before
+    any data file is written. Object store URIs have no files in their way."""
+    from pathlib import Path
+    from urllib.parse import unquote, urlparse
+
+    parsed = urlparse(uri)
+    if parsed.scheme == "file":
+        local = Path(unquote(parsed.path))
+    elif len(parsed.scheme) <= 1:  # a path (a drive letter on Windows)
+        local = Path(uri)
+    else:
+        return
+    for place in (local, *local.parents):
+        if place.is_file():
+            what = "the location is" if place == local else f"{place} is"
+            raise InvalidArgumentError(
+                f"cannot write a Delta table at {uri}: {what} a file, not a table directory"
+            )
+        if place.exists():
+            return
+
+
 def _target_file_size(size: int | None) -> int | None:
     """A ``target_file_size`` argument, checked."""
     if size is None:
@@ -285,6 +309,7 @@ def write_table(
 
     Raises:
         CommitConflictError: a concurrent commit conflicts with this one; nothing committed.
+        InvalidArgumentError: the location is a regular file (or lies under one).
         UnsupportedFeatureError: the table uses features deltalog cannot write.
         ValueError: the data does not fit the table, or the mode forbids the write.
     """
@@ -324,6 +349,7 @@ def write_table(
         storage_options = storage_options or table_or_uri._storage_options
     else:
         uri = str(table_or_uri)
+        check_not_a_file(uri)
     options = dict(storage_options) if storage_options else None
     if isinstance(partition_by, str):
         partition_by = [partition_by]
