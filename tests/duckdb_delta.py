@@ -2,7 +2,7 @@
 ``duckdb-extension-delta`` package ships, and comparing its rows with deltalog's.
 
 Used by ``test_duckdb_reader.py`` (every table feature deltalog writes) and
-``test_duckdb_partition_columns.py`` (where DuckDB and deltalog disagree, adjudicated by the
+``test_duckdb_disagreements.py`` (where DuckDB and deltalog disagree, adjudicated by the
 protocol).
 """
 

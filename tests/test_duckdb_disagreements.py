@@ -1,20 +1,31 @@
-"""Where DuckDB's delta extension and deltalog disagree: column-mapped partition columns.
+"""Where DuckDB's delta extension (1.5.5, delta-kernel-rs inside) and deltalog disagree, and
+what the protocol (spec 002) says. In each case DuckDB is wrong; the tests assert its exact wrong
+answer, so they fail (and must be updated) when DuckDB is fixed.
 
-The protocol decides. "Writer Requirements for Column Mapping": writers "Track partition values
-and column level statistics with the physical name of the column in the transaction log";
-"Reader Requirements for Column Mapping": in `id` and `name` mode "Partition values ... must be
-resolved by their *physical names* for each `add` entry", and nothing ties a partition column to
-a position in the schema. deltalog writes and reads this way, as Delta Spark's golden tables do
-(below). DuckDB 1.5.5 (delta-kernel-rs inside) does not place the partition values of a
-column-mapped table by column when a partition column is not among the schema's first columns:
-that column reads NULL, and with two partition columns the first takes the other's value (as a
-string); the same layouts without column mapping read right. DuckDB is wrong. The tests assert
-its exact wrong answer, so they fail (and must be updated) when DuckDB is fixed.
+1. Column-mapped partition columns. "Writer Requirements for Column Mapping": writers "Track
+   partition values and column level statistics with the physical name of the column in the
+   transaction log"; "Reader Requirements for Column Mapping": in `id` and `name` mode
+   "Partition values ... must be resolved by their *physical names* for each `add` entry", and
+   nothing ties a partition column to a position in the schema. deltalog writes and reads this
+   way, as Delta Spark's golden tables do. DuckDB does not place the partition values of a
+   column-mapped table by column when a partition column is not among the schema's first
+   columns: that column reads NULL, and with two partition columns the first takes the other's
+   value (as a string); the same layouts without column mapping read right.
+2. Absolute paths spelled two ways (golden tables ``canonicalized-paths-*``): "Add File and
+   Remove File": `path` "is a URI ... which needs to be decoded to get the data file path", so
+   ``/x`` and ``file:/x`` (or ``file:///x``) are one file and, by "Action Reconciliation", the
+   later `remove` removes the `add`: no file is active. DuckDB keeps the file and fails to open it.
+3. Spark's legacy Parquet lists (golden table ``parquet-all-types-legacy-format``: ``repeated
+   group bag { optional int32 array; }``, not ``list``/``element``): "Delta Data Type to Parquet
+   Type Mappings" stores arrays and maps "either as `2-level` or `3-level` representation" as
+   Parquet's documentation defines them, whose backward-compatibility rules read this layout as
+   a list of ``array``. DuckDB fails with an internal error that invalidates its database.
 """
 
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -111,7 +122,7 @@ def test_golden_column_mapped_partition_column_last(
 ) -> None:
     """Delta Spark's own tables (schema ``id, tsNtz, tsNtzPartition``, partitioned by the last
     column, partition values keyed by physical name): deltalog reads the expected rows, DuckDB
-    1.5.5 reads ``tsNtzPartition`` as NULL (see the comment above: DuckDB is wrong)."""
+    1.5.5 reads ``tsNtzPartition`` as NULL (DuckDB is wrong: see the module docstring)."""
     table = CORPUS / root / "delta"
     want = as_rows(pq.read_table(CORPUS / root / "expected"))
     assert [r["tsNtzPartition"] for r in want].count(None) < len(want)
@@ -122,3 +133,44 @@ def test_golden_column_mapped_partition_column_last(
     assert as_rows(our_table(table)) == want
     theirs = as_rows(duck_table(con, table))
     assert theirs == sort_rows([{**r, "tsNtzPartition": None} for r in want])
+
+
+@pytest.mark.parametrize(
+    "root",
+    [
+        "canonicalized-paths-normal-a",
+        "canonicalized-paths-normal-b",
+        "canonicalized-paths-special-a",
+        "canonicalized-paths-special-b",
+    ],
+)
+def test_golden_absolute_paths_spelled_two_ways(con: duckdb.DuckDBPyConnection, root: str) -> None:
+    """An ``add`` and a later ``remove`` of one absolute path, one spelled with ``file:``: no
+    file is active at version 1 (the corpus's expectation; no data files exist)."""
+    table = CORPUS / root / "delta"
+    paths = []
+    for version in (0, 1):
+        commit = (table / "_delta_log" / f"{version:020}.json").read_text(encoding="utf-8")
+        for action in map(json.loads, commit.splitlines()):
+            paths += [unquote(a["path"]) for a in (action.get("add"), action.get("remove")) if a]
+    added, removed = paths
+    assert added != removed and removed.split(":", 1)[1].lstrip("/") == added.lstrip("/")
+    t = dl.DeltaTable(table)
+    assert t.version() == 1 and t.files() == [] and t.to_pyarrow_table().num_rows == 0
+    with pytest.raises(duckdb.IOException, match=f'Cannot open file "{re.escape(added)}"'):
+        duck_table(con, table)
+
+
+def test_golden_legacy_parquet_lists() -> None:
+    root = "parquet-all-types-legacy-format"
+    want = as_rows(pq.read_table(CORPUS / root / "expected"))
+    assert as_rows(our_table(CORPUS / root / "delta")) == want
+    # Spark's legacy layout: `repeated group bag { optional int32 array; }`, not list/element.
+    (data,) = (CORPUS / root / "delta").glob("*.parquet")
+    assert "array_of_prims.bag.array" in [c.path for c in pq.ParquetFile(data).schema]
+    own = connect()  # the error invalidates the database: not the shared connection
+    try:
+        with pytest.raises(duckdb.InternalException, match="Vector::Reference used on vector"):
+            duck_table(own, CORPUS / root / "delta")
+    finally:
+        own.close()

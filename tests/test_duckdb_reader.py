@@ -8,7 +8,7 @@ table and read by both: ``delta_scan(path)`` must return the same rows (a multis
 name) as deltalog's own read, and deltalog's rows must be the ones the test wrote.
 
 Where the readers disagree the protocol (spec 002) decides: see
-``test_duckdb_partition_columns.py`` (DuckDB 1.5.5 misreads a column-mapped table's partition
+``test_duckdb_disagreements.py`` (DuckDB 1.5.5 misreads a column-mapped table's partition
 column when it is not the schema's first column; the wrong answer is asserted there). The cases
 here keep partition columns first so that every other feature is compared in full.
 """
@@ -59,7 +59,7 @@ def con() -> Iterator[duckdb.DuckDBPyConnection]:
 
 
 def base(ids: Sequence[int]) -> pa.Table:
-    """``part`` first (see test_duckdb_partition_columns.py for why it matters to DuckDB), then
+    """``part`` first (see test_duckdb_disagreements.py for why it matters to DuckDB), then
     an id, a nullable string and a double."""
     return pa.table(
         {
@@ -540,7 +540,7 @@ def _combo_cdf(path: Path) -> list[int]:
 
 @case("combo-name-mapping-partitioned-by-every-type-dv", "columnMapping", "deletionVectors")
 def _combo_partitions(path: Path) -> list[int]:
-    # The partition columns lead the schema: see test_duckdb_partition_columns.py for why.
+    # The partition columns lead the schema: see test_duckdb_disagreements.py for why.
     _partitioned(path.with_name("plain"))
     data = our_table(path.with_name("plain"))
     data = data.select(["ps", "pi", "pd", "pt", "pb", "id", "v"])
