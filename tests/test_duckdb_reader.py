@@ -27,6 +27,7 @@ import pyarrow as pa
 import pytest
 
 import deltalog as dl
+from deltalog.writer_properties import Compression
 from duckdb_delta import (
     UTC,
     assert_same_rows,
@@ -145,6 +146,31 @@ def _plain(path: Path) -> list[int]:
     dl.write_table(path, data.slice(0, 10))
     dl.write_table(path, data.slice(10), mode="append")
     return list(range(24))
+
+
+@case("writer-properties-codecs-row-groups-pages")
+def _writer_properties(path: Path) -> list[int]:
+    # Parquet written several ways: codecs, small row groups and pages, a column without
+    # dictionary, one without statistics, a bloom filter, several files per commit.
+    column = {
+        "s": dl.ColumnProperties(dictionary_enabled=False),
+        "f64": dl.ColumnProperties(statistics_enabled="NONE"),
+        "id": dl.ColumnProperties(bloom_filter_properties=dl.BloomFilterProperties(True, 0.01)),
+    }
+    data = all_types(range(60))
+    codecs: list[Compression] = ["ZSTD", "LZ4_RAW", "GZIP", "BROTLI", "UNCOMPRESSED"]
+    for i, codec in enumerate(codecs):
+        props = dl.WriterProperties(
+            compression=codec,
+            max_row_group_size=5,
+            data_page_row_count_limit=2,
+            column_properties=column,
+        )
+        mode = "error" if i == 0 else "append"
+        dl.write_table(path, data.slice(12 * i, 12), mode=mode, writer_properties=props)
+    dl.write_table(path, all_types(range(60, 90)), mode="append", target_file_size=1)
+    assert len(dl.DeltaTable(path).files()) > 6
+    return list(range(90))
 
 
 @case("partitioned-by-every-type")
