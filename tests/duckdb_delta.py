@@ -114,3 +114,53 @@ def drop_commits_through(path: Path, version: int) -> None:
     ``version``): both readers must then start from the checkpoint ("Checkpoints")."""
     for v in range(version + 1):
         (path / "_delta_log" / f"{v:020}.json").unlink()
+
+
+def _comparable(t: pa.DataType) -> bool:
+    """Types whose Python values order as SQL orders them (nested and binary left out)."""
+    return (
+        pa.types.is_integer(t)
+        or pa.types.is_floating(t)
+        or pa.types.is_decimal(t)
+        or pa.types.is_string(t)
+        or pa.types.is_boolean(t)
+        or pa.types.is_date(t)
+        or pa.types.is_timestamp(t)
+    )
+
+
+def _holds(op: str, value: Any, pivot: Any) -> bool:
+    """``value op pivot`` as SQL has it (``None`` is NULL: is NULL, or a comparison not true)."""
+    if op == "IS NULL":
+        return value is None
+    if value is None:
+        return False
+    return bool(value >= pivot) if op == ">=" else bool(value <= pivot)
+
+
+def assert_filters_agree(con: duckdb.DuckDBPyConnection, path: Path) -> int:
+    """For every comparable column, ``col >= pivot`` and ``col <= pivot`` (its least, median and
+    greatest values: a file's bounds set too tight hide rows at the extremes) and ``col IS NULL``
+    through DuckDB (which prunes partitions and skips files by the statistics deltalog wrote,
+    "Per-file Statistics") return the rows deltalog's unfiltered read has there, filtered here
+    in Python. Returns how many predicates were checked."""
+    ours = our_table(path)
+    rows = [normalise(r) for r in ours.to_pylist()]
+    checked = 0
+    for field in ours.schema:
+        if not _comparable(field.type):
+            continue
+        name = field.name
+        values = sorted(r[name] for r in rows if r[name] is not None)
+        pivots = sorted({values[0], values[len(values) // 2], values[-1]}) if values else []
+        checks = [("IS NULL", None)] + [(op, p) for p in pivots for op in (">=", "<=")]
+        column = '"{}"'.format(name.replace('"', '""'))
+        for op, pivot in checks:
+            where = f"{column} {op}" + ("" if pivot is None else " ?")
+            params = [str(path)] + ([] if pivot is None else [pivot])
+            query = f"SELECT * FROM delta_scan(?) WHERE {where}"
+            theirs = as_rows(con.execute(query, params).to_arrow_table())
+            want = sort_rows([r for r in rows if _holds(op, r[name], pivot)])
+            assert theirs == want, f"{where} ({pivot!r})"
+            checked += 1
+    return checked

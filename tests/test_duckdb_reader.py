@@ -30,6 +30,7 @@ import deltalog as dl
 from deltalog.writer_properties import Compression
 from duckdb_delta import (
     UTC,
+    assert_filters_agree,
     assert_same_rows,
     connect,
     drop_commits_through,
@@ -635,6 +636,7 @@ def test_duckdb_reads_the_same_rows(
     assert features <= features_of(path), "the table does not have the features it tests"
     rows = assert_same_rows(con, path)
     assert ids_of(rows) == sorted(want)
+    assert assert_filters_agree(con, path) >= 3  # at least on id
 
 
 # Cases with more than one version left to read (the checkpoint cases delete their commits).
