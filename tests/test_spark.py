@@ -130,6 +130,60 @@ def same_rows(a: pa.Table, b: pa.Table) -> bool:
     ) == rows(a, columns)
 
 
+def test_sparks_own_partition_by(spark: Any, tmp_path: Path) -> None:
+    """``df.write.format("deltalog").partitionBy("day").save(uri)``: Spark never hands
+    DataFrameWriter.partitionBy to a Python data source (it fails in the JVM comparing it with
+    the source's table); after ``register`` it reaches the source as its ``partitionBy`` option
+    and partitions the new table. Other formats are untouched."""
+    uri = str(tmp_path / "t")
+    df = sdf(spark, [(i, f"d{i % 2}") for i in range(6)], "id long, day string")
+    df.write.format("deltalog").mode("append").partitionBy("day").save(uri)
+    assert dl.DeltaTable(uri).metadata().partition_columns == ["day"]
+    assert deltalake.DeltaTable(uri).metadata().partition_columns == ["day"]
+    assert {f.split("/")[0] for f in dl.DeltaTable(uri).files()} == {"day=d0", "day=d1"}
+    df.write.mode("append").save(uri, format="deltalog", partitionBy=["day"])
+    ours, theirs = both_read(uri)
+    assert ids(ours) == sorted([*range(6), *range(6)]) and same_rows(ours, theirs)
+    df.write.format("parquet").partitionBy("day").save(str(tmp_path / "p"))
+    assert sorted(p.name for p in (tmp_path / "p").glob("day=*")) == ["day=d0", "day=d1"]
+
+
+def test_saving_to_a_regular_file_says_so(spark: Any, tmp_path: Path) -> None:
+    """A location that is a regular file: refused before any task runs, naming it a file
+    (a typed InvalidArgumentError from ``deltalog.spark.write_table``); the file is kept."""
+    import deltalog.spark as dls
+
+    path = tmp_path / "notes.txt"
+    path.write_text("keep me")
+    df = sdf(spark, [(1, "a")], "id long, day string")
+    with pytest.raises(Exception, match="the location is a file, not a table directory"):
+        df.write.format("deltalog").mode("append").save(str(path))
+    with pytest.raises(dl.InvalidArgumentError, match="the location is a file"):
+        dls.write_table(df, str(path), mode="append")
+    assert path.read_text() == "keep me"
+    assert [p.name for p in tmp_path.iterdir()] == ["notes.txt"]
+
+
+def test_register_takes_the_catalog_as_docs_spark_shows(spark: Any, tmp_path: Path) -> None:
+    """docs/spark.md: ``register(spark, catalog=config)`` with the configuration dict (or the
+    JSON text the ``catalog`` option takes); a name then reads that catalog's table."""
+    import deltalog.spark as dls
+
+    config = {"type": "dir", "path": str(tmp_path / "wh")}
+    catalog = dl.connect_catalog(config)
+    catalog.write_table("orders", pa.table({"id": pa.array([1, 2], pa.int64())}))
+    by_option = spark.read.format("deltalog").option("catalog", json.dumps(config))
+    assert ids(arrow(by_option.load("orders"))) == [1, 2]
+    try:
+        for given in (config, json.dumps(config)):
+            dls.register(spark, catalog=given)
+            assert ids(arrow(spark.read.format("deltalog").load("orders"))) == [1, 2]
+        with pytest.raises(TypeError, match="catalog configuration"):
+            dls.register(spark, catalog="sales")
+    finally:
+        dls.register(spark)  # the session's default source again (no catalog)
+
+
 def test_partitioned_append_and_overwrite(spark: Any, tmp_path: Path) -> None:
     uri = str(tmp_path / "t")
     data = [(i, f"d{i % 3}", float(i)) for i in range(30)]

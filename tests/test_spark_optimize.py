@@ -55,8 +55,20 @@ def test_compaction_on_spark_matches_the_local_one(spark: Any, tmp_path: Path) -
     )
     metrics = dls.optimize(spark, stale)
     mine = dl.DeltaTable(str(local)).optimize.compact()
-    for key in ("numFilesRemoved", "numFilesAdded", "partitionsOptimized", "numBatches"):
+    # The same metrics as t.optimize's, deltalake's keys and types (sizes as JSON text).
+    assert list(metrics) == list(mine)
+    for key in (
+        "numFilesRemoved",
+        "numFilesAdded",
+        "partitionsOptimized",
+        "numBatches",
+        "filesRemoved",
+        "preserveInsertionOrder",
+        "plannerStrategy",
+        "maxBinSpanFiles",
+    ):
         assert metrics[key] == mine[key], key
+    assert json.loads(metrics["filesAdded"])["totalFiles"] == metrics["numFilesAdded"]
     assert metrics["numFilesRemoved"] == 12 and metrics["version"] == 13
     assert content(ours) == sorted([*expected, (5000, 0.5, "a")])
     actions = [
@@ -82,6 +94,7 @@ def test_z_order_on_spark(spark: Any, tmp_path: Path) -> None:
         writer_properties=dl.WriterProperties(compression="ZSTD"),
     )
     assert metrics["partitionsOptimized"] == 2 and metrics["numFilesRemoved"] == 12
+    assert metrics["preserveInsertionOrder"] is False and metrics["plannerStrategy"] == "zOrder"
     # The executors encoded the new files as asked.
     for add in t.get_add_actions().to_pylist():
         meta = pq.ParquetFile(path / add["path"]).metadata

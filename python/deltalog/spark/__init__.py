@@ -61,7 +61,7 @@ __all__ = [
 ]
 
 
-def register(spark: SparkSession, catalog: Mapping[str, Any] | None = None) -> None:
+def register(spark: SparkSession, catalog: Mapping[str, Any] | str | None = None) -> None:
     """Registers the ``deltalog`` format with ``spark``, with filter pushdown for Python data
     sources turned on (``spark.sql.python.filterPushdown.enabled``), which deltalog uses to
     prune partitions and skip files. Without it the format still works (PySpark registers it
@@ -71,18 +71,43 @@ def register(spark: SparkSession, catalog: Mapping[str, Any] | None = None) -> N
     sources up for writes in the thread's active session, which a new thread lacks (call
     ``register`` in each thread that writes).
 
-    With ``catalog`` (a catalog configuration, as :func:`deltalog.connect_catalog` takes it),
-    a table identifier names a table of that catalog: ``load("sales.orders")``,
-    ``save("sales.orders")``; anything with a ``/`` or a URI scheme stays a location."""
+    With ``catalog`` (a catalog configuration, as :func:`deltalog.connect_catalog` takes it:
+    a dict, or the same as a JSON object, as the ``catalog`` option takes it), a table
+    identifier names a table of that catalog: ``load("sales.orders")``,
+    ``save("sales.orders")``; anything with a ``/`` or a URI scheme stays a location.
+
+    It also makes Spark's own ``df.write.format("deltalog").partitionBy(...)`` work, which
+    Spark otherwise refuses before the source is called (:mod:`deltalog.spark.partitioning`)."""
+    from deltalog.spark.partitioning import install
+
+    config: dict[str, Any] | None = None
+    if isinstance(catalog, str):
+        try:
+            parsed = json.loads(catalog)
+        except ValueError:
+            parsed = None
+        if not isinstance(parsed, dict):
+            raise TypeError(
+                "catalog must be a catalog configuration: a dict, or a JSON object such as "
+                '\'{"type": "dir", "path": "/warehouse"}\', not ' + repr(catalog)[:80]
+            )
+        config = parsed
+    elif catalog is not None:
+        if not isinstance(catalog, Mapping):
+            raise TypeError(
+                f"catalog must be a catalog configuration (a dict), not {type(catalog).__name__}"
+            )
+        config = dict(catalog)
     spark.conf.set("spark.sql.python.filterPushdown.enabled", "true")
+    install()
     source: type[DeltaPushdownDataSource] = DeltaPushdownDataSource
-    if catalog is not None:
+    if config is not None:
         # A subclass carrying the catalog: Spark's Python workers get the class pickled by
         # value, so the default travels with it.
         source = type(
             "DeltaCatalogDataSource",
             (DeltaPushdownDataSource,),
-            {"default_catalog": json.dumps(dict(catalog)), "__module__": __name__},
+            {"default_catalog": json.dumps(config), "__module__": __name__},
         )
     spark.dataSource.register(source)
     _REGISTERED.add(id(spark))
@@ -168,6 +193,11 @@ def write_table(
 
     if mode not in ("error", "append", "overwrite", "ignore"):
         raise ValueError(f"mode must be error, append, overwrite or ignore, not {mode!r}")
+    from deltalog.spark.source import looks_like_a_name
+    from deltalog.writer import check_not_a_file
+
+    if not looks_like_a_name(uri):
+        check_not_a_file(uri)  # a typed error here, before the job (the source checks too)
     if mode in ("error", "ignore") and DeltaTable.is_deltatable(uri, storage_options):
         if mode == "ignore":
             return

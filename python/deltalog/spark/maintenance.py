@@ -29,16 +29,17 @@ def optimize(
     partition_filters: str | FilterLike | None = None,
     target_size: int | None = None,
     memory_limit: int | None = None,
-    commit_properties: CommitProperties | None = None,
-    writer_properties: WriterProperties | None = None,
+    commit_properties: CommitProperties | Any | None = None,
+    writer_properties: WriterProperties | Any | None = None,
 ) -> dict[str, Any]:
     """OPTIMIZE of ``table`` (its loaded version) rewritten on Spark's executors: compaction
     (clustering on a clustered table), or Z-order by ``z_order_by``; the new files encoded
-    with ``writer_properties`` when given. Returns the metrics of
-    :meth:`deltalog.optimize.TableOptimizer.compact`."""
-    from deltalog import _native, features
+    with ``writer_properties`` when given (deltalog's or deltalake's, as ``t.optimize``
+    takes them). Returns the metrics of :meth:`deltalog.optimize.TableOptimizer.compact`
+    (deltalake's keys and types)."""
+    from deltalog import _native, features, optimize_args
     from deltalog.expressions import to_predicate
-    from deltalog.writer import CommitProperties, check_snapshot_writable
+    from deltalog.writer import check_snapshot_writable
 
     check_snapshot_writable(table._raw)
     if features.is_catalog_managed(table.protocol()):
@@ -60,6 +61,8 @@ def optimize(
     target, units, _considered, _partitions = plan
     uri, version = table.table_uri, table.version()
     storage = dict(table._storage_options) if table._storage_options else None
+    props = optimize_args.commit_properties(commit_properties)
+    writer_properties = optimize_args.writer_properties(writer_properties)
     parquet = writer_properties.to_json() if writer_properties is not None else None
     results: list[tuple[list[str], int, int]] = []
     if units:
@@ -73,9 +76,10 @@ def optimize(
             )
 
         results = spark.sparkContext.parallelize(units, len(units)).map(rewrite).collect()
-    props = commit_properties or CommitProperties()
-    metrics: dict[str, Any] = _native.optimize_commit(
+    native: dict[str, Any] = _native.optimize_commit(
         table._raw, layout, plan, results, columns, False, sql, props.commit_info_json()
     )
     table.update_incremental()
-    return metrics
+    reorders = columns is not None or bool(table._clustering_columns())
+    span = max((len(u) for u in units), default=0)
+    return optimize_args.deltalake_metrics(native, reorders=reorders, max_bin_span_files=span)

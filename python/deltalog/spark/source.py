@@ -513,7 +513,11 @@ class DeltaWriter(DataSourceArrowWriter):
             self._replace_where = None  # a new table: every row is written
             named = _catalog_table(options)
             managed = False
-            if named is not None:
+            if named is None:
+                from deltalog.writer import check_not_a_file
+
+                check_not_a_file(self._uri)
+            else:
                 # A new table of a catalog: at the location the catalog gives it; a
                 # catalog-managed one is registered by the catalog ratifying version 0.
                 catalog, name = named
