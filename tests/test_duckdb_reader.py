@@ -87,12 +87,15 @@ def all_types(ids: Sequence[int]) -> pa.Table:
             "f64": pa.array(opt([i / 3 for i in ids]), pa.float64()),
             "b": pa.array(opt([i % 2 == 0 for i in ids]), pa.bool_()),
             "s": pa.array(opt([f"naïve {i} 🦆" for i in ids]), pa.string()),
+            # Alike for longer than statistics keep of a string (truncated bounds).
+            "long": pa.array(opt([f"{'ü🦆' * 40}{i:03}" for i in ids]), pa.string()),
             "bin": pa.array(opt([bytes([i % 256, 0, 255]) for i in ids]), pa.binary()),
             "d": pa.array(opt([dt.date(1969, 12, 1) + dt.timedelta(days=i) for i in ids])),
             "ts": pa.array(
                 opt(
                     [
-                        dt.datetime(2026, 3, 29, 0, 59, tzinfo=UTC) + dt.timedelta(hours=i)
+                        dt.datetime(2026, 3, 29, 0, 59, tzinfo=UTC)
+                        + dt.timedelta(hours=i, microseconds=999 * i + 1)  # below milliseconds
                         for i in ids
                     ]
                 ),
@@ -577,18 +580,9 @@ def _combo_partitions(path: Path) -> list[int]:
     return [1, 3, 4, 5]
 
 
-@case(
-    "combo-name-mapping-dv-row-tracking-ict-v2-checkpoint-compaction",
-    "columnMapping",
-    "deletionVectors",
-    "rowTracking",
-    "inCommitTimestamps",
-    "v2Checkpoint",
-    "changeDataFeed",
-)
-def _combo_everything(path: Path) -> list[int]:
+def _combo_everything(path: Path, mode: str, kind: str) -> list[int]:
     config = {
-        "delta.columnMapping.mode": "name",
+        "delta.columnMapping.mode": mode,
         "delta.enableRowTracking": "true",
         "delta.enableInCommitTimestamps": "true",
         "delta.enableChangeDataFeed": "true",
@@ -601,7 +595,7 @@ def _combo_everything(path: Path) -> list[int]:
     dl.DeltaTable(path).delete("id % 7 = 0")
     dl.DeltaTable(path).update({"value": "value + 1"}, "id = 3")
     t = dl.DeltaTable(path)
-    t.create_checkpoint("v2-parquet", sidecars=1, classic_copy=False)
+    t.create_checkpoint(kind, sidecars=1, classic_copy=False)
     drop_commits_through(path, t.version())
     start = t.version() + 1
     dl.write_table(
@@ -610,6 +604,22 @@ def _combo_everything(path: Path) -> list[int]:
     dl.DeltaTable(path).delete("id = 21")
     dl.DeltaTable(path).compact_logs(start, start + 1)
     return [i for i in range(25) if i % 7 and i != 21]
+
+
+for _mode, _kind in (("name", "v2-parquet"), ("id", "v2-json")):
+
+    def _build_combo(path: Path, mode: str = _mode, kind: str = _kind) -> list[int]:
+        return _combo_everything(path, mode, kind)
+
+    case(
+        f"combo-{_mode}-mapping-dv-row-tracking-ict-cdf-{_kind}-checkpoint-compaction",
+        "columnMapping",
+        "deletionVectors",
+        "rowTracking",
+        "inCommitTimestamps",
+        "v2Checkpoint",
+        "changeDataFeed",
+    )(_build_combo)
 
 
 @case("combo-id-mapping-type-widening-dv", "columnMapping", "typeWidening", "deletionVectors")
