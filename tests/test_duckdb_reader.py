@@ -34,6 +34,7 @@ from duckdb_delta import (
     assert_same_rows,
     connect,
     drop_commits_through,
+    duck_table,
     dv_storage_types,
     features_of,
     ids_of,
@@ -687,3 +688,25 @@ def test_duckdb_reads_the_domain_metadata(con: duckdb.DuckDBPyConnection, tmp_pa
     theirs = dict(con.execute(query, [str(path)]).fetchall())
     assert theirs == {k: v for k, v in domains.items() if not k.startswith("delta.")}
     assert theirs == {"app.settings": '{"owner": "tests"}'}
+
+
+def test_catalog_managed_tables_are_refused_by_path(
+    con: duckdb.DuckDBPyConnection, tmp_path: Path
+) -> None:
+    """A catalog-managed table (``catalogManaged``, written through deltalog's SQLite catalog)
+    read by path: "Reader Requirements for Catalog-managed tables" (RFC 000) say readers "must
+    contact the catalog for information about unpublished ratified commits", so both readers
+    refuse it (DuckDB 1.5.5's delta_scan cannot be given a catalog's latest version)."""
+    cat = dl.connect_catalog(
+        {"type": "sqlite", "path": str(tmp_path / "c.db"), "warehouse": str(tmp_path / "wh")}
+    )
+    cat.write_table("t", base(range(3)))
+    dl.write_table(cat.load_table("t"), base(range(3, 5)), mode="append")
+    t = cat.load_table("t")
+    path = Path(t.table_uri.removeprefix("file://"))
+    assert "catalogManaged" in (t.protocol().reader_features or [])
+    assert sorted(t.to_pyarrow_table().column("id").to_pylist()) == [0, 1, 2, 3, 4]
+    with pytest.raises(dl.CatalogRequiredError, match="catalog-managed"):
+        dl.DeltaTable(path)
+    with pytest.raises(duckdb.IOException, match="Catalog-managed table requires"):
+        duck_table(con, path)
