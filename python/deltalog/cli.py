@@ -132,6 +132,7 @@ def _vacuum(args: argparse.Namespace) -> None:
 
 
 def _serve(args: argparse.Namespace) -> None:
+    from deltalog.catalog.rest.limits import ConnectionLimits
     from deltalog.catalog.rest.server import serve
 
     serve(
@@ -144,6 +145,16 @@ def _serve(args: argparse.Namespace) -> None:
         max_body_bytes=args.max_body_bytes,
         max_unpublished=args.max_unpublished,
         log_level=args.log_level,
+        max_create_bytes=args.max_create_bytes,
+        max_decoded_bytes=args.max_decoded_bytes,
+        limits=ConnectionLimits(
+            max_connections=args.max_connections,
+            header_timeout=args.header_timeout,
+            body_timeout=args.body_timeout,
+            idle_timeout=args.idle_timeout,
+            max_in_flight=args.max_in_flight,
+            max_header_bytes=args.max_header_bytes,
+        ),
     )
 
 
@@ -163,6 +174,35 @@ def _positive(text: str) -> int:
     if value == 0:
         raise argparse.ArgumentTypeError("must be at least 1")
     return value
+
+
+def _seconds(text: str) -> float:
+    """argparse type: a number of seconds > 0."""
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a number of seconds: {text!r}") from None
+    if not value > 0 or value == float("inf"):
+        raise argparse.ArgumentTypeError("must be a positive number of seconds")
+    return value
+
+
+def _add_limit_options(p: Any) -> None:
+    """The server's limits (docs/catalogs.md, "Limits"; defaults in catalog/rest/limits.py)."""
+    from deltalog.catalog.rest.limits import MAX_CREATE_BYTES, MAX_DECODED_BYTES
+    from deltalog.catalog.rest.limits import ConnectionLimits as L
+
+    for flag, kind, default, text in [
+        ("--max-create-bytes", _positive, MAX_CREATE_BYTES, "largest Arrow body of create"),
+        ("--max-decoded-bytes", _positive, MAX_DECODED_BYTES, "most an Arrow body decodes to"),
+        ("--max-connections", _positive, L.max_connections, "open connections per worker"),
+        ("--header-timeout", _seconds, L.header_timeout, "seconds to send request headers"),
+        ("--body-timeout", _seconds, L.body_timeout, "seconds to send a request body"),
+        ("--idle-timeout", _seconds, L.idle_timeout, "seconds a keep-alive connection idles"),
+        ("--max-in-flight", _positive, L.max_in_flight, "requests answered at once (503)"),
+        ("--max-header-bytes", _positive, L.max_header_bytes, "request line + headers (431)"),
+    ]:
+        p.add_argument(flag, type=kind, default=default, help=f"{text} (default {default})")
 
 
 def _add_catalog_commands(sub: Any) -> None:
@@ -191,6 +231,7 @@ def _add_catalog_commands(sub: Any) -> None:
         help="most ratified commits a table may hold unpublished (default 1000); more: 429",
     )
     p.add_argument("--log-level", default="info", choices=["debug", "info", "warning", "error"])
+    _add_limit_options(p)
     p.set_defaults(fn=_serve)
     text = "add a principal to a tokens file and print its new token"
     p = commands.add_parser("token", help=text, description=text)

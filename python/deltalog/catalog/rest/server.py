@@ -14,13 +14,21 @@ A request goes through, in order:
 3. **authorization** by the route's role (403); commits are checked again from their content;
 4. **the body**: at most ``max_body_bytes`` (413), a JSON object whose fields the operation's
    model (``lance-namespace-urllib3-client``) knows (400 for unknown fields or wrong types),
-   naming the same identifier as the path;
+   naming the same identifier as the path; malformed JSON (too deep, integers outside int64,
+   lone surrogates) is 400 (:mod:`deltalog.catalog.rest.bodies`); an Arrow body of
+   ``CreateTable`` is checked against ``max_decoded_bytes`` before it is decoded (413,
+   :mod:`deltalog.catalog.rest.arrow_body`);
 5. **the operation** (:class:`~deltalog.catalog.rest.service.CatalogService`, in a worker
    thread), answered with the model's JSON, or an ``ErrorResponse``
    ``{error, code, detail, instance}`` whose HTTP status follows the spec's code mapping;
 6. **a request log line** (JSON, logger ``deltalog.catalog.server``): method, path, status,
-   code, duration, principal. Headers, bodies and query strings are never logged, so no token
-   is.
+   code, duration, principal, request id. Headers, bodies and query strings are never logged,
+   so no token is. A 5xx answer says only a generic message and the request id; its detail
+   (database errors, server paths) is in the log line's traceback under the same id.
+
+Connections are uvicorn's httptools protocol with timeouts and caps
+(:mod:`deltalog.catalog.rest.connections`); at most ``max_in_flight`` requests are answered at
+once (503, code 17, past it; ``/healthz`` is not counted).
 
 uvicorn stops gracefully on SIGTERM/SIGINT: it stops accepting connections and lets requests in
 flight (ratifications included) finish.
@@ -28,13 +36,16 @@ flight (ratifications included) finish.
 
 from __future__ import annotations
 
+import asyncio
 import json
 import logging
+import math
 import os
 import signal
 import socket
 import sys
 import time
+import uuid
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Any
@@ -42,22 +53,29 @@ from typing import Any
 import pydantic
 from lance_namespace_urllib3_client import models as m
 from starlette.concurrency import run_in_threadpool
+from starlette.requests import ClientDisconnect
 from starlette.requests import Request as HttpRequest
 from starlette.responses import JSONResponse, Response
 
 from deltalog.catalog.managed import ManagedCatalog
 from deltalog.catalog.rest import protocol as p
+from deltalog.catalog.rest.arrow_body import check_arrow_body
 from deltalog.catalog.rest.auth import ANONYMOUS_ADMIN, Principal, TokenStore, allows
+from deltalog.catalog.rest.bodies import PayloadTooLarge, parse_json_body
+from deltalog.catalog.rest.limits import (
+    MAX_BODY_BYTES,
+    MAX_CREATE_BYTES,
+    MAX_DECODED_BYTES,
+    ConnectionLimits,
+)
+from deltalog.catalog.rest.redact import redact
 from deltalog.catalog.rest.service import CatalogService, Request, RestError, error_code
 from deltalog.exceptions import DeltaError, InvalidArgumentError
 
 _log = logging.getLogger("deltalog.catalog.server")
 
-#: The largest JSON body accepted (an inline commit is at most 64 KiB; staged commits are
-#: named, not sent).
-MAX_BODY_BYTES = 4 * 1024 * 1024
-#: The largest Arrow IPC body of ``CreateTable``.
-MAX_CREATE_BYTES = 256 * 1024 * 1024
+#: How long ``/healthz`` waits for the database.
+HEALTHZ_TIMEOUT = 2.0
 
 
 @dataclass(frozen=True)
@@ -132,11 +150,35 @@ def route(raw_path: str) -> tuple[Operation, str | None]:
     raise RestError(p.UNSUPPORTED, f"no such operation: {raw_path}")
 
 
-def _error_body(e: RestError, instance: str) -> dict[str, Any]:
+def _error_body(e: RestError, instance: str, request_id: str | None = None) -> dict[str, Any]:
     body: dict[str, Any] = {"error": e.message, "code": e.code, "instance": instance}
     if e.context:
         body["context"] = e.context
+    if request_id is not None:
+        body["detail"] = f"request id {request_id}"
     return m.ErrorResponse.from_dict(body).to_dict()  # shaped by the spec's model
+
+
+class _Json(JSONResponse):
+    """A JSON answer in ASCII: a string echoed from the request (a name in an error message)
+    that is not Unicode text, e.g. a lone surrogate, is escaped instead of failing to
+    encode."""
+
+    def render(self, content: Any) -> bytes:
+        return json.dumps(
+            content, ensure_ascii=True, allow_nan=False, separators=(",", ":")
+        ).encode("ascii")
+
+
+def _internal(code: int, request_id: str) -> RestError:
+    """The answer to a server-side failure: generic, with the request id (the detail is in
+    the log line)."""
+    what = (
+        "the catalog database is unavailable"
+        if code == p.SERVICE_UNAVAILABLE
+        else ("internal error")
+    )
+    return RestError(code, f"{what} (request id {request_id}; see the server's log)")
 
 
 def _principal(request: HttpRequest, tokens: TokenStore | None) -> Principal:
@@ -170,24 +212,14 @@ async def _read_body(request: HttpRequest, limit: int) -> bytes:
     return b"".join(chunks)
 
 
-class _TooLarge(RestError):
-    status = 413  # type: ignore[assignment]
-
-
 def _too_large(limit: int) -> RestError:
-    return _TooLarge(p.INVALID_INPUT, f"the request body is larger than {limit} bytes")
+    return PayloadTooLarge(f"the request body is larger than {limit} bytes")
 
 
 def _model(op: Operation, raw: bytes, names: list[str] | None) -> Any:
     if op.model is None:
         return None
-    if not raw.strip():
-        document: Any = {}
-    else:
-        try:
-            document = json.loads(raw)
-        except (ValueError, UnicodeDecodeError) as e:
-            raise RestError(p.INVALID_INPUT, f"the body is not JSON: {e}") from e
+    document: Any = parse_json_body(raw) if raw.strip() else {}
     if not isinstance(document, dict):
         raise RestError(p.INVALID_INPUT, "the body must be a JSON object")
     known = {f.alias or name for name, f in op.model.model_fields.items()}
@@ -201,6 +233,10 @@ def _model(op: Operation, raw: bytes, names: list[str] | None) -> Any:
             f"{'.'.join(str(x) for x in err['loc'])}: {err['msg']}" for err in e.errors()
         )
         raise RestError(p.INVALID_INPUT, f"invalid request: {problems}") from e
+    except (TypeError, ValueError, AttributeError, KeyError) as e:
+        # The generated from_dict iterates list fields before validating them: a number
+        # where a list belongs ("ranges": 5) is a TypeError, not a ValidationError.
+        raise RestError(p.INVALID_INPUT, f"invalid request: {type(e).__name__}: {e}") from e
     body_id = getattr(model, "id", None)
     if names is not None and body_id is not None and list(body_id) != names:
         raise RestError(
@@ -216,14 +252,19 @@ def create_app(
     max_body_bytes: int = MAX_BODY_BYTES,
     max_create_bytes: int = MAX_CREATE_BYTES,
     max_unpublished: int | None = None,
+    max_decoded_bytes: int = MAX_DECODED_BYTES,
+    max_in_flight: int = ConnectionLimits.max_in_flight,
 ) -> CatalogApp:
     """The ASGI app serving ``catalog`` (see the module docs)."""
     service = CatalogService(catalog, storage_options)
+    # For CatalogService.create_table's decode_arrow_body (arrow_body.py).
+    service.max_decoded_bytes = max_decoded_bytes  # type: ignore[attr-defined]
     if max_unpublished is not None:
         catalog._store.max_unpublished = max_unpublished  # type: ignore[attr-defined]
 
     async def dispatch(request: HttpRequest) -> Response:
         started = time.perf_counter()
+        request_id = uuid.uuid4().hex[:16]
         raw_bytes = request.scope.get("raw_path") or request.scope["path"].encode()
         raw_path = raw_bytes.split(b"?", 1)[0].decode("latin-1")
         principal: Principal | None = None
@@ -253,6 +294,9 @@ def create_app(
             raw = await _read_body(request, max_create_bytes if create else max_body_bytes)
             call = Request(principal, names or [], _model(op, raw, names), query, delimiter)
             handler: Callable[..., Any] = getattr(service, op.handler)
+            if create:
+                # Refused before pyarrow decodes it (413 past max_decoded_bytes).
+                await run_in_threadpool(check_arrow_body, raw, max_decoded_bytes)
             result = (
                 await run_in_threadpool(handler, call, raw)
                 if create
@@ -261,22 +305,48 @@ def create_app(
             response: Response = (
                 Response(status_code=200)
                 if result is None
-                else JSONResponse(result.to_dict(), status_code=200)
+                else _Json(result.to_dict(), status_code=200)
             )
         except RestError as e:
             code = e.code
-            response = JSONResponse(_error_body(e, raw_path), status_code=e.status)
+            response = _Json(_error_body(e, raw_path), status_code=e.status)
+        except ClientDisconnect:
+            code = None
+            response = Response(status_code=499)  # nobody reads it; logged as 499
+        except (OverflowError, UnicodeError) as e:
+            # Client input the database cannot store: an integer past int64 (a query's
+            # page_token), a string that is not Unicode text.
+            code = p.INVALID_INPUT
+            error = RestError(code, f"the request has a value out of range: {e}")
+            response = _Json(_error_body(error, raw_path), status_code=error.status)
         except (DeltaError, OSError) as e:
             code = error_code(e)
-            if code == p.INTERNAL:
-                _log.exception("request %s %s failed", request.method, raw_path)
             error = RestError(code, f"{type(e).__name__}: {e}")
-            response = JSONResponse(_error_body(error, raw_path), status_code=error.status)
-        except Exception:
+            if error.status >= 500:
+                _log.error(
+                    "request %s %s (request id %s) failed: %s",
+                    request.method,
+                    raw_path,
+                    request_id,
+                    redact(f"{type(e).__name__}: {e}"),
+                    exc_info=code == p.INTERNAL,
+                )
+                error = _internal(code, request_id)
+            response = _Json(
+                _error_body(error, raw_path, request_id if error.status >= 500 else None),
+                status_code=error.status,
+            )
+        except Exception as e:
             code = p.INTERNAL
-            _log.exception("request %s %s failed", request.method, raw_path)
-            error = RestError(p.INTERNAL, "internal error (see the server's log)")
-            response = JSONResponse(_error_body(error, raw_path), status_code=500)
+            _log.exception(
+                "request %s %s (request id %s) failed: %s",
+                request.method,
+                raw_path,
+                request_id,
+                redact(f"{type(e).__name__}: {e}"),
+            )
+            error = _internal(p.INTERNAL, request_id)
+            response = _Json(_error_body(error, raw_path, request_id), status_code=500)
         _log.info(
             json.dumps(
                 {
@@ -286,6 +356,7 @@ def create_app(
                     "code": code,
                     "ms": round((time.perf_counter() - started) * 1000, 3),
                     "principal": principal.name if principal else None,
+                    "request_id": request_id,
                 }
             )
         )
@@ -293,27 +364,37 @@ def create_app(
 
     async def healthz(request: HttpRequest) -> Response:
         try:
-            await run_in_threadpool(catalog._store.child_namespaces, 0)
-        except Exception as e:  # the database is unreachable
-            return JSONResponse({"status": "unavailable", "error": str(e)}, status_code=503)
-        return JSONResponse({"status": "ok"})
+            await asyncio.wait_for(
+                run_in_threadpool(catalog._store.child_namespaces, 0), HEALTHZ_TIMEOUT
+            )
+        except Exception as e:  # the database is unreachable (or too slow to answer)
+            # The database's own text may name hosts, users and paths: logged, not answered.
+            _log.error(
+                "healthz: the database did not answer: %s", redact(f"{type(e).__name__}: {e}")
+            )
+            return _Json({"status": "unavailable"}, status_code=503)
+        return _Json({"status": "ok"})
 
-    return CatalogApp(dispatch, healthz)
+    return CatalogApp(dispatch, healthz, max_in_flight)
 
 
 class CatalogApp:
     """The ASGI app: ``GET /healthz``, and every other path to the dispatcher, which routes on
     the raw path itself (a router's path patterns would not match every path a client may
     send, e.g. one with an encoded newline, and would answer without the spec's error body).
-    Requests and responses are Starlette's."""
+    Requests and responses are Starlette's. At most ``max_in_flight`` requests other than
+    ``/healthz`` are answered at once; more are answered 503 (code 17) with ``Retry-After``."""
 
     def __init__(
         self,
         dispatch: Callable[[HttpRequest], Awaitable[Response]],
         healthz: Callable[[HttpRequest], Awaitable[Response]],
+        max_in_flight: int = ConnectionLimits.max_in_flight,
     ) -> None:
         self._dispatch = dispatch
         self._healthz = healthz
+        self.max_in_flight = max_in_flight
+        self.in_flight = 0
 
     async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
         if scope["type"] == "lifespan":
@@ -329,8 +410,20 @@ class CatalogApp:
         request = HttpRequest(scope, receive)
         if scope["path"] == "/healthz" and request.method == "GET":
             response = await self._healthz(request)
+        elif self.in_flight >= self.max_in_flight:
+            error = RestError(
+                p.SERVICE_UNAVAILABLE,
+                f"the server is answering {self.in_flight} requests already; retry later",
+            )
+            response = _Json(_error_body(error, scope["path"]), status_code=error.status)
+            response.headers["retry-after"] = "1"
+            _log.warning(json.dumps({"event": "in-flight cap", "cap": self.max_in_flight}))
         else:
-            response = await self._dispatch(request)
+            self.in_flight += 1
+            try:
+                response = await self._dispatch(request)
+            finally:
+                self.in_flight -= 1
         await response(scope, receive, send)
 
 
@@ -349,7 +442,7 @@ def open_catalog(db: str, warehouse: str) -> ManagedCatalog:
         if path.startswith("//"):
             path = path[2:]
         if not path:
-            raise InvalidArgumentError(f"no database file in {db!r}")
+            raise InvalidArgumentError(f"no database file in {redact(db)!r}")
         config = {"type": "sqlite", "path": path, "warehouse": warehouse}
     catalog = connect_catalog(config)
     assert isinstance(catalog, ManagedCatalog)
@@ -368,7 +461,10 @@ def app_from_env() -> CatalogApp:
         open_catalog(config["db"], config["warehouse"]),
         tokens=tokens,
         max_body_bytes=config["max_body_bytes"],
+        max_create_bytes=config.get("max_create_bytes", MAX_CREATE_BYTES),
         max_unpublished=config.get("max_unpublished"),
+        max_decoded_bytes=config.get("max_decoded_bytes", MAX_DECODED_BYTES),
+        max_in_flight=config.get("max_in_flight", ConnectionLimits.max_in_flight),
     )
 
 
@@ -382,24 +478,36 @@ def serve(
     max_body_bytes: int = MAX_BODY_BYTES,
     max_unpublished: int | None = None,
     log_level: str = "info",
+    max_create_bytes: int = MAX_CREATE_BYTES,
+    max_decoded_bytes: int = MAX_DECODED_BYTES,
+    limits: ConnectionLimits | None = None,
 ) -> None:
     """Runs the server until SIGTERM/SIGINT. Prints where it listens (``port`` 0: a free
-    port) as its first line on stdout."""
+    port) as its first line on stdout. ``limits``: connection timeouts and caps, per worker
+    process (``docs/catalogs.md``, "Limits")."""
     import uvicorn
 
+    from deltalog.catalog.rest.connections import GuardedHttpProtocol, raise_open_files_limit
+
+    limits = limits or ConnectionLimits()
     config = {
         "db": db,
         "warehouse": os.path.abspath(warehouse) if "://" not in warehouse else warehouse,
         "tokens": os.path.abspath(tokens) if tokens else None,
         "max_body_bytes": max_body_bytes,
+        "max_create_bytes": max_create_bytes,
+        "max_decoded_bytes": max_decoded_bytes,
         "max_unpublished": max_unpublished,
+        "max_in_flight": limits.max_in_flight,
     }
     os.environ[CONFIG_ENV] = json.dumps(config)
+    logging.basicConfig(level=log_level.upper(), format="%(message)s", stream=sys.stderr)
+    # Each connection is a file descriptor: 1,000 of them pass the common soft limit of 1,024.
+    raise_open_files_limit(limits.max_connections + 256)
     # Opened once here: the schema is created or upgraded before any worker starts, and a
     # bad configuration fails now, with a clear message.
     open_catalog(config["db"], config["warehouse"])
     store = TokenStore.load(config["tokens"]) if config["tokens"] else None
-    logging.basicConfig(level=log_level.upper(), format="%(message)s", stream=sys.stderr)
     family = socket.AF_INET6 if ":" in host else socket.AF_INET
     # IPPROTO_TCP explicitly: asyncio sets TCP_NODELAY only on sockets of that protocol, and
     # without it an answer's headers and body wait ~40 ms for a delayed ACK.
@@ -411,7 +519,7 @@ def serve(
     auth = f"{len(store)} token(s)" if store is not None else "off (no --tokens file)"
     print(
         f"deltalog catalog listening on http://{shown}:{bound} "
-        f"(db {_safe(db)}, warehouse {config['warehouse']}, workers {workers}, "
+        f"(db {redact(db)}, warehouse {redact(config['warehouse'])}, workers {workers}, "
         f"authentication {auth})",
         flush=True,
     )
@@ -422,8 +530,15 @@ def serve(
         access_log=False,
         log_level=log_level,
         timeout_graceful_shutdown=None,
-        limit_concurrency=1000,
+        # Not uvicorn's limit_concurrency: it counts idle connections (1,000 of them made
+        # every request 503). Connections are capped by GuardedHttpProtocol, requests in
+        # flight by CatalogApp.
+        limit_concurrency=None,
+        http=GuardedHttpProtocol,
+        timeout_keep_alive=math.ceil(limits.idle_timeout),
+        h11_max_incomplete_event_size=limits.max_header_bytes,
     )
+    uv.deltalog_limits = limits  # type: ignore[attr-defined]  # read by GuardedHttpProtocol
     server = uvicorn.Server(uv)
     # uvicorn shuts down gracefully on SIGTERM, then re-raises it to the handler it found:
     # this one makes that a clean exit (status 0), as service managers expect.
@@ -435,12 +550,3 @@ def serve(
         Multiprocess(uv, sockets=[sock]).run()
     else:
         server.run(sockets=[sock])
-
-
-def _safe(db: str) -> str:
-    """``db`` without a password."""
-    if "://" in db and "@" in db:
-        scheme, rest = db.split("://", 1)
-        creds, host = rest.rsplit("@", 1)
-        return f"{scheme}://{creds.split(':', 1)[0]}:***@{host}"
-    return db
