@@ -607,3 +607,26 @@ def test_server_errors_answer_a_request_id_not_the_database_text(tmp_path: Path)
     lines = [line for line in log.splitlines() if request_id in line]
     assert any("not a database" in line for line in lines), lines
     assert any('"request_id": "' + request_id in line for line in lines), lines
+
+
+def test_healthz_answers_503_in_time_when_the_database_hangs(
+    postgres_uri: str, tmp_path: Path
+) -> None:
+    """A table lock held by another session makes the catalog's reads wait: ``/healthz``
+    answers 503 after its 2 s timeout instead of hanging with them, and 200 once the lock is
+    gone."""
+    import psycopg
+
+    with catalog_server.running(tmp_path / "s", db=postgres_uri) as server:
+        assert _timed_get(server.url + "/healthz")[0] == 200
+        with psycopg.connect(postgres_uri) as locker:
+            locker.execute("LOCK TABLE namespaces IN ACCESS EXCLUSIVE MODE")
+            status, took = _timed_get(server.url + "/healthz", timeout=30)
+            assert status == 503 and took < 5, (status, took)
+            locker.rollback()
+        deadline = time.monotonic() + 10
+        while _timed_get(server.url + "/healthz")[0] != 200:
+            assert time.monotonic() < deadline
+            time.sleep(0.1)
+        log = server.log_text()
+    assert "healthz: the database did not answer: TimeoutError" in log

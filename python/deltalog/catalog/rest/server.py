@@ -47,6 +47,7 @@ import sys
 import time
 import uuid
 from collections.abc import Awaitable, Callable
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any
 
@@ -362,11 +363,15 @@ def create_app(
         )
         return response
 
+    # Its own threads: a database that hangs neither holds /healthz (the answer is 503 after
+    # HEALTHZ_TIMEOUT; anyio's threads cannot be abandoned) nor takes the requests' threads.
+    probes = ThreadPoolExecutor(max_workers=2, thread_name_prefix="healthz")
+
     async def healthz(request: HttpRequest) -> Response:
+        loop = asyncio.get_running_loop()
         try:
-            await asyncio.wait_for(
-                run_in_threadpool(catalog._store.child_namespaces, 0), HEALTHZ_TIMEOUT
-            )
+            probe = loop.run_in_executor(probes, catalog._store.child_namespaces, 0)
+            await asyncio.wait_for(probe, HEALTHZ_TIMEOUT)
         except Exception as e:  # the database is unreachable (or too slow to answer)
             # The database's own text may name hosts, users and paths: logged, not answered.
             _log.error(
