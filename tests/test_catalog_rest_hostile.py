@@ -472,7 +472,7 @@ def test_decode_arrow_body_decodes_what_fits_to_plain_columns() -> None:
     pyarrow itself decodes them to, as plain columns."""
     import pyarrow.compute as pc
 
-    from deltalog.catalog.rest.arrow_body import decode_arrow_body
+    from deltalog.catalog.rest.arrow_body import BATCH_OVERHEAD, decode_arrow_body
     from deltalog.catalog.rest.service import RestError
 
     words = pa.array(["a", None, "ccc", "a"]).dictionary_encode()
@@ -483,14 +483,20 @@ def test_decode_arrow_body_decodes_what_fits_to_plain_columns() -> None:
         assert table.schema == pa.schema({"id": pa.int64(), "w": pa.string()})
         assert table.column("w").to_pylist() == ["a", None, "ccc", "a"] * 2
         assert table.column("id").to_pylist() == [1, 2, 3, 4] * 2
-    table = decode_arrow_body(_stream([pa.record_batch({"r": runs})]), 1000)
+    table = decode_arrow_body(_stream([pa.record_batch({"r": runs})]), 10_000)
     assert table.column("r").type == pa.string()
     assert table.column("r").to_pylist() == pc.run_end_decode(runs).to_pylist()
-    # Exactly at the cap: 8 MiB of int64 plus nothing else.
-    assert decode_arrow_body(_stream([_ZEROS], "zstd"), 8 * _MIB).num_rows == _MIB
+    # Exactly at the cap: 8 MiB of int64 plus one batch's bookkeeping.
+    cap = 8 * _MIB + BATCH_OVERHEAD
+    assert decode_arrow_body(_stream([_ZEROS], "zstd"), cap).num_rows == _MIB
     with pytest.raises(RestError) as too_big:
-        decode_arrow_body(_stream([_ZEROS], "zstd"), 8 * _MIB - 1)
+        decode_arrow_body(_stream([_ZEROS], "zstd"), cap - 1)
     assert too_big.value.status == 413
+    # Many empty batches are not free either.
+    empty = pa.record_batch({"id": pa.array([], pa.int64())})
+    with pytest.raises(RestError) as too_many:
+        decode_arrow_body(_stream([empty] * 2000), 1 * _MIB)
+    assert too_many.value.status == 413
     # Not a stream: 400.
     good = _stream([batch], "zstd")
     for junk in (

@@ -70,7 +70,12 @@ class _Flatbuffer:
         return [struct.unpack_from("<qq", self.data, start + 4 + i * size) for i in range(count)]
 
 
-def _batch_size(fb: _Flatbuffer, batch: int, body: bytes) -> int:
+#: What each record or dictionary batch counts for beyond its buffers (its bookkeeping in
+#: memory: a stream of a million empty batches is not free).
+BATCH_OVERHEAD = 1024
+
+
+def _batch_size(fb: _Flatbuffer, batch: int, body: memoryview) -> int:
     """What one ``RecordBatch`` decodes to: its buffers' uncompressed lengths, and at least a
     byte per value of every field node (a column of nulls has no buffers at all)."""
     compressed = fb.table(batch, 3) is not None  # RecordBatch.compression
@@ -110,8 +115,8 @@ def _check_messages(data: bytes, max_decoded_bytes: int) -> None:
         batch = fb.table(header, 1) if kind == _DICTIONARY_BATCH else header
         if kind not in (_DICTIONARY_BATCH, _RECORD_BATCH) or batch is None:
             raise ValueError(f"unexpected message type {kind} in a stream")
-        body = message.body.to_pybytes() if message.body is not None else b""
-        decoded += _batch_size(fb, batch, body)
+        body = memoryview(message.body) if message.body is not None else memoryview(b"")
+        decoded += _batch_size(fb, batch, body) + BATCH_OVERHEAD
         if decoded > max_decoded_bytes:
             raise PayloadTooLarge(
                 f"the Arrow body decodes to more than {max_decoded_bytes} bytes "
