@@ -57,6 +57,7 @@ class GuardedHttpProtocol(HttpToolsProtocol):
         self._generation = 0  # bumped whenever a new deadline replaces the old one
         self._header_bytes = 0
         self._requests = 0
+        self._in_message = False  # between a request's first byte and its body's end
 
     # -- state and timers ----------------------------------------------------------------
 
@@ -131,16 +132,20 @@ class GuardedHttpProtocol(HttpToolsProtocol):
     def data_received(self, data: bytes) -> None:
         if self.transport.is_closing():
             return
-        reading_headers = self._state in (_IDLE, _HEADERS)
+        reading_headers = self._reading_headers()
         if reading_headers and self._state == _IDLE:
             self._header_bytes = 0
         super().data_received(data)
-        still_reading = self._state in (_IDLE, _HEADERS) and not self.transport.is_closing()
-        if reading_headers and still_reading:
+        if reading_headers and self._reading_headers() and not self.transport.is_closing():
             # All of ``data`` was request line and headers: they are not complete yet.
             self._header_bytes += len(data)
             if self._header_bytes > self.limits.max_header_bytes:
                 self._refuse_headers()
+
+    def _reading_headers(self) -> bool:
+        """Whether the next bytes are a request line or headers (not the rest of a body the
+        app answered without reading, e.g. with a 413)."""
+        return self._state == _HEADERS or (self._state == _IDLE and not self._in_message)
 
     def _refuse_headers(self) -> None:
         if not self.transport.is_closing():
@@ -153,6 +158,7 @@ class GuardedHttpProtocol(HttpToolsProtocol):
 
     def on_message_begin(self) -> None:
         super().on_message_begin()
+        self._in_message = True
         self._header_bytes = 0
         if self._requests == 0:
             # Still due header_timeout after connecting.
@@ -174,6 +180,11 @@ class GuardedHttpProtocol(HttpToolsProtocol):
             super().on_body(body)
 
     def on_message_complete(self) -> None:
+        self._in_message = False
+        if self.cycle is not None and self.cycle.response_complete:
+            # The rest of a body the app answered without reading: the connection is idle.
+            super().on_message_complete()
+            return
         self._enter(_APP, None)
         super().on_message_complete()
 
