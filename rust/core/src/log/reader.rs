@@ -5,6 +5,7 @@
 //! null), "V2 Spec" and "Sidecar Files" (file actions of a V2 checkpoint may live in
 //! `_delta_log/_sidecars/`). Only the columns replay needs are read from parquet.
 
+use std::borrow::Cow;
 use std::sync::Arc;
 
 use arrow::array::{Array, ArrayRef, AsArray, BooleanArray, RecordBatch, StructArray};
@@ -58,19 +59,25 @@ pub enum LineOrder {
     /// A commit: its actions are one version and not ordered ("Action Reconciliation" allows
     /// at most one file action per logical file in it), so `add` lines may take the fast path.
     Unordered,
-    /// A log compaction file: reconciled by the spec, but some writers (Databricks Runtime
-    /// among them) keep the actions of its commits in commit order, with `cdc` lines and
-    /// repeated references to one logical file, `txn` or domain. Decoded in line order and
-    /// handed to replay newest line first, so the last reference wins, as it would have in the
-    /// commits it replaces ("Log Compaction Files").
-    NewestLast,
+    /// A log compaction file, read as a sequence of actions from newest to oldest: its first
+    /// action for a logical file `(path, deletionVector.uniqueId)`, an `appId`, a domain, or
+    /// its first `protocol` / `metaData`, is the newest ("Action Reconciliation": first seen
+    /// wins, as in a newest-first replay of the commits). The spec's compactions are
+    /// reconciled (one action per key, so their order does not matter), but the files
+    /// Databricks Runtime writes were measured to list their commits newest first, each
+    /// commit's actions in their original order, unreconciled (an `add` and a `remove` of one
+    /// file both present) and with `cdc` lines; replayed first-seen-wins in file order they
+    /// give exactly the state of the commits they replace ("Log Compaction Files"), replayed
+    /// last-line-wins they do not. Decoded whole, in file order, so that `add` and `remove`
+    /// rows reach replay in one sequence.
+    NewestFirst,
 }
 
 /// Decodes one commit or compaction file: `add` lines through the fast path, the other lines
 /// through the general JSON decoder (statistics split off when a schema is given). Files whose
-/// lines are ordered ([`LineOrder::NewestLast`]) are decoded whole by the general decoder and
-/// returned newest line first.
-fn decode_delta(
+/// lines are ordered ([`LineOrder::NewestFirst`]) are decoded whole by the general decoder,
+/// rows in file order.
+pub(crate) fn decode_delta(
     bytes: &[u8],
     stats: Option<&StatsSchema>,
     name: &str,
@@ -83,34 +90,26 @@ fn decode_delta(
         stats: Vec::new(),
         add_keys: Vec::new(),
     };
-    if order == LineOrder::NewestLast {
-        let batches = decode_json_actions(bytes, &actions::commit_schema(), name, Some(version))?;
-        for batch in batches.into_iter().rev() {
-            let batch = reverse_rows(&batch)?;
-            let (batch, parsed) = match stats {
-                Some(stats) => split_stats(batch, stats)?,
-                None => (batch, None),
-            };
-            out.batches.push(batch);
-            out.stats.push(parsed);
-            out.add_keys.push(None);
+    let rest = match order {
+        LineOrder::NewestFirst => Cow::Borrowed(bytes),
+        LineOrder::Unordered => {
+            let split = split_commit(bytes, stats)?;
+            if let Some(adds) = split.adds {
+                let schema = Arc::new(Schema::new(vec![add_field(&adds)]));
+                out.batches.push(RecordBatch::try_new(
+                    schema,
+                    vec![Arc::new(adds) as ArrayRef],
+                )?);
+                out.stats.push(split.stats);
+                out.add_keys.push(Some(split.keys));
+            }
+            Cow::Owned(split.rest)
         }
+    };
+    if rest.is_empty() {
         return Ok(out);
     }
-    let split = split_commit(bytes, stats)?;
-    if let Some(adds) = split.adds {
-        let schema = Arc::new(Schema::new(vec![add_field(&adds)]));
-        out.batches.push(RecordBatch::try_new(
-            schema,
-            vec![Arc::new(adds) as ArrayRef],
-        )?);
-        out.stats.push(split.stats);
-        out.add_keys.push(Some(split.keys));
-    }
-    if split.rest.is_empty() {
-        return Ok(out);
-    }
-    let batches = decode_json_actions(&split.rest, &actions::commit_schema(), name, Some(version))?;
+    let batches = decode_json_actions(&rest, &actions::commit_schema(), name, Some(version))?;
     for batch in batches {
         let (batch, parsed) = match stats {
             Some(stats) => split_stats(batch, stats)?,
@@ -121,16 +120,6 @@ fn decode_delta(
         out.add_keys.push(None);
     }
     Ok(out)
-}
-
-/// The rows of `batch` in reverse order.
-fn reverse_rows(batch: &RecordBatch) -> DeltaResult<RecordBatch> {
-    let n = batch.num_rows();
-    let Ok(last) = u32::try_from(n) else {
-        return Err(DeltaError::Internal("log batch too large".into()));
-    };
-    let indices = arrow::array::UInt32Array::from_iter_values((0..last).rev());
-    Ok(arrow::compute::take_record_batch(batch, &indices)?)
 }
 
 /// Parses the statistics of the `add` column of `batch` and drops their JSON text.
@@ -180,7 +169,7 @@ pub fn delta_stream(
                 let version = delta.end_version();
                 let order = match delta {
                     Delta::Commit { .. } => LineOrder::Unordered,
-                    Delta::Compaction { .. } => LineOrder::NewestLast,
+                    Delta::Compaction { .. } => LineOrder::NewestFirst,
                 };
                 // Decoded where it is read (mapped when local): nothing keeps the file's bytes.
                 let decoded = file
@@ -234,15 +223,10 @@ pub async fn protocol_and_metadata(
             &origin.file,
             Some(origin.version),
         )?;
-        if matches!(delta, Delta::Compaction { .. }) {
-            // Newest line first (see `LineOrder::NewestLast`).
-            for b in batches.iter().rev() {
-                found.apply_non_file_actions(&reverse_rows(b)?, &origin)?;
-            }
-        } else {
-            for b in &batches {
-                found.apply_non_file_actions(b, &origin)?;
-            }
+        // A compaction's lines too, in file order: its first `protocol` / `metaData` is the
+        // newest (`LineOrder::NewestFirst`).
+        for b in &batches {
+            found.apply_non_file_actions(b, &origin)?;
         }
         if found.protocol.is_some() && found.metadata.is_some() {
             break;
@@ -994,49 +978,33 @@ mod tests {
     use std::sync::Arc;
 
     #[test]
-    fn compaction_lines_replay_newest_last() {
-        use crate::log::replay::{Origin, Reconciler};
-        // Not reconciled: the actions of three commits in commit order. `a` is added, removed
-        // and added again with a DV; `b` is added then removed; the txn and metadata change.
-        let text = br#"{"metaData":{"id":"t","format":{"provider":"parquet","options":{}},"schemaString":"{\"type\":\"struct\",\"fields\":[]}","partitionColumns":[],"configuration":{"step":"1"}}}
+    fn compaction_lines_keep_file_order() {
+        // A compaction is decoded whole, rows in file order (first line first), `add` and
+        // `remove` rows in one batch; a commit's `add` lines take the fast path.
+        let text = br#"{"remove":{"path":"a","deletionTimestamp":2,"dataChange":true}}
+{"cdc":{"path":"_change_data/c","partitionValues":{},"size":1,"dataChange":false}}
 {"add":{"path":"a","partitionValues":{},"size":1,"modificationTime":1,"dataChange":true}}
 {"add":{"path":"b","partitionValues":{},"size":1,"modificationTime":1,"dataChange":true}}
-{"txn":{"appId":"app","version":1}}
-{"remove":{"path":"a","deletionTimestamp":2,"dataChange":true}}
-{"add":{"path":"a","partitionValues":{},"size":1,"modificationTime":1,"dataChange":true,"deletionVector":{"storageType":"i","pathOrInlineDv":"wi5b=000010000siXQKl0rr91000f55c8Xg0@@D72lkbi5=-{L","sizeInBytes":40,"cardinality":6}}}
-{"cdc":{"path":"_change_data/c","partitionValues":{},"size":1,"dataChange":false}}
-{"remove":{"path":"b","deletionTimestamp":3,"dataChange":true}}
-{"txn":{"appId":"app","version":2}}
-{"metaData":{"id":"t","format":{"provider":"parquet","options":{}},"schemaString":"{\"type\":\"struct\",\"fields\":[]}","partitionColumns":[],"configuration":{"step":"3"}}}
 "#;
-        let origin = Origin {
-            file: "x".into(),
-            version: 3,
-        };
-        let replay = |order| {
-            let decoded = decode_delta(text, None, "x", 3, order).unwrap();
-            let mut r = Reconciler::default();
-            r.apply_delta(&decoded.batches, &decoded.stats, decoded.add_keys, &origin)
-                .unwrap();
-            r
-        };
-        let r = replay(LineOrder::NewestLast);
-        let adds: Vec<_> = r.adds.iter().map(|s| s.len()).collect();
-        assert_eq!(
-            adds.iter().sum::<usize>(),
-            1,
-            "only `a` with its DV is active"
+        let decoded = decode_delta(text, None, "x", 3, LineOrder::NewestFirst).unwrap();
+        assert_eq!(decoded.batches.len(), 1);
+        let batch = &decoded.batches[0];
+        let remove = batch.column_by_name(names::REMOVE).unwrap();
+        let add = batch.column_by_name(names::ADD).unwrap();
+        let kinds: Vec<_> = (0..batch.num_rows())
+            .map(|r| match (add.is_valid(r), remove.is_valid(r)) {
+                (true, _) => "add",
+                (_, true) => "remove",
+                _ => "other",
+            })
+            .collect();
+        assert_eq!(kinds, ["remove", "other", "add", "add"]);
+        assert!(decoded.add_keys.iter().all(Option::is_none));
+        let commit = decode_delta(text, None, "x", 3, LineOrder::Unordered).unwrap();
+        assert!(
+            commit.add_keys[0].is_some(),
+            "a commit's adds take the fast path"
         );
-        assert_eq!(r.txns["app"].version, 2);
-        let config = &r.metadata.as_ref().unwrap().0.configuration;
-        assert_eq!(config.get("step").map(String::as_str), Some("3"));
-        assert_eq!(
-            crate::log::replay::tests::paths(&r.removes),
-            vec!["a".to_string(), "b".to_string()]
-        );
-        // Read as an (illegal) single commit, the file would keep `a` twice and `b`.
-        let unordered = replay(LineOrder::Unordered);
-        assert_eq!(unordered.adds.iter().map(|s| s.len()).sum::<usize>(), 3);
     }
 
     #[test]

@@ -6,6 +6,11 @@
 //! reference to each logical file `(path, deletionVector.uniqueId)` decides whether it is active
 //! (`add`) or a tombstone (`remove`). A checkpoint is already reconciled, so its rows are only
 //! checked against the keys the newer commits touched and never added to that set.
+//!
+//! A log compaction file is one more newest-first sequence under the same first-seen-wins rule:
+//! its lines are replayed in file order (`log::reader::LineOrder::NewestFirst`), which is
+//! right for reconciled compactions (one action per key) and for the unreconciled files
+//! Databricks Runtime writes (commits newest first, each commit's actions in their order).
 
 use std::borrow::Cow;
 use std::collections::HashMap;
@@ -204,9 +209,9 @@ impl Reconciler {
             self.apply_non_file_actions(batch, origin)?;
         }
         // File actions: a key first seen here decides the file's fate. Rows are taken in the
-        // order given, an `add` and a `remove` row alike (one action per row), so a file whose
-        // rows come newest first (a compaction, see `LineOrder::NewestLast`) lets its newest
-        // reference win.
+        // order given, an `add` and a `remove` row alike (one action per row), so in a file
+        // read newest first (a compaction, see `LineOrder::NewestFirst`) the first reference
+        // to a file, its newest, wins.
         for (i, batch) in batches.iter().enumerate() {
             let add = struct_column(batch, names::ADD);
             let remove = struct_column(batch, names::REMOVE);
@@ -527,5 +532,247 @@ pub(crate) mod tests {
             ),
             "{err}"
         );
+    }
+
+    // -- log compaction files ("Log Compaction Files"): first seen wins, in file order --------
+
+    const DV1: &str = r#""deletionVector":{"storageType":"i","pathOrInlineDv":"wi5b=000010000siXQKl0rr91000f55c8Xg0@@D72lkbi5=-{L","sizeInBytes":40,"cardinality":6}"#;
+    const DV2: &str = r#""deletionVector":{"storageType":"u","pathOrInlineDv":"ab^-aqEH.-t@S}K{vb[*k^","offset":1,"sizeInBytes":40,"cardinality":7}"#;
+
+    fn add(path: &str, dv: Option<&str>, size: u32) -> String {
+        let dv = dv.map_or(String::new(), |d| format!(",{d}"));
+        format!(
+            r#"{{"add":{{"path":"{path}","partitionValues":{{}},"size":{size},"modificationTime":1,"dataChange":true{dv}}}}}"#
+        )
+    }
+
+    fn remove(path: &str, dv: Option<&str>, at: u32) -> String {
+        let dv = dv.map_or(String::new(), |d| format!(",{d}"));
+        format!(
+            r#"{{"remove":{{"path":"{path}","deletionTimestamp":{at},"dataChange":true{dv}}}}}"#
+        )
+    }
+
+    fn meta(step: u32) -> String {
+        format!(
+            r#"{{"metaData":{{"id":"t","format":{{"provider":"parquet","options":{{}}}},"schemaString":"{{}}","partitionColumns":[],"configuration":{{"step":"{step}"}}}}}}"#
+        )
+    }
+
+    /// Eight commits that touch the same files, txns, domains, protocol and metadata again and
+    /// again: `a` gets two DVs then is removed and re-added, `b` is removed and re-added, `c` is
+    /// added and removed inside one range.
+    fn commits() -> Vec<String> {
+        let info = |v: u32| format!(r#"{{"commitInfo":{{"timestamp":{v},"operation":"WRITE"}}}}"#);
+        let cdc =
+            r#"{"cdc":{"path":"_change_data/x","partitionValues":{},"size":1,"dataChange":false}}"#;
+        let lines: Vec<Vec<String>> = vec![
+            vec![
+                info(0),
+                r#"{"protocol":{"minReaderVersion":1,"minWriterVersion":2}}"#.into(),
+                meta(0),
+                add("a", None, 1),
+                add("b", None, 1),
+            ],
+            vec![info(1), remove("a", None, 1), add("a", Some(DV1), 2), cdc.into()],
+            vec![
+                info(2),
+                add("c", None, 3),
+                r#"{"txn":{"appId":"app","version":1}}"#.into(),
+                r#"{"domainMetadata":{"domain":"d","configuration":"1","removed":false}}"#.into(),
+            ],
+            vec![
+                info(3),
+                remove("b", None, 3),
+                remove("c", None, 3),
+                r#"{"txn":{"appId":"app","version":2}}"#.into(),
+                meta(3),
+            ],
+            vec![
+                info(4),
+                remove("a", Some(DV1), 4),
+                add("a", Some(DV2), 4),
+                r#"{"domainMetadata":{"domain":"d","configuration":"","removed":true}}"#.into(),
+                r#"{"protocol":{"minReaderVersion":3,"minWriterVersion":7,"readerFeatures":["deletionVectors"],"writerFeatures":["deletionVectors"]}}"#.into(),
+            ],
+            vec![info(5), add("b", None, 5), r#"{"txn":{"appId":"other","version":9}}"#.into()],
+            vec![
+                info(6),
+                remove("a", Some(DV2), 6),
+                r#"{"domainMetadata":{"domain":"d","configuration":"6","removed":false}}"#.into(),
+                meta(6),
+            ],
+            vec![info(7), add("a", None, 7), r#"{"txn":{"appId":"app","version":3}}"#.into()],
+        ];
+        lines.into_iter().map(|c| c.join("\n") + "\n").collect()
+    }
+
+    /// The layout measured on Databricks Runtime's compactions: the commits of the range
+    /// newest first, each commit's lines in their order, `commitInfo` dropped, nothing
+    /// reconciled.
+    fn databricks_layout(range: &[String]) -> String {
+        range
+            .iter()
+            .rev()
+            .flat_map(|c| c.lines())
+            .filter(|l| !l.starts_with(r#"{"commitInfo""#))
+            .map(|l| format!("{l}\n"))
+            .collect()
+    }
+
+    /// Writes the compaction of a range of commits.
+    type Layout = fn(&[String]) -> String;
+
+    /// A reconciled compaction of `range` (at most one action per key), lines in the order
+    /// `order` gives them.
+    fn reconciled_layout(range: &[String], order: impl Fn(&mut Vec<String>)) -> String {
+        let mut seen = std::collections::HashSet::new();
+        let mut lines = Vec::new();
+        for line in range.iter().rev().flat_map(|c| c.lines()) {
+            let value: serde_json::Value = serde_json::from_str(line).unwrap();
+            let (kind, body) = value.as_object().unwrap().iter().next().unwrap();
+            let key = match kind.as_str() {
+                "add" | "remove" => format!("file {} {}", body["path"], body["deletionVector"]),
+                "txn" => format!("txn {}", body["appId"]),
+                "domainMetadata" => format!("domain {}", body["domain"]),
+                "protocol" | "metaData" => kind.clone(),
+                _ => continue,
+            };
+            if seen.insert(key) {
+                lines.push(line.to_string());
+            }
+        }
+        order(&mut lines);
+        lines.iter().map(|l| format!("{l}\n")).collect()
+    }
+
+    /// What a replay ended with, comparable.
+    fn summary(r: &Reconciler) -> String {
+        let mut adds: Vec<String> = selected(&r.adds)
+            .iter()
+            .flat_map(|a| {
+                let keys = KeyColumns::new(a);
+                (0..a.len()).map(move |row| keys.key("add", row, &origin(0)).unwrap().into_owned())
+            })
+            .collect();
+        adds.sort();
+        let mut removes: Vec<String> = r
+            .removes
+            .iter()
+            .flat_map(|a| {
+                let keys = KeyColumns::new(a);
+                (0..a.len())
+                    .map(move |row| keys.key("remove", row, &origin(0)).unwrap().into_owned())
+            })
+            .collect();
+        removes.sort();
+        let mut txns: Vec<_> = r
+            .txns
+            .values()
+            .map(|t| (t.app_id.clone(), t.version))
+            .collect();
+        txns.sort();
+        let protocol = r
+            .protocol
+            .as_ref()
+            .map(|(p, _)| (p.min_reader_version, p.min_writer_version));
+        let config = r.metadata.as_ref().map(|(m, _)| m.configuration.clone());
+        let domains: Vec<_> = r
+            .domain_metadata()
+            .into_iter()
+            .map(|d| (d.domain, d.configuration))
+            .collect();
+        format!("adds {adds:?}\nremoves {removes:?}\ntxns {txns:?}\ndomains {domains:?}\nprotocol {protocol:?}\nmetadata {config:?}")
+    }
+
+    /// Replays commits `0..=version` newest first, with the compaction `text` of `start..=end`
+    /// in place of its commits.
+    fn replay_with_compaction(
+        commits: &[String],
+        version: usize,
+        (start, end): (usize, usize),
+        text: &str,
+    ) -> Reconciler {
+        let mut r = Reconciler::default();
+        let mut v = version;
+        loop {
+            let (bytes, order, at) = if v == end {
+                (
+                    text.as_bytes(),
+                    crate::log::reader::LineOrder::NewestFirst,
+                    start,
+                )
+            } else {
+                (
+                    commits[v].as_bytes(),
+                    crate::log::reader::LineOrder::Unordered,
+                    v,
+                )
+            };
+            let d = crate::log::reader::decode_delta(bytes, None, "x", v as u64, order).unwrap();
+            r.apply_delta(&d.batches, &d.stats, d.add_keys, &origin(v as u64))
+                .unwrap();
+            if at == 0 {
+                return r;
+            }
+            v = at - 1;
+        }
+    }
+
+    fn replay_plain(commits: &[String], version: usize) -> Reconciler {
+        let refs: Vec<&str> = commits[..=version].iter().map(String::as_str).collect();
+        replay(&refs)
+    }
+
+    #[test]
+    fn compactions_replay_like_their_commits() {
+        let commits = commits();
+        let n = commits.len();
+        let layouts: [(&str, Layout); 4] = [
+            ("databricks", databricks_layout),
+            ("reconciled, newest first", |r| reconciled_layout(r, |_| {})),
+            ("reconciled, reversed", |r| {
+                reconciled_layout(r, |l| l.reverse())
+            }),
+            ("reconciled, sorted", |r| reconciled_layout(r, |l| l.sort())),
+        ];
+        for start in 0..n {
+            for end in start..n {
+                for (name, layout) in layouts {
+                    let text = layout(&commits[start..=end]);
+                    for version in end..n {
+                        let want = summary(&replay_plain(&commits, version));
+                        let got = summary(&replay_with_compaction(
+                            &commits,
+                            version,
+                            (start, end),
+                            &text,
+                        ));
+                        assert_eq!(got, want, "{name} compaction {start}..={end} at {version}");
+                    }
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn databricks_compaction_first_line_wins() {
+        // The whole log in one compaction, newest commit first: `a` was added back last (7),
+        // so it is active without a DV although the file also removes it (6) and adds it with
+        // two DVs (1, 4); the newest txn, domain, protocol and metadata are the first lines.
+        let commits = commits();
+        let text = databricks_layout(&commits);
+        let r = replay_with_compaction(&commits, 7, (0, 7), &text);
+        let state = summary(&r);
+        assert!(state.starts_with(r#"adds ["a", "b"]"#), "{state}");
+        assert_eq!(r.txns["app"].version, 3);
+        assert_eq!(r.domain_metadata()[0].configuration, "6");
+        assert_eq!(r.protocol.as_ref().unwrap().0.min_reader_version, 3);
+        let config = &r.metadata.as_ref().unwrap().0.configuration;
+        assert_eq!(config.get("step").map(String::as_str), Some("6"));
+        // Read oldest line first instead, the file gives another state.
+        let reversed: String = text.lines().rev().map(|l| format!("{l}\n")).collect();
+        let wrong = summary(&replay_with_compaction(&commits, 7, (0, 7), &reversed));
+        assert_ne!(wrong, state);
     }
 }
