@@ -4,14 +4,19 @@ For several ranges of a log with appends, deletes (deletion vectors and copy-on-
 application transactions, domain metadata and property changes, the snapshot read with the
 compaction equals the one read from the commits; a damaged commit inside the range proves the
 reader really used the compaction ("Log Compaction Files": "The compaction replaces the
-corresponding commits during action reconciliation").
+corresponding commits during action reconciliation"). deltalog's compactions, read by
+deltalog and by deltalake, give what the plain commits give.
 """
 
 from __future__ import annotations
 
 import json
+import os
+import shutil
 from pathlib import Path
+from typing import Any
 
+import deltalake
 import pyarrow as pa
 import pytest
 
@@ -93,3 +98,47 @@ def test_compaction_arguments(tmp_path: Path) -> None:
     # Defaults: everything after the checkpoint (none here) up to the loaded version.
     t2 = dl.DeltaTable(uri, version=2)
     assert t2.compact_logs() == f"_delta_log/{0:020}.{2:020}.compacted.json"
+
+
+def relative(uri: Path, uris: list[str]) -> list[str]:
+    """Table-relative paths of data file URIs (`file://` or plain absolute paths)."""
+    root = str(uri.resolve())
+    return sorted(os.path.relpath(u.removeprefix("file://"), root) for u in uris)
+
+
+def deltalake_view(uri: Path, version: int) -> dict[str, Any]:
+    """What deltalake reads at `version`: its active files and the rows."""
+    t = deltalake.DeltaTable(str(uri), version=version)
+    rows = pa.table(t.to_pyarrow_table()).sort_by([("id", "ascending")])
+    return {"files": relative(uri, t.file_uris()), "rows": rows.column("id").to_pylist()}
+
+
+def deltalog_view(uri: Path, version: int) -> dict[str, Any]:
+    t = dl.DeltaTable(uri, version=version)
+    rows = t.to_pyarrow_table().sort_by([("id", "ascending")])
+    return {"files": relative(uri, t.file_uris()), "rows": rows.column("id").to_pylist()}
+
+
+@pytest.mark.parametrize("dv", [False, True], ids=["copy-on-write", "dv"])
+def test_own_compactions_read_by_deltalog_and_deltalake(tmp_path: Path, dv: bool) -> None:
+    """`compact_logs` over nested and overlapping ranges: from the first compaction's end on,
+    every version reads in deltalog as it does from the plain commits (same log without the
+    compaction files). deltalake (whether or not it uses the compactions) reads the same files
+    and rows from the compacted log as from the plain one and as deltalog; it cannot read
+    deletion vectors (1.6: "not yet supported by the deltalake reader"), so it checks the
+    copy-on-write table only."""
+    uri = build(tmp_path, dv)
+    plain = tmp_path / "plain"
+    shutil.copytree(uri, plain)
+    t = dl.DeltaTable(uri)
+    for start, end in [(0, 3), (4, 8), (2, 9), (1, 6)]:
+        t.compact_logs(start, end)
+    written = sorted(p.name for p in (uri / "_delta_log").glob("*.compacted.json"))
+    assert len(written) == 4
+    assert not list((plain / "_delta_log").glob("*.compacted.json"))
+    for v in range(3, 10):
+        assert state(dl.DeltaTable(uri, version=v)) == state(dl.DeltaTable(plain, version=v)), v
+        ours = deltalog_view(uri, v)
+        assert ours == deltalog_view(plain, v), v
+        if not dv:
+            assert deltalake_view(uri, v) == deltalake_view(plain, v) == ours, v

@@ -1,12 +1,21 @@
 """Log compaction files written independently of deltalog's writer ("Log Compaction Files").
 
-Compactions here are computed in plain Python by reconciling the commits of their range
-("Action Reconciliation": newest action per logical file `(path, deletionVector.uniqueId)`, so
-`remove` tombstones stay; newest protocol, metadata, txn per app, domain per name), and, like
-the files Databricks Runtime writes, they also carry the range's `cdc` actions, which are no
-snapshot state. Data files are parquet written by pyarrow; deletion vectors are serialized by
-pyroaring and Z85-encoded here. Every read that may use a compaction is compared with the same
-log without its compaction files (plain JSON replay) and with the independent oracle.
+Two kinds of compaction are written here in plain Python:
+
+- reconciled ("Action Reconciliation": newest action per logical file `(path,
+  deletionVector.uniqueId)`, so `remove` tombstones stay; newest protocol, metadata, txn per
+  app, domain per name), in the spec's order, Spark's order or shuffled, carrying the range's
+  `cdc` actions as Databricks Runtime's files do (they are no snapshot state);
+- "databricks": the layout measured on a Databricks-written table (issue #30, section 5): the
+  range's commits newest first, each commit's actions in their original order, `commitInfo`
+  dropped, nothing reconciled (an `add` and a `remove` of one file both present, a file added
+  and removed inside the range, re-added with a new DV). Replayed line by line with first seen
+  wins, as a newest-to-oldest log replay does, it gives the state of the commits it covers.
+
+Data files are parquet written by pyarrow; deletion vectors are serialized by pyroaring and
+Z85-encoded here. Every compaction a test writes is checked: each version at or past its end is
+read with the compactions and compared with the same log without its compaction files (plain
+JSON replay) and with the independent oracle (`oracle.py`, which reads only the commits).
 """
 
 from __future__ import annotations
@@ -100,6 +109,8 @@ class Table:
     stored_dvs: bool = False
     # (path, deleted rows) -> descriptor: a remove names the DV its add had
     dvs: dict[tuple[str, frozenset[int]], dict[str, Any]] = field(default_factory=dict)
+    # (start, end) of every compaction written, for `check_compactions`
+    compactions: list[tuple[int, int]] = field(default_factory=list)
 
     def __post_init__(self) -> None:
         self.log = LogWriter(self.root)
@@ -218,22 +229,24 @@ class Table:
     def compaction(
         self, start: int, end: int, shuffle: random.Random | None = None, layout: str = "spec"
     ) -> Path:
-        """`<start>.<end>.compacted.json`, reconciled here from the commits of the range.
+        """`<start>.<end>.compacted.json` for the commits of the range.
 
-        Layouts: "spec" (adds, removes, then the other actions, as the spec's example),
-        "spark" (protocol, metadata, txns, domains, then adds and removes sorted by path with
-        dataChange false, then the cdc actions), or shuffled lines; "commits" is not
-        reconciled: every action of the range but `commitInfo`, in commit order, so one logical
-        file, txn or domain may appear several times and the last line is the newest (a
-        layout readers must replay newest line first)."""
-        if layout == "commits":
-            ordered = [
+        Layouts: "databricks", the measured layout (not reconciled: every action of the range
+        but `commitInfo`, commits newest first, each commit's actions in their order, so one
+        logical file, txn or domain may appear several times and its first line is the
+        newest); reconciled ones: "spec" (adds, removes, then the other actions, as the spec's
+        example), "spark" (protocol, metadata, txns, domains, then adds and removes sorted by
+        path with dataChange false, then the cdc actions), or shuffled lines."""
+        self.compactions.append((start, end))
+        if layout == "databricks":
+            newest_first = [
                 a
-                for version in range(start, end + 1)
+                for version in range(end, start - 1, -1)
                 for a in self.commits[version]
                 if "commitInfo" not in a
             ]
-            return self.log.compaction(start, end, ordered)
+            return self.log.compaction(start, end, newest_first)
+        assert layout in ("spec", "spark"), layout
         seen: set[tuple[str, str | None]] = set()
         files: list[dict[str, Any]] = []
         singles: dict[str, dict[str, Any]] = {}
@@ -271,12 +284,18 @@ class Table:
 # -- comparing reads ---------------------------------------------------------------------------
 
 
+def sort_key(row: tuple[Any, ...]) -> tuple[str, ...]:
+    """Orders file tuples whose DV may be None (no DV)."""
+    return tuple("" if x is None else str(x) for x in row)
+
+
 def state(t: dl.DeltaTable) -> dict[str, Any]:
     """What a snapshot is: version, active logical files, rows, txns, domains, protocol."""
     actions = t.get_add_actions(flatten=True).to_pylist()
     files = sorted(
-        (a["path"], a["deletion_vector.path_or_inline_dv"], a["num_records"], a["size"])
-        for a in actions
+        ((a["path"], a["deletion_vector.path_or_inline_dv"], a["num_records"], a["size"])
+         for a in actions),
+        key=sort_key,
     )
     rows = sorted(t.to_pyarrow_table().column("id").to_pylist())
     return {
@@ -293,8 +312,9 @@ def state(t: dl.DeltaTable) -> dict[str, Any]:
 def oracle_files(root: Path, version: int) -> list[tuple[str, str | None]]:
     snap = oracle.replay(root, version)
     return sorted(
-        (a["path"], (a.get("deletionVector") or {}).get("pathOrInlineDv"))
-        for a in snap.adds.values()
+        ((a["path"], (a.get("deletionVector") or {}).get("pathOrInlineDv"))
+         for a in snap.adds.values()),
+        key=sort_key,
     )
 
 
@@ -306,19 +326,45 @@ def plain_copy(root: Path, dest: Path) -> Path:
     return dest
 
 
+def oracle_state(root: Path, version: int) -> dict[str, Any]:
+    """The oracle's snapshot (it reads the commits only), in the terms of `state`."""
+    snap = oracle.replay(root, version)
+    assert snap.protocol is not None and snap.metadata is not None
+    return {
+        "files": oracle_files(root, version),
+        "txns": snap.txns,
+        "domains": snap.domains,
+        "protocol": (snap.protocol["minReaderVersion"], snap.protocol["minWriterVersion"]),
+        "configuration": snap.metadata.get("configuration", {}),
+    }
+
+
 def assert_same_reads(root: Path, plain: Path, versions: list[int]) -> None:
     for v in versions:
         got = state(dl.DeltaTable(str(root), version=v))
         want = state(dl.DeltaTable(str(plain), version=v))
         assert got == want, f"version {v}"
-        assert [f[:2] for f in got["files"]] == oracle_files(plain, v), f"version {v}"
+        independent = oracle_state(plain, v)
+        assert [f[:2] for f in got["files"]] == independent["files"], f"version {v}"
+        for key in ("txns", "domains", "protocol", "configuration"):
+            assert got[key] == independent[key], f"version {v}: {key}"
 
 
-def databricks_like(root: Path, layout: str = "spec") -> Table:
+def check_compactions(t: Table, plain: Path) -> None:
+    """Every compaction `t` wrote: the versions from its end to the latest read the same with
+    the compactions as without them and as the oracle."""
+    assert t.compactions, "no compaction written"
+    first_end = min(end for _, end in t.compactions)
+    assert_same_reads(t.root, plain, list(range(first_end, len(t.commits))))
+
+
+def databricks_like(root: Path, layout: str = "spec", stored_dvs: bool = False) -> Table:
     """26 commits (0..25) with deletion vectors, full removes, a re-added file, txns, domains
-    and cdc files; 2 active files and 5 rows at the end. Compactions 0-5, 6-10 and 6-15, each
-    holding its range's cdc actions, as Databricks Runtime lays them out."""
-    t = Table(root)
+    and cdc files; 2 active files and 5 rows at the end. Compactions 0-5, 6-10, 6-15 and 16-24
+    in `layout`, the reconciled ones holding their range's cdc actions. In the "databricks"
+    layout 6-15 holds `part-5` added (7), removed and re-added with a DV (11), `part-2`
+    re-added (10) and given a DV (13); 16-24 holds `part-7` added, given a DV and removed."""
+    t = Table(root, stored_dvs=stored_dvs)
     t.create(3)  # 0: part-0..2
     t.append(2)  # 1: part-3, part-4
     t.dv_delete("part-00000.parquet", {0, 1})  # 2
@@ -346,14 +392,17 @@ def databricks_like(root: Path, layout: str = "spec") -> Table:
     t.remove("part-00007.parquet")  # 24
     t.dv_delete("part-00006.parquet", {1})  # 25: part-6 keeps rows 2, 3, 4
     assert len(t.commits) == 26
-    for start, end in [(0, 5), (6, 10), (6, 15)]:
+    for start, end in [(0, 5), (6, 10), (6, 15), (16, 24)]:
         t.compaction(start, end, layout=layout)
     return t
 
 
-@pytest.mark.parametrize("layout", ["spec", "spark", "commits"])
-def test_databricks_like_compactions(tmp_path: Path, layout: str) -> None:
-    t = databricks_like(tmp_path / "t", layout)
+@pytest.mark.parametrize(
+    ("layout", "stored_dvs"),
+    [("spec", False), ("spark", False), ("databricks", False), ("databricks", True)],
+)
+def test_databricks_like_compactions(tmp_path: Path, layout: str, stored_dvs: bool) -> None:
+    t = databricks_like(tmp_path / "t", layout, stored_dvs)
     plain = plain_copy(t.root, tmp_path / "plain")
     latest = state(dl.DeltaTable(str(t.root)))
     assert len(latest["files"]) == 2
@@ -362,27 +411,57 @@ def test_databricks_like_compactions(tmp_path: Path, layout: str) -> None:
     assert latest == state(dl.DeltaTable(str(plain)))
     assert latest["txns"] == {"app": 3, "other": 7}
     assert latest["domains"] == {}
-    # Every version: inside, at the ends of and past each compaction range.
-    assert_same_reads(t.root, plain, list(range(26)))
+    check_compactions(t, plain)
+    # Versions inside the ranges (read from their commits) too.
+    assert_same_reads(t.root, plain, list(range(5)))
 
 
-def test_compaction_in_use_replaces_its_commits(tmp_path: Path) -> None:
-    """With the commits inside 6..15 damaged, versions from 15 on still read (from the
-    compaction 6-15); versions inside the range need their commits and say so."""
-    t = databricks_like(tmp_path / "t")
+def test_databricks_layout_is_newest_first(tmp_path: Path) -> None:
+    """The measured layout itself: in 6-15 the first action naming `part-5` without a DV is
+    its removal (11), the add of 7 comes later in the file; the last txn line is the oldest."""
+    t = databricks_like(tmp_path / "t", "databricks")
+    lines = [
+        json.loads(x)
+        for x in (t.log.root / "_delta_log" / f"{6:020}.{15:020}.compacted.json")
+        .read_text()
+        .splitlines()
+    ]
+    part5 = [
+        next(iter(a))
+        for a in lines
+        if next(iter(a.values())).get("path") == "part-00005.parquet"
+        and not next(iter(a.values())).get("deletionVector")
+    ]
+    assert part5 == ["remove", "add"]
+    assert [a["txn"] for a in lines if "txn" in a] == [
+        {"appId": "other", "version": 7},
+        {"appId": "app", "version": 2},
+    ]
+    assert not any("commitInfo" in a for a in lines)
+    assert any("cdc" in a for a in lines)
+
+
+@pytest.mark.parametrize("layout", ["spec", "databricks"])
+def test_compaction_in_use_replaces_its_commits(tmp_path: Path, layout: str) -> None:
+    """With the commits inside 6..15 and 16..24 damaged, versions from 15 on still read (from
+    the compactions 6-15 and 16-24); versions inside the ranges need their commits and say
+    so."""
+    t = databricks_like(tmp_path / "t", layout)
     plain = plain_copy(t.root, tmp_path / "plain")
-    for v in range(11, 15):
+    for v in [*range(11, 15), *range(17, 24)]:
         t.log.raw(v, "{not json\n")
-    assert_same_reads(t.root, plain, [15, 16, 20, 25])
-    with pytest.raises(dl.CorruptLogError):
-        dl.DeltaTable(str(t.root), version=12)
+    assert_same_reads(t.root, plain, [15, 16, 24, 25])
+    for v in (12, 20):
+        with pytest.raises(dl.CorruptLogError):
+            dl.DeltaTable(str(t.root), version=v)
 
 
-@pytest.mark.parametrize("layout", ["spec", "commits"])
+@pytest.mark.parametrize("layout", ["spec", "databricks"])
 def test_update_incremental_across_compactions(tmp_path: Path, layout: str) -> None:
     t = databricks_like(tmp_path / "t", layout)
     plain = plain_copy(t.root, tmp_path / "plain")
-    for start, stop in [(0, 25), (3, 8), (5, 6), (7, 15), (10, 16), (15, 25), (4, 20)]:
+    cases = [(0, 25), (3, 8), (5, 6), (7, 15), (10, 16), (15, 25), (4, 20), (16, 24), (18, 25)]
+    for start, stop in cases:
         table = dl.DeltaTable(str(t.root), version=start)
         table.load_as_version(stop) if stop < 25 else table.update_incremental()
         assert state(table) == state(dl.DeltaTable(str(plain), version=stop)), (start, stop)
@@ -467,9 +546,9 @@ def test_random_compactions_match_plain_replay(
     plain = plain_copy(t.root, base / "plain")
     rnd = random.Random(seed)
     for start, end in ranges:
-        if rnd.random() < 0.3:
-            # Not reconciled: the range's actions in commit order.
-            t.compaction(start, end, layout="commits")
+        if rnd.random() < 0.4:
+            # Not reconciled: the range's commits newest first (the measured layout).
+            t.compaction(start, end, layout="databricks")
         else:
             t.compaction(start, end, shuffle=rnd)
     latest = len(t.commits) - 1
