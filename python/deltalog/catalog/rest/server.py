@@ -422,7 +422,10 @@ class CatalogApp:
                 p.SERVICE_UNAVAILABLE,
                 f"the server is answering {self.in_flight} requests already; retry later",
             )
-            response = _Json(_error_body(error, scope["path"]), status_code=error.status)
+            raw_path = (scope.get("raw_path") or b"").split(b"?", 1)[0].decode("latin-1")
+            response = _Json(
+                _error_body(error, raw_path or scope["path"]), status_code=error.status
+            )
             response.headers["retry-after"] = "1"
             _log.warning(json.dumps({"event": "in-flight cap", "cap": self.max_in_flight}))
         else:
