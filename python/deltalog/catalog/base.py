@@ -12,6 +12,7 @@ import abc
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
+from deltalog.catalog.names import check_name
 from deltalog.exceptions import InvalidArgumentError
 
 if TYPE_CHECKING:
@@ -57,7 +58,13 @@ class Catalog(abc.ABC):
         self.delimiter = delimiter
 
     def _names(self, identifier: Identifier) -> list[str]:
-        return parse_identifier(identifier, self.delimiter)
+        """The names of ``identifier``, each one a name every deltalog catalog accepts
+        (:func:`deltalog.catalog.names.check_name`: no ``.``/``..``, ``/``, ``\\``, control
+        characters or delimiter)."""
+        names = parse_identifier(identifier, self.delimiter)
+        for name in names:
+            check_name(name, self.delimiter)
+        return names
 
     # -- namespaces ----------------------------------------------------------------------
 

@@ -69,9 +69,7 @@ class DirectoryCatalog(Catalog):
         names = self._names(name)
         if len(names) != 1:
             raise InvalidArgumentError(f"{_NO_NAMESPACES}: {name!r} names a nested object")
-        (table,) = names
-        if table in (".", "..") or "/" in table or "\\" in table:
-            raise InvalidArgumentError(f"{table!r} cannot be a table directory's name")
+        (table,) = names  # each name checked by _names (deltalog.catalog.names)
         return table
 
     def table_uri(self, name: Identifier) -> str:
@@ -103,7 +101,11 @@ class DirectoryCatalog(Catalog):
         return _native.child_directories(self.path, self.storage_options)
 
     def table_exists(self, name: Identifier) -> bool:
-        return self._table_name(name) in self.list_tables()
+        try:
+            table = self._table_name(name)
+        except InvalidArgumentError:
+            return False  # no table has a name the catalog refuses
+        return table in self.list_tables()
 
     def create_table(
         self,
@@ -156,6 +158,7 @@ class DirectoryCatalog(Catalog):
             ) from e
 
     def drop_table(self, name: Identifier, purge: bool = True) -> None:
+        self._table_name(name)  # a refused name says so, rather than "no such table"
         if not self.table_exists(name):
             raise TableNotFoundError(f"the directory catalog {self.path} has no table {name!r}")
         if not purge:

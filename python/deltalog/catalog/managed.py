@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING, Any
 
 from deltalog.catalog.base import Catalog, Identifier
 from deltalog.catalog.client import RatifiedCommit, RatifiedCommits
+from deltalog.catalog.names import canonical_location, contains
 from deltalog.exceptions import (
     AlreadyExistsError,
     CatalogError,
@@ -32,6 +33,11 @@ from deltalog.exceptions import (
 if TYPE_CHECKING:
     from deltalog.catalog.transaction import CatalogTransaction
     from deltalog.table import DeltaTable
+
+class PurgeRefusedError(CatalogError):
+    """``drop_table(purge=True)`` refused to delete a table's recorded location: it is the
+    warehouse or above it, holds another table's directory, or cannot be checked."""
+
 
 #: The most ratified commits a table may have unpublished (writers publish right after their
 #: commit; a backlog means publishing fails).
@@ -178,6 +184,11 @@ class Store(abc.ABC):
     def drop_table(self, table_id: int) -> None: ...
 
     @abc.abstractmethod
+    def overlapping(self, location: str, exclude: int | None = None) -> list[tuple[int, str]]:
+        """The tables (id, location) whose location is ``location``, lies inside it or above
+        it, except table ``exclude``."""
+
+    @abc.abstractmethod
     def commits(self, table_id: int, start: int | None, end: int | None) -> RatifiedCommits: ...
 
     def ratify(
@@ -281,7 +292,7 @@ class ManagedCatalog(Catalog):
     def __init__(self, store: Store, warehouse: str, delimiter: str = ".") -> None:
         super().__init__(delimiter)
         self._store = store
-        self.warehouse = warehouse.rstrip("/")
+        self.warehouse = canonical_location(warehouse)
 
     # -- helpers ---------------------------------------------------------------------------
 
@@ -352,6 +363,13 @@ class ManagedCatalog(Catalog):
         if self._store.namespace_id(pid, table) is not None:
             raise AlreadyExistsError(f"{name!r} is the name of a namespace")
         location = "/".join([self.warehouse, *parent, table])
+        taken = self._store.overlapping(location)
+        if taken:
+            # Checked again when version 0 is ratified; refused here before any file is written.
+            raise InvalidArgumentError(
+                f"the new table {name!r} would live at {location}, which overlaps the location of "
+                f"another table of the catalog ({taken[0][1]})"
+            )
         create = (pid, table, location)
         return create, TableCatalogClient(self._store, None, create=create)
 
@@ -371,6 +389,8 @@ class ManagedCatalog(Catalog):
         """Adds the Delta table at ``location`` as a storage-managed table."""
         from deltalog.table import DeltaTable
 
+        location = canonical_location(location)
+        self.check_not_above_warehouse(location)
         DeltaTable(location)  # must be a readable (filesystem) Delta table
         parent, table = self._split(name)
         pid = self._namespace(parent)
@@ -418,13 +438,54 @@ class ManagedCatalog(Catalog):
 
         return CatalogTransaction(self)
 
+    def check_not_above_warehouse(self, location: str) -> None:
+        """Refuses a table location that is the warehouse or lies above it (canonical)."""
+        if contains(location, self.warehouse):
+            raise InvalidArgumentError(
+                f"a table cannot live at or above the catalog's warehouse {self.warehouse}: "
+                f"{location}"
+            )
+
+    def check_purge(self, record: TableRecord) -> str:
+        """The directory purging ``record`` deletes, once checked against the catalog's records:
+        the table's own location, never the warehouse or above it, and holding no other table
+        of the catalog.
+
+        Raises:
+            PurgeRefusedError: the location is not the table's own to delete.
+        """
+        try:
+            location = canonical_location(record.location)
+        except InvalidArgumentError as e:
+            raise PurgeRefusedError(
+                f"table {record.name!r} is recorded at {record.location!r}, not a location the "
+                f"catalog can check: its files are not deleted (drop it with purge=False): {e}"
+            ) from e
+        if contains(location, self.warehouse):
+            raise PurgeRefusedError(
+                f"table {record.name!r} is recorded at {record.location}, the catalog's warehouse "
+                "or above it: its files are not deleted (drop it with purge=False)"
+            )
+        others = self._store.overlapping(location, exclude=record.id)
+        if others:
+            raise PurgeRefusedError(
+                f"table {record.name!r} is recorded at {record.location}, which holds or lies "
+                f"inside another table's directory ({others[0][1]}): its files are not deleted "
+                "(drop it with purge=False)"
+            )
+        return location
+
     def drop_table(self, name: Identifier, purge: bool = True) -> None:
+        """Removes the table from the catalog and, with ``purge``, deletes its directory: the
+        location the catalog recorded for it, after checking that no other table lives there
+        (:meth:`check_purge`)."""
         from deltalog import _native
 
         record = self._record(name)
+        location = self.check_purge(record) if purge else None
         self._store.drop_table(record.id)
-        if purge:
-            _native.delete_tree(record.location)
+        if location is not None:
+            _native.delete_tree(location)
 
 
 def now_ms() -> int:

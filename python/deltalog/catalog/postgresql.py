@@ -59,6 +59,9 @@ MIGRATIONS: list[list[str]] = [
 #: The ``pg_advisory_xact_lock`` key of schema migrations (``deltalog`` in ASCII).
 SCHEMA_LOCK = 0x64656C74616C6F67
 
+#: The ``pg_advisory_xact_lock`` key of transactions that add a table location (``dltlocat``).
+LOCATION_LOCK = 0x646C746C6F636174
+
 #: The most idle connections a store keeps open.
 MAX_IDLE = 8
 
@@ -141,6 +144,9 @@ class PostgresStore(SqlStore):
 
     def _lock_schema(self, db: Any) -> None:
         self._run(db, "SELECT pg_advisory_xact_lock(?)", (SCHEMA_LOCK,))
+
+    def _lock_locations(self, db: Any) -> None:
+        self._run(db, "SELECT pg_advisory_xact_lock(?)", (LOCATION_LOCK,))
 
     def _lock_tables(self, db: Any, table_ids: Sequence[int]) -> None:
         if table_ids:

@@ -33,10 +33,12 @@ from deltalog.catalog.managed import (
     conflict,
     now_ms,
 )
+from deltalog.catalog.names import ancestors, canonical_location, overlaps
 from deltalog.exceptions import (
     AlreadyExistsError,
     CatalogError,
     CatalogThrottledError,
+    InvalidArgumentError,
     NamespaceNotEmptyError,
     NamespaceNotFoundError,
 )
@@ -297,6 +299,45 @@ class SqlStore(Store):
     def table_by_id(self, table_id: int) -> TableRecord | None:
         return self._record(self._read(f"SELECT {_COLUMNS} FROM tables WHERE id = ?", (table_id,)))
 
+    def _lock_locations(self, db: Any) -> None:
+        """Serialises the transactions that add a table location, so that two of them cannot
+        both pass :meth:`_check_location` with overlapping locations (a transaction that writes
+        takes the whole database already on some engines)."""
+
+    def _overlapping(
+        self, db: Any, location: str, exclude: int | None = None
+    ) -> list[tuple[int, str]]:
+        """The tables (id, location) whose location is canonical ``location``, lies above it or
+        inside it."""
+        above = ancestors(location)
+        inside = location.rstrip("/").replace("\\", "\\\\").replace("%", "\\%")
+        inside = inside.replace("_", "\\_") + "/%"
+        marks = ", ".join("?" for _ in above) or "NULL"
+        rows = self._run(
+            db,
+            f"SELECT id, location FROM tables WHERE location = ? OR location IN ({marks}) "
+            "OR location LIKE ? ESCAPE '\\' ORDER BY location",
+            (location, *above, inside),
+        ).fetchall()
+        # LIKE may ignore case (SQLite's does for ASCII): the rows are checked exactly here.
+        return [(r[0], r[1]) for r in rows if r[0] != exclude and overlaps(location, r[1])]
+
+    def overlapping(self, location: str, exclude: int | None = None) -> list[tuple[int, str]]:
+        with self._transaction(write=False) as db:
+            return self._overlapping(db, canonical_location(location), exclude)
+
+    def _check_location(self, db: Any, location: str) -> None:
+        """Refuses a new table's (canonical) ``location`` when it is, lies inside or lies above
+        another table's: one directory is one table, and dropping one table never deletes
+        another's files."""
+        taken = self._overlapping(db, location)
+        if taken:
+            raise InvalidArgumentError(
+                f"the table location {location} overlaps the location of another table of the "
+                f"catalog ({taken[0][1]}): a table's directory is never inside, equal to or above "
+                "another table's"
+            )
+
     def register(
         self,
         namespace: int,
@@ -305,8 +346,14 @@ class SqlStore(Store):
         properties: Mapping[str, str] | None = None,
         managed: bool = False,
     ) -> TableRecord:
+        location = canonical_location(location)
         try:
             with self._transaction() as db:
+                named = "SELECT id FROM tables WHERE namespace_id = ? AND name = ?"
+                if self._one(db, named, (namespace, name)) is not None:
+                    raise AlreadyExistsError(f"the catalog already has a table {name!r}")
+                self._lock_locations(db)
+                self._check_location(db, location)
                 self._run(
                     db,
                     "INSERT INTO tables (namespace_id, name, location, managed, created_ms, "
@@ -376,6 +423,9 @@ class SqlStore(Store):
             )
             if taken is not None:
                 raise conflict(0, self._held(db, taken[0], 0, None))
+            location = canonical_location(location)
+            self._lock_locations(db)
+            self._check_location(db, location)
             table_id = self._insert(
                 db,
                 "INSERT INTO tables (namespace_id, name, location, managed, latest_version, "

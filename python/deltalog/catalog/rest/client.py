@@ -288,6 +288,10 @@ class RestCatalog(Catalog):
 
     def table_exists(self, name: Identifier) -> bool:
         try:
+            self._names(name)
+        except InvalidArgumentError:
+            return False  # no table has a name the catalog refuses
+        try:
             described = self._describe(name)
         except (TableNotFoundError, NamespaceNotFoundError):
             return False

@@ -21,8 +21,15 @@ from typing import Any, TypeVar
 
 from lance_namespace_urllib3_client import models as m
 
+from deltalog.catalog import names
 from deltalog.catalog.client import RatifiedCommit, RatifiedCommits
-from deltalog.catalog.managed import ManagedCatalog, Proposal, Store, TableRecord
+from deltalog.catalog.managed import (
+    ManagedCatalog,
+    Proposal,
+    PurgeRefusedError,
+    Store,
+    TableRecord,
+)
 from deltalog.catalog.rest import protocol as p
 from deltalog.catalog.rest.auth import Principal, allows
 from deltalog.catalog.rest.governance import InvalidCommitError, parse_commit
@@ -42,8 +49,6 @@ _log = logging.getLogger("deltalog.catalog.server")
 
 #: The most items one page of a list holds (a larger ``limit`` is refused).
 MAX_PAGE = 1000
-#: The longest name, in UTF-8 bytes.
-MAX_NAME_BYTES = 255
 
 T = TypeVar("T")
 
@@ -64,21 +69,12 @@ class RestError(Exception):
 
 
 def check_name(name: str) -> None:
-    """A name the catalog accepts for a new namespace or table: not ``.`` or ``..``, without
-    ``/``, ``\\``, ``$`` (the protocol's delimiter) or control characters, at most 255 bytes
-    (names become directories of the warehouse)."""
-    bad = (
-        name in (".", "..")
-        or any(c in name for c in "/\\$")
-        or any(ord(c) < 0x20 or ord(c) == 0x7F for c in name)
-        or len(name.encode()) > MAX_NAME_BYTES
-    )
-    if bad:
-        raise RestError(
-            p.INVALID_INPUT,
-            f"invalid name {name!r}: a name is 1-255 bytes, not '.' or '..', without '/', "
-            "'\\', '$' or control characters",
-        )
+    """A name the catalog accepts for a new namespace or table: the rule every deltalog catalog
+    applies (:func:`deltalog.catalog.names.check_name`), ``$`` being the delimiter here."""
+    try:
+        names.check_name(name, p.DEFAULT_DELIMITER)
+    except (InvalidArgumentError, TypeError) as e:
+        raise RestError(p.INVALID_INPUT, str(e)) from e
 
 
 def page(items: Sequence[T], key: Callable[[T], Any], token: Any, limit: int | None) -> tuple:
@@ -110,6 +106,9 @@ class CatalogService:
         catalog: ManagedCatalog,
         storage_options: dict[str, str] | None = None,
     ) -> None:
+        if catalog.delimiter != p.DEFAULT_DELIMITER:
+            # Names arrive split at the protocol's delimiter, "$": a "." is part of a name here.
+            catalog = ManagedCatalog(catalog._store, catalog.warehouse, p.DEFAULT_DELIMITER)
         self.catalog = catalog
         self.store: Store = catalog._store
         self.storage_options = storage_options
@@ -140,6 +139,16 @@ class CatalogService:
                 "_delta_log, not ratified by the catalog",
             )
         return record
+
+    def _location(self, location: str) -> str:
+        """A table location a request gives, canonical (``deltalog.catalog.names``), never the
+        warehouse or above it."""
+        try:
+            canonical = names.canonical_location(location)
+            self.catalog.check_not_above_warehouse(canonical)
+        except InvalidArgumentError as e:
+            raise RestError(p.INVALID_INPUT, str(e)) from e
+        return canonical
 
     @staticmethod
     def _require(principal: Principal, role: str, what: str) -> None:
@@ -305,9 +314,9 @@ class CatalogService:
         properties = self._check_properties(body.properties)
         pid = self._new_table_slot(r.names)
         location = "/".join([self.catalog.warehouse, *r.names])
-        if body.location and body.location.rstrip("/") != location:
+        if body.location and self._location(body.location) != location:
             self._require(r.principal, "admin", "declare a table outside the warehouse")
-            location = body.location.rstrip("/")
+            location = self._location(body.location)
         try:
             record = self.store.register(pid, r.names[-1], location, properties, managed=True)
         except AlreadyExistsError as e:
@@ -363,7 +372,7 @@ class CatalogService:
         if mode not in ("create", "overwrite"):
             raise RestError(p.INVALID_INPUT, f"unknown mode {body.mode!r}")
         properties = self._check_properties(body.properties)
-        location = body.location.rstrip("/")
+        location = self._location(body.location)
         try:
             DeltaTable(location, storage_options=self.storage_options)
         except TableNotFoundError as e:
@@ -437,7 +446,10 @@ class CatalogService:
 
     def drop_table(self, r: Request) -> m.DropTableResponse:
         record = self._table(r.names)
-        self.catalog.drop_table(r.names)
+        try:
+            self.catalog.drop_table(r.names)
+        except PurgeRefusedError as e:
+            raise RestError(p.INVALID_TABLE_STATE, str(e)) from e
         return m.DropTableResponse(
             id=r.names, location=record.location, properties=dict(record.properties or {})
         )
