@@ -775,4 +775,33 @@ pub(crate) mod tests {
         let wrong = summary(&replay_with_compaction(&commits, 7, (0, 7), &reversed));
         assert_ne!(wrong, state);
     }
+
+    /// The first, cheap pass (`protocol` and `metaData` lines only) reads a compaction in file
+    /// order too: its first `protocol` and `metaData` are the newest.
+    #[tokio::test]
+    async fn first_pass_takes_a_compactions_first_protocol_and_metadata() {
+        use crate::log::{path::commit_file_name, reader, segment};
+        let dir = tempfile::tempdir().unwrap();
+        let log = dir.path().join("_delta_log");
+        std::fs::create_dir_all(&log).unwrap();
+        let commits = commits();
+        for (v, text) in commits.iter().enumerate() {
+            std::fs::write(log.join(commit_file_name(v as u64)), text).unwrap();
+        }
+        let name = "00000000000000000000.00000000000000000007.compacted.json";
+        std::fs::write(log.join(name), databricks_layout(&commits)).unwrap();
+        let storage =
+            crate::storage::Storage::open(dir.path().to_str().unwrap(), &HashMap::new()).unwrap();
+        let (seg, _) = segment::load_segment(&storage, None).await.unwrap();
+        assert!(matches!(
+            seg.deltas[..],
+            [segment::Delta::Compaction { .. }]
+        ));
+        let found = reader::protocol_and_metadata(&storage, seg.deltas)
+            .await
+            .unwrap();
+        assert_eq!(found.protocol.unwrap().0.min_reader_version, 3);
+        let config = found.metadata.unwrap().0.configuration;
+        assert_eq!(config.get("step").map(String::as_str), Some("6"));
+    }
 }
