@@ -209,21 +209,6 @@ class StorageError(DeltaError):
     """The storage layer (local disk or object store) failed."""
 
 
-__all__ = [
-    "ChangeDataNotRecordedError",
-    "CommitConflictError",
-    "ConstraintViolationError",
-    "CorruptDataFileError",
-    "CorruptDeletionVectorError",
-    "CorruptLogError",
-    "DataFileNotFoundError",
-    "DeltaError",
-    "InvalidArgumentError",
-    "StorageError",
-    "TableNotFoundError",
-    "UnsupportedFeatureError",
-    "VersionNotFoundError",
-]
 
 
 class CatalogRequiredError(DeltaError):
@@ -256,9 +241,31 @@ class CatalogError(DeltaError):
         self.table = table
 
 
+class CatalogAuthenticationError(CatalogError):
+    """A catalog refused the call because it came without valid credentials (no token, or an
+    unknown or expired one: HTTP 401). Nothing changed. Retrying with the same credentials
+    fails the same way.
+
+    Attributes:
+        table: the table's location, when the call concerned one.
+        unauthenticated: always ``True``. Older code tested
+            ``CatalogPermissionError.unauthenticated``.
+    """
+
+    unauthenticated: bool = True
+
+
 class CatalogPermissionError(CatalogError):
-    """A catalog refused the call: no valid credentials (``unauthenticated``), or the
-    credentials' role does not allow it, e.g. a writer changing a table's schema."""
+    """A catalog refused the call because the credentials' role does not allow it (HTTP 403).
+    For example, a writer changing a table's schema. Nothing changed.
+
+    A call without valid credentials (HTTP 401) raises :class:`CatalogAuthenticationError`
+    now. The ``unauthenticated`` keyword is still accepted so that old callers keep working.
+
+    Attributes:
+        table: the table's location, when the call concerned one.
+        unauthenticated: ``False`` unless a caller passed ``unauthenticated=True``.
+    """
 
     def __init__(
         self, message: str, table: str | None = None, unauthenticated: bool = False
@@ -270,3 +277,64 @@ class CatalogPermissionError(CatalogError):
 class CatalogThrottledError(CatalogError):
     """A catalog refused a commit for now: the table holds as many unpublished commits as the
     catalog allows (they must be published first), or the catalog is overloaded."""
+
+
+class CatalogUnavailableError(CatalogError):
+    """The catalog could not be reached, or it is overloaded or down (a connection error, a
+    timeout before anything was sent, HTTP 502/503/504). Nothing changed, so the call may be
+    retried later.
+
+    Attributes:
+        table: the table's location, when the call concerned one.
+    """
+
+
+class CommitOutcomeUnknownError(CatalogError):
+    """A commit was sent to the catalog, but its outcome could not be learned: the answer was
+    lost, the connection broke or the server failed after receiving it. The catalog may have
+    ratified it. Unlike every other :class:`CatalogError`, this one does not mean "nothing
+    changed".
+
+    Before trusting or retrying the write, ask the catalog which commit it holds for
+    ``version``. For example, reload the table and check whether the version's
+    ``commitInfo.txnId`` is the writer's (catalogManaged RFC: "Commit Protocol": the catalog
+    ratifies each version at most once).
+
+    Attributes:
+        table: the table's location (or its name in the catalog).
+        version: the version the commit was proposed as, when known.
+    """
+
+    def __init__(
+        self, message: str, table: str | None = None, version: int | None = None
+    ) -> None:
+        super().__init__(message, table)
+        self.version = version
+
+
+__all__ = [
+    "AlreadyExistsError",
+    "CatalogAuthenticationError",
+    "CatalogError",
+    "CatalogPermissionError",
+    "CatalogRequiredError",
+    "CatalogThrottledError",
+    "CatalogUnavailableError",
+    "ChangeDataNotRecordedError",
+    "CommitConflictError",
+    "CommitOutcomeUnknownError",
+    "ConstraintViolationError",
+    "CorruptDataFileError",
+    "CorruptDeletionVectorError",
+    "CorruptLogError",
+    "DataFileNotFoundError",
+    "DeltaError",
+    "FeatureDropWaitError",
+    "InvalidArgumentError",
+    "NamespaceNotEmptyError",
+    "NamespaceNotFoundError",
+    "StorageError",
+    "TableNotFoundError",
+    "UnsupportedFeatureError",
+    "VersionNotFoundError",
+]
