@@ -257,7 +257,7 @@ def test_a_catalog_client_on_a_filesystem_table_is_refused(tmp_path: Path) -> No
 def test_writes_by_path_are_refused_before_anything_is_written(tmp_path: Path) -> None:
     rfc_example(tmp_path / "t")
     before = sorted(p.name for p in (tmp_path / "t" / "_delta_log").iterdir())
-    with pytest.raises(dl.UnsupportedFeatureError, match="catalogManaged"):
+    with pytest.raises(dl.CatalogRequiredError, match="catalogManaged"):
         dl.write_table(
             str(tmp_path / "t"), pa.table({"id": pa.array([1], pa.int64())}), mode="append"
         )

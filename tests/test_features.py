@@ -19,7 +19,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from deltalog import features
-from deltalog.exceptions import CorruptLogError, UnsupportedFeatureError
+from deltalog.exceptions import CatalogRequiredError, CorruptLogError, UnsupportedFeatureError
 from deltalog.features import (
     FEATURES,
     check_readable,
@@ -388,9 +388,15 @@ def test_catalog_managed_tables_are_read_through_their_catalog(name: str) -> Non
     check_readable(p)
     assert features.is_catalog_managed(p)
     assert not features.is_catalog_managed(P(3, 7, [], ["inCommitTimestamps"]))
+    # Written through the catalog only (RFC "Writer Requirements for Catalog-managed tables").
+    with pytest.raises(CatalogRequiredError, match="through its catalog") as required:
+        check_writable(p, table="file:///t")
+    assert required.value.table == "file:///t"
+    check_writable(p, through_catalog=True)
+    # A feature no catalog makes writable is named first.
     with pytest.raises(UnsupportedFeatureError) as err:
-        check_writable(p)
-    assert name in err.value.features
+        check_writable(P(3, 7, [name, "fooBar"], [name, "fooBar", "inCommitTimestamps"]))
+    assert err.value.features == ["fooBar"]
 
 
 def test_every_unsupported_reader_feature_is_named() -> None:

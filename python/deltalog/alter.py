@@ -644,7 +644,11 @@ class TableAlterer:
             action["readerFeatures"] = reader_list
         if writer_list is not None:
             action["writerFeatures"] = writer_list
-        features.check_writable(Protocol(reader, writer, reader_list, writer_list))
+        features.check_writable(
+            Protocol(reader, writer, reader_list, writer_list),
+            through_catalog=self._table._catalog_client is not None,
+            table=self._table.table_uri,
+        )
         return self._commit(
             "DROP FEATURE",
             parameters,

@@ -33,7 +33,7 @@ from dataclasses import dataclass
 from types import MappingProxyType
 from typing import Literal, Protocol
 
-from deltalog.exceptions import CorruptLogError, UnsupportedFeatureError
+from deltalog.exceptions import CatalogRequiredError, CorruptLogError, UnsupportedFeatureError
 
 FeatureKind = Literal["reader_writer", "writer"]
 
@@ -286,7 +286,8 @@ _REGISTRY: tuple[TableFeature, ...] = (
     # tables": in-commit timestamps "must be supported and active". `catalogOwned-preview` is the
     # name the feature had while in preview.
     # Read through the table's catalog only (`DeltaTable` refuses to open one without it
-    # unless asked to read the published commits alone); writes are not supported yet.
+    # unless asked to read the published commits alone). Written through the catalog only
+    # (`check_writable(through_catalog=True)`); a write by path raises CatalogRequiredError.
     _reader_writer(
         "catalogManaged",
         "Catalog-managed Table Enablement",
@@ -522,6 +523,7 @@ def check_writable(
     schema_string: str | None = None,
     configuration: Mapping[str, str] | None = None,
     through_catalog: bool = False,
+    table: str | None = None,
 ) -> None:
     """Raise unless deltalog can write (read and then commit to) a table with this protocol.
 
@@ -537,11 +539,14 @@ def check_writable(
     supportedWriterFeatures"). So every feature of :func:`reader_features_of` and
     :func:`writer_features_of` must be known and both read- and write-supported.
     ``through_catalog``: the commit goes through the table's catalog, which is what the
-    ``catalogManaged`` feature asks of writers.
+    ``catalogManaged`` feature asks of writers. ``table``: the table's location, for the error.
 
     Raises:
         UnsupportedFeatureError: a newer protocol version, or features that are unknown or not
             supported for writing (all of them are named in ``features``).
+        CatalogRequiredError: the table is catalog-managed and the write does not go through
+            its catalog (catalogManaged RFC, "Writer Requirements for Catalog-managed tables":
+            writers must discover and access the table through its catalog).
         CorruptLogError: a malformed protocol (see :func:`validate_protocol`).
     """
     validate_protocol(protocol)
@@ -551,9 +556,12 @@ def check_writable(
         if name not in FEATURES
         or not (FEATURES[name].read_supported and FEATURES[name].write_supported)
     }
-    if through_catalog:
-        # Commits go through the table's catalog (catalogManaged RFC, "Commit Protocol").
-        unsupported -= CATALOG_MANAGED
+    # Writable, but only through the table's catalog (catalogManaged RFC, "Commit Protocol"):
+    # checked below, after the features no catalog makes writable.
+    catalog_managed = bool(
+        CATALOG_MANAGED & (reader_features_of(protocol) | writer_features_of(protocol))
+    )
+    unsupported -= CATALOG_MANAGED
     if schema_string is not None and configuration is not None:
         unsupported = {
             name
@@ -567,6 +575,17 @@ def check_writable(
             "deltalog cannot write this table; it requires table features that deltalog cannot "
             "write: " + _describe(unsupported),
             features=sorted(unsupported),
+        )
+    if catalog_managed and not through_catalog:
+        # catalogManaged RFC, "Writer Requirements for Catalog-managed tables": writers must
+        # discover and access the table through its catalog, which ratifies every commit.
+        where = f"the table at {table}" if table else "this table"
+        raise CatalogRequiredError(
+            f"{where} is catalog-managed (table feature catalogManaged): write it through its "
+            "catalog (load it with catalog.load_table(name) or DeltaTable(uri, "
+            "catalog_client=...), or pass catalog_client= to write_table); a table opened by "
+            "path, even with published_only=True, can only be read",
+            table=table,
         )
 
 

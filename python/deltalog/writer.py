@@ -84,7 +84,10 @@ def check_snapshot_writable(raw: _native.RawSnapshot) -> None:
             through_catalog=True,
         )
         return
-    features.check_writable(protocol, meta["schema_string"] or "", meta["configuration"])
+    # A catalog-managed table opened without its catalog raises CatalogRequiredError.
+    features.check_writable(
+        protocol, meta["schema_string"] or "", meta["configuration"], table=raw.table_uri()
+    )
 
 
 def _has_timestamp_ntz(t: pa.DataType) -> bool:
