@@ -22,12 +22,16 @@ class RatifiedCommit:
         content: the commit's actions, for an inline commit.
         timestamp: when the catalog ratified it, in milliseconds since the epoch, if known
             (readers take commit times from in-commit timestamps, never from this).
+        sha256: the SHA-256 (lowercase hex) of the content the catalog ratified, if it
+            recorded it: deltalog reads the commit only if its content still has that hash
+            ("Publishing Commits": the content of a ratified commit is immutable).
     """
 
     version: int
     path: str | None = None
     content: bytes | None = None
     timestamp: int | None = None
+    sha256: str | None = None
 
     def __post_init__(self) -> None:
         if isinstance(self.version, bool) or not isinstance(self.version, int):
@@ -62,11 +66,13 @@ class RatifiedCommits:
     commits: Sequence[RatifiedCommit] = field(default_factory=tuple)
     latest_version: int = -1
 
-    def native(self) -> tuple[int, list[tuple[int, str | None, bytes | None, int | None]]]:
+    def native(
+        self,
+    ) -> tuple[int, list[tuple[int, str | None, bytes | None, int | None, str | None]]]:
         """The form the native core takes."""
         return (
             self.latest_version,
-            [(c.version, c.path, c.content, c.timestamp) for c in self.commits],
+            [(c.version, c.path, c.content, c.timestamp, c.sha256) for c in self.commits],
         )
 
 

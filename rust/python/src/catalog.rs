@@ -7,7 +7,7 @@ use bytes::Bytes;
 use deltalog_core::error::{DeltaError, DeltaResult};
 use deltalog_core::log::catalog::{
     CatalogClient, CatalogCommits, CommitOutcome, Maintenance, Proposal, RatifiedCommit,
-    RatifiedSource, StateChanges,
+    RatifiedSource, StateChanges, VerifyingClient,
 };
 use futures::future::BoxFuture;
 use pyo3::prelude::*;
@@ -18,8 +18,14 @@ use crate::runtime::block_on;
 use crate::snapshot::open_storage;
 
 /// One ratified commit as Python passes it: `(version, staged path or None, inline content or
-/// None, timestamp in ms or None)`.
-pub(crate) type PyRatifiedCommit = (i64, Option<String>, Option<Vec<u8>>, Option<i64>);
+/// None, timestamp in ms or None, SHA-256 of the content or None)`.
+pub(crate) type PyRatifiedCommit = (
+    i64,
+    Option<String>,
+    Option<Vec<u8>>,
+    Option<i64>,
+    Option<String>,
+);
 
 /// The catalog's answer as Python passes it: `(latest_version, commits)`.
 pub(crate) type PyCatalogCommits = (i64, Vec<PyRatifiedCommit>);
@@ -37,7 +43,7 @@ pub(crate) fn catalog_commits(answer: PyCatalogCommits) -> Result<CatalogCommits
     let (latest, commits) = answer;
     let commits = commits
         .into_iter()
-        .map(|(v, path, content, timestamp)| {
+        .map(|(v, path, content, timestamp, sha256)| {
             let source = match (path, content) {
                 (Some(path), None) => RatifiedSource::Staged(path),
                 (None, Some(content)) => RatifiedSource::Inline(Bytes::from(content)),
@@ -51,6 +57,7 @@ pub(crate) fn catalog_commits(answer: PyCatalogCommits) -> Result<CatalogCommits
                 version: version(v)?,
                 source,
                 timestamp,
+                sha256,
             })
         })
         .collect::<Result<Vec<_>, _>>()?;
@@ -98,7 +105,10 @@ impl PyCatalogClient {
         client: Py<PyAny>,
         storage: &deltalog_core::storage::Storage,
     ) -> PyResult<Arc<dyn CatalogClient>> {
-        Ok(Arc::new(Self::new(py, client, storage.url().to_string())?))
+        let inner: Arc<dyn CatalogClient> =
+            Arc::new(Self::new(py, client, storage.url().to_string())?);
+        // Whatever the client answers is checked against the content the catalog ratified.
+        Ok(VerifyingClient::wrap(inner, storage.clone()))
     }
 
     /// Runs `call` with the GIL on a blocking thread; a Python exception becomes a
@@ -349,4 +359,38 @@ pub(crate) fn read_log_file<'py>(
         }
     })?;
     Ok(bytes.map(|b| PyBytes::new(py, &b)))
+}
+
+/// Checks a commit proposed as `version` of the table at `uri` as deltalog's reader will read
+/// it, before a catalog ratifies it (`deltalog_core::log::proposal`): the reader's decoding,
+/// one action a line, no integer outside 64 bits, `commitInfo`'s in-commit timestamp and
+/// `txnId`, paths inside the table and (with `check_files`) the files that exist. Returns what
+/// the catalog decides on: `sha256`, `in_commit_timestamp`, `txn_id`, `commit_info_first`,
+/// `protocol`, `metadata` (compact JSON), `domains` (`[(domain, configuration or None)]`),
+/// `actions`, `files_checked`.
+#[pyfunction]
+#[pyo3(signature = (uri, version, content, storage_options=None, check_files=true))]
+pub(crate) fn check_proposal<'py>(
+    py: Python<'py>,
+    uri: &str,
+    version: u64,
+    content: Vec<u8>,
+    storage_options: Option<std::collections::HashMap<String, String>>,
+    check_files: bool,
+) -> PyResult<Bound<'py, PyDict>> {
+    let storage = open_storage(uri, storage_options).map_err(|e| to_py_err(py, e))?;
+    let report = block_on(py, async move {
+        deltalog_core::log::proposal::check_proposal(&storage, version, &content, check_files).await
+    })?;
+    let out = PyDict::new(py);
+    out.set_item("sha256", report.sha256)?;
+    out.set_item("in_commit_timestamp", report.in_commit_timestamp)?;
+    out.set_item("txn_id", report.txn_id)?;
+    out.set_item("commit_info_first", report.commit_info_first)?;
+    out.set_item("protocol", report.protocol)?;
+    out.set_item("metadata", report.metadata)?;
+    out.set_item("domains", report.domains)?;
+    out.set_item("actions", report.actions)?;
+    out.set_item("files_checked", report.files_checked)?;
+    Ok(out)
 }

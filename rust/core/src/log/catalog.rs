@@ -12,6 +12,7 @@ use object_store::ObjectMeta;
 
 use crate::error::{DeltaError, DeltaResult};
 use crate::log::path::{classify, commit_file_name, LogFileKind};
+use crate::log::reader::log_file_error;
 use crate::log::segment::{LogFile, LogListing};
 use crate::storage::Storage;
 
@@ -149,6 +150,67 @@ pub trait CatalogClient: Send + Sync + std::fmt::Debug {
     }
 }
 
+/// A [`CatalogClient`] whose answers are checked against the content the catalog ratified
+/// ([`CatalogCommits::verified`]) before anything reads them: the table's reads, publishing
+/// and a writer's rebase onto the winners of a conflict all see the ratified content or an
+/// error naming the file, never a file changed since.
+#[derive(Debug)]
+pub struct VerifyingClient {
+    inner: std::sync::Arc<dyn CatalogClient>,
+    storage: Storage,
+}
+
+impl VerifyingClient {
+    /// `inner`, checked against the table at `storage`.
+    pub fn wrap(
+        inner: std::sync::Arc<dyn CatalogClient>,
+        storage: Storage,
+    ) -> std::sync::Arc<dyn CatalogClient> {
+        std::sync::Arc::new(VerifyingClient { inner, storage })
+    }
+}
+
+impl CatalogClient for VerifyingClient {
+    fn ratified_commits(
+        &self,
+        start: Option<u64>,
+        end: Option<u64>,
+    ) -> BoxFuture<'_, DeltaResult<CatalogCommits>> {
+        Box::pin(async move {
+            let answer = self.inner.ratified_commits(start, end).await?;
+            answer.verified(&self.storage).await
+        })
+    }
+
+    fn commit(
+        &self,
+        version: u64,
+        proposal: Proposal,
+        changes: StateChanges,
+    ) -> BoxFuture<'_, DeltaResult<CommitOutcome>> {
+        Box::pin(async move {
+            match self.inner.commit(version, proposal, changes).await? {
+                CommitOutcome::Conflict(winners) => Ok(CommitOutcome::Conflict(
+                    winners.verified(&self.storage).await?,
+                )),
+                other => Ok(other),
+            }
+        })
+    }
+
+    fn published(&self, version: u64) -> BoxFuture<'_, DeltaResult<()>> {
+        self.inner.published(version)
+    }
+
+    fn max_inline_bytes(&self) -> usize {
+        self.inner.max_inline_bytes()
+    }
+
+    fn allows(&self, operation: Maintenance, version: u64) -> BoxFuture<'_, DeltaResult<bool>> {
+        self.inner.allows(operation, version)
+    }
+}
+
 /// Where a ratified commit's content is.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum RatifiedSource {
@@ -167,6 +229,9 @@ pub struct RatifiedCommit {
     pub source: RatifiedSource,
     /// When the catalog ratified it, in milliseconds since the epoch, if it says.
     pub timestamp: Option<i64>,
+    /// The SHA-256 (lowercase hex) of the content the catalog ratified, if it recorded it:
+    /// the content is checked against it before it is read ([`CatalogCommits::verified`]).
+    pub sha256: Option<String>,
 }
 
 /// What the catalog returned for a table: the ratified commits it still holds, ascending and
@@ -218,6 +283,45 @@ impl CatalogCommits {
             }
         }
         Ok(())
+    }
+
+    /// The commits with every recorded SHA-256 checked against their content: a staged
+    /// commit's file is read (and its content kept, so that it is not read again), an inline
+    /// commit's content hashed ("Publishing Commits": the content of a ratified commit is
+    /// immutable; a staged file rewritten after ratification is refused, never read).
+    pub async fn verified(mut self, storage: &Storage) -> DeltaResult<Self> {
+        for commit in &mut self.commits {
+            let Some(expected) = commit.sha256.clone() else {
+                continue;
+            };
+            let (name, content) = match &commit.source {
+                RatifiedSource::Inline(content) => {
+                    (commit_file_name(commit.version), content.clone())
+                }
+                RatifiedSource::Staged(_) => {
+                    let file = commit_file(storage, storage.url().as_str(), commit)?;
+                    let content = storage
+                        .get(&file.meta.location)
+                        .await
+                        .map_err(|e| log_file_error(e, &file, Some(commit.version)))?;
+                    (file.name, content)
+                }
+            };
+            let found = crate::log::proposal::sha256_hex(&content);
+            if !found.eq_ignore_ascii_case(&expected) {
+                return Err(DeltaError::corrupt(
+                    format!("_delta_log/{name}"),
+                    Some(commit.version),
+                    format!(
+                        "the content differs from the commit the catalog ratified (SHA-256 \
+                         {found}, ratified {expected}): the content of a ratified commit is \
+                         immutable (catalogManaged RFC: \"Publishing Commits\")"
+                    ),
+                ));
+            }
+            commit.source = RatifiedSource::Inline(content);
+        }
+        Ok(self)
     }
 
     /// The versions the catalog holds commits for.
@@ -382,6 +486,7 @@ mod tests {
             version,
             source: RatifiedSource::Staged(format!("{version:020}.{uuid}.json")),
             timestamp: None,
+            sha256: None,
         }
     }
 
@@ -429,6 +534,7 @@ mod tests {
                     version: 9,
                     source: RatifiedSource::Inline(Bytes::from_static(b"{}\n")),
                     timestamp: Some(5),
+                    sha256: None,
                 },
             ],
             latest_version: 9,
@@ -483,6 +589,7 @@ mod tests {
                 version: 4,
                 source: RatifiedSource::Staged(format!("00000000000000000003.{U8}.json")),
                 timestamp: None,
+                sha256: None,
             }],
             latest_version: 4,
         };
@@ -496,6 +603,7 @@ mod tests {
                 version: 4,
                 source: RatifiedSource::Staged("/elsewhere/x.json".into()),
                 timestamp: None,
+                sha256: None,
             }],
             latest_version: 4,
         };
@@ -510,11 +618,58 @@ mod tests {
                 version: 4,
                 source: RatifiedSource::Staged(uri),
                 timestamp: None,
+                sha256: None,
             }],
             latest_version: 4,
         };
         let mut listing = LogListing::default();
         full.apply(&storage, &mut listing).unwrap();
         assert_eq!(listing.files.len(), 1);
+    }
+
+    #[tokio::test]
+    async fn ratified_content_is_checked_against_its_hash() {
+        let dir = tempfile::tempdir().unwrap();
+        let storage = Storage::open(dir.path().to_str().unwrap(), &Default::default()).unwrap();
+        let staged_dir = dir.path().join("_delta_log/_staged_commits");
+        std::fs::create_dir_all(&staged_dir).unwrap();
+        let name = format!("00000000000000000001.{U8}.json");
+        std::fs::write(staged_dir.join(&name), b"{\"commitInfo\":{}}\n").unwrap();
+        let good = crate::log::proposal::sha256_hex(b"{\"commitInfo\":{}}\n");
+        let commits = |sha256: &str, source: RatifiedSource| CatalogCommits {
+            commits: vec![RatifiedCommit {
+                version: 1,
+                source,
+                timestamp: None,
+                sha256: Some(sha256.to_string()),
+            }],
+            latest_version: 1,
+        };
+        // A staged file that still holds what was ratified is read once and kept.
+        let checked = commits(&good, RatifiedSource::Staged(name.clone()))
+            .verified(&storage)
+            .await
+            .unwrap();
+        assert_eq!(
+            checked.commits[0].source,
+            RatifiedSource::Inline(Bytes::from_static(b"{\"commitInfo\":{}}\n"))
+        );
+        // Rewritten after ratification: refused, naming the file and the rule.
+        std::fs::write(staged_dir.join(&name), b"{\"metaData\":{}}\n").unwrap();
+        let err = commits(&good, RatifiedSource::Staged(name.clone()))
+            .verified(&storage)
+            .await
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains(&name) && err.contains("immutable"), "{err}");
+        // Inline content is checked too; commits without a hash are taken as they are.
+        let inline = RatifiedSource::Inline(Bytes::from_static(b"other\n"));
+        assert!(commits(&good, inline.clone())
+            .verified(&storage)
+            .await
+            .is_err());
+        let mut unhashed = commits(&good, inline);
+        unhashed.commits[0].sha256 = None;
+        assert!(unhashed.verified(&storage).await.is_ok());
     }
 }

@@ -10,7 +10,8 @@
 //! - [`actions`], [`reader`]: log files decoded into Arrow batches of the action schema
 //!   ([`add_lines`]: the fast path for commits' `add` lines);
 //! - [`file_keys`], [`replay`]: action reconciliation;
-//! - [`timeline`]: commit timestamps, timestamp time travel and history.
+//! - [`timeline`]: commit timestamps, timestamp time travel and history;
+//! - [`proposal`]: a commit proposed to a catalog, checked as the reader will read it.
 
 pub mod actions;
 pub mod add_lines;
@@ -18,6 +19,7 @@ pub mod catalog;
 pub mod file_keys;
 pub mod last_checkpoint;
 pub mod path;
+pub mod proposal;
 pub mod reader;
 pub mod replay;
 pub mod segment;

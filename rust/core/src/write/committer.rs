@@ -262,6 +262,7 @@ mod tests {
                     version,
                     source,
                     timestamp: None,
+                    sha256: None,
                 });
                 state.1 = version;
                 CommitOutcome::Ratified
@@ -330,6 +331,7 @@ mod tests {
             version: 3,
             source: RatifiedSource::Inline(Bytes::from("other\n")),
             timestamp: None,
+            sha256: None,
         });
         let err = publish(&storage, &client, 3).await.unwrap_err();
         assert!(err.to_string().contains("immutable"), "{err}");
