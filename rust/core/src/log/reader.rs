@@ -109,15 +109,83 @@ pub(crate) fn decode_delta(
     if rest.is_empty() {
         return Ok(out);
     }
-    let batches = decode_json_actions(&rest, &actions::commit_schema(), name, Some(version))?;
-    for batch in batches {
-        let (batch, parsed) = match stats {
-            Some(stats) => split_stats(batch, stats)?,
-            None => (batch, None),
-        };
+    let min_chunk = match order {
+        LineOrder::NewestFirst => PARALLEL_CHUNK_BYTES,
+        LineOrder::Unordered => usize::MAX,
+    };
+    let threads = std::thread::available_parallelism().map_or(1, |n| n.get());
+    for (batch, parsed) in decode_lines_in_order(&rest, stats, name, version, min_chunk, threads)? {
         out.batches.push(batch);
         out.stats.push(parsed);
         out.add_keys.push(None);
+    }
+    Ok(out)
+}
+
+/// A compaction is decoded in line-aligned chunks of at least this many bytes, one thread
+/// each (commits are decoded many at once instead).
+const PARALLEL_CHUNK_BYTES: usize = 4 << 20;
+
+/// Decodes the lines of `bytes` (statistics split off when a schema is given), batches in file
+/// order. Text of at least two `min_chunk` is cut at line ends into chunks (at most
+/// `threads`) decoded on scoped threads and their batches concatenated in order; if any chunk
+/// fails, the whole text is decoded again serially, so that the error counts rows from the
+/// start of the file.
+fn decode_lines_in_order(
+    bytes: &[u8],
+    stats: Option<&StatsSchema>,
+    name: &str,
+    version: u64,
+    min_chunk: usize,
+    threads: usize,
+) -> DeltaResult<Vec<(RecordBatch, Option<StructArray>)>> {
+    let decode = |text: &[u8]| -> DeltaResult<Vec<(RecordBatch, Option<StructArray>)>> {
+        decode_json_actions(text, &actions::commit_schema(), name, Some(version))?
+            .into_iter()
+            .map(|batch| match stats {
+                Some(stats) => split_stats(batch, stats),
+                None => Ok((batch, None)),
+            })
+            .collect()
+    };
+    let chunks = (bytes.len() / min_chunk.max(1)).min(threads);
+    if chunks < 2 {
+        return decode(bytes);
+    }
+    // Chunk starts: line starts near equal shares of the text.
+    let mut bounds = vec![0];
+    for i in 1..chunks {
+        let target = (bytes.len() / chunks * i).max(bounds[bounds.len() - 1]);
+        match memchr::memchr(b'\n', &bytes[target..]) {
+            Some(at) if target + at + 1 < bytes.len() => bounds.push(target + at + 1),
+            _ => break,
+        }
+    }
+    bounds.push(bytes.len());
+    bounds.dedup();
+    let decode = &decode;
+    let parts: Vec<DeltaResult<_>> = std::thread::scope(|scope| {
+        let handles: Vec<_> = bounds
+            .windows(2)
+            .map(|w| {
+                let text = &bytes[w[0]..w[1]];
+                scope.spawn(move || decode(text))
+            })
+            .collect();
+        handles
+            .into_iter()
+            .map(|h| {
+                h.join()
+                    .unwrap_or_else(|_| Err(DeltaError::Internal("decoding thread failed".into())))
+            })
+            .collect()
+    });
+    let mut out = Vec::new();
+    for part in parts {
+        match part {
+            Ok(batches) => out.extend(batches),
+            Err(_) => return decode(bytes),
+        }
     }
     Ok(out)
 }
@@ -1005,6 +1073,45 @@ mod tests {
             commit.add_keys[0].is_some(),
             "a commit's adds take the fast path"
         );
+    }
+
+    #[test]
+    fn chunked_decoding_keeps_rows_in_order() {
+        let mut text = String::new();
+        for i in 0..400 {
+            text.push_str(&format!(
+                "{{\"add\":{{\"path\":\"f{i}\",\"partitionValues\":{{}},\"size\":{i},\"modificationTime\":1,\"dataChange\":true}}}}\n"
+            ));
+            if i % 7 == 0 {
+                text.push_str(&format!(
+                    "{{\"remove\":{{\"path\":\"f{i}\",\"deletionTimestamp\":{i},\"dataChange\":true}}}}\n"
+                ));
+            }
+        }
+        let decode = |min_chunk, threads| {
+            let parts =
+                decode_lines_in_order(text.as_bytes(), None, "x", 1, min_chunk, threads).unwrap();
+            let batches: Vec<_> = parts.into_iter().map(|(b, _)| b).collect();
+            arrow::compute::concat_batches(&batches[0].schema(), &batches).unwrap()
+        };
+        let serial = decode(usize::MAX, 1);
+        assert_eq!(serial.num_rows(), 400 + 58);
+        for (min_chunk, threads) in [(64, 4), (1000, 3), (5000, 2), (1, 64)] {
+            assert_eq!(decode(min_chunk, threads), serial, "{min_chunk} {threads}");
+        }
+        // An error in a later chunk counts rows from the start of the file.
+        let bad = format!("{text}{{\"add\":{{\"path\":\"z\"}},\"txn\":{{\"appId\":\"a\",\"version\":1}}}}\n{text}");
+        let err = |min_chunk, threads| {
+            decode_lines_in_order(bad.as_bytes(), None, "x", 1, min_chunk, threads)
+                .unwrap_err()
+                .to_string()
+        };
+        assert!(
+            err(usize::MAX, 1).contains("JSON object 459 "),
+            "{}",
+            err(usize::MAX, 1)
+        );
+        assert_eq!(err(64, 4), err(usize::MAX, 1));
     }
 
     #[test]
