@@ -68,8 +68,9 @@ pub enum LineOrder {
     /// commit's actions in their original order, unreconciled (an `add` and a `remove` of one
     /// file both present) and with `cdc` lines; replayed first-seen-wins in file order they
     /// give exactly the state of the commits they replace ("Log Compaction Files"), replayed
-    /// last-line-wins they do not. Decoded whole, in file order, so that `add` and `remove`
-    /// rows reach replay in one sequence.
+    /// last-line-wins they do not. Decoded by the general decoder, rows in file order (a
+    /// large file in line-aligned chunks on several threads), so that `add` and `remove` rows
+    /// reach replay in one sequence.
     NewestFirst,
 }
 
