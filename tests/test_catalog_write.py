@@ -130,7 +130,7 @@ def test_appends_are_staged_ratified_and_published(tmp_path: Path) -> None:
     assert ids(dl.DeltaTable(str(root), catalog_client=catalog)) == [0, 2, 10, 11]
     # A filesystem write (by path) is still refused, before anything is written.
     before = sorted(p.name for p in log.iterdir())
-    with pytest.raises(dl.UnsupportedFeatureError):
+    with pytest.raises(dl.CatalogRequiredError):
         dl.write_table(str(root), rows(1), mode="append")
     assert sorted(p.name for p in log.iterdir()) == before
 

@@ -662,9 +662,16 @@ def test_min_protocol_for_properties(wanted: frozenset[str]) -> None:
         assert err.value.features == blocking
     else:
         check_readable(p)
-    # Writable exactly when every feature of the protocol is write-supported.
-    if any(not FEATURES[n].write_supported for n in supported):
+    # Writable exactly when every feature of the protocol is write-supported; a
+    # catalog-managed one through its catalog only (RFC "Writer Requirements for
+    # Catalog-managed tables").
+    managed = supported & features.CATALOG_MANAGED
+    if any(not FEATURES[n].write_supported for n in supported - managed):
         with pytest.raises(UnsupportedFeatureError):
+            check_writable(p, through_catalog=True)
+    elif managed:
+        with pytest.raises(CatalogRequiredError):
             check_writable(p)
+        check_writable(p, through_catalog=True)
     else:
         check_writable(p)

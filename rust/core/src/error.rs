@@ -3,6 +3,9 @@
 //! Every variant that concerns the log names the file and, where known, the version and the
 //! protocol rule that was broken, so callers can report bad input precisely.
 
+use std::any::Any;
+use std::sync::Arc;
+
 use thiserror::Error;
 
 /// Result alias used throughout the crate.
@@ -71,6 +74,18 @@ pub enum DeltaError {
     #[error("catalog error for {table}: {reason}")]
     Catalog { table: String, reason: String },
 
+    /// A catalog client (implemented outside the core, e.g. in Python) raised an error of its
+    /// own while deltalog called it. The core passes it along unchanged (through commit
+    /// retries, publishing, maintenance), so that whoever implemented the client gets back the
+    /// very error it raised, whatever its kind: a refusal, an unknown commit outcome, or a bug.
+    /// `table` is the table's location; `reason` names the call and describes the error.
+    #[error("catalog error for {table}: {reason}")]
+    CatalogRaised {
+        table: String,
+        reason: String,
+        error: ForeignError,
+    },
+
     /// The caller passed an argument that cannot be honoured.
     #[error("invalid argument: {0}")]
     InvalidArgument(String),
@@ -94,6 +109,30 @@ pub enum DeltaError {
     /// Failure reading a parquet file that is not attributable to a log file.
     #[error("parquet error: {0}")]
     Parquet(#[from] parquet::errors::ParquetError),
+}
+
+/// An error value from outside the core, carried through it untouched; only the layer that
+/// created it knows its type and gets it back with [`ForeignError::downcast_ref`]. Keeps the
+/// core free of any binding's types.
+#[derive(Clone)]
+pub struct ForeignError(Arc<dyn Any + Send + Sync>);
+
+impl ForeignError {
+    /// Wraps `error`.
+    pub fn new<T: Any + Send + Sync>(error: T) -> Self {
+        ForeignError(Arc::new(error))
+    }
+
+    /// The wrapped error, when it is a `T`.
+    pub fn downcast_ref<T: Any>(&self) -> Option<&T> {
+        self.0.downcast_ref::<T>()
+    }
+}
+
+impl std::fmt::Debug for ForeignError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("ForeignError(..)")
+    }
 }
 
 fn fmt_version(v: Option<u64>) -> String {
@@ -126,5 +165,31 @@ impl DeltaError {
         DeltaError::VersionNotFound {
             message: message.into(),
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_foreign_error_comes_back_as_the_value_it_was() {
+        let error = DeltaError::CatalogRaised {
+            table: "file:///t".into(),
+            reason: "commit raised Refused: no".into(),
+            error: ForeignError::new(String::from("the client's own error")),
+        };
+        assert_eq!(
+            error.to_string(),
+            "catalog error for file:///t: commit raised Refused: no"
+        );
+        let DeltaError::CatalogRaised { error, .. } = error else {
+            panic!("not CatalogRaised");
+        };
+        assert_eq!(
+            error.clone().downcast_ref::<String>().map(String::as_str),
+            Some("the client's own error")
+        );
+        assert!(error.downcast_ref::<u32>().is_none());
     }
 }

@@ -4,7 +4,7 @@
 use std::sync::Arc;
 
 use bytes::Bytes;
-use deltalog_core::error::{DeltaError, DeltaResult};
+use deltalog_core::error::{DeltaError, DeltaResult, ForeignError};
 use deltalog_core::log::catalog::{
     CatalogClient, CatalogCommits, CommitOutcome, Maintenance, Proposal, RatifiedCommit,
     RatifiedSource, StateChanges, VerifyingClient,
@@ -112,7 +112,7 @@ impl PyCatalogClient {
     }
 
     /// Runs `call` with the GIL on a blocking thread; a Python exception becomes a
-    /// [`DeltaError::Catalog`] naming what was called.
+    /// [`DeltaError::CatalogRaised`] naming what was called and carrying the exception.
     fn call<T, F>(&self, what: &'static str, call: F) -> BoxFuture<'_, DeltaResult<T>>
     where
         T: Send + 'static,
@@ -126,9 +126,13 @@ impl PyCatalogClient {
                 Python::attach(|py| {
                     call(py, &client).map_err(|e| match e {
                         CallError::Delta(e) => e,
-                        CallError::Python(e) => DeltaError::Catalog {
+                        // Carried through the core as raised: `to_py_err` hands a
+                        // `deltalog.exceptions.DeltaError` back unchanged, anything else as a
+                        // `CatalogError` naming the call with the original as its cause.
+                        CallError::Python(e) => DeltaError::CatalogRaised {
                             table,
                             reason: format!("{what} raised {}", describe(py, &e)),
+                            error: ForeignError::new(e),
                         },
                     })
                 })

@@ -5,10 +5,31 @@ use pyo3::prelude::*;
 use pyo3::types::{PyDict, PyType};
 
 /// Maps a core error onto the matching `deltalog.exceptions` class.
+///
+/// An exception a Python catalog client raised ([`DeltaError::CatalogRaised`]) comes back as
+/// itself when it is a `deltalog.exceptions.DeltaError` (its class and attributes are the
+/// client's answer: a refusal, an unknown commit outcome, a conflict); any other exception
+/// becomes a `CatalogError` naming the call, with the original as its `__cause__`.
 pub(crate) fn to_py_err(py: Python<'_>, err: DeltaError) -> PyErr {
     let build = || -> PyResult<PyErr> {
         let module = py.import("deltalog.exceptions")?;
         let message = err.to_string();
+        if let DeltaError::CatalogRaised { table, error, .. } = &err {
+            let raised = error.downcast_ref::<PyErr>().map(|e| e.clone_ref(py));
+            if let Some(raised) = &raised {
+                if raised.is_instance(py, &module.getattr("DeltaError")?) {
+                    return Ok(raised.clone_ref(py));
+                }
+            }
+            let kw = PyDict::new(py);
+            kw.set_item("table", table)?;
+            let instance = module
+                .getattr("CatalogError")?
+                .call((message,), Some(&kw))?;
+            let wrapped = PyErr::from_value(instance);
+            wrapped.set_cause(py, raised);
+            return Ok(wrapped);
+        }
         let (class, kwargs) = match &err {
             DeltaError::TableNotFound { .. } => ("TableNotFoundError", None),
             DeltaError::CorruptLog {
@@ -66,7 +87,7 @@ pub(crate) fn to_py_err(py: Python<'_>, err: DeltaError) -> PyErr {
                 kw.set_item("version", version)?;
                 ("ChangeDataNotRecordedError", Some(kw))
             }
-            DeltaError::Catalog { table, .. } => {
+            DeltaError::Catalog { table, .. } | DeltaError::CatalogRaised { table, .. } => {
                 let kw = PyDict::new(py);
                 kw.set_item("table", table)?;
                 ("CatalogError", Some(kw))
