@@ -314,6 +314,11 @@ def write_table(
         CommitConflictError: a concurrent commit conflicts with this one; nothing committed.
         InvalidArgumentError: the location is a regular file (or lies under one).
         UnsupportedFeatureError: the table uses features deltalog cannot write.
+        CatalogRequiredError: the table is catalog-managed and is written without its catalog
+            (by path, or a table opened with ``published_only=True``).
+        CatalogError: the catalog refused or failed the commit; a client's own
+            :class:`deltalog.DeltaError` (``CatalogPermissionError``,
+            ``CommitOutcomeUnknownError``, ...) is raised as the client raised it.
         ValueError: the data does not fit the table, or the mode forbids the write.
     """
     from deltalog.table import DeltaTable
