@@ -234,6 +234,29 @@ def test_an_error_while_resolving_a_conflict_arrives_unchanged(catalog: Any) -> 
     assert raised.value is unavailable
 
 
+def test_an_unknown_outcome_whose_commit_landed_can_be_retried_idempotently(
+    catalog: Any,
+) -> None:
+    """The commit was ratified but its answer was lost: the caller learns that the outcome is
+    unknown (not a refusal), and a retry of the same application transaction is skipped
+    ("Transaction Identifiers") instead of committing the rows twice."""
+    t, client = opened(catalog)
+
+    class AnswerLost(Raising):
+        def commit(self, version: int, **kwargs: Any) -> Any:
+            self.inner.commit(version, **kwargs)
+            raise dl.CommitOutcomeUnknownError("answer lost", table="cat.t", version=version)
+
+    t = dl.DeltaTable(t.table_uri, catalog_client=AnswerLost(client.inner))
+    job = dl.CommitProperties(app_id="job-7", app_version=1)
+    with pytest.raises(dl.CommitOutcomeUnknownError) as raised:
+        dl.write_table(t, rows(4), mode="append", commit_properties=job)
+    assert raised.value.version == 1
+    again = catalog.load_table(TABLE)
+    assert dl.write_table(again, rows(4), mode="append", commit_properties=job) == 1
+    assert sorted(catalog.load_table(TABLE).to_pyarrow_table()["id"].to_pylist()) == [1, 2, 3, 4]
+
+
 # -- other exceptions become CatalogError with the original as __cause__ ----------------------
 
 

@@ -295,10 +295,12 @@ class CommitOutcomeUnknownError(CatalogError):
     ratified it. Unlike every other :class:`CatalogError`, this one does not mean "nothing
     changed".
 
-    Before trusting or retrying the write, ask the catalog which commit it holds for
-    ``version``. For example, reload the table and check whether the version's
-    ``commitInfo.txnId`` is the writer's (catalogManaged RFC: "Commit Protocol": the catalog
-    ratifies each version at most once).
+    Do not simply write again: the data could be committed twice. Reload the table through
+    its catalog, which ratifies each version at most once (catalogManaged RFC: "Commit
+    Protocol"), and check whether ``version`` is this write. A write made with
+    ``CommitProperties(app_id=..., app_version=...)`` can just be retried: the retry is skipped
+    when the table already holds that application transaction (protocol: "Transaction
+    Identifiers").
 
     Attributes:
         table: the table's location (or its name in the catalog).
