@@ -7,6 +7,7 @@ back by deltalog and by ``deltalake``."""
 
 from __future__ import annotations
 
+import hashlib
 import json
 import time
 import uuid
@@ -168,21 +169,36 @@ def test_the_generated_client_on_every_route(server: Any, tmp_path: Path) -> Non
             version=2, manifest_path=f"_delta_log/_staged_commits/{staged_name}"
         ),
     )
-    # Version 2 again: taken, and the answer says what a writer needs to rebase.
+    # Version 2 again, the same staged file: the commit ratified (its answer lost), a success.
+    again = tables.create_table_version(
+        "db$t",
+        m.CreateTableVersionRequest(
+            version=2, manifest_path=f"_delta_log/_staged_commits/{staged_name}"
+        ),
+    )
+    assert again.version.version == 2
+    # Version 2, another commit: taken, and the answer says what a writer needs to rebase.
+    other_name = f"{2:020}.{uuid.uuid4()}.json"
+    (staged_dir / other_name).write_text(hand_commit(location, 2, [9]))
     with pytest.raises(api_errors.ConflictException) as lost:
         tables.create_table_version(
             "db$t",
             m.CreateTableVersionRequest(
-                version=2, manifest_path=f"_delta_log/_staged_commits/{staged_name}"
+                version=2, manifest_path=f"_delta_log/_staged_commits/{other_name}"
             ),
         )
+    (staged_dir / other_name).unlink()
     body = error_of(lost.value)
     assert body["code"] == 14 and body["context"]["delta.latestVersion"] == "2"
     assert [c["version"] for c in json.loads(body["context"]["delta.ratifiedCommits"])] == [2]
+    # Every version: 0 published, 1 (inline) and 2 (staged) held, each with its SHA-256.
     listed = tables.list_table_versions("db$t")
-    assert [v.version for v in listed.versions] == [1, 2]
-    assert listed.versions[0].metadata == {"delta.inlineCommit": inline}
-    assert listed.versions[1].manifest_path.endswith(staged_name)
+    assert [v.version for v in listed.versions] == [0, 1, 2]
+    assert listed.versions[0].metadata["delta.published"] == "true"
+    assert listed.versions[1].metadata["delta.inlineCommit"] == inline
+    digest = hashlib.sha256(inline.encode()).hexdigest()
+    assert listed.versions[1].metadata["delta.sha256"] == digest
+    assert listed.versions[2].manifest_path.endswith(staged_name)
     assert listed.context == {"delta.latestVersion": "2"}
     assert tables.list_table_versions("db$t", limit=1, descending=True).versions[0].version == 2
     got = tables.describe_table_version("db$t", m.DescribeTableVersionRequest(version=2))
@@ -204,7 +220,8 @@ def test_the_generated_client_on_every_route(server: Any, tmp_path: Path) -> Non
     assert error_of(early.value)["code"] == 19
     # A deltalog writer publishes them, byte for byte, and the catalog forgets them.
     dl.write_table(cat.load_table("db.t"), rows(6), mode="append")
-    assert tables.list_table_versions("db$t").versions == []
+    listed = tables.list_table_versions("db$t").versions
+    assert [v.metadata["delta.published"] for v in listed] == ["true"] * 4
     log = Path(location) / "_delta_log"
     assert (log / f"{1:020}.json").read_text() == inline
     assert (log / f"{2:020}.json").read_text() == (staged_dir / staged_name).read_text()
@@ -230,7 +247,7 @@ def test_the_generated_client_on_every_route(server: Any, tmp_path: Path) -> Non
     )
     with pytest.raises(api_errors.ConflictException):
         tables.batch_create_table_versions(batch)
-    assert tables.list_table_versions("db$t").versions == []
+    assert len(tables.list_table_versions("db$t").versions) == 4  # nothing ratified
     batch.entries[1].version = 1
     batch.entries[1].manifest_path = f"_delta_log/{1:020}.json"
     done = tables.batch_create_table_versions(batch)
@@ -285,7 +302,8 @@ def test_pylance_rest_namespace(server: Any, tmp_path: Path) -> None:
     plain = client.describe_table(ln.DescribeTableRequest(id=["lake", "ext"]))
     assert plain.location == ext and not plain.managed_versioning
     versions = client.list_table_versions(ln.ListTableVersionsRequest(id=["lake", "managed"]))
-    assert versions.versions == []  # all published
+    assert [v.version for v in versions.versions] == [0, 1, 2, 3]  # every version, published
+    assert all(v.metadata["delta.published"] == "true" for v in versions.versions)
     assert versions.context["delta.latestVersion"] == "3"
     with pytest.raises(errors.TableNotFoundError):
         client.describe_table(ln.DescribeTableRequest(id=["lake", "nope"]))
@@ -308,8 +326,9 @@ INTENDED = {
     ("GET", "/v1/namespace/zz/table/list", ""): 404,
     # A table's namespace must exist; the directory adapter's tables are flat.
     ("POST", "/v1/table/zz%24t/declare", "{}"): 404,
-    # mode Skip: dropping a missing namespace is fine (spec); the adapter ignores the mode.
-    ("POST", "/v1/namespace/a/drop", '{"mode": "Skip"}'): 200,
+    # mode Skip: "the server must return 204" for a missing namespace (spec); the adapter
+    # ignores the mode.
+    ("POST", "/v1/namespace/a/drop", '{"mode": "Skip"}'): 204,
     # Unknown fields are refused; the adapter ignores them.
     ("POST", "/v1/namespace/a/describe", '{"bogus": 1}'): 400,
     # Pages are at most 1,000 items.

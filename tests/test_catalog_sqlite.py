@@ -72,7 +72,9 @@ def test_a_version_1_database_is_upgraded(tmp_path: Path) -> None:
     db = sqlite3.connect(path)
     assert db.execute("SELECT version FROM schema_version").fetchall() == [(len(MIGRATIONS),)]
     columns = [r[1] for r in db.execute("PRAGMA table_info(tables)")]
-    assert columns[-3:] == ["protocol", "metadata", "properties"]
+    assert columns[-5:] == ["protocol", "metadata", "properties", "clustering", "last_ict"]
+    # Migration 4: every ratified version recorded (content hash, txnId, in-commit timestamp).
+    assert db.execute("SELECT COUNT(*) FROM commit_log").fetchone() == (0,)
     assert "properties" in [r[1] for r in db.execute("PRAGMA table_info(namespaces)")]
     record = store.table(1, "t")
     assert record is not None

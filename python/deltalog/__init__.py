@@ -38,6 +38,7 @@ from deltalog.exceptions import (
     VersionNotFoundError,
 )
 from deltalog.expressions import Column, Expr, col
+from deltalog.optimize_args import PostCommitHookProperties
 from deltalog.scan import DeltaScan, ScanTask, read_task
 from deltalog.table import DeltaTable, Metadata, Protocol, VacuumResult
 from deltalog.transaction import Transaction, write_files
@@ -73,6 +74,7 @@ __all__ = [
     "Metadata",
     "NamespaceNotEmptyError",
     "NamespaceNotFoundError",
+    "PostCommitHookProperties",
     "Protocol",
     "ScanTask",
     "StorageError",

@@ -64,6 +64,10 @@ class TableRecord:
     metadata: str | None = None
     #: The table's catalog properties (Lance catalog specification), not Delta's.
     properties: Mapping[str, str] | None = None
+    #: The configuration of the table's latest ``delta.clustering`` domain, when it has one.
+    clustering: str | None = None
+    #: The in-commit timestamp of the latest version the catalog ratified with one.
+    last_ict: int | None = None
 
 
 @dataclass(frozen=True)
@@ -119,6 +123,12 @@ class Proposal:
         protocol: the JSON of the commit's ``protocol`` action, if it has one: the table's
             cached latest protocol (``None`` leaves the cached one as it is).
         metadata: the JSON of the commit's ``metaData`` action, likewise.
+        sha256: the SHA-256 of the commit's content, recorded with the version: the catalog
+            binds the version to it (and recognises a replay of the same commit by it).
+        txn_id: the commit's ``commitInfo.txnId``: a table ratifies each at most once.
+        ict: the commit's in-commit timestamp: the next commit's must be later.
+        clustering: ``(present, configuration)`` of the commit's ``delta.clustering``
+            domain action (configuration ``None``: the domain is removed).
     """
 
     table_id: int | None
@@ -128,6 +138,24 @@ class Proposal:
     create: tuple[int, str, str] | None = None
     protocol: str | None = None
     metadata: str | None = None
+    sha256: str | None = None
+    txn_id: str | None = None
+    ict: int | None = None
+    clustering: tuple[bool, str | None] = (False, None)
+
+
+@dataclass(frozen=True)
+class CommitRecord:
+    """What the catalog recorded of a version it ratified (also after it is published): its
+    content's SHA-256, its staged file name (``None`` for an inline commit), its txnId and
+    in-commit timestamp (``None`` for versions ratified before deltalog recorded them)."""
+
+    version: int
+    sha256: str | None
+    staged_path: str | None
+    txn_id: str | None
+    ict: int | None
+    ratified_ms: int | None = None
 
 
 class Store(abc.ABC):
@@ -230,6 +258,31 @@ class Store(abc.ABC):
     def forget(self, table_id: int, version: int) -> int:
         """Drops the held commits up to ``version`` (published); returns how many."""
 
+    @abc.abstractmethod
+    def commit_record(self, table_id: int, version: int) -> CommitRecord | None:
+        """What the catalog recorded of ``version`` of the table, or ``None``."""
+
+    @abc.abstractmethod
+    def commit_records(self, table_id: int, start: int, end: int) -> list[CommitRecord]:
+        """What the catalog recorded of the table's versions in ``[start, end]``, ascending."""
+
+    @abc.abstractmethod
+    def rollback(self, table_id: int, version: int) -> list[int]:
+        """Rolls the table back to ``version``: forgets its ratified, unpublished commits after
+        it (an administrator's repair of a table a bad commit damaged). Returns the versions
+        forgotten.
+
+        Raises:
+            CatalogError: a version after ``version`` is published already (its commit is in
+                the table's log for good), or the table is gone.
+        """
+
+    @abc.abstractmethod
+    def set_cached_state(
+        self, table_id: int, protocol: str | None, metadata: str | None, clustering: str | None
+    ) -> None:
+        """Sets the table's cached protocol, metadata and clustering domain (JSON)."""
+
 
 class TableCatalogClient:
     """The :class:`deltalog.catalog.CatalogClient` of one catalog-managed table of a
@@ -262,23 +315,26 @@ class TableCatalogClient:
         protocol: str | None = None,
         metadata: str | None = None,
     ) -> None:
+        # protocol / metadata as the writer says them are not taken: the catalog reads them
+        # from the commit it checks (deltalog.catalog.ratification).
+        from deltalog.catalog.ratification import prepare
+
         if self._table_id is None:
             if version != 0 or self._create is None:
                 raise CatalogError(f"the table is not registered yet (version {version})")
-            self._table_id = self._store.ratify(
-                None,
-                0,
-                path,
-                content,
-                create=self._create,
-                protocol=protocol,
-                metadata=metadata,
-            )
+            proposal, _ = prepare(self._create[2], 0, path, content, None, create=self._create)
+            self._table_id = self._store.ratify_all([proposal])[0]
             self._create = None
             return
-        self._store.ratify(
-            self._table_id, version, path, content, protocol=protocol, metadata=metadata
-        )
+        record = self._store.table_by_id(self._table_id)
+        if record is None:
+            raise CatalogError(f"the table {self._table_id} is no longer in the catalog")
+        if version <= record.latest_version:
+            # Behind: the winners, so that the writer rebases (nothing to check yet).
+            held = self._store.commits(self._table_id, version, None)
+            raise conflict(version, held)
+        proposal, _ = prepare(record.location, version, path, content, record)
+        self._store.ratify_all([proposal])
 
     def published(self, version: int) -> None:
         if self._table_id is not None:
@@ -424,6 +480,43 @@ class ManagedCatalog(Catalog):
             metadata=json.loads(record.metadata) if record.metadata else None,
         )
 
+    def rollback_table(self, name: Identifier, version: int) -> list[int]:
+        """Rolls the catalog-managed table ``name`` back to ``version``: the catalog forgets its
+        ratified commits after it, which must all be unpublished (an administrator's repair of
+        a table that a bad commit damaged; a published commit is the table's history for good).
+        Returns the versions forgotten.
+
+        Raises:
+            CatalogError: a version after ``version`` is published already.
+        """
+        record = self._record(name)
+        if not record.managed:
+            raise InvalidArgumentError(f"{name!r} is storage-managed: the catalog holds no commits")
+        rolled = self._store.rollback(record.id, version)
+        self.refresh_cached_state(record.id)
+        return rolled
+
+    def refresh_cached_state(self, table_id: int) -> None:
+        """Sets the table's cached protocol, metadata and clustering domain from its latest
+        version, read through the catalog (after a rollback); left unknown when the table
+        cannot be read."""
+
+        from deltalog.exceptions import DeltaError
+
+        record = self._store.table_by_id(table_id)
+        if record is None or record.latest_version < 0:
+            return
+        try:
+            from deltalog.table import DeltaTable
+
+            table = DeltaTable(
+                record.location, catalog_client=TableCatalogClient(self._store, table_id)
+            )
+            protocol, metadata, clustering = state_json(table)
+        except DeltaError:
+            return
+        self._store.set_cached_state(table_id, protocol, metadata, clustering)
+
     def catalog_client(self, name: Identifier) -> TableCatalogClient:
         """The catalog client of a catalog-managed table."""
         record = self._record(name)
@@ -488,6 +581,38 @@ class ManagedCatalog(Catalog):
             _native.delete_tree(location)
 
 
+def state_json(table: DeltaTable) -> tuple[str, str, str | None]:
+    """The ``protocol`` and ``metaData`` actions of a loaded version as JSON (nulls left
+    out), and its ``delta.clustering`` domain's configuration: what a catalog caches of a
+    table's latest version, and describes of an older one."""
+    import json
+
+    reader, writer, reader_features, writer_features = table._raw.protocol()
+    protocol: dict[str, Any] = {"minReaderVersion": reader, "minWriterVersion": writer}
+    if reader_features is not None:
+        protocol["readerFeatures"] = list(reader_features)
+    if writer_features is not None:
+        protocol["writerFeatures"] = list(writer_features)
+    d = table._raw.metadata()
+    metadata = {
+        "id": d["id"],
+        "name": d["name"],
+        "description": d["description"],
+        "format": {"provider": d["format_provider"], "options": dict(d["format_options"])},
+        "schemaString": d["schema_string"],
+        "partitionColumns": list(d["partition_columns"]),
+        "configuration": dict(d["configuration"]),
+        "createdTime": d["created_time"],
+    }
+    compact = {k: v for k, v in metadata.items() if v is not None}
+    clustering = dict(table._raw.domain_metadata()).get("delta.clustering")
+    return (
+        json.dumps(protocol, separators=(",", ":")),
+        json.dumps(compact, separators=(",", ":")),
+        clustering,
+    )
+
+
 def now_ms() -> int:
     return int(time.time() * 1000)
 
@@ -502,8 +627,12 @@ def conflict(version: int, held: RatifiedCommits) -> CommitConflictError:
     )
 
 
-def commit_of(row: tuple[int, str | None, bytes | None, int]) -> RatifiedCommit:
-    version, path, content, ts = row
+def commit_of(row: tuple[Any, ...]) -> RatifiedCommit:
+    version, path, content, ts, sha256 = row
     return RatifiedCommit(
-        version, path=path, content=bytes(content) if content else None, timestamp=ts
+        version,
+        path=path,
+        content=bytes(content) if content is not None and path is None else None,
+        timestamp=ts,
+        sha256=sha256,
     )

@@ -26,6 +26,7 @@ from typing import Any, Generic, TypeVar
 from deltalog.catalog.client import RatifiedCommits
 from deltalog.catalog.managed import (
     MAX_UNPUBLISHED,
+    CommitRecord,
     Proposal,
     Store,
     TableRecord,
@@ -49,8 +50,22 @@ RATIFY_ATTEMPTS = 5
 
 C = TypeVar("C")
 
+#: The migration both engines share that records every ratified version (``commit_log``: kept
+#: after publishing, so that a replayed commit is recognised and a published file checked) and
+#: the cached clustering domain and latest in-commit timestamp. BIGINT is INTEGER in SQLite.
+COMMIT_LOG_MIGRATION = [
+    "CREATE TABLE commit_log (table_id BIGINT NOT NULL, version BIGINT NOT NULL, txn_id TEXT, "
+    "sha256 TEXT, staged_path TEXT, ict BIGINT, ratified_ms BIGINT NOT NULL, "
+    "PRIMARY KEY (table_id, version))",
+    "CREATE UNIQUE INDEX commit_log_txn_id ON commit_log (table_id, txn_id)",
+    "ALTER TABLE commits ADD COLUMN sha256 TEXT",
+    "ALTER TABLE tables ADD COLUMN clustering TEXT",
+    "ALTER TABLE tables ADD COLUMN last_ict BIGINT",
+]
+
 _COLUMNS = (
-    "id, namespace_id, name, location, managed, latest_version, protocol, metadata, properties"
+    "id, namespace_id, name, location, managed, latest_version, protocol, metadata, properties, "
+    "clustering, last_ict"
 )
 
 
@@ -275,7 +290,8 @@ class SqlStore(Store):
     def _record(rows: list[Any]) -> TableRecord | None:
         if not rows:
             return None
-        tid, namespace, name, location, managed, latest, protocol, metadata, props = rows[0]
+        (tid, namespace, name, location, managed, latest, protocol, metadata, props,
+         clustering, last_ict) = rows[0]
         return TableRecord(
             tid,
             namespace,
@@ -286,6 +302,8 @@ class SqlStore(Store):
             protocol,
             metadata,
             _properties(props),
+            clustering,
+            last_ict,
         )
 
     def table(self, namespace: int, name: str) -> TableRecord | None:
@@ -370,6 +388,7 @@ class SqlStore(Store):
     def drop_table(self, table_id: int) -> None:
         with self._transaction() as db:
             self._run(db, "DELETE FROM commits WHERE table_id = ?", (table_id,))
+            self._run(db, "DELETE FROM commit_log WHERE table_id = ?", (table_id,))
             self._run(db, "DELETE FROM tables WHERE id = ?", (table_id,))
 
     # -- commits ---------------------------------------------------------------------------
@@ -380,7 +399,7 @@ class SqlStore(Store):
             raise CatalogError(f"the table {table_id} is no longer in the catalog", table=None)
         rows = self._run(
             db,
-            "SELECT version, staged_path, content, timestamp_ms FROM commits "
+            "SELECT version, staged_path, content, timestamp_ms, sha256 FROM commits "
             "WHERE table_id = ? AND version >= ? AND version <= ? ORDER BY version",
             (table_id, -1 if start is None else start, 2**62 if end is None else end),
         ).fetchall()
@@ -435,27 +454,146 @@ class SqlStore(Store):
         latest = self._one(db, "SELECT latest_version FROM tables WHERE id = ?", (table_id,))
         if latest is None:
             raise CatalogError(f"the table {table_id} is no longer in the catalog")
+        if p.version <= latest[0] and self._is_replay(db, table_id, p):
+            # The same commit proposed again (its answer was lost): ratified already, once.
+            return table_id
         if p.version != latest[0] + 1:
             raise conflict(p.version, self._held(db, table_id, p.version, None))
+        if p.txn_id is not None:
+            used = self._one(
+                db,
+                "SELECT version FROM commit_log WHERE table_id = ? AND txn_id = ?",
+                (table_id, p.txn_id),
+            )
+            if used is not None:
+                raise InvalidArgumentError(
+                    f"proposed commit {p.version}: txnId {p.txn_id!r} was ratified as version "
+                    f'{used[0]} already (catalogManaged RFC, "Commit Provenance Information": '
+                    "a unique transaction identifier)"
+                )
         held = self._one(db, "SELECT COUNT(*) FROM commits WHERE table_id = ?", (table_id,))[0]
         if held >= (self.max_unpublished or MAX_UNPUBLISHED):
             raise CatalogThrottledError(
                 f"the table holds {held} unpublished commits, the most it may; publish them "
                 f"before committing version {p.version}"
             )
+        ratified_ms = now_ms()
         self._run(
             db,
-            "INSERT INTO commits (table_id, version, staged_path, content, timestamp_ms) "
-            "VALUES (?, ?, ?, ?, ?)",
-            (table_id, p.version, p.path, p.content, now_ms()),
+            "INSERT INTO commits (table_id, version, staged_path, content, timestamp_ms, "
+            "sha256) VALUES (?, ?, ?, ?, ?, ?)",
+            (table_id, p.version, p.path, p.content, ratified_ms, p.sha256),
         )
+        self._run(
+            db,
+            "INSERT INTO commit_log (table_id, version, txn_id, sha256, staged_path, ict, "
+            "ratified_ms) VALUES (?, ?, ?, ?, ?, ?, ?)",
+            (table_id, p.version, p.txn_id, p.sha256, p.path, p.ict, ratified_ms),
+        )
+        set_clustering, clustering = p.clustering
         self._run(
             db,
             "UPDATE tables SET latest_version = ?, protocol = COALESCE(?, protocol), "
-            "metadata = COALESCE(?, metadata) WHERE id = ?",
-            (p.version, p.protocol, p.metadata, table_id),
+            "metadata = COALESCE(?, metadata), last_ict = COALESCE(?, last_ict), "
+            "clustering = CASE WHEN ? THEN ? ELSE clustering END WHERE id = ?",
+            (
+                p.version,
+                p.protocol,
+                p.metadata,
+                p.ict,
+                set_clustering,
+                clustering,
+                table_id,
+            ),
         )
         return table_id
+
+    def _is_replay(self, db: Any, table_id: int, p: Proposal) -> bool:
+        """Whether ``p`` is the commit the catalog ratified for its version (the UC Delta API's
+        rule: proposing an accepted commit again, with the same version and file name, is a
+        success): the same staged file, or the same content."""
+        row = self._one(
+            db,
+            "SELECT sha256, staged_path FROM commit_log WHERE table_id = ? AND version = ?",
+            (table_id, p.version),
+        )
+        if row is None:
+            return False
+        sha256, staged = row
+        if p.path is not None and staged is not None:
+            return bool(p.path == staged)
+        return p.sha256 is not None and sha256 is not None and p.sha256 == sha256
+
+    def commit_record(self, table_id: int, version: int) -> CommitRecord | None:
+        found = self.commit_records(table_id, version, version)
+        return found[0] if found else None
+
+    def commit_records(self, table_id: int, start: int, end: int) -> list[CommitRecord]:
+        rows = self._read(
+            "SELECT version, sha256, staged_path, txn_id, ict, ratified_ms FROM commit_log "
+            "WHERE table_id = ? AND version >= ? AND version <= ? ORDER BY version",
+            (table_id, start, end),
+        )
+        return [CommitRecord(*row) for row in rows]
+
+    def rollback(self, table_id: int, version: int) -> list[int]:
+        with self._transaction() as db:
+            self._lock_tables(db, [table_id])
+            row = self._one(db, "SELECT latest_version FROM tables WHERE id = ?", (table_id,))
+            if row is None:
+                raise CatalogError(f"the table {table_id} is no longer in the catalog")
+            latest = row[0]
+            if version >= latest:
+                return []
+            if version < -1:
+                raise InvalidArgumentError(f"cannot roll back to version {version}")
+            held = [
+                r[0]
+                for r in self._run(
+                    db,
+                    "SELECT version FROM commits WHERE table_id = ? AND version > ? "
+                    "ORDER BY version",
+                    (table_id, version),
+                ).fetchall()
+            ]
+            if held != list(range(version + 1, latest + 1)):
+                first = held[0] if held else latest + 1
+                raise CatalogError(
+                    f"cannot roll back to version {version}: version {first - 1} is published "
+                    "already (a published commit is the table's history for good; only "
+                    "ratified, unpublished commits can be rolled back)"
+                )
+            self._run(
+                db, "DELETE FROM commits WHERE table_id = ? AND version > ?", (table_id, version)
+            )
+            self._run(
+                db,
+                "DELETE FROM commit_log WHERE table_id = ? AND version > ?",
+                (table_id, version),
+            )
+            ict = self._one(
+                db,
+                "SELECT ict FROM commit_log WHERE table_id = ? AND version = ?",
+                (table_id, version),
+            )
+            # The cached state belonged to the versions forgotten: the caller sets it anew.
+            self._run(
+                db,
+                "UPDATE tables SET latest_version = ?, last_ict = ?, protocol = NULL, "
+                "metadata = NULL, clustering = NULL WHERE id = ?",
+                (version, ict[0] if ict else None, table_id),
+            )
+            return held
+
+    def set_cached_state(
+        self, table_id: int, protocol: str | None, metadata: str | None, clustering: str | None
+    ) -> None:
+        with self._transaction() as db:
+            self._run(
+                db,
+                "UPDATE tables SET protocol = ?, metadata = ?, clustering = ? WHERE id = ?",
+                (protocol, metadata, clustering, table_id),
+            )
 
     def forget(self, table_id: int, version: int) -> int:
         # Losing this transaction to a crash is harmless (the commits stay held, the next

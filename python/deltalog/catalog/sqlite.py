@@ -15,7 +15,8 @@ from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from typing import Any
 
-from deltalog.catalog.sql import ConnectionPool, SqlStore
+from deltalog.catalog.sql import COMMIT_LOG_MIGRATION, ConnectionPool, SqlStore
+from deltalog.exceptions import CatalogError
 
 #: Schema migrations, applied in order; entry ``i`` takes the schema to version ``i + 1``.
 MIGRATIONS: list[list[str]] = [
@@ -40,6 +41,9 @@ MIGRATIONS: list[list[str]] = [
         "ALTER TABLE namespaces ADD COLUMN properties TEXT",
         "ALTER TABLE tables ADD COLUMN properties TEXT",
     ],
+    # 4: each ratified version bound to its content (SHA-256), its txnId (unique per table) and
+    # in-commit timestamp, kept after publishing; the cached clustering domain and latest ICT.
+    COMMIT_LOG_MIGRATION,
 ]
 
 
@@ -74,20 +78,29 @@ class SqliteStore(SqlStore):
         # BEGIN IMMEDIATE takes the write lock at once: the checks and the writes of a
         # ratification see no other writer. A read is one deferred transaction (WAL: a
         # snapshot of one moment, not blocking writers).
-        with self._pool.connection() as db:
-            if not durable:
-                db.execute("PRAGMA synchronous=NORMAL")
-            try:
-                db.execute("BEGIN IMMEDIATE" if write else "BEGIN")
-                try:
-                    yield db
-                except BaseException:
-                    db.execute("ROLLBACK")
-                    raise
-                db.execute("COMMIT")
-            finally:
+        try:
+            with self._pool.connection() as db:
                 if not durable:
-                    db.execute("PRAGMA synchronous=FULL")
+                    db.execute("PRAGMA synchronous=NORMAL")
+                try:
+                    db.execute("BEGIN IMMEDIATE" if write else "BEGIN")
+                    try:
+                        yield db
+                    except BaseException:
+                        db.execute("ROLLBACK")
+                        raise
+                    db.execute("COMMIT")
+                finally:
+                    if not durable:
+                        db.execute("PRAGMA synchronous=FULL")
+        except sqlite3.DatabaseError as e:
+            if isinstance(e, sqlite3.IntegrityError):
+                raise  # a name taken: the callers answer it
+            # The database itself failed (locked past the timeout, disk full, a damaged file):
+            # the catalog is unavailable, which is not the caller's fault.
+            raise CatalogError(
+                f"the catalog database {self.path} failed: {e}", table=self.path
+            ) from e
 
     def _insert(self, db: Any, sql: str, params: Sequence[Any]) -> int:
         return int(self._run(db, sql, params).lastrowid or 0)

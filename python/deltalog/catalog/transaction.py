@@ -30,8 +30,10 @@ from deltalog.catalog.managed import (
     MAX_INLINE_COMMIT_BYTES,
     ManagedCatalog,
     Proposal,
+    Store,
     conflict,
 )
+from deltalog.catalog.ratification import prepare
 from deltalog.exceptions import CatalogError, InvalidArgumentError
 
 if TYPE_CHECKING:
@@ -116,10 +118,15 @@ class _DeferringClient:
                     raise conflict(version, held)
             elif version != 0 or self._create is None:
                 raise CatalogError(f"the table {self._name!r} is not registered yet")
-            self._tx._pending[self._name] = _Pending(
-                self._name,
-                self._location,
-                Proposal(
+            if isinstance(store, Store):
+                # Checked now, as any proposal to this catalog (deltalog.catalog.ratification).
+                record = None if self._table_id is None else store.table_by_id(self._table_id)
+                proposal, _ = prepare(
+                    self._location, version, path, content, record, create=self._create
+                )
+            else:
+                # A remote catalog checks the proposals itself when the transaction commits.
+                proposal = Proposal(
                     self._table_id,
                     version,
                     path,
@@ -127,8 +134,8 @@ class _DeferringClient:
                     create=self._create,
                     protocol=protocol,
                     metadata=metadata,
-                ),
-            )
+                )
+            self._tx._pending[self._name] = _Pending(self._name, self._location, proposal)
             return DEFERRED
 
     def published(self, version: int) -> None:

@@ -16,6 +16,7 @@ when it landed).
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import threading
@@ -39,10 +40,13 @@ from deltalog.catalog.managed import (
 from deltalog.catalog.rest import protocol as p
 from deltalog.exceptions import (
     AlreadyExistsError,
+    CatalogAuthenticationError,
     CatalogError,
     CatalogPermissionError,
     CatalogThrottledError,
+    CatalogUnavailableError,
     CommitConflictError,
+    CommitOutcomeUnknownError,
     InvalidArgumentError,
     NamespaceNotEmptyError,
     NamespaceNotFoundError,
@@ -72,15 +76,22 @@ def _answer(e: ApiException) -> tuple[int | None, str, dict[str, str] | None]:
         return None, (e.body or e.reason or "").strip(), None
 
 
-class _OutcomeUnknown(CatalogError):
-    """The call may or may not have taken effect: no answer (connection lost, timeout) or a
-    server error (5xx)."""
+class _NoAnswer(CatalogError):
+    """Inside the client only: a call got no answer (connection lost, timeout) or a server
+    error (5xx), so it may or may not have taken effect. It leaves the client as
+    :class:`~deltalog.CatalogUnavailableError` for a call that changes nothing, and as
+    :class:`~deltalog.CommitOutcomeUnknownError` for a commit whose outcome the catalog could
+    not tell (never as itself)."""
 
 
 def translate(e: ApiException, what: str) -> Exception:
     """The deltalog exception of an error answer."""
     code, message, context = _answer(e)
     text = f"{what}: {message or e.reason} (HTTP {e.status}, code {code})"
+    if e.status == 401 or code == p.UNAUTHENTICATED:
+        return CatalogAuthenticationError(text)
+    if e.status == 403 or code == p.PERMISSION_DENIED:
+        return CatalogPermissionError(text)
     if code == p.NAMESPACE_NOT_FOUND:
         return NamespaceNotFoundError(text)
     if code in (p.NAMESPACE_ALREADY_EXISTS, p.TABLE_ALREADY_EXISTS):
@@ -101,14 +112,12 @@ def translate(e: ApiException, what: str) -> Exception:
         )
     if code == p.UNSUPPORTED:
         return UnsupportedFeatureError(text)
-    if code in (p.PERMISSION_DENIED, p.UNAUTHENTICATED) or e.status in (401, 403):
-        return CatalogPermissionError(text, unauthenticated=e.status == 401)
     if code == p.THROTTLING or e.status == 429:
         return CatalogThrottledError(text)
     if code == p.INVALID_INPUT:
         return InvalidArgumentError(text)
     if e.status >= 500:
-        return _OutcomeUnknown(text)
+        return _NoAnswer(text)
     return CatalogError(text)
 
 
@@ -162,7 +171,9 @@ class RestCatalog(Catalog):
             return NamespaceApi(self._client), TableApi(self._client)
 
     def _call(self, what: str, fn: Callable[..., T], *args: Any, idempotent: bool, **kw: Any) -> T:
-        """``fn`` with the timeout; reads retried on transient failures; errors translated."""
+        """``fn`` with the timeout; reads retried on transient failures; errors translated. A
+        read that gets no answer raises :class:`CatalogUnavailableError`; a call that changes
+        something raises the internal ``_NoAnswer`` for its caller to resolve."""
         attempts = 1 + (self.retries if idempotent else 0)
         for attempt in range(attempts):
             try:
@@ -171,12 +182,18 @@ class RestCatalog(Catalog):
                 if e.status in _TRANSIENT and attempt + 1 < attempts:
                     time.sleep(0.05 * 2**attempt)
                     continue
-                raise translate(e, what) from None
+                error = translate(e, what)
+                if isinstance(error, _NoAnswer) and idempotent:
+                    error = CatalogUnavailableError(str(error))
+                raise error from None
             except urllib3.exceptions.HTTPError as e:
                 if attempt + 1 < attempts:
                     time.sleep(0.05 * 2**attempt)
                     continue
-                raise _OutcomeUnknown(f"{what}: cannot reach the catalog at {self.uri}: {e}") from e
+                text = f"{what}: cannot reach the catalog at {self.uri}: {e}"
+                if idempotent:
+                    raise CatalogUnavailableError(text) from e
+                raise _NoAnswer(text) from e
         raise AssertionError("unreachable")
 
     def _wire_names(self, names: Sequence[str]) -> list[str]:
@@ -451,18 +468,57 @@ class RestCatalog(Catalog):
     def _held(
         self, names: list[str], start: int | None = None, end: int | None = None
     ) -> RatifiedCommits:
+        """The ratified commits the catalog holds (unpublished: always the newest versions)
+        and the latest version: ``version/list`` newest first, until a published version."""
         _, t_api = self._apis()
-        pages = self._pages(
-            f"list versions of {names!r}", t_api.list_table_versions, p.encode_id(names)
+        held: list[RatifiedCommit] = []
+        latest: int | None = None
+        token: str | None = None
+        while True:
+            page = self._call(
+                f"list versions of {names!r}",
+                t_api.list_table_versions,
+                p.encode_id(names),
+                descending=True,
+                page_token=token,
+                limit=_PAGE,
+                idempotent=True,
+            )
+            if latest is None:
+                latest = int((page.context or {}).get(p.CTX_LATEST_VERSION, -1))
+            done = False
+            for v in page.versions:
+                commit = _commit_of(v)
+                if commit is None:  # published: so is every older version
+                    done = True
+                    break
+                held.append(commit)
+            token = page.page_token
+            if done or not token:
+                break
+        held.sort(key=lambda c: c.version)
+        return RatifiedCommits(_within(held, start, end), -1 if latest is None else latest)
+
+    def _version(self, names: list[str], version: int) -> m.TableVersion:
+        """What the catalog says of ``version`` (also once published)."""
+        _, t_api = self._apis()
+        answer = self._call(
+            f"describe version {version} of {names!r}",
+            t_api.describe_table_version,
+            p.encode_id(names),
+            m.DescribeTableVersionRequest(id=names, version=version),
+            idempotent=True,
         )
-        latest = int((pages[-1].context or {}).get(p.CTX_LATEST_VERSION, -1))
-        commits = sorted(
-            (_commit_of(v) for page in pages for v in page.versions), key=lambda c: c.version
-        )
-        return RatifiedCommits(_within(commits, start, end), latest)
+        return answer.version
 
     def _ratify(self, entries: list[tuple[list[str], int, str | None, bytes | None]]) -> None:
-        """Ratifies ``(names, version, staged name, inline content)`` entries together."""
+        """Ratifies ``(names, version, staged name, inline content)`` entries together.
+
+        A proposal whose answer is lost is sent again, identical: the catalog answers a
+        replay of the commit it ratified for that version as a success (never ratifying it
+        twice). When no answer comes at all, the catalog is asked which commit it holds for
+        the version; only when it cannot tell does :class:`CommitOutcomeUnknownError` leave.
+        """
         _, t_api = self._apis()
         wire_entries = [_entry(*e) for e in entries]
         what = f"commit version {entries[0][1]} of {entries[0][0]!r}"
@@ -487,6 +543,7 @@ class RestCatalog(Catalog):
             call = lambda: self._call(  # noqa: E731
                 what, t_api.batch_create_table_versions, batch, idempotent=False
             )
+        last: Exception | None = None
         for attempt in range(1 + self.retries):
             try:
                 call()
@@ -494,35 +551,79 @@ class RestCatalog(Catalog):
             except CommitConflictError:
                 if attempt == 0:
                     raise
-                # A retry lost to... the first attempt, still running when its answer was
-                # lost? The commit is ours then: never propose the same commit twice.
-                if self._landed(entries):
+                # A retry lost, to the first attempt whose answer was lost? Then the
+                # catalog's commit for the version is ours.
+                if self._landed(entries) is True:
                     return
                 raise
-            except _OutcomeUnknown:
-                # The answer was lost: did the catalog ratify it?
-                if self._landed(entries):
-                    return
-                if attempt == self.retries:
-                    raise
+            except _NoAnswer as e:
+                last = e
                 time.sleep(0.05 * 2**attempt)
-
-    def _landed(self, entries: list[tuple[list[str], int, str | None, bytes | None]]) -> bool:
-        names, version, path, content = entries[0]
-        held = self._held(names, version, version)
-        if held.latest_version < version:
-            return False
-        mine = any(
-            c.version == version and c.path == path and c.content == content for c in held.commits
-        )
-        if not mine:
+        # Still no answer: ask the catalog which commit it holds for the version.
+        try:
+            landed = self._landed(entries)
+        except CatalogError:
+            landed = None
+        if landed is True:
+            return
+        if landed is False:
+            names, version, _, _ = entries[0]
             raise CommitConflictError(
                 f"version {version} of {names!r} was ratified for another commit",
                 version=version,
                 reason="another commit won the version",
                 ratified=self._held(names, version, None),
             )
-        return True
+        names, version, _, _ = entries[0]
+        raise CommitOutcomeUnknownError(
+            f"{what}: the catalog at {self.uri} did not answer, and could not say whether it "
+            f"ratified the commit ({last}); reload the table to see whether version {version} "
+            "is this commit",
+            table=".".join(names),
+            version=version,
+        ) from last
+
+    def _landed(
+        self, entries: list[tuple[list[str], int, str | None, bytes | None]]
+    ) -> bool | None:
+        """Whether the catalog ratified the first entry's commit for its version: ``True``
+        (this commit), ``False`` (another one), ``None`` (the version is not ratified yet)."""
+        names, version, path, content = entries[0]
+        try:
+            found = self._version(names, version)
+        except VersionNotFoundError:
+            return None
+        metadata = found.metadata or {}
+        if path is not None:
+            staged = p.staged_name(found.manifest_path) or metadata.get(p.META_STAGED)
+            return staged == path
+        if content is None:
+            return False
+        inline = metadata.get(p.META_INLINE)
+        if inline is not None:
+            return inline.encode() == content
+        digest = metadata.get(p.META_SHA256)
+        return digest is not None and digest == hashlib.sha256(content).hexdigest()
+
+    def rollback_table(self, name: Identifier, version: int) -> None:
+        """Rolls the catalog-managed table ``name`` back to ``version``: the catalog forgets its
+        ratified, unpublished commits after it (``version/delete`` of the newest versions,
+        which needs the admin role; a published commit cannot be rolled back). The repair of
+        a table that a bad commit damaged."""
+        _, t_api = self._apis()
+        names, wire = self._id(name)
+        request = m.BatchDeleteTableVersionsRequest(
+            id=names,
+            ranges=[m.VersionRange(start_version=version + 1, end_version=-1)],
+            context={p.CTX_ROLLBACK: "true"},
+        )
+        self._call(
+            f"roll back {name!r} to version {version}",
+            t_api.batch_delete_table_versions,
+            wire,
+            request,
+            idempotent=True,
+        )
 
     def _forget(self, names: list[str], version: int) -> None:
         _, t_api = self._apis()
@@ -561,14 +662,21 @@ def _entry(
     return {"manifest_path": p.STAGED_DIR + str(path)}
 
 
-def _commit_of(v: m.TableVersion) -> RatifiedCommit:
-    inline = (v.metadata or {}).get(p.META_INLINE)
+def _commit_of(v: m.TableVersion) -> RatifiedCommit | None:
+    """The held (unpublished) commit a listed version is, or ``None`` for a published one."""
+    metadata = v.metadata or {}
+    if metadata.get(p.META_PUBLISHED) == "true":
+        return None
+    sha256 = metadata.get(p.META_SHA256)
+    inline = metadata.get(p.META_INLINE)
     if inline is not None:
-        return RatifiedCommit(v.version, content=inline.encode(), timestamp=v.timestamp_millis)
+        return RatifiedCommit(
+            v.version, content=inline.encode(), timestamp=v.timestamp_millis, sha256=sha256
+        )
     name = p.staged_name(v.manifest_path)
     if name is None:
         raise CatalogError(f"the catalog listed version {v.version} as {v.manifest_path!r}")
-    return RatifiedCommit(v.version, path=name, timestamp=v.timestamp_millis)
+    return RatifiedCommit(v.version, path=name, timestamp=v.timestamp_millis, sha256=sha256)
 
 
 class RestTableClient:
@@ -587,22 +695,12 @@ class RestTableClient:
         #: After this client ratified version v on top of ``_last``: the commits held up to v,
         #: which publishing v asks for right away (one round trip fewer per commit).
         self._after_commit: RatifiedCommits | None = None
-        #: The version this client ratified last, and, once it is published, the answer for
-        #: the writer's own refresh right after (read-your-writes: the table as of its commit).
-        self._committed: int | None = None
-        self._after_publish: RatifiedCommits | None = None
 
     def get_ratified_commits(
         self, start_version: int | None = None, end_version: int | None = None
     ) -> RatifiedCommits:
         with self._lock:
             known, self._after_commit = self._after_commit, None
-            own, self._after_publish = self._after_publish, None
-        if own is not None and end_version is None:
-            # The writer's refresh right after its commit was published (everything up to it
-            # is published, so nothing is held): that commit is the latest it knows of. A
-            # later one is seen by its next refresh, or rebased onto when it commits.
-            return RatifiedCommits([], own.latest_version)
         if known is not None and end_version is not None and end_version <= known.latest_version:
             # Publishing what this client just ratified: the catalog held these commits when it
             # ratified it. One another writer published since is published again harmlessly
@@ -636,7 +734,6 @@ class RestTableClient:
             self._catalog._ratify([(self._names, version, path, content)])
             return
         with self._lock:
-            self._committed = version
             if before is not None and before.latest_version == version - 1:
                 mine = RatifiedCommit(version, path=path, content=content)
                 self._after_commit = RatifiedCommits([*before.commits, mine], version)
@@ -654,9 +751,6 @@ class RestTableClient:
 
     def published(self, version: int) -> None:
         self._catalog._forget(self._names, version)
-        with self._lock:
-            if self._committed == version:
-                self._after_publish = RatifiedCommits([], version)
 
 
 class _RestStore:

@@ -16,9 +16,12 @@ namespace's table and table-version routes.
   ``manifest_path`` (``_delta_log/_staged_commits/<v>.<uuid>.json``); an **inline** commit sets
   ``manifest_path`` to the file it will be published as (``_delta_log/<v>.json``) and carries
   its newline-delimited JSON actions in ``metadata[META_INLINE]``.
-* ``ListTableVersions`` lists the ratified commits the catalog still holds (unpublished), in
-  the same form, and says the latest ratified version in the response's
-  ``context[CTX_LATEST_VERSION]``.
+* ``ListTableVersions`` lists the table's versions, ``0`` to the latest ratified one (said in
+  the response's ``context[CTX_LATEST_VERSION]``), ascending or (``descending=true``) newest
+  first: the commits the catalog still holds (unpublished) in the same form as above, the
+  published ones as ``_delta_log/<v>.json`` with ``metadata[META_PUBLISHED] == "true"``.
+  Every version the catalog recorded carries the SHA-256 of its ratified content
+  (``metadata[META_SHA256]``): readers and publishers check the content against it.
 * A conflict (``409``, code 14) carries what the writer needs to rebase in the error's
   ``context``: :data:`CTX_LATEST_VERSION` and :data:`CTX_RATIFIED` (a JSON list of the commits
   held from the proposed version on, ``{"version", "path" | "content", "timestamp"}``).
@@ -90,9 +93,21 @@ RESERVED_PROPERTIES = frozenset({PROP_FORMAT, PROP_CATALOG_MANAGED})
 
 #: ``TableVersion.metadata`` key of an inline commit's content.
 META_INLINE = "delta.inlineCommit"
+#: ``TableVersion.metadata`` key of the SHA-256 of the content the catalog ratified.
+META_SHA256 = "delta.sha256"
+#: ``TableVersion.metadata`` key saying ``"true"`` for a version already published.
+META_PUBLISHED = "delta.published"
+#: ``TableVersion.metadata`` key of a published version's ``commitInfo.txnId``.
+META_TXN_ID = "delta.txnId"
+#: ``TableVersion.metadata`` key of a published version's staged file name, if it was staged.
+META_STAGED = "delta.stagedCommit"
 #: ``DescribeTableResponse.metadata`` keys of the cached latest protocol / metadata actions.
 META_PROTOCOL = "delta.protocol"
 META_METADATA = "delta.metaData"
+
+#: ``BatchDeleteTableVersionsRequest.context`` key: ``"true"`` asks an admin's rollback of the
+#: newest unpublished versions the ranges cover (never a side effect of forgetting).
+CTX_ROLLBACK = "delta.rollback"
 
 #: Response / error ``context`` keys.
 CTX_LATEST_VERSION = "delta.latestVersion"
@@ -102,7 +117,7 @@ CTX_RATIFIED = "delta.ratifiedCommits"
 DEFAULT_DELIMITER = "$"
 
 STAGED_DIR = "_delta_log/_staged_commits/"
-_STAGED_NAME = re.compile(r"^(\d{20})\.[0-9A-Za-z-]+\.json$")
+_STAGED_NAME = re.compile(r"(\d{20})\.[0-9A-Za-z-]{1,64}\.json")
 
 
 def published_path(version: int) -> str:
@@ -117,12 +132,12 @@ def staged_name(manifest_path: str) -> str | None:
     name = manifest_path[len(STAGED_DIR) :] if manifest_path.startswith(STAGED_DIR) else None
     if name is None and "/" not in manifest_path:
         name = manifest_path
-    return name if name is not None and _STAGED_NAME.match(name) else None
+    return name if name is not None and _STAGED_NAME.fullmatch(name) else None
 
 
 def staged_version(name: str) -> int:
     """The version a staged commit's file name carries (``<v>.<uuid>.json``)."""
-    match = _STAGED_NAME.match(name)
+    match = _STAGED_NAME.fullmatch(name)
     if match is None:
         raise ValueError(f"not a staged commit file name: {name!r}")
     return int(match.group(1))

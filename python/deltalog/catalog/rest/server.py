@@ -70,7 +70,13 @@ from deltalog.catalog.rest.limits import (
     ConnectionLimits,
 )
 from deltalog.catalog.rest.redact import redact
-from deltalog.catalog.rest.service import CatalogService, Request, RestError, error_code
+from deltalog.catalog.rest.service import (
+    NO_CONTENT,
+    CatalogService,
+    Request,
+    RestError,
+    error_code,
+)
 from deltalog.exceptions import DeltaError, InvalidArgumentError
 
 _log = logging.getLogger("deltalog.catalog.server")
@@ -308,6 +314,8 @@ def create_app(
             response: Response = (
                 Response(status_code=200)
                 if result is None
+                else Response(status_code=204)
+                if result is NO_CONTENT
                 else _Json(result.to_dict(), status_code=200)
             )
         except RestError as e:

@@ -13,7 +13,6 @@ takes an inline commit's from the request) and decides from it what the commit c
 
 from __future__ import annotations
 
-import json
 import logging
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -22,27 +21,30 @@ from typing import Any, TypeVar
 from lance_namespace_urllib3_client import models as m
 
 from deltalog.catalog import names
-from deltalog.catalog.client import RatifiedCommit, RatifiedCommits
 from deltalog.catalog.managed import (
     ManagedCatalog,
-    Proposal,
     PurgeRefusedError,
     Store,
     TableRecord,
 )
 from deltalog.catalog.rest import protocol as p
 from deltalog.catalog.rest.auth import Principal, allows
-from deltalog.catalog.rest.governance import InvalidCommitError, parse_commit
+from deltalog.catalog.rest.versions import VersionRoutes
 from deltalog.exceptions import (
     AlreadyExistsError,
     CatalogError,
     CatalogThrottledError,
     CommitConflictError,
+    CorruptDataFileError,
+    CorruptDeletionVectorError,
+    CorruptLogError,
+    DataFileNotFoundError,
     DeltaError,
     InvalidArgumentError,
     NamespaceNotEmptyError,
     NamespaceNotFoundError,
     TableNotFoundError,
+    VersionNotFoundError,
 )
 
 _log = logging.getLogger("deltalog.catalog.server")
@@ -98,8 +100,20 @@ class Request:
     delimiter: str
 
 
-class CatalogService:
-    """The server's operations over ``catalog`` (see the module docs)."""
+class NoContent:
+    """What an operation answers for ``204 No Content``."""
+
+
+#: The answer of an operation that succeeded with nothing to say (HTTP 204).
+NO_CONTENT = NoContent()
+
+
+class CatalogService(VersionRoutes):
+    """The server's operations over ``catalog`` (see the module docs); the table-version
+    routes are :class:`~deltalog.catalog.rest.versions.VersionRoutes`'."""
+
+    #: The most bytes an Arrow IPC body of ``CreateTable`` decodes to (set by the server).
+    max_decoded_bytes: int = 256 * 1024 * 1024
 
     def __init__(
         self,
@@ -231,7 +245,7 @@ class CatalogService:
     def namespace_exists(self, r: Request) -> None:
         self._namespace_id(r.names)
 
-    def drop_namespace(self, r: Request) -> m.DropNamespaceResponse:
+    def drop_namespace(self, r: Request) -> m.DropNamespaceResponse | NoContent:
         body: m.DropNamespaceRequest = r.body
         mode = (body.mode or "fail").lower()
         behavior = (body.behavior or "restrict").lower()
@@ -243,7 +257,7 @@ class CatalogService:
             nid = self._namespace_id(r.names)
         except RestError:
             if mode == "skip":
-                return m.DropNamespaceResponse()
+                return NO_CONTENT  # "Skip: the server must return 204"
             raise
         properties = self.store.namespace_properties(nid)
         if behavior == "cascade":
@@ -327,15 +341,13 @@ class CatalogService:
 
     def create_table(self, r: Request, data: bytes) -> m.CreateTableResponse:
         """``CreateTable``: a new catalog-managed Delta table from an Arrow IPC stream."""
-        import pyarrow as pa
-
         mode = r.query.get("mode", "create").lower()
         if mode not in ("create", "exist_ok", "existok", "overwrite"):
             raise RestError(p.INVALID_INPUT, f"unknown mode {mode!r}")
-        try:
-            table = pa.ipc.open_stream(data).read_all()
-        except (pa.ArrowInvalid, OSError) as e:
-            raise RestError(p.INVALID_INPUT, f"the body is not an Arrow IPC stream: {e}") from e
+        from deltalog.catalog.rest.arrow_body import decode_arrow_body
+
+        # At most max_decoded_bytes, refused (413) before anything is decompressed or expanded.
+        table = decode_arrow_body(data, self.max_decoded_bytes)
         pid = self._namespace_id(r.names[:-1]) if r.names else None
         record = self.store.table(pid, r.names[-1]) if pid is not None and r.names else None
         if record is not None:
@@ -352,7 +364,15 @@ class CatalogService:
                 raise RestError(
                     p.INVALID_TABLE_STATE, "a storage-managed table is not written here"
                 )
-            loaded = self.catalog.load_table(r.names)
+            try:
+                loaded = self.catalog.load_table(r.names)
+            except (CorruptLogError, DataFileNotFoundError, CorruptDataFileError) as e:
+                raise RestError(
+                    p.INVALID_TABLE_STATE,
+                    f"table {r.names!r} cannot be read, so it cannot be overwritten: {e}. An "
+                    "admin can roll it back to its last readable version first (version/delete "
+                    "of its newest unpublished versions)",
+                ) from e
             from deltalog.writer import write_table
 
             version = write_table(loaded, table, mode="overwrite", schema_mode="overwrite")
@@ -405,15 +425,21 @@ class CatalogService:
                 f"{record.latest_version})",
             )
         metadata = {}
-        if record.protocol:
-            metadata[p.META_PROTOCOL] = record.protocol
-        if record.metadata:
-            metadata[p.META_METADATA] = record.metadata
+        protocol_json, metadata_json = record.protocol, record.metadata
+        described = record.latest_version if record.managed and not declared else None
+        if version is not None and not declared and version != described:
+            # An older version: its own protocol and metadata, read through the catalog.
+            protocol_json, metadata_json = self._state_at(record, version)
+            described = version
+        if protocol_json:
+            metadata[p.META_PROTOCOL] = protocol_json
+        if metadata_json:
+            metadata[p.META_METADATA] = metadata_json
         flag = _flag(r.query, "with_table_uri") or bool(body.with_table_uri)
         return m.DescribeTableResponse(
             table=r.names[-1],
             namespace=r.names[:-1],
-            version=record.latest_version if record.managed and not declared else None,
+            version=described,
             location=record.location,
             table_uri=_uri(record.location) if flag else None,
             metadata=metadata,
@@ -421,6 +447,24 @@ class CatalogService:
             managed_versioning=record.managed,
             is_only_declared=declared,
         )
+
+    def _state_at(self, record: TableRecord, version: int) -> tuple[str, str]:
+        """The protocol and metadata (JSON) of ``version`` of the table."""
+        from deltalog.catalog.managed import TableCatalogClient, state_json
+        from deltalog.table import DeltaTable
+
+        client = TableCatalogClient(self.store, record.id) if record.managed else None
+        try:
+            table = DeltaTable(
+                record.location,
+                version=version,
+                storage_options=self.storage_options,
+                catalog_client=client,
+            )
+        except VersionNotFoundError as e:
+            raise RestError(p.TABLE_VERSION_NOT_FOUND, str(e)) from e
+        protocol, metadata, _ = state_json(table)
+        return protocol, metadata
 
     def table_exists(self, r: Request) -> None:
         body: m.TableExistsRequest = r.body
@@ -433,7 +477,8 @@ class CatalogService:
             raise RestError(
                 p.INVALID_TABLE_STATE,
                 f"table {record.name!r} holds ratified commits that are not published yet; "
-                "publish them first (they exist nowhere else)",
+                "publish them first (they exist nowhere else), or, as an admin, roll them "
+                "back (version/delete of its unpublished versions)",
             )
         self.store.drop_table(record.id)
 
@@ -454,249 +499,9 @@ class CatalogService:
             id=r.names, location=record.location, properties=dict(record.properties or {})
         )
 
-    # -- table versions --------------------------------------------------------------------
-
-    @staticmethod
-    def _wire_version(c: RatifiedCommit) -> m.TableVersion:
-        if c.content is not None:
-            return m.TableVersion(
-                version=c.version,
-                manifest_path=p.published_path(c.version),
-                manifest_size=len(c.content),
-                timestamp_millis=c.timestamp,
-                metadata={p.META_INLINE: c.content.decode()},
-            )
-        return m.TableVersion(
-            version=c.version,
-            manifest_path=p.STAGED_DIR + str(c.path),
-            timestamp_millis=c.timestamp,
-        )
-
-    def list_table_versions(self, r: Request) -> m.ListTableVersionsResponse:
-        limit = self._limit(_int_query(r.query, "limit"))
-        descending = _flag(r.query, "descending")
-        record = self._managed(r.names)
-        held = self.store.commits(record.id, None, None)
-        token_text = r.query.get("page_token")
-        try:
-            token = int(token_text) if token_text else None
-        except ValueError as e:
-            raise RestError(p.INVALID_INPUT, f"not a page token: {token_text!r}") from e
-        commits = list(held.commits)
-        if descending:
-            chosen = [c for c in reversed(commits) if token is None or c.version < token]
-            more = limit is not None and len(chosen) > limit
-            chosen = chosen[:limit] if limit is not None else chosen
-            next_token = str(chosen[-1].version) if more and chosen else None
-        else:
-            chosen, last = page(commits, lambda c: c.version, token, limit)
-            next_token = None if last is None else str(last)
-        return m.ListTableVersionsResponse(
-            versions=[self._wire_version(c) for c in chosen],
-            page_token=next_token,
-            context={p.CTX_LATEST_VERSION: str(held.latest_version)},
-        )
-
-    def describe_table_version(self, r: Request) -> m.DescribeTableVersionResponse:
-        body: m.DescribeTableVersionRequest = r.body
-        record = self._managed(r.names)
-        version = record.latest_version if body.version is None else body.version
-        if version < 0 or version > record.latest_version:
-            raise RestError(p.TABLE_VERSION_NOT_FOUND, f"version {version} does not exist")
-        held = self.store.commits(record.id, version, version)
-        if held.commits:
-            return m.DescribeTableVersionResponse(version=self._wire_version(held.commits[0]))
-        return m.DescribeTableVersionResponse(
-            version=m.TableVersion(version=version, manifest_path=p.published_path(version))
-        )
-
-    def _proposal(
-        self,
-        principal: Principal,
-        names: list[str],
-        record: TableRecord,
-        version: int,
-        manifest_path: str,
-        metadata: dict[str, str] | None,
-    ) -> Proposal:
-        """A version/create request as a :class:`Proposal`, after the governance check."""
-        if record.latest_version + 1 != version:
-            # Behind (or ahead): the winners, so that the writer rebases.
-            held = self.store.commits(record.id, version, None)
-            raise _conflict(version, held, names)
-        inline = (metadata or {}).get(p.META_INLINE)
-        name = p.staged_name(manifest_path)
-        if inline is not None:
-            if manifest_path != p.published_path(version):
-                raise RestError(
-                    p.INVALID_INPUT,
-                    f"an inline commit's manifest_path is {p.published_path(version)}",
-                )
-            content = inline.encode()
-        elif name is not None:
-            if p.staged_version(name) != version:
-                raise RestError(
-                    p.INVALID_INPUT, f"staged commit {name} is not a commit of version {version}"
-                )
-            try:
-                found = self._log_file(record.location, "_staged_commits/" + name)
-            except (DeltaError, OSError) as e:
-                raise RestError(
-                    p.SERVICE_UNAVAILABLE, f"cannot read the staged commit {name}: {e}"
-                ) from e
-            if found is None:
-                raise RestError(
-                    p.INVALID_INPUT,
-                    f"the staged commit {p.STAGED_DIR}{name} of {record.location} does not exist",
-                )
-            content = bytes(found)
-        else:
-            raise RestError(
-                p.INVALID_INPUT,
-                f"manifest_path {manifest_path!r} is neither a staged commit "
-                f"({p.STAGED_DIR}<version>.<uuid>.json) nor an inline commit "
-                f"({p.published_path(version)} with metadata[{p.META_INLINE!r}])",
-            )
-        try:
-            parsed = parse_commit(content, version)
-        except InvalidCommitError as e:
-            raise RestError(p.INVALID_INPUT, str(e)) from e
-        if version > 0:
-            changed = parsed.changes_table_definition(record.protocol, record.metadata)
-            if changed:
-                self._require(
-                    principal,
-                    "admin",
-                    f"commit version {version} of {'.'.join(names)}, which changes the table's "
-                    f"{' and '.join(changed)}",
-                )
-        return Proposal(
-            record.id,
-            version,
-            name if inline is None else None,
-            content if inline is not None else None,
-            protocol=parsed.protocol,
-            metadata=parsed.metadata,
-        )
-
-    def _ratify(self, proposals: list[Proposal], names: list[list[str]]) -> None:
-        try:
-            self.store.ratify_all(proposals)
-        except CommitConflictError as e:
-            held = e.ratified if isinstance(e.ratified, RatifiedCommits) else None
-            which = names[0]
-            for proposal, n in zip(proposals, names, strict=True):
-                if held is not None and e.version == proposal.version:
-                    which = n
-                    break
-            raise _conflict(
-                e.version if e.version is not None else -1,
-                held or RatifiedCommits((), -1),
-                which,
-            ) from e
-        except CatalogThrottledError as e:
-            raise RestError(p.THROTTLING, str(e)) from e
-
-    def create_table_version(self, r: Request) -> m.CreateTableVersionResponse:
-        body: m.CreateTableVersionRequest = r.body
-        record = self._managed(r.names)
-        proposal = self._proposal(
-            r.principal, r.names, record, body.version, body.manifest_path, body.metadata
-        )
-        self._ratify([proposal], [r.names])
-        committed = RatifiedCommit(
-            proposal.version, path=proposal.path, content=proposal.content, timestamp=None
-        )
-        return m.CreateTableVersionResponse(version=self._wire_version(committed))
-
-    def batch_create_table_versions(self, r: Request) -> m.BatchCreateTableVersionsResponse:
-        body: m.BatchCreateTableVersionsRequest = r.body
-        if not body.entries:
-            raise RestError(p.INVALID_INPUT, "a batch needs at least one entry")
-        proposals, names = [], []
-        seen: set[int] = set()
-        for entry in body.entries:
-            record = self._managed(list(entry.id))
-            if record.id in seen:
-                raise RestError(
-                    p.INVALID_INPUT, f"two entries name table {entry.id!r}: one version a table"
-                )
-            seen.add(record.id)
-            proposals.append(
-                self._proposal(
-                    r.principal,
-                    list(entry.id),
-                    record,
-                    entry.version,
-                    entry.manifest_path,
-                    entry.metadata,
-                )
-            )
-            names.append(list(entry.id))
-        self._ratify(proposals, names)
-        return m.BatchCreateTableVersionsResponse(
-            versions=[
-                self._wire_version(RatifiedCommit(q.version, path=q.path, content=q.content))
-                for q in proposals
-            ]
-        )
-
-    def _log_file(self, location: str, relative: str) -> bytes | None:
-        """``_delta_log/<relative>`` of the table at ``location`` (``relative`` checked by the
-        caller: no ``..``), or None when missing; local tables read directly."""
-        from deltalog import _native
-
-        local = location[len("file://") :] if location.startswith("file://") else location
-        if "://" not in local and not self.storage_options:
-            try:
-                with open(f"{local}/_delta_log/{relative}", "rb") as f:
-                    return f.read()
-            except FileNotFoundError:
-                return None
-        found = _native.read_log_file(location, relative, self.storage_options)
-        return None if found is None else bytes(found)
-
-    def delete_table_versions(self, r: Request) -> m.BatchDeleteTableVersionsResponse:
-        body: m.BatchDeleteTableVersionsRequest = r.body
-        record = self._managed(r.names)
-        highest = -1
-        for span in body.ranges:
-            end = record.latest_version if span.end_version == -1 else span.end_version - 1
-            end = min(end, record.latest_version)
-            if span.start_version < 0 or (span.end_version < -1):
-                raise RestError(p.INVALID_INPUT, f"invalid version range {span.to_dict()}")
-            if end >= span.start_version:
-                highest = max(highest, end)
-        if highest < 0:
-            return m.BatchDeleteTableVersionsResponse(deleted_count=0)
-        try:
-            published = self._log_file(
-                record.location, p.published_path(highest)[len("_delta_log/") :]
-            )
-        except (DeltaError, OSError) as e:
-            raise RestError(p.SERVICE_UNAVAILABLE, f"cannot check the published log: {e}") from e
-        if published is None:
-            raise RestError(
-                p.INVALID_TABLE_STATE,
-                f"version {highest} of {'.'.join(r.names)} is not published yet "
-                f"({p.published_path(highest)} does not exist): the catalog keeps it",
-            )
-        return m.BatchDeleteTableVersionsResponse(
-            deleted_count=self.store.forget(record.id, highest)
-        )
-
 
 def _declared(record: TableRecord) -> bool:
     return record.managed and record.latest_version < 0
-
-
-def _conflict(version: int, held: RatifiedCommits, names: list[str]) -> RestError:
-    return RestError(
-        p.CONCURRENT_MODIFICATION,
-        f"version {version} of {'.'.join(names)} cannot be ratified: the latest ratified "
-        f"version is {held.latest_version}",
-        context={**p.ratified_to_wire(held), "delta.table": json.dumps(names)},
-    )
 
 
 def _int_query(query: dict[str, str], key: str) -> int | None:
@@ -732,6 +537,12 @@ _ERROR_CODES: tuple[tuple[type[BaseException], int], ...] = (
     (CatalogThrottledError, p.THROTTLING),
     (InvalidArgumentError, p.INVALID_INPUT),
     (CatalogError, p.SERVICE_UNAVAILABLE),
+    # A table whose log or files cannot be read: the table's state, not the server's fault.
+    (CorruptLogError, p.INVALID_TABLE_STATE),
+    (CorruptDataFileError, p.INVALID_TABLE_STATE),
+    (CorruptDeletionVectorError, p.INVALID_TABLE_STATE),
+    (DataFileNotFoundError, p.INVALID_TABLE_STATE),
+    (VersionNotFoundError, p.TABLE_VERSION_NOT_FOUND),
 )
 
 
