@@ -266,6 +266,28 @@ def test_the_generated_client_on_every_route(server: Any, tmp_path: Path) -> Non
 # -- pylance ----------------------------------------------------------------------------------
 
 
+def test_describe_table_honours_version(server: Any) -> None:
+    """``DescribeTable`` with ``version`` describes that version: its number, and its own
+    protocol and metadata (the schema before a column was added), not the latest's."""
+    _, tables = apis(server.url)
+    cat = dl.connect_catalog({"type": "rest", "uri": server.url})
+    cat.write_table("t", rows(1))
+    cat.load_table("t").alter.add_columns(pa.schema({"x": pa.int64()}))
+
+    def fields(answer: Any) -> list[str]:
+        schema = json.loads(json.loads(answer.metadata["delta.metaData"])["schemaString"])
+        return [f["name"] for f in schema["fields"]]
+
+    latest = tables.describe_table("t", m.DescribeTableRequest())
+    assert latest.version == 1 and fields(latest) == ["id", "x"]
+    old = tables.describe_table("t", m.DescribeTableRequest(version=0))
+    assert old.version == 0 and fields(old) == ["id"]
+    assert "catalogManaged" in json.loads(old.metadata["delta.protocol"])["readerFeatures"]
+    with pytest.raises(api_errors.NotFoundException) as missing:
+        tables.describe_table("t", m.DescribeTableRequest(version=7))
+    assert error_of(missing.value)["code"] == 11
+
+
 def test_pylance_rest_namespace(server: Any, tmp_path: Path) -> None:
     import lance_namespace as ln
     from lance_namespace import errors
