@@ -39,7 +39,7 @@ python -m ruff check python tests benches examples
 
 echo "== pytest"
 set +e
-python -m pytest -q -p no:cacheprovider "$@"
+python -m pytest -q -p no:cacheprovider --durations=10 "$@"
 status=$?
 set -e
 if [ "$status" -eq 5 ]; then
