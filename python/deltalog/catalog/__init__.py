@@ -38,10 +38,13 @@ from deltalog.catalog.directory import DirectoryCatalog, _directory_uri
 from deltalog.catalog.managed import (
     ManagedCatalog,
     Proposal,
+    PurgeRefusedError,
     TableCatalogClient,
     TableDescription,
 )
+from deltalog.catalog.names import InvalidNameError
 from deltalog.catalog.postgresql import PostgresStore
+from deltalog.catalog.ratification import ProposalError
 from deltalog.catalog.sqlite import SqliteStore
 from deltalog.catalog.transaction import CatalogTransaction
 from deltalog.exceptions import InvalidArgumentError, UnsupportedFeatureError
@@ -54,9 +57,12 @@ __all__ = [
     "CatalogTransaction",
     "DirectoryCatalog",
     "Identifier",
+    "InvalidNameError",
     "ManagedCatalog",
     "PostgresStore",
     "Proposal",
+    "ProposalError",
+    "PurgeRefusedError",
     "RatifiedCommit",
     "RatifiedCommits",
     "SqliteStore",

@@ -34,6 +34,7 @@ if TYPE_CHECKING:
     from deltalog.catalog.transaction import CatalogTransaction
     from deltalog.table import DeltaTable
 
+
 class PurgeRefusedError(CatalogError):
     """``drop_table(purge=True)`` refused to delete a table's recorded location: it is the
     warehouse or above it, holds another table's directory, or cannot be checked."""
@@ -500,7 +501,6 @@ class ManagedCatalog(Catalog):
         """Sets the table's cached protocol, metadata and clustering domain from its latest
         version, read through the catalog (after a rollback); left unknown when the table
         cannot be read."""
-
         from deltalog.exceptions import DeltaError
 
         record = self._store.table_by_id(table_id)
