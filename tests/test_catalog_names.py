@@ -45,19 +45,25 @@ BAD_NAMES = [
 ]
 
 
-@pytest.fixture(params=["dir", "sqlite", "postgresql", "rest"])
-def config(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Config]:
+def catalog_config(kind: str, request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Config]:
+    """A new, empty catalog of ``kind``; keys starting with ``_`` are the test's own (the REST
+    server's SQLite database)."""
     warehouse = str(tmp_path / "wh")
-    if request.param == "dir":
+    if kind == "dir":
         yield {"type": "dir", "path": warehouse}
-    elif request.param == "sqlite":
+    elif kind == "sqlite":
         yield {"type": "sqlite", "path": str(tmp_path / "catalog.db"), "warehouse": warehouse}
-    elif request.param == "postgresql":
+    elif kind == "postgresql":
         uri = request.getfixturevalue("postgres_uri")
         yield {"type": "postgresql", "uri": uri, "warehouse": warehouse}
     else:
         with catalog_server.running(tmp_path / "server", warehouse=warehouse) as server:
             yield {"type": "rest", "uri": server.url, "_db": str(tmp_path / "server/catalog.db")}
+
+
+@pytest.fixture(params=["dir", "sqlite", "postgresql", "rest"])
+def config(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Config]:
+    yield from catalog_config(request.param, request, tmp_path)
 
 
 def connect(config: Config) -> Any:
@@ -157,15 +163,7 @@ def test_a_slash_cannot_nest_one_table_in_another(config: Config, tmp_path: Path
 
 @pytest.fixture(params=["sqlite", "postgresql", "rest"])
 def managed(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Config]:
-    warehouse = str(tmp_path / "wh")
-    if request.param == "sqlite":
-        yield {"type": "sqlite", "path": str(tmp_path / "catalog.db"), "warehouse": warehouse}
-    elif request.param == "postgresql":
-        uri = request.getfixturevalue("postgres_uri")
-        yield {"type": "postgresql", "uri": uri, "warehouse": warehouse}
-    else:
-        with catalog_server.running(tmp_path / "server", warehouse=warehouse) as server:
-            yield {"type": "rest", "uri": server.url, "_db": str(tmp_path / "server/catalog.db")}
+    yield from catalog_config(request.param, request, tmp_path)
 
 
 def test_one_directory_is_one_table(managed: Config, tmp_path: Path) -> None:

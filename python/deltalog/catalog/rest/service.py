@@ -30,6 +30,7 @@ from deltalog.catalog.managed import (
 from deltalog.catalog.rest import protocol as p
 from deltalog.catalog.rest.auth import Principal, allows
 from deltalog.catalog.rest.versions import VersionRoutes
+from deltalog.catalog.rest.versions import int_query as _int_query
 from deltalog.exceptions import (
     AlreadyExistsError,
     CatalogError,
@@ -502,16 +503,6 @@ class CatalogService(VersionRoutes):
 
 def _declared(record: TableRecord) -> bool:
     return record.managed and record.latest_version < 0
-
-
-def _int_query(query: dict[str, str], key: str) -> int | None:
-    text = query.get(key)
-    if text is None or text == "":
-        return None
-    try:
-        return int(text)
-    except ValueError as e:
-        raise RestError(p.INVALID_INPUT, f"{key} is not an integer: {text!r}") from e
 
 
 def _flag(query: dict[str, str], key: str) -> bool:

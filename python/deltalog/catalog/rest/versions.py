@@ -116,7 +116,7 @@ class VersionRoutes:
     # -- listing -----------------------------------------------------------------------------
 
     def list_table_versions(self, r: Request) -> m.ListTableVersionsResponse:
-        limit = self._limit(_int_query(r.query, "limit")) or MAX_PAGE
+        limit = self._limit(int_query(r.query, "limit")) or MAX_PAGE
         descending = r.query.get("descending", "false").lower() == "true"
         record = self._managed(r.names)
         held = self.store.commits(record.id, None, None)
@@ -477,7 +477,8 @@ def _conflict(version: int, held: RatifiedCommits, names: list[str]) -> Exceptio
     )
 
 
-def _int_query(query: dict[str, str], key: str) -> int | None:
+def int_query(query: dict[str, str], key: str) -> int | None:
+    """The integer query parameter ``key`` (``None`` when absent or empty; 400 otherwise)."""
     text = query.get(key)
     if text is None or text == "":
         return None
