@@ -216,15 +216,15 @@ def check_proposal(
         ProposalError: what the catalog must not ratify, naming the version and the rule.
     """
     from deltalog import _native
-    from deltalog.exceptions import DeltaError
+    from deltalog.exceptions import DeltaError, StorageError
 
     try:
         report = _native.check_proposal(
             location, version, bytes(content), storage_options, check_files
         )
+    except StorageError:
+        raise  # the table's storage failed: not the proposal's fault
     except (DeltaError, OverflowError, ValueError) as e:
-        if isinstance(e, DeltaError) and type(e).__name__ in ("StorageError", "CatalogError"):
-            raise
         rule = getattr(e, "rule", None) or str(e)
         raise ProposalError(version, rule) from e
 

@@ -208,10 +208,6 @@ def _read_checked(data: bytes, max_decoded_bytes: int) -> pa.Table:
     return table
 
 
-def check_arrow_body(data: bytes, max_decoded_bytes: int) -> None:
-    """Raises what :func:`decode_arrow_body` raises, without expanding any column."""
-    _read_checked(data, max_decoded_bytes)
-
 
 def decode_arrow_body(data: bytes, max_decoded_bytes: int) -> pa.Table:
     """The table of an Arrow IPC stream, refused before it is decoded if it would take more

@@ -60,7 +60,6 @@ from starlette.responses import JSONResponse, Response
 
 from deltalog.catalog.managed import ManagedCatalog
 from deltalog.catalog.rest import protocol as p
-from deltalog.catalog.rest.arrow_body import check_arrow_body
 from deltalog.catalog.rest.auth import ANONYMOUS_ADMIN, Principal, TokenStore, allows
 from deltalog.catalog.rest.bodies import PayloadTooLarge, parse_json_body
 from deltalog.catalog.rest.limits import (
@@ -303,9 +302,6 @@ def create_app(
             model = await run_in_threadpool(_model, op, raw, names)
             call = Request(principal, names or [], model, query, delimiter)
             handler: Callable[..., Any] = getattr(service, op.handler)
-            if create:
-                # Refused before pyarrow decodes it (413 past max_decoded_bytes).
-                await run_in_threadpool(check_arrow_body, raw, max_decoded_bytes)
             result = (
                 await run_in_threadpool(handler, call, raw)
                 if create

@@ -71,10 +71,15 @@ class VersionRoutes:
     storage_options: dict[str, str] | None
     max_staged_bytes: int = ratification.MAX_STAGED_COMMIT_BYTES
 
-    # provided by CatalogService
-    def _managed(self, names: list[str]) -> TableRecord: ...  # pragma: no cover
-    def _require(self, principal: Principal, role: str, what: str) -> None: ...  # pragma: no cover
-    def _limit(self, value: int | None) -> int | None: ...  # pragma: no cover
+    # Provided by CatalogService (a class using this mixin must define them).
+    def _managed(self, names: list[str]) -> TableRecord:
+        raise NotImplementedError
+
+    def _require(self, principal: Principal, role: str, what: str) -> None:
+        raise NotImplementedError
+
+    def _limit(self, value: int | None) -> int | None:
+        raise NotImplementedError
 
     # -- the wire form of a version ----------------------------------------------------------
 
