@@ -454,6 +454,7 @@ def test_metrics_are_deltalakes(tmp_path: Path, layout: str) -> None:
             "plannerStrategy",
             "preservedStableOrder",
             "maxBinSpanFiles",
+            "numBatches",  # small files: one record batch each, as deltalake reads them
         ):
             assert mine[key] == peer[key], (key, mine[key], peer[key])
         if run == 0:  # the same files (a second Z-order removes what each one wrote)
@@ -464,6 +465,48 @@ def test_metrics_are_deltalakes(tmp_path: Path, layout: str) -> None:
     assert content(dl.DeltaTable(str(ours)).to_pyarrow_table()) == content(
         deltalake.DeltaTable(str(theirs)).to_pyarrow_table()
     )
+
+
+@pytest.mark.parametrize("progress", [False, True])
+def test_num_batches_counts_record_batches_written(tmp_path: Path, progress: bool) -> None:
+    """``numBatches`` means what deltalake's does, the record batches passed to the writer,
+    not the bins: one bin of four files whose row groups are each read as one batch gives
+    eight (deltalake, reading 8Ki-row batches, also counts eight here), on the native run and
+    on the run reporting progress alike. Z-order writes its sorted rows in batches of up to
+    64Ki rows: 3 for 150,000 rows in one partition's single key range."""
+    source = tmp_path / "src"
+    for i in range(4):
+        t = pa.table({"id": pa.array(range(i * 4000, (i + 1) * 4000), pa.int64())})
+        pq.write_table(t, tmp_path / f"f{i}.parquet", row_group_size=2000)
+        deltalake.write_deltalake(str(source), t, mode="append")
+    # Two row groups per file (pyarrow wrote them), each small enough for one batch; the log's
+    # sizes fixed up and its statistics dropped for the swapped files.
+    sizes = {}
+    for i, data in enumerate(sorted(source.glob("*.parquet"))):
+        shutil.copy(tmp_path / f"f{i}.parquet", data)
+        sizes[data.name] = data.stat().st_size
+    for commit in sorted((source / "_delta_log").glob("*.json")):
+        lines = []
+        for line in commit.read_text().splitlines():
+            action = json.loads(line)
+            if "add" in action:
+                action["add"]["size"] = sizes[action["add"]["path"]]
+                action["add"].pop("stats", None)
+            lines.append(json.dumps(action))
+        commit.write_text("\n".join(lines) + "\n")
+    ours, theirs = tmp_path / "ours", tmp_path / "theirs"
+    shutil.copytree(source, ours)
+    shutil.copytree(source, theirs)
+    mine = dl.DeltaTable(str(ours)).optimize.compact(
+        progress=(lambda *a: None) if progress else False
+    )
+    peer = deltalake.DeltaTable(str(theirs)).optimize.compact()
+    assert mine["numFilesRemoved"] == 4 and mine["numBatches"] == 8 == peer["numBatches"]
+
+    z = tmp_path / "z"
+    dl.write_table(str(z), pa.table({"id": pa.array(range(150_000), pa.int64())}))
+    m = dl.DeltaTable(str(z)).optimize.z_order(["id"])
+    assert m["numBatches"] == 3 and m["numRows"] == 150_000
 
 
 def test_deltalakes_positional_call_and_argument_objects(tmp_path: Path) -> None:
@@ -567,7 +610,13 @@ def test_min_commit_interval_commits_as_it_goes(tmp_path: Path) -> None:
     assert t.version() == deltalake.DeltaTable(str(theirs)).version() == start + 3
     assert mine["version"] == start + 3
     assert [h["operation"] for h in t.history(3)] == ["OPTIMIZE"] * 3
-    for key in ("numFilesAdded", "numFilesRemoved", "filesRemoved", "totalConsideredFiles"):
+    for key in (
+        "numFilesAdded",
+        "numFilesRemoved",
+        "filesRemoved",
+        "totalConsideredFiles",
+        "numBatches",
+    ):
         assert mine[key] == peer[key], key
     assert mine["numFilesAdded"] == 3 and json.loads(mine["filesAdded"])["totalFiles"] == 3
     # Each commit removed its own partition's files only.

@@ -352,15 +352,15 @@ def optimize_rewrite(
     target_size: int | None = None,
     memory_limit: int | None = None,
     writer_properties: str | None = None,
-) -> tuple[list[str], int, int]:
+) -> tuple[list[str], int, int, int]:
     """One unit of a distributed OPTIMIZE rewritten (not committed): ``(actions as JSON,
-    rows, spilled bytes)``."""
+    rows, spilled bytes, record batches written)``."""
 
 def optimize_commit(
     snapshot: RawSnapshot,
     layout: str,
     plan: tuple[int, list[list[str]], int, int],
-    results: list[tuple[list[str], int, int]],
+    results: list[tuple[list[str], int, int, int]],
     columns: list[str] | None = None,
     full: bool = False,
     partition_filter_text: str | None = None,

@@ -64,10 +64,10 @@ def optimize(
     props = optimize_args.commit_properties(commit_properties)
     writer_properties = optimize_args.writer_properties(writer_properties)
     parquet = writer_properties.to_json() if writer_properties is not None else None
-    results: list[tuple[list[str], int, int]] = []
+    results: list[tuple[list[str], int, int, int]] = []
     if units:
 
-        def rewrite(paths: list[str]) -> tuple[list[str], int, int]:
+        def rewrite(paths: list[str]) -> tuple[list[str], int, int, int]:
             from deltalog import _native as native
 
             snapshot = native.RawSnapshot.open(uri, version, storage, None)

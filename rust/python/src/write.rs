@@ -735,7 +735,7 @@ pub(crate) fn optimize_rewrite(
     target_size: Option<u64>,
     memory_limit: Option<u64>,
     writer_properties: Option<&str>,
-) -> PyResult<(Vec<String>, u64, u64)> {
+) -> PyResult<(Vec<String>, u64, u64, u64)> {
     let spec = layout_spec(layout, columns, full)?;
     let options = optimize_options(
         py,
@@ -755,6 +755,7 @@ pub(crate) fn optimize_rewrite(
         unit.actions.iter().map(|a| a.to_string()).collect(),
         unit.rows,
         unit.spilled,
+        unit.batches,
     ))
 }
 
@@ -768,7 +769,7 @@ pub(crate) fn optimize_commit(
     snapshot: PyRef<'_, RawSnapshot>,
     layout: &str,
     plan: (u64, Vec<Vec<String>>, u64, u64),
-    results: Vec<(Vec<String>, u64, u64)>,
+    results: Vec<(Vec<String>, u64, u64, u64)>,
     columns: Option<Vec<String>>,
     full: bool,
     partition_filter_text: Option<String>,
@@ -794,7 +795,7 @@ pub(crate) fn optimize_commit(
     };
     let units = results
         .into_iter()
-        .map(|(actions, rows, spilled)| {
+        .map(|(actions, rows, spilled, batches)| {
             let actions = actions
                 .iter()
                 .map(|text| {
@@ -809,6 +810,7 @@ pub(crate) fn optimize_commit(
                 actions,
                 rows,
                 spilled,
+                batches,
             })
         })
         .collect::<PyResult<Vec<_>>>()?;

@@ -114,7 +114,8 @@ pub struct OptimizeMetrics {
     pub files_added: FileSizes,
     pub files_removed: FileSizes,
     pub partitions_optimized: u64,
-    /// Bins rewritten (groups of files rewritten together).
+    /// Record batches passed to the writer (deltalake's meaning; deltalog's batches hold up
+    /// to 64Ki rows where deltalake's hold 8Ki, so large rewrites count fewer).
     pub num_batches: u64,
     /// Active files the partition filter selected.
     pub total_considered_files: u64,
@@ -229,7 +230,8 @@ fn clustering_providers(snapshot: &Snapshot) -> DeltaResult<HashMap<String, Stri
     Ok(out)
 }
 
-/// Compacts one partition's bins through one rewriter; its actions and the rows written.
+/// Compacts one partition's bins through one rewriter; its actions, the rows written and the
+/// batches passed to the writer.
 async fn rewrite_partition(
     snapshot: &Snapshot,
     write: &Snapshot,
@@ -237,7 +239,7 @@ async fn rewrite_partition(
     partition: PartitionPlan,
     target: u64,
     parquet: Option<Arc<crate::write::parquet_options::ParquetSettings>>,
-) -> DeltaResult<(Vec<Value>, u64, u64)> {
+) -> DeltaResult<UnitResult> {
     // Files are read as `snapshot` has them and written as `write` says (the same table but
     // for column mapping removal).
     let mut rewriter = Rewriter::try_new(write, Some(target))?;
@@ -258,12 +260,19 @@ async fn rewrite_partition(
         })
         .buffered(2);
     futures::pin_mut!(reads);
+    let mut written = 0u64;
     while let Some((task, batches)) = reads.try_next().await? {
+        written += batches.iter().filter(|b| b.num_rows() > 0).count() as u64;
         rewriter.move_file(task, &batches).await?;
     }
     let rows = rewriter.counts.copied_rows;
     let (actions, _) = rewriter.into_actions(snapshot).await?;
-    Ok((actions, rows, 0))
+    Ok(UnitResult {
+        actions,
+        rows,
+        spilled: 0,
+        batches: written,
+    })
 }
 
 /// A key range's rows: buffered in memory, or spilled to an Arrow IPC file.
@@ -452,7 +461,7 @@ async fn zorder_partition(
     job: Arc<CurveJob>,
     files: Vec<FileTask>,
     target: u64,
-) -> DeltaResult<(Vec<Value>, u64, u64)> {
+) -> DeltaResult<UnitResult> {
     let storage = snapshot.storage().clone();
     // Pass 1: the curve columns, sampled.
     let mut sampler = Sampler::new(job.curve.output_schema().clone(), zorder::SAMPLE_ROWS);
@@ -516,6 +525,7 @@ async fn zorder_partition(
 
     // Pass 3: each range sorted by key, written in order.
     let key_index = keyed_schema.fields().len() - 1;
+    let mut written = 0u64;
     for range in 0..=router.bounds.len() {
         let batches = ranges.take(range)?;
         if batches.is_empty() {
@@ -547,12 +557,18 @@ async fn zorder_partition(
             let indices = UInt32Array::from_iter_values(chunk.iter().map(|(_, row)| *row));
             let sorted = take_record_batch(&data, &indices)?;
             rewriter.move_rows(&sorted, "the rewritten files").await?;
+            written += 1;
         }
     }
     let rows = rewriter.counts.copied_rows;
     let spilled = ranges.spilled;
     let (actions, _) = rewriter.into_actions(snapshot).await?;
-    Ok((actions, rows, spilled))
+    Ok(UnitResult {
+        actions,
+        rows,
+        spilled,
+        batches: written,
+    })
 }
 
 /// Which OPTIMIZE: what [`optimize`] and the distributed pieces ([`plan_units`],
@@ -697,13 +713,14 @@ pub struct Plan {
     pub partitions: u64,
 }
 
-/// What one unit's rewrite produced: its `remove` and `add` actions, the rows it wrote and
-/// the bytes it spilled.
+/// What one unit's rewrite produced: its `remove` and `add` actions, the rows it wrote, the
+/// bytes it spilled and the record batches it passed to the writer.
 #[derive(Debug, Clone, Default)]
 pub struct UnitResult {
     pub actions: Vec<Value>,
     pub rows: u64,
     pub spilled: u64,
+    pub batches: u64,
 }
 
 /// Plans an OPTIMIZE of `snapshot` whose units are rewritten by [`rewrite_unit`] (anywhere,
@@ -770,12 +787,7 @@ pub async fn rewrite_unit(
     let mut one = options.clone();
     one.max_concurrent_tasks = Some(1);
     let mut results = rewrite_plans(snapshot, &one, &layout, plans, target).await?;
-    let (actions, rows, spilled) = results.pop().unwrap_or_default();
-    Ok(UnitResult {
-        actions,
-        rows,
-        spilled,
-    })
+    Ok(results.pop().unwrap_or_default())
 }
 
 /// Commits the rewrites of the units of `plan` as one OPTIMIZE version after `snapshot` (the
@@ -792,18 +804,13 @@ pub async fn commit_units(
     let metrics = OptimizeMetrics {
         total_considered_files: plan.considered,
         total_files_skipped: plan.considered.saturating_sub(rewritten),
-        num_batches: plan.units.len() as u64,
         partitions_optimized: plan.partitions,
         ..Default::default()
     };
     if units.is_empty() {
         return Ok(metrics);
     }
-    let results = units
-        .into_iter()
-        .map(|u| (u.actions, u.rows, u.spilled))
-        .collect();
-    commit_results(snapshot, options, &layout, plan.target, metrics, results).await
+    commit_results(snapshot, options, &layout, plan.target, metrics, units).await
 }
 
 /// The clustering columns of `snapshot` as logical top-level names (the only ones OPTIMIZE
@@ -910,7 +917,6 @@ fn plan_run(
     };
     let chosen: Vec<&FileTask> = plans.iter().flat_map(|p| p.bins.iter().flatten()).collect();
     metrics.total_files_skipped = metrics.total_considered_files - chosen.len() as u64;
-    metrics.num_batches = plans.iter().map(|p| p.bins.len() as u64).sum();
     metrics.partitions_optimized = plans.len() as u64;
     Ok(Planned {
         target,
@@ -919,15 +925,15 @@ fn plan_run(
     })
 }
 
-/// Rewrites the planned partitions (at most `max_concurrent_tasks` at once); each one's
-/// actions, rows written and bytes spilled.
+/// Rewrites the planned partitions (at most `max_concurrent_tasks` at once); what each one
+/// produced.
 async fn rewrite_plans(
     snapshot: &Snapshot,
     options: &OptimizeOptions,
     layout: &Layout,
     plans: Vec<PartitionPlan>,
     target: u64,
-) -> DeltaResult<Vec<(Vec<Value>, u64, u64)>> {
+) -> DeltaResult<Vec<UnitResult>> {
     let schema = snapshot.schema()?;
     let mode = snapshot.column_mapping_mode()?;
     let partition_columns = snapshot.metadata()?.partition_columns.clone();
@@ -958,7 +964,7 @@ async fn rewrite_plans(
         Layout::ZOrder(columns) | Layout::Cluster { columns, .. } => Some(columns.clone()),
         Layout::BinPack | Layout::Purge | Layout::Rewrite(_) | Layout::Unmap(_) => None,
     };
-    let results: Vec<(Vec<Value>, u64, u64)> = match &curve_columns {
+    let results: Vec<UnitResult> = match &curve_columns {
         None => {
             let write = match layout {
                 Layout::Unmap(unmapped) => unmapped.as_ref(),
@@ -1008,15 +1014,17 @@ async fn commit_results(
     layout: &Layout,
     target: u64,
     mut metrics: OptimizeMetrics,
-    results: Vec<(Vec<Value>, u64, u64)>,
+    results: Vec<UnitResult>,
 ) -> DeltaResult<OptimizeMetrics> {
     let mut read: HashSet<String> = HashSet::new();
     let mut removed_sizes = Vec::new();
     let mut actions = Vec::new();
     let mut added_sizes = Vec::new();
-    for (part, rows, spilled) in results {
-        metrics.num_rows += rows;
-        metrics.spilled_bytes += spilled;
+    for unit in results {
+        metrics.num_rows += unit.rows;
+        metrics.spilled_bytes += unit.spilled;
+        metrics.num_batches += unit.batches;
+        let part = unit.actions;
         for action in &part {
             if let Some(size) = action
                 .get("add")
