@@ -14,7 +14,7 @@ use crate::error::DeltaResult;
 use crate::log::actions::STATS_PARSED;
 use crate::log::replay::Selected;
 use crate::nulls::{compact_struct_children, filter_compact};
-use crate::stats::StatsSchema;
+use crate::stats::parse::StatsSchema;
 
 /// Active files: `add` structs (every row valid) and their parsed statistics.
 #[derive(Debug, Clone)]

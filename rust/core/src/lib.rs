@@ -11,16 +11,26 @@
 //! - [`deletion_vector`]: deletion vector descriptors, Z85, RoaringBitmap and DV files;
 //! - [`predicate`]: the expression type of filters; [`expr`]: SQL expressions (DML, constraints);
 //! - [`scan`]: a snapshot's rows: scan planning ([`scan::Scan`]) and parallel file reads;
-//! - [`mod@write`]: the pieces of data files and commits (partition values, directories, paths);
+//! - [`stats`]: per-file statistics, parsed from the log and collected while writing;
+//! - [`mod@write`]: data files written (partition values, directories, encoding, `add` actions);
+//! - [`writer_features`]: the rules table features impose on writers (constraints, identity,
+//!   column mapping, Iceberg compatibility);
+//! - [`commit`]: transactions, conflict checks, and the filesystem and catalog committers;
+//! - [`dml`]: DELETE, UPDATE, MERGE and RESTORE;
+//! - [`layout`]: OPTIMIZE (compaction, Z-order, liquid clustering);
+//! - [`table_operations`]: CONVERT TO DELTA, CLONE, FSCK REPAIR;
 //! - [`maintenance`]: checkpoints, log compaction, version checksums, metadata cleanup, VACUUM.
 
 pub mod add_actions;
+pub mod commit;
 pub mod conform;
 pub mod deletion_vector;
+pub mod dml;
 pub mod error;
 pub mod expr;
 pub mod files;
 pub mod json_scan;
+pub mod layout;
 pub mod log;
 pub mod maintenance;
 pub mod model;
@@ -33,7 +43,9 @@ pub mod schema;
 pub mod snapshot;
 pub mod stats;
 pub mod storage;
+pub mod table_operations;
 pub mod write;
+pub mod writer_features;
 
 pub use error::{DeltaError, DeltaResult};
 pub use snapshot::Snapshot;

@@ -36,7 +36,7 @@ use crate::log::segment::{
 use crate::model::{DomainMetadata, Metadata, Protocol, Txn};
 use crate::nulls::filter_compact;
 use crate::schema::{parse_schema_string, physical_schema, ColumnMappingMode};
-use crate::stats::StatsSchema;
+use crate::stats::parse::StatsSchema;
 use crate::storage::Storage;
 
 /// One reconstructed version of a Delta table.
@@ -792,7 +792,7 @@ mod tests {
     use serde_json::{json, Value};
 
     use super::*;
-    use crate::write::transaction::{Isolation, Transaction};
+    use crate::commit::transaction::{Isolation, Transaction};
 
     fn add(path: &str, dv: Option<&str>) -> Value {
         let mut a = json!({"add": {"path": path, "partitionValues": {}, "size": 1,

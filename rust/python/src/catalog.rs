@@ -326,7 +326,7 @@ pub(crate) fn publish(
     let storage = open_storage(uri, storage_options).map_err(|e| to_py_err(py, e))?;
     let client = PyCatalogClient::shared(py, catalog_client, &storage)?;
     block_on(py, async move {
-        deltalog_core::write::committer::publish(&storage, &client, version).await
+        deltalog_core::commit::committer::publish(&storage, &client, version).await
     })
 }
 

@@ -219,7 +219,7 @@ impl RawSnapshot {
     /// The clustering columns (logical names for top-level columns), empty when the table is
     /// not clustered.
     fn clustering_columns(&self, py: Python<'_>) -> PyResult<Vec<String>> {
-        deltalog_core::write::clustering::logical_clustering_columns(&self.snapshot)
+        deltalog_core::layout::clustering::logical_clustering_columns(&self.snapshot)
             .map_err(|e| to_py_err(py, e))
     }
 

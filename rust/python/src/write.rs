@@ -189,7 +189,7 @@ pub(crate) fn replace_where_actions(
 }
 
 /// Deletion vectors taking rows of `snapshot`'s files away: `masks` holds `(path, live rows,
-/// row indexes)` per file (`deltalog_core::write::rewrite::mask_rows`). Returns the actions
+/// row indexes)` per file (`deltalog_core::dml::rewrite::mask_rows`). Returns the actions
 /// (JSON texts), the vectors added and the files removed.
 #[pyfunction]
 pub(crate) fn mask_rows(
@@ -199,7 +199,7 @@ pub(crate) fn mask_rows(
 ) -> PyResult<(Vec<String>, u64, u64)> {
     let snapshot = snapshot.snapshot.clone();
     let (actions, counts) = block_on(py, async move {
-        deltalog_core::write::rewrite::mask_rows(&snapshot, masks).await
+        deltalog_core::dml::rewrite::mask_rows(&snapshot, masks).await
     })?;
     Ok((
         actions.iter().map(|a| a.to_string()).collect(),
@@ -209,7 +209,7 @@ pub(crate) fn mask_rows(
 }
 
 /// Change data files of rows another engine changed: `data` holds the table's columns and
-/// `_change_type` (`deltalog_core::write::rewrite::write_change_rows`). Returns the `cdc`
+/// `_change_type` (`deltalog_core::dml::rewrite::write_change_rows`). Returns the `cdc`
 /// actions (JSON texts).
 #[pyfunction]
 #[pyo3(signature = (snapshot, data, target_file_size=None))]
@@ -222,14 +222,14 @@ pub(crate) fn write_change_files(
     let snapshot = snapshot.snapshot.clone();
     let batches = data.0.map(|b| b.map_err(DeltaError::from));
     let actions = block_on(py, async move {
-        deltalog_core::write::rewrite::write_change_rows(&snapshot, batches, target_file_size).await
+        deltalog_core::dml::rewrite::write_change_rows(&snapshot, batches, target_file_size).await
     })?;
     Ok(actions.iter().map(|a| a.to_string()).collect())
 }
 
 /// Commits `actions` (JSON texts, one action each) to the table at `uri` as the version after
 /// `read_version` (None: creating the table), under the conflict rules of
-/// `deltalog_core::write::transaction`: `blind_append` commutes with other writers;
+/// `deltalog_core::commit::transaction`: `blind_append` commutes with other writers;
 /// `read_files` (URI-decoded paths) names the files the transaction read, when it read only
 /// those. `catalog_client` ratifies version 0 of a new catalog-managed table. Returns the
 /// version committed.
@@ -252,7 +252,7 @@ pub(crate) fn commit_actions(
     enable_in_commit_timestamps: bool,
     catalog_client: Option<Py<PyAny>>,
 ) -> PyResult<u64> {
-    use deltalog_core::write::transaction::{Isolation, Transaction};
+    use deltalog_core::commit::transaction::{Isolation, Transaction};
     let storage = open_storage(uri, storage_options).map_err(|e| to_py_err(py, e))?;
     if catalog_client.is_some() && read_version.is_some() {
         return Err(pyo3::exceptions::PyValueError::new_err(
@@ -304,7 +304,7 @@ pub(crate) fn commit_actions(
 }
 
 /// MERGE of `source` into the table whose loaded version is `snapshot`: `clauses` is the
-/// JSON list of `deltalog_core::write::merge::MergeClause`. Returns the metrics, with
+/// JSON list of `deltalog_core::dml::merge::MergeClause`. Returns the metrics, with
 /// `version` None when nothing changed.
 #[pyfunction]
 #[pyo3(signature = (snapshot, source, predicate, source_alias, target_alias, clauses, app_transaction=None, commit_info=None, target_file_size=None, merge_schema=false))]
@@ -322,7 +322,7 @@ pub(crate) fn merge(
     target_file_size: Option<u64>,
     merge_schema: bool,
 ) -> PyResult<Py<PyDict>> {
-    use deltalog_core::write::merge::{merge, MergeClause, MergeSpec};
+    use deltalog_core::dml::merge::{merge, MergeClause, MergeSpec};
     let clauses: Vec<MergeClause> = serde_json::from_str(clauses).map_err(|e| {
         pyo3::exceptions::PyValueError::new_err(format!("malformed MERGE clauses: {e}"))
     })?;
@@ -370,7 +370,7 @@ pub(crate) fn restore_actions(
     target: PyRef<'_, RawSnapshot>,
 ) -> PyResult<(Vec<String>, u64, u64)> {
     let (actions, restored, removed) =
-        deltalog_core::write::restore::restore_actions(&current.snapshot, &target.snapshot)
+        deltalog_core::dml::restore::restore_actions(&current.snapshot, &target.snapshot)
             .map_err(|e| to_py_err(py, e))?;
     Ok((
         actions.iter().map(|a| a.to_string()).collect(),
@@ -388,7 +388,7 @@ pub(crate) fn remove_actions(
 ) -> PyResult<Vec<String>> {
     let wanted: std::collections::HashSet<String> = paths.iter().cloned().collect();
     let now = chrono_now_ms();
-    let found = deltalog_core::write::dml::file_actions(&snapshot.snapshot, &wanted, now)
+    let found = deltalog_core::dml::delete_update::file_actions(&snapshot.snapshot, &wanted, now)
         .map_err(|e| to_py_err(py, e))?;
     paths
         .iter()
@@ -435,7 +435,7 @@ pub(crate) fn count_violations(
     let snapshot = snapshot.snapshot.clone();
     let sql = sql.to_string();
     block_on(py, async move {
-        deltalog_core::write::constraints::count_violations(&snapshot, &sql).await
+        deltalog_core::writer_features::constraints::count_violations(&snapshot, &sql).await
     })
 }
 
@@ -515,8 +515,8 @@ pub(crate) fn dml(
     set_text: Option<Vec<(String, String)>>,
     target_file_size: Option<u64>,
 ) -> PyResult<Py<PyDict>> {
+    use deltalog_core::dml::delete_update::{execute, Change, DmlOptions};
     use deltalog_core::expr::Expr;
-    use deltalog_core::write::dml::{execute, Change, DmlOptions};
     let build = || -> Result<(Option<Expr>, Change), DeltaError> {
         let predicate = match (predicate_sql, predicate_json) {
             (Some(sql), _) => Some(Expr::parse(sql)?),
@@ -574,13 +574,13 @@ fn optimize_options(
     memory_limit: Option<u64>,
     commit_info: Option<&str>,
     writer_properties: Option<&str>,
-) -> PyResult<deltalog_core::write::optimize::OptimizeOptions> {
+) -> PyResult<deltalog_core::layout::optimize::OptimizeOptions> {
     use deltalog_core::expr::Expr;
     let partition_filter = partition_filter_sql
         .map(Expr::parse)
         .transpose()
         .map_err(|e| to_py_err(py, e))?;
-    Ok(deltalog_core::write::optimize::OptimizeOptions {
+    Ok(deltalog_core::layout::optimize::OptimizeOptions {
         target_size,
         partition_filter,
         partition_filter_text: partition_filter_text
@@ -600,9 +600,9 @@ fn optimize_options(
 /// `numRows` and `spilledBytes`.
 fn optimize_metrics(
     py: Python<'_>,
-    m: &deltalog_core::write::optimize::OptimizeMetrics,
+    m: &deltalog_core::layout::optimize::OptimizeMetrics,
 ) -> PyResult<Py<PyDict>> {
-    use deltalog_core::write::optimize::FileSizes;
+    use deltalog_core::layout::optimize::FileSizes;
     let sizes = |s: &FileSizes| -> PyResult<Bound<'_, PyDict>> {
         let d = PyDict::new(py);
         d.set_item("min", s.min)?;
@@ -649,7 +649,7 @@ pub(crate) fn optimize(
     partition_filter_text: Option<String>,
     writer_properties: Option<&str>,
 ) -> PyResult<Py<PyDict>> {
-    use deltalog_core::write::optimize;
+    use deltalog_core::layout::optimize;
     let options = optimize_options(
         py,
         partition_filter_sql,
@@ -673,8 +673,8 @@ fn layout_spec(
     layout: &str,
     columns: Option<Vec<String>>,
     full: bool,
-) -> PyResult<deltalog_core::write::optimize::LayoutSpec> {
-    use deltalog_core::write::optimize::LayoutSpec;
+) -> PyResult<deltalog_core::layout::optimize::LayoutSpec> {
+    use deltalog_core::layout::optimize::LayoutSpec;
     Ok(match layout {
         "compact" => LayoutSpec::Compact,
         "zorder" => LayoutSpec::ZOrder(columns.unwrap_or_default()),
@@ -715,7 +715,7 @@ pub(crate) fn optimize_plan(
         None,
         None,
     )?;
-    let plan = deltalog_core::write::optimize::plan_units(&snapshot.snapshot, &spec, &options)
+    let plan = deltalog_core::layout::optimize::plan_units(&snapshot.snapshot, &spec, &options)
         .map_err(|e| to_py_err(py, e))?;
     Ok((plan.target, plan.units, plan.considered, plan.partitions))
 }
@@ -749,7 +749,7 @@ pub(crate) fn optimize_rewrite(
     )?;
     let snapshot = snapshot.snapshot.clone();
     let unit = block_on(py, async move {
-        deltalog_core::write::optimize::rewrite_unit(&snapshot, &spec, &paths, &options).await
+        deltalog_core::layout::optimize::rewrite_unit(&snapshot, &spec, &paths, &options).await
     })?;
     Ok((
         unit.actions.iter().map(|a| a.to_string()).collect(),
@@ -775,7 +775,7 @@ pub(crate) fn optimize_commit(
     partition_filter_text: Option<String>,
     commit_info: Option<&str>,
 ) -> PyResult<Py<PyDict>> {
-    use deltalog_core::write::optimize::{commit_units, Plan, UnitResult};
+    use deltalog_core::layout::optimize::{commit_units, Plan, UnitResult};
     let spec = layout_spec(layout, columns, full)?;
     let options = optimize_options(
         py,
@@ -840,7 +840,7 @@ pub(crate) fn inspect_parquet_directory(
     Vec<String>,
     Vec<String>,
 )> {
-    use deltalog_core::write::convert::{inspect, PartitionSpec};
+    use deltalog_core::table_operations::convert::{inspect, PartitionSpec};
     let storage = open_storage(uri, storage_options).map_err(|e| to_py_err(py, e))?;
     let spec = match (partition_schema, partition_names) {
         (Some(schema), _) => PartitionSpec::Typed(
@@ -881,7 +881,7 @@ pub(crate) fn clone_table(
     storage_options: Option<HashMap<String, String>>,
     commit_info: Option<&str>,
 ) -> PyResult<Py<PyDict>> {
-    use deltalog_core::write::clone::{clone_table, CloneOptions};
+    use deltalog_core::table_operations::clone::{clone_table, CloneOptions};
     let target = open_storage(target_uri, storage_options).map_err(|e| to_py_err(py, e))?;
     let options = CloneOptions {
         deep,
@@ -916,7 +916,7 @@ pub(crate) fn repair(
     let commit_info = commit_info_map(commit_info)?;
     let snapshot = snapshot.snapshot.clone();
     let report = block_on(py, async move {
-        deltalog_core::write::repair::repair(&snapshot, dry_run, commit_info).await
+        deltalog_core::table_operations::repair::repair(&snapshot, dry_run, commit_info).await
     })?;
     Ok((report.version, report.missing))
 }

@@ -29,7 +29,7 @@ use crate::log::actions::{add_fields, deletion_vector_fields, string_map};
 use crate::log::file_keys::HashedKeys;
 use crate::nulls::compact_struct_children;
 use crate::paths::{dv_unique_id, file_key};
-use crate::stats::StatsSchema;
+use crate::stats::parse::StatsSchema;
 
 /// A `map<string, string>` column being built.
 #[derive(Debug, Default)]

@@ -29,7 +29,7 @@ use crate::log::segment::{CheckpointFiles, Delta, LogFile};
 #[cfg(unix)]
 use crate::parquet_io::LocalChunkReader;
 use crate::parquet_io::StoreFileReader;
-use crate::stats::StatsSchema;
+use crate::stats::parse::StatsSchema;
 use crate::storage::Storage;
 
 /// How many log files are fetched and decoded at once.
@@ -1242,7 +1242,7 @@ mod tests {
 
     #[tokio::test]
     async fn statistics_are_read_as_views_and_parse_like_text() {
-        use crate::stats::StatsSchema;
+        use crate::stats::parse::StatsSchema;
         let dir = tempfile::tempdir().unwrap();
         let schema = actions::file_actions_schema();
         let text = concat!(

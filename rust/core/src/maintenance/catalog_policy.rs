@@ -6,10 +6,10 @@
 
 use std::sync::Arc;
 
+use crate::commit::committer::publish;
 use crate::error::{DeltaError, DeltaResult};
 use crate::log::catalog::{CatalogClient, Maintenance};
 use crate::snapshot::Snapshot;
-use crate::write::committer::publish;
 
 /// Whether the catalog (if any) allows `operation` at `version`, for the best-effort work
 /// after a commit: a catalog that cannot be asked is taken as a no (with a warning).

@@ -21,7 +21,7 @@ use arrow::datatypes::{DataType, Int64Type, Schema, TimeUnit};
 
 use crate::error::{DeltaError, DeltaResult};
 use crate::predicate::{compare, literal_array, CmpOp, Literal, Predicate};
-use crate::write::stats::STRING_PREFIX;
+use crate::stats::collect::STRING_PREFIX;
 
 /// The statistics and partition values of a batch of files, by logical column name.
 #[derive(Debug, Default)]

@@ -3,7 +3,7 @@
 //!
 //! Spec: "Data Files" (files under the table root, partitioned tables in Hive-style
 //! directories, partition columns not stored in the files), "Add File and Remove File" (the
-//! action's fields), "Per-file Statistics" ([`crate::write::stats`]), "Delta Data Type to
+//! action's fields), "Per-file Statistics" ([`crate::stats::collect`]), "Delta Data Type to
 //! Parquet Type Mappings" (timestamps as int64 microseconds). Files get unique names
 //! (`part-<uuid>.c000.snappy.parquet`), so writers never collide and a writer that dies leaves
 //! only orphan files. Nothing here commits: the actions are returned for a transaction.
@@ -21,11 +21,11 @@ use parquet::file::writer::SerializedFileWriter;
 use serde_json::{json, Value};
 
 use crate::error::{DeltaError, DeltaResult};
+use crate::stats::collect::{IndexedColumns, StatsCollector};
+use crate::stats::float_footer;
 use crate::storage::Storage;
 use crate::write::encoder::{ClosingGroup, ColumnEncoders, EncodedGroup, OpenGroup};
-use crate::write::float_stats;
 use crate::write::partitions::{partition_directory, path_uri, serialize_partition_value};
-use crate::write::stats::{IndexedColumns, StatsCollector};
 
 /// Default target size of one data file, in bytes: 100 MiB, as the `deltalake` package
 /// writes (its `target_file_size`). A file is closed once it reaches this size, and a row
@@ -263,7 +263,7 @@ pub struct DataFileWriter {
     /// Row groups open on the encoders.
     open_groups: usize,
     /// Whether the files hold float columns, whose statistics need
-    /// [`crate::write::float_stats`].
+    /// [`crate::stats::float_footer`].
     floats: bool,
     partitions: BTreeMap<Key, Partition>,
     /// Arrow bytes of the open row groups' rows (see [`PENDING_BYTES`]).
@@ -757,13 +757,13 @@ fn feed_batches(schema: &SchemaRef, batches: Vec<RecordBatch>) -> DeltaResult<Ve
 }
 
 /// Rewrites a finished file's footer so that its float statistics are usable by every reader
-/// ([`crate::write::float_stats`]).
+/// ([`crate::stats::float_footer`]).
 fn fix_float_statistics(sink: &mut Sink, name: &str) -> DeltaResult<()> {
     use std::io::{Read, Seek, SeekFrom, Write};
     let bad = |e: String| DeltaError::Internal(format!("rewriting the footer of {name}: {e}"));
     match sink {
         Sink::Memory(bytes) => {
-            float_stats::rewrite_file(bytes).map_err(bad)?;
+            float_footer::rewrite_file(bytes).map_err(bad)?;
         }
         Sink::Local(writer) => {
             let file = writer.get_mut();
@@ -784,7 +784,7 @@ fn fix_float_statistics(sink: &mut Sink, name: &str) -> DeltaResult<()> {
                 .map_err(|e| write_error(name, e))?;
             file.read_exact(&mut tail)
                 .map_err(|e| write_error(name, e))?;
-            if !float_stats::rewrite_file(&mut tail).map_err(bad)? {
+            if !float_footer::rewrite_file(&mut tail).map_err(bad)? {
                 return Ok(());
             }
             file.set_len(start).map_err(|e| write_error(name, e))?;

@@ -42,8 +42,8 @@ use parquet::schema::types::ColumnPath;
 use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 
 use crate::error::{DeltaError, DeltaResult};
+use crate::stats::collect::{IndexedColumns, StatsCollector};
 use crate::write::data_files::batch_bytes;
-use crate::write::stats::{IndexedColumns, StatsCollector};
 
 /// One top-level column of an open row group, on its worker.
 struct Column {

@@ -2,7 +2,7 @@
 //!
 //! Spec: "Change Metadata" and "Protocol Evolution" (a new table's first commit holds its
 //! `protocol` and `metaData`), "Add File and Remove File" (an overwrite removes every active
-//! file), "Data Files" and "Creation of New Log Entries" ([`crate::write::transaction`]).
+//! file), "Data Files" and "Creation of New Log Entries" ([`crate::commit::transaction`]).
 //! Incoming columns are matched to the table's by name and converted to its types (e.g.
 //! nanosecond timestamps to microseconds); a column the table does not have, or a type that
 //! does not convert, is an error before anything is written. Tables with column mapping are
@@ -15,6 +15,8 @@ use arrow::array::{ArrayRef, AsArray, RecordBatch, StructArray};
 use arrow::datatypes::{DataType, Field, Fields, Schema, SchemaRef};
 use serde_json::{json, Value};
 
+use crate::commit::transaction::{Isolation, Transaction};
+use crate::dml::rewrite::Rewriter;
 use crate::error::{DeltaError, DeltaResult};
 use crate::model::Metadata;
 use crate::scan::columns::{output_field, to_logical};
@@ -23,16 +25,14 @@ use crate::schema::{
     ColumnMappingMode,
 };
 use crate::snapshot::Snapshot;
+use crate::stats::collect::IndexedColumns;
 use crate::storage::Storage;
-use crate::write::constraints::TableRules;
 use crate::write::data_files::{DataFileOptions, DataFileWriter};
-use crate::write::identity::IdentityColumns;
-use crate::write::mapping::{
+use crate::writer_features::column_mapping::{
     assign_ids, max_id_of, physical_name, physical_output_schema, to_physical, MAX_COLUMN_ID,
 };
-use crate::write::rewrite::Rewriter;
-use crate::write::stats::IndexedColumns;
-use crate::write::transaction::{Isolation, Transaction};
+use crate::writer_features::constraints::TableRules;
+use crate::writer_features::identity::IdentityColumns;
 
 /// What to do when the table exists.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -104,7 +104,7 @@ pub struct WriteOptions {
     /// by it); writes to an existing table follow the snapshot's own catalog.
     pub catalog: Option<std::sync::Arc<dyn crate::log::catalog::CatalogClient>>,
     /// `add` actions of files already under a new table's root that its first commit adopts
-    /// (CONVERT TO DELTA, [`crate::write::convert`]); the commit's operation is `CONVERT`.
+    /// (CONVERT TO DELTA, [`crate::table_operations::convert`]); the commit's operation is `CONVERT`.
     pub adopted_files: Vec<Value>,
     /// How the data files are encoded (compression, row groups, bloom filters...); column
     /// names are the table's (logical) ones.
@@ -161,14 +161,14 @@ pub enum Written {
 /// Field metadata a new table keeps from the data's schema: generated columns, invariants and
 /// comments ("Generated Columns", "Column Invariants").
 const KEPT_FIELD_METADATA: [&str; 8] = [
-    crate::write::constraints::GENERATION_KEY,
-    crate::write::constraints::DEFAULT_KEY,
-    crate::write::constraints::INVARIANTS_KEY,
+    crate::writer_features::constraints::GENERATION_KEY,
+    crate::writer_features::constraints::DEFAULT_KEY,
+    crate::writer_features::constraints::INVARIANTS_KEY,
     "comment",
-    crate::write::identity::START,
-    crate::write::identity::STEP,
-    crate::write::identity::HIGH_WATER_MARK,
-    crate::write::identity::ALLOW_EXPLICIT_INSERT,
+    crate::writer_features::identity::START,
+    crate::writer_features::identity::STEP,
+    crate::writer_features::identity::HIGH_WATER_MARK,
+    crate::writer_features::identity::ALLOW_EXPLICIT_INSERT,
 ];
 
 /// A table schema for `schema` (the incoming data's): Delta types only; top-level fields keep
@@ -278,7 +278,7 @@ fn target_table(
     // "Column Mapping": a new table's columns get ids and physical names.
     let mode = match snapshot {
         Some(s) => s.column_mapping_mode()?,
-        None => crate::write::mapping::mode_of_config(&config)?,
+        None => crate::writer_features::column_mapping::mode_of_config(&config)?,
     };
     let table_schema = if snapshot.is_none() && mode != ColumnMappingMode::None {
         let fields = with_new_ids(table_schema.fields(), &Fields::empty(), &mut config);
@@ -466,7 +466,7 @@ where
     let physical = physical_output_schema(&table_schema, &file_schema, mode)?;
     // "Writer Requirements for Clustered Table": statistics for the clustering columns.
     let clustering: Vec<String> = match (&snapshot, &options.clustering_columns) {
-        (Some(s), _) => crate::write::clustering::clustering_columns(s)?,
+        (Some(s), _) => crate::layout::clustering::clustering_columns(s)?,
         (None, Some(columns)) => {
             if !partition_columns.is_empty() {
                 return Err(DeltaError::InvalidArgument(
@@ -502,7 +502,8 @@ where
         IndexedColumns::for_table(&config, &physical, &clustering),
     );
     // Iceberg compatibility: partition values are written into the files too.
-    file_options.materialize_partitions = crate::write::iceberg::requested(&config).is_some();
+    file_options.materialize_partitions =
+        crate::writer_features::iceberg::requested(&config).is_some();
     file_options.target_file_size =
         crate::write::data_files::target_file_size(options.target_file_size, &config)?;
     if let Some(settings) = &options.parquet {
@@ -547,7 +548,7 @@ where
             rules.check(&filled)?;
             filled
         };
-        crate::write::dml::check_not_null(&table_schema, &batch)?;
+        crate::dml::delete_update::check_not_null(&table_schema, &batch)?;
         if let Some((_, predicate, rewriter)) = replace.as_mut() {
             let fits = crate::expr::eval::matches(predicate, &batch)?;
             if fits.false_count() > 0 {
@@ -627,7 +628,7 @@ where
     }
     txn = match &snapshot {
         Some(s) => txn.for_table(s),
-        None if crate::write::transaction::in_commit_timestamps_enabled(&config) => {
+        None if crate::commit::transaction::in_commit_timestamps_enabled(&config) => {
             txn.with_in_commit_timestamps(None, false)
         }
         None => txn,
@@ -664,7 +665,7 @@ where
             .to_action(),
         ]);
         if options.clustering_columns.is_some() {
-            txn.add_actions([crate::write::clustering::domain_action(&clustering)]);
+            txn.add_actions([crate::layout::clustering::domain_action(&clustering)]);
         }
     }
     if let (Some(s), true) = (&snapshot, merged) {
@@ -740,10 +741,10 @@ async fn take_matching(
     predicate: &crate::expr::Expr,
     mut rewriter: Rewriter,
 ) -> DeltaResult<(Vec<Value>, std::collections::HashSet<String>)> {
-    let applied = crate::write::dml::apply_change(
+    let applied = crate::dml::delete_update::apply_change(
         snapshot,
         Some(predicate),
-        &crate::write::dml::Change::Delete,
+        &crate::dml::delete_update::Change::Delete,
         &[],
         &mut rewriter,
     )
@@ -775,7 +776,7 @@ fn resolve_partition_columns(fields: &Fields, given: &[String]) -> DeltaResult<V
 
 /// "Append-only Tables": no overwrite of an existing table when `delta.appendOnly` is true.
 /// (Row rules, CHECK constraints, invariants and generated columns, are
-/// [`crate::write::constraints`].)
+/// [`crate::writer_features::constraints`].)
 fn check_writer_rules(
     config: &BTreeMap<String, String>,
     exists: bool,
@@ -800,7 +801,11 @@ fn remove_all(snapshot: &Snapshot) -> DeltaResult<Vec<Value>> {
     let mut out = Vec::with_capacity(snapshot.num_files());
     for files in snapshot.files() {
         for i in 0..files.len() {
-            out.push(crate::write::dml::remove_action(&files.adds, i, now)?);
+            out.push(crate::dml::delete_update::remove_action(
+                &files.adds,
+                i,
+                now,
+            )?);
         }
     }
     Ok(out)
@@ -916,10 +921,13 @@ fn with_new_ids(new: &Fields, existing: &Fields, config: &mut BTreeMap<String, S
         .and_then(|v| v.parse::<i64>().ok())
         .unwrap_or(0)
         .max(max_id_of(existing))
-        .max(crate::write::iceberg::max_nested_id(existing));
+        .max(crate::writer_features::iceberg::max_nested_id(existing));
     let fields = assign_ids(new, &mut max_id);
-    let schema =
-        crate::write::iceberg::with_nested_ids(Arc::new(Schema::new(fields)), config, &mut max_id);
+    let schema = crate::writer_features::iceberg::with_nested_ids(
+        Arc::new(Schema::new(fields)),
+        config,
+        &mut max_id,
+    );
     config.insert(MAX_COLUMN_ID.into(), max_id.to_string());
     schema.fields().clone()
 }

@@ -10,7 +10,7 @@
 //!   to it is copied to `<v>.json` in order (a file already there with the same content counts
 //!   as published), and the catalog is told.
 //!
-//! The transaction ([`crate::write::transaction`]) keeps the conflict rules, rebasing and
+//! The transaction ([`crate::commit::transaction`]) keeps the conflict rules, rebasing and
 //! retries for both.
 
 use std::sync::Arc;

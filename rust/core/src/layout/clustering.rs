@@ -72,7 +72,10 @@ pub fn logical_clustering_columns(snapshot: &Snapshot) -> DeltaResult<Vec<String
             schema
                 .fields()
                 .iter()
-                .find(|f| crate::write::mapping::physical_name(&schema, f.name(), mode) == p)
+                .find(|f| {
+                    crate::writer_features::column_mapping::physical_name(&schema, f.name(), mode)
+                        == p
+                })
                 .map(|f| f.name().clone())
                 .unwrap_or(p)
         })

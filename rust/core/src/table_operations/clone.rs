@@ -16,12 +16,12 @@ use std::collections::HashSet;
 use futures::{StreamExt, TryStreamExt};
 use serde_json::{json, Value};
 
+use crate::commit::transaction::{Isolation, Transaction};
 use crate::deletion_vector::DvDescriptor;
 use crate::error::{DeltaError, DeltaResult};
 use crate::model::Metadata;
 use crate::snapshot::Snapshot;
 use crate::storage::{FileLocation, Storage};
-use crate::write::transaction::{Isolation, Transaction};
 
 /// Files copied at once by a deep clone.
 const COPIES: usize = 8;
@@ -126,7 +126,7 @@ pub async fn clone_table(
         .into_iter()
         .collect();
     let now = chrono::Utc::now().timestamp_millis();
-    let originals = crate::write::dml::file_actions(source, &paths, now)?;
+    let originals = crate::dml::delete_update::file_actions(source, &paths, now)?;
     let mut adds: Vec<Value> = originals.into_values().map(|(add, _)| add).collect();
     adds.sort_by(|a, b| a["add"]["path"].as_str().cmp(&b["add"]["path"].as_str()));
 
@@ -212,7 +212,7 @@ pub async fn clone_table(
         .with_parameter("source", json!(src.url().to_string()))
         .with_parameter("sourceVersion", json!(source.version()))
         .with_parameter("isShallow", json!(!options.deep));
-    if crate::write::transaction::in_commit_timestamps_enabled(&configuration) {
+    if crate::commit::transaction::in_commit_timestamps_enabled(&configuration) {
         txn = txn.with_in_commit_timestamps(None, false);
     }
     txn.add_actions([json!({ "protocol": protocol_action }), metadata.to_action()]);

@@ -155,7 +155,7 @@ fn physical_field(
     let data_type = physical_type(logical.data_type(), output.data_type(), mode)?;
     // icebergCompatV2: array elements and map keys and values carry their nested ids as
     // parquet field ids ("Writer Requirements for IcebergCompatV2").
-    let ids = crate::write::iceberg::nested_ids_of(logical);
+    let ids = crate::writer_features::iceberg::nested_ids_of(logical);
     let data_type = if ids.is_empty() {
         data_type
     } else {

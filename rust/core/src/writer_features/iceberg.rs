@@ -9,7 +9,7 @@
 //!   without V1 active;
 //! - V1: without array, map or void columns; V2: with only the allow-listed types (no void),
 //!   and with `parquet.field.nested.ids` for every array element and map key and value
-//!   ([`assign_nested_ids`] gives them to new columns; [`crate::write::mapping`] writes them as
+//!   ([`assign_nested_ids`] gives them to new columns; [`crate::writer_features::column_mapping`] writes them as
 //!   parquet field ids);
 //! - with the same partition column names as before (no partition evolution);
 //! - with `numRecords` in the statistics of every new `add`.
@@ -423,14 +423,14 @@ pub fn assign_nested_ids(fields: &Fields, max_id: &mut i64) -> Fields {
 }
 
 fn assign_in_type(dt: &DataType, max_id: &mut i64) -> DataType {
-    crate::write::mapping::map_nested_structs(dt, &mut |children| {
+    crate::writer_features::column_mapping::map_nested_structs(dt, &mut |children| {
         assign_nested_ids(children, max_id)
     })
 }
 
 /// The largest nested id of `fields` (0 when none).
 pub fn max_nested_id(fields: &Fields) -> i64 {
-    crate::write::mapping::max_over_fields(fields, &|f| {
+    crate::writer_features::column_mapping::max_over_fields(fields, &|f| {
         nested_ids_of(f).values().copied().max().unwrap_or(0)
     })
 }

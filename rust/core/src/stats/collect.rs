@@ -246,7 +246,7 @@ impl StatsCollector {
             .map(|(_, (path, dt))| Leaf {
                 path,
                 // The types the reader keeps min/max statistics for.
-                min_max: crate::stats::has_min_max(&dt),
+                min_max: crate::stats::parse::has_min_max(&dt),
                 min: None,
                 max: None,
                 nan: false,
@@ -392,7 +392,7 @@ fn leaf_array(batch: &RecordBatch, path: &[String]) -> Option<(ArrayRef, Option<
     Some((array, nulls))
 }
 
-/// The `stats` JSON of row `row` of parsed statistics (the [`crate::stats::StatsSchema`]
+/// The `stats` JSON of row `row` of parsed statistics (the [`crate::stats::parse::StatsSchema`]
 /// structs a snapshot keeps: `numRecords`, `minValues`, `maxValues`, `nullCount`, physical
 /// names), for an `add` that re-adds a file, e.g. with a new deletion vector. `tightBounds` is
 /// `tight_bounds` ("Per-file Statistics": with deletion vectors the bounds may be wide).
@@ -590,7 +590,7 @@ fn bounds(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::stats::StatsSchema;
+    use crate::stats::parse::StatsSchema;
     use arrow::array::{
         Float64Array, Int32Array, Int64Array, StringArray, StructArray, TimestampMicrosecondArray,
     };

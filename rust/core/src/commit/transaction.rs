@@ -17,13 +17,13 @@ use std::sync::Arc;
 
 use serde_json::{json, Map, Value};
 
+use crate::commit::committer::{self, Attempt};
 use crate::error::{DeltaError, DeltaResult};
 use crate::log::catalog::{CatalogClient, Maintenance};
 use crate::log::path::commit_file_name;
 use crate::maintenance::catalog_policy::allowed;
 use crate::maintenance::version_checksum::VersionChecksum;
 use crate::storage::Storage;
-use crate::write::committer::{self, Attempt};
 
 /// Table property enabling in-commit timestamps ("In-Commit Timestamps").
 pub const ENABLE_IN_COMMIT_TIMESTAMPS: &str = "delta.enableInCommitTimestamps";
@@ -80,8 +80,8 @@ pub struct Transaction {
     /// tracking ("Writer Requirements for Row Tracking").
     row_id_high_water_mark: Option<i64>,
     /// The read version's protocol and metadata, for the rules a commit must keep
-    /// ([`crate::write::iceberg`]).
-    table: Option<crate::write::iceberg::TableState>,
+    /// ([`crate::writer_features::iceberg`]).
+    table: Option<crate::writer_features::iceberg::TableState>,
     /// The snapshot read (`for_table`): its table properties drive the automatic checkpoint,
     /// which advances it to the new version; its summary starts the new version's checksum.
     read_snapshot: Option<crate::Snapshot>,
@@ -180,7 +180,7 @@ impl Transaction {
     /// Follows the rules `snapshot` (the read version) sets for every commit: in-commit
     /// timestamps when `delta.enableInCommitTimestamps` is true.
     pub fn for_table(mut self, snapshot: &crate::Snapshot) -> Self {
-        self.table = crate::write::iceberg::TableState::of(snapshot).ok();
+        self.table = crate::writer_features::iceberg::TableState::of(snapshot).ok();
         self.read_snapshot = Some(snapshot.clone());
         let this = if in_commit_timestamps_enabled(&snapshot.configuration()) {
             let previous = snapshot.in_commit_timestamp();
@@ -252,7 +252,7 @@ impl Transaction {
         // commit to an existing table without its state (no `for_table`) changes no metadata
         // the rules look at unless it carries `protocol` or `metaData`.
         if self.read_version.is_none() || self.table.is_some() {
-            crate::write::iceberg::check_commit(self.table.as_ref(), &self.actions)?;
+            crate::writer_features::iceberg::check_commit(self.table.as_ref(), &self.actions)?;
         }
         // A catalog-managed table commits through its catalog (catalogManaged RFC, "Writer
         // Requirements for Catalog-managed tables"), which orders its versions itself.

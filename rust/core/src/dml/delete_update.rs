@@ -20,7 +20,7 @@
 //!   updated) rows are written to new files.
 //!
 //! The commit reads exactly the planned files, so concurrent blind appends commute with it and
-//! a concurrent change of one of its files conflicts ([`crate::write::transaction`]). Files are
+//! a concurrent change of one of its files conflicts ([`crate::commit::transaction`]). Files are
 //! written before the commit: a writer that dies leaves orphan files only.
 
 use std::collections::{BTreeMap, HashMap, HashSet};
@@ -36,14 +36,14 @@ use roaring::RoaringTreemap;
 use serde_json::{json, Map, Value};
 
 use crate::deletion_vector::DvDescriptor;
+use crate::dml::rewrite::Rewriter;
 use crate::error::{DeltaError, DeltaResult};
 use crate::expr::{eval, Expr};
 use crate::paths::decode_uri_path;
 use crate::scan::columns::output_field;
 use crate::scan::{self, FileTask, MetadataColumns, ReadSpec, Scan, ScanOptions, ROW_INDEX};
 use crate::snapshot::Snapshot;
-use crate::write::rewrite::Rewriter;
-use crate::write::stats::stats_json_of_parsed;
+use crate::stats::collect::stats_json_of_parsed;
 
 /// Table property: write deletion vectors ("Deletion Vectors").
 pub const ENABLE_DELETION_VECTORS: &str = "delta.enableDeletionVectors";
@@ -163,7 +163,7 @@ pub async fn execute(
                 ));
             }
             let mut out: Vec<(usize, Expr)> = Vec::new();
-            let identities = crate::write::identity::IdentityColumns::of(&schema)?;
+            let identities = crate::writer_features::identity::IdentityColumns::of(&schema)?;
             for (name, value) in set {
                 let resolved = Expr::Column(name.clone()).resolve(&schema)?;
                 let Expr::Column(column) = resolved else {

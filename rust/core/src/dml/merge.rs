@@ -16,7 +16,7 @@
 //! source rows are inserted last. A target row matched by two source rows that a MATCHED
 //! clause would modify is an error (the merge is ambiguous), as in Delta Spark.
 //!
-//! Spec: as [`crate::write::rewrite`]; "Add CDC File" (`insert`, `delete`, `update_preimage`,
+//! Spec: as [`crate::dml::rewrite`]; "Add CDC File" (`insert`, `delete`, `update_preimage`,
 //! `update_postimage` rows when the change feed is enabled).
 
 use std::collections::{HashMap, HashSet};
@@ -34,15 +34,15 @@ use roaring::RoaringTreemap;
 use serde::Deserialize;
 use serde_json::{json, Map, Value};
 
+use crate::dml::delete_update::drop_row_index;
+use crate::dml::rewrite::Rewriter;
 use crate::error::{DeltaError, DeltaResult};
 use crate::expr::{eval, BinaryOp, Expr};
 use crate::predicate::{CmpOp, Literal};
 use crate::scan::{self, FileTask, MetadataColumns, ReadSpec, Scan, ScanOptions, ROW_INDEX};
 use crate::schema::name_key;
 use crate::snapshot::Snapshot;
-use crate::write::constraints::TableRules;
-use crate::write::dml::drop_row_index;
-use crate::write::rewrite::Rewriter;
+use crate::writer_features::constraints::TableRules;
 
 /// Which rows a clause applies to.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
@@ -574,7 +574,7 @@ pub async fn merge(
             values,
         });
     }
-    let mut identities = crate::write::identity::IdentityColumns::of(&schema)?;
+    let mut identities = crate::writer_features::identity::IdentityColumns::of(&schema)?;
     for clause in &compiled {
         if clause.kind != ClauseKind::NotMatched {
             if let Some(i) =

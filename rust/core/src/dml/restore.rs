@@ -13,10 +13,10 @@ use arrow::array::{Array, AsArray};
 use serde_json::Value;
 
 use crate::deletion_vector::DvDescriptor;
+use crate::dml::delete_update::file_actions;
 use crate::error::{DeltaError, DeltaResult};
 use crate::paths::decode_uri_path;
 use crate::snapshot::Snapshot;
-use crate::write::dml::file_actions;
 
 /// `(decoded path, DV unique id)` of every active file of `snapshot`.
 fn logical_files(snapshot: &Snapshot) -> DeltaResult<HashSet<(String, Option<String>)>> {

@@ -10,7 +10,7 @@
 //! otherwise (copy on write) the surviving rows are written to new files and the file removed.
 //! New rows (updated or inserted) and change data rows are written as they come; the commit
 //! ([`Rewriter::commit`]) then removes and re-adds files and adds the new ones, reading exactly
-//! the planned files for the conflict rules of [`crate::write::transaction`].
+//! the planned files for the conflict rules of [`crate::commit::transaction`].
 //!
 //! Row tracking ("Writer Requirements for Row Tracking"): re-added files keep their
 //! `baseRowId` and `defaultRowCommitVersion`; with `delta.enableRowTracking` true, rows copied
@@ -28,7 +28,11 @@ use arrow::datatypes::{DataType, Field, Schema, SchemaRef};
 use roaring::RoaringTreemap;
 use serde_json::{json, Map, Value};
 
+use crate::commit::transaction::{Isolation, Transaction};
 use crate::deletion_vector::{dv_file, serialize_bitmap, z85_encode, DvDescriptor};
+use crate::dml::delete_update::{
+    check_not_null, drop_row_index, file_actions, writes_deletion_vectors,
+};
 use crate::error::{DeltaError, DeltaResult};
 use crate::scan::columns::output_field;
 use crate::scan::{
@@ -37,13 +41,11 @@ use crate::scan::{
 };
 use crate::schema::ColumnMappingMode;
 use crate::snapshot::Snapshot;
+use crate::stats::collect::IndexedColumns;
 use crate::storage::Storage;
-use crate::write::constraints::TableRules;
 use crate::write::data_files::{DataFileOptions, DataFileWriter, WrittenFile, REWRITE_QUEUE_BYTES};
-use crate::write::dml::{check_not_null, drop_row_index, file_actions, writes_deletion_vectors};
-use crate::write::mapping::{physical_name, physical_output_schema, to_physical};
-use crate::write::stats::IndexedColumns;
-use crate::write::transaction::{Isolation, Transaction};
+use crate::writer_features::column_mapping::{physical_name, physical_output_schema, to_physical};
+use crate::writer_features::constraints::TableRules;
 
 /// Table property: write change data files ("Add CDC File").
 pub const ENABLE_CHANGE_DATA_FEED: &str = "delta.enableChangeDataFeed";
@@ -211,7 +213,7 @@ impl Rewriter {
         let indexed = IndexedColumns::for_table(
             &config,
             &data_physical,
-            &crate::write::clustering::clustering_columns(snapshot)?,
+            &crate::layout::clustering::clustering_columns(snapshot)?,
         );
         let partitions = snapshot
             .metadata()?
@@ -238,7 +240,9 @@ impl Rewriter {
             data_writer: None,
             change_writer: None,
             updated_rows: 0,
-            materialize_partitions: crate::write::iceberg::materializes_partitions(snapshot)?,
+            materialize_partitions: crate::writer_features::iceberg::materializes_partitions(
+                snapshot,
+            )?,
             removed: Vec::new(),
             new_vectors: Vec::new(),
             metadata: None,
@@ -282,7 +286,7 @@ impl Rewriter {
     /// Collects statistics for the top-level columns `physical` too (Z-order columns: a
     /// layout by columns without statistics could not skip any file).
     pub fn index_also(&mut self, snapshot: &Snapshot, physical: &[String]) -> DeltaResult<()> {
-        let mut required = crate::write::clustering::clustering_columns(snapshot)?;
+        let mut required = crate::layout::clustering::clustering_columns(snapshot)?;
         required.extend(physical.iter().cloned());
         self.indexed =
             IndexedColumns::for_table(&snapshot.configuration(), &self.data_physical, &required);
@@ -334,7 +338,7 @@ impl Rewriter {
         let rewriter = Self::try_new(snapshot, target_file_size)?;
         // A catalog-managed table's versions are the catalog's, not (only) files.
         if snapshot.catalog().is_none() {
-            crate::write::transaction::check_version_stands(
+            crate::commit::transaction::check_version_stands(
                 snapshot.storage(),
                 snapshot.version(),
                 Some(snapshot.segment()),

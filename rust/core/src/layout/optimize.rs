@@ -2,7 +2,7 @@
 //! no data ([`optimize`], as [`LayoutSpec`] says). Bin-packing compaction merges each
 //! partition's small files into files of about the target size; Z-order and liquid clustering
 //! (what compaction does on a clustered table) also sort each partition's rows along the Z-order
-//! curve of some columns ([`crate::write::zorder`]), so each new file covers a narrow range of
+//! curve of some columns ([`crate::layout::zorder`]), so each new file covers a narrow range of
 //! every one of them; REORG PURGE rewrites the files with deletion vectors. The same pieces run
 //! distributed: [`plan_units`], [`rewrite_unit`] anywhere, [`commit_units`].
 //!
@@ -31,15 +31,15 @@ use arrow::datatypes::{DataType, Field, Schema, SchemaRef};
 use futures::{StreamExt, TryStreamExt};
 use serde_json::{json, Map, Value};
 
+use crate::commit::transaction::{Isolation, Transaction};
+use crate::dml::rewrite::Rewriter;
 use crate::error::{DeltaError, DeltaResult};
 use crate::expr::Expr;
+use crate::layout::clustering::logical_clustering_columns;
+use crate::layout::zorder::{self, Sampler, ZCurve};
 use crate::scan::{self, FileTask, MetadataColumns, ReadSpec, Scan, ScanOptions};
 use crate::snapshot::Snapshot;
-use crate::write::clustering::logical_clustering_columns;
-use crate::write::mapping::physical_name;
-use crate::write::rewrite::Rewriter;
-use crate::write::transaction::{Isolation, Transaction};
-use crate::write::zorder::{self, Sampler, ZCurve};
+use crate::writer_features::column_mapping::physical_name;
 
 /// Memory for buffered rows of a Z-order or clustering rewrite when none is given: 128 MiB
 /// (measured on 10M rows, 240 MiB of parquet: Z-order peaked at 346 MB and took 9.1 s,
@@ -604,7 +604,8 @@ fn resolve(snapshot: &Snapshot, spec: &LayoutSpec) -> DeltaResult<Layout> {
         LayoutSpec::Purge => Layout::Purge,
         LayoutSpec::RewriteFiles(paths) => Layout::Rewrite(paths.iter().cloned().collect()),
         LayoutSpec::RemoveColumnMapping => {
-            let metadata = crate::write::mapping::without_column_mapping(snapshot)?;
+            let metadata =
+                crate::writer_features::column_mapping::without_column_mapping(snapshot)?;
             Layout::Unmap(Box::new(snapshot.with_metadata(metadata)))
         }
         LayoutSpec::Cluster { .. } if clustering.is_empty() => {
@@ -1078,12 +1079,12 @@ async fn commit_results(
         // knows: any concurrent file change conflicts.
         Layout::Unmap(unmapped) => {
             let mut head = vec![unmapped.metadata()?.to_action()];
-            let clustering = crate::write::clustering::logical_clustering_columns(snapshot)?;
+            let clustering = crate::layout::clustering::logical_clustering_columns(snapshot)?;
             if !clustering.is_empty() {
                 // "Clustered Table": the domain names the columns by their physical names,
                 // which are now the logical ones.
                 head.push(json!({"domainMetadata": {
-                    "domain": crate::write::clustering::CLUSTERING_DOMAIN,
+                    "domain": crate::layout::clustering::CLUSTERING_DOMAIN,
                     "configuration": json!({"clusteringColumns": clustering}).to_string(),
                     "removed": false,
                 }}));

@@ -23,9 +23,9 @@ use serde_json::{json, Value};
 
 use crate::error::{DeltaError, DeltaResult};
 use crate::parquet_io::StoreFileReader;
+use crate::stats::collect::{IndexedColumns, StatsCollector};
 use crate::storage::Storage;
 use crate::write::partitions::{path_uri, NULL_PARTITION};
-use crate::write::stats::{IndexedColumns, StatsCollector};
 
 /// Files inspected at once.
 const CONCURRENCY: usize = 8;

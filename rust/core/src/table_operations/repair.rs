@@ -11,12 +11,12 @@ use arrow::array::{Array, AsArray};
 use futures::{StreamExt, TryStreamExt};
 use serde_json::{json, Map, Value};
 
+use crate::commit::transaction::{Isolation, Transaction};
+use crate::dml::delete_update::file_actions;
 use crate::error::{DeltaError, DeltaResult};
 use crate::paths::decode_uri_path;
 use crate::snapshot::Snapshot;
 use crate::storage::FileLocation;
-use crate::write::dml::file_actions;
-use crate::write::transaction::{Isolation, Transaction};
 
 /// How many files are checked at once.
 const CHECKS_IN_FLIGHT: usize = 64;

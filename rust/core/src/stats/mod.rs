@@ -1,0 +1,16 @@
+//! Statistics, read and written.
+//!
+//! Spec: "Per-file Statistics" (`numRecords`, `minValues`, `maxValues`, `nullCount`,
+//! `tightBounds`), keyed by physical names under column mapping ("Reader Requirements for
+//! Column Mapping"); "Writer Requirements for Clustered Table" (statistics for the clustering
+//! columns).
+//!
+//! - [`parse`]: the `stats` JSON of `add` actions parsed into typed Arrow columns (read once,
+//!   while a snapshot is built; used by data skipping and `get_add_actions`);
+//! - [`collect`]: the statistics of a data file being written, as its `stats` JSON;
+//! - [`float_footer`]: the float and double statistics of a written parquet footer, in the
+//!   form other parquet readers use for row-group pruning.
+
+pub mod collect;
+pub mod float_footer;
+pub mod parse;
