@@ -4,19 +4,29 @@
 //! the GIL released), core results to Python objects (Arrow data through the C data interface,
 //! zero-copy), and core errors to the exception classes of `deltalog.exceptions`.
 
+mod alter;
 mod catalog;
 mod codecs;
+mod commit;
+mod dml;
 mod errors;
+mod expressions;
+mod layout;
 mod maintenance;
 mod runtime;
 mod scan;
 mod snapshot;
+mod table_operations;
 mod warnings;
 mod write;
 
 use pyo3::prelude::*;
 
+use alter::*;
 use codecs::*;
+use commit::*;
+use dml::*;
+use expressions::*;
 use maintenance::*;
 use scan::{RawBatchStream, RawScan};
 use snapshot::RawSnapshot;
@@ -66,14 +76,17 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(duration_property_ms, m)?)?;
     m.add_function(wrap_pyfunction!(interval_ms, m)?)?;
     m.add_function(wrap_pyfunction!(write_table, m)?)?;
-    m.add_function(wrap_pyfunction!(dml, m)?)?;
-    m.add_function(wrap_pyfunction!(write::optimize, m)?)?;
-    m.add_function(wrap_pyfunction!(write::optimize_plan, m)?)?;
-    m.add_function(wrap_pyfunction!(write::optimize_rewrite, m)?)?;
-    m.add_function(wrap_pyfunction!(write::optimize_commit, m)?)?;
-    m.add_function(wrap_pyfunction!(write::repair, m)?)?;
-    m.add_function(wrap_pyfunction!(write::inspect_parquet_directory, m)?)?;
-    m.add_function(wrap_pyfunction!(write::clone_table, m)?)?;
+    m.add_function(wrap_pyfunction!(dml::dml, m)?)?;
+    m.add_function(wrap_pyfunction!(layout::optimize, m)?)?;
+    m.add_function(wrap_pyfunction!(layout::optimize_plan, m)?)?;
+    m.add_function(wrap_pyfunction!(layout::optimize_rewrite, m)?)?;
+    m.add_function(wrap_pyfunction!(layout::optimize_commit, m)?)?;
+    m.add_function(wrap_pyfunction!(table_operations::repair, m)?)?;
+    m.add_function(wrap_pyfunction!(
+        table_operations::inspect_parquet_directory,
+        m
+    )?)?;
+    m.add_function(wrap_pyfunction!(table_operations::clone_table, m)?)?;
     m.add_function(wrap_pyfunction!(write_files, m)?)?;
     m.add_function(wrap_pyfunction!(evolved_metadata, m)?)?;
     m.add_function(wrap_pyfunction!(replace_where_actions, m)?)?;

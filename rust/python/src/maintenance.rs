@@ -1,7 +1,7 @@
 //! Maintenance: checkpoints, log compaction, metadata cleanup, VACUUM planning, version
 //! checksums, and the duration properties they read.
 
-use crate::write::chrono_now_ms;
+use crate::commit::chrono_now_ms;
 
 use deltalog_core::error::DeltaError;
 use deltalog_core::log::catalog::Maintenance;
