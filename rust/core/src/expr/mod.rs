@@ -4,13 +4,15 @@
 //! - [`sql`]: SQL text (`"id < 100 AND part = 'a'"`, as Delta Spark and deltalake users write
 //!   it) parsed with `sqlparser` (Spark SQL dialect) into an [`Expr`];
 //! - [`eval`]: an [`Expr`] evaluated over an Arrow record batch with Arrow's kernels, with
-//!   SQL's three-valued logic and null propagation.
+//!   SQL's three-valued logic and null propagation;
+//! - [`functions`]: the SQL functions (string, date and time, math) as Spark defines them.
 //!
 //! [`Expr::skipping_predicate`] derives the part of an expression that the scan's
 //! [`Predicate`] can express, so that DML reads only the files that may hold matching rows
 //! (partition pruning and statistics, [`crate::scan::skipping`]).
 
 pub mod eval;
+pub mod functions;
 pub mod sql;
 
 use arrow::datatypes::{DataType, Fields, Schema};
