@@ -25,10 +25,9 @@ use crate::error::{DeltaError, DeltaResult};
 use crate::files::FileBatch;
 use crate::log::actions::names;
 use crate::log::catalog::{CatalogClient, CatalogCommits};
+use crate::log::checkpoint_reader::open_checkpoint;
 use crate::log::path::CheckpointNaming;
-use crate::log::reader::{
-    commit_info_batches, delta_stream, open_checkpoint, protocol_and_metadata,
-};
+use crate::log::reader::{commit_info_batches, delta_stream, protocol_and_metadata};
 use crate::log::replay::{select_checkpoint_files, unseen, Origin, Reconciler, Selected};
 use crate::log::segment::{
     build_segment, load_catalog_segment, load_segment, Delta, LogListing, LogSegment,

@@ -7,8 +7,9 @@
 //! - [`last_checkpoint`]: the `_last_checkpoint` hint and its JSON checksum;
 //! - [`segment`]: which files reconstruct a version (listing, checkpoint choice, compactions);
 //!   [`catalog`]: the commits a catalog-managed table's catalog supplies, joined with them;
-//! - [`actions`], [`reader`]: log files decoded into Arrow batches of the action schema
-//!   ([`add_lines`]: the fast path for commits' `add` lines);
+//! - [`actions`], [`reader`], [`checkpoint_reader`]: log files decoded into Arrow batches of
+//!   the action schema (commits and compactions; checkpoints and sidecars; [`add_lines`]: the
+//!   fast path for commits' `add` lines);
 //! - [`file_keys`], [`replay`]: action reconciliation;
 //! - [`timeline`]: commit timestamps, timestamp time travel and history;
 //! - [`proposal`]: a commit proposed to a catalog, checked as the reader will read it.
@@ -16,6 +17,7 @@
 pub mod actions;
 pub mod add_lines;
 pub mod catalog;
+pub mod checkpoint_reader;
 pub mod file_keys;
 pub mod last_checkpoint;
 pub mod path;

@@ -15,7 +15,8 @@ use serde_json::Value;
 
 use crate::error::{DeltaError, DeltaResult};
 use crate::log::catalog::{joined_listing, CatalogClient};
-use crate::log::reader::{open_checkpoint, protocol_and_metadata};
+use crate::log::checkpoint_reader::open_checkpoint;
+use crate::log::reader::protocol_and_metadata;
 use crate::log::replay::Origin;
 use crate::log::segment::{build_segment, not_a_table, LogFile, LogListing, SegmentError};
 use crate::snapshot::Snapshot;

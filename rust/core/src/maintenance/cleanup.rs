@@ -26,8 +26,8 @@ use object_store::ObjectMeta;
 
 use crate::error::DeltaResult;
 use crate::log::actions::names;
+use crate::log::checkpoint_reader::open_checkpoint;
 use crate::log::path::{classify, CheckpointNaming, LogFileKind};
-use crate::log::reader::open_checkpoint;
 use crate::log::segment::{CheckpointFiles, LogListing};
 use crate::maintenance::intervals::{duration_ms, flag, LOG_RETENTION};
 use crate::snapshot::Snapshot;

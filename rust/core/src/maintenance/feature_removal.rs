@@ -21,8 +21,8 @@ use serde_json::Value;
 
 use crate::error::{DeltaError, DeltaResult};
 use crate::log::actions::names;
+use crate::log::checkpoint_reader::open_checkpoint;
 use crate::log::path::CheckpointNaming;
-use crate::log::reader::open_checkpoint;
 use crate::log::segment::{CheckpointFiles, LogListing};
 use crate::snapshot::Snapshot;
 
