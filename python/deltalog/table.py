@@ -3,13 +3,15 @@
 The heavy lifting (listing, parsing and replaying the log, building Arrow data) happens in
 Rust; this module converts arguments, applies the table-feature gate of
 :mod:`deltalog.features`, and shapes results for Python users.
+
+Besides reading, :class:`DeltaTable` has methods from the classes it inherits: DELETE and
+UPDATE (:mod:`deltalog.table_dml`) and maintenance (:mod:`deltalog.table_maintenance`:
+checkpoints, log compaction, checksums, metadata cleanup, VACUUM).
 """
 
 from __future__ import annotations
 
-import datetime as _dt
 import json
-import sys
 import warnings
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -26,7 +28,11 @@ from deltalog.exceptions import (
 )
 from deltalog.expressions import Expr, FilterLike, to_predicate
 from deltalog.scan import DeltaScan
-from deltalog.writer import CommitProperties, _target_file_size, check_snapshot_writable
+from deltalog.table_dml import TableDML
+from deltalog.table_maintenance import TableMaintenance
+from deltalog.table_maintenance import VacuumResult as VacuumResult
+from deltalog.timestamps import TimestampLike, _timestamp_ms
+from deltalog.writer import CommitProperties, check_snapshot_writable
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -38,9 +44,6 @@ if TYPE_CHECKING:
     from deltalog.transaction import Transaction
 else:
     pa = lazy_module("pyarrow")
-
-TimestampLike = _dt.datetime | _dt.date | str | int
-_EPOCH = _dt.datetime(1970, 1, 1, tzinfo=_dt.timezone.utc)
 
 
 @dataclass(frozen=True)
@@ -66,29 +69,6 @@ class Metadata:
     schema_string: str | None
     format_provider: str | None = "parquet"
     format_options: dict[str, str] = field(default_factory=dict)
-
-
-def _timestamp_ms(value: TimestampLike) -> int:
-    """Milliseconds since the epoch of a datetime (naive means UTC), date, ISO string or int."""
-    if isinstance(value, bool):
-        raise TypeError("a timestamp cannot be a bool")
-    if isinstance(value, int):
-        return _args.integer("a timestamp in milliseconds", value, minimum=-_args.MAX_I64)
-    if isinstance(value, str):
-        text = value.strip()
-        if text.endswith(("Z", "z")):
-            text = text[:-1] + "+00:00"
-        try:
-            value = _dt.datetime.fromisoformat(text)
-        except ValueError as e:
-            raise InvalidArgumentError(f"not an ISO-8601 timestamp: {value!r}") from e
-    if isinstance(value, _dt.datetime):
-        if value.tzinfo is None:
-            value = value.replace(tzinfo=_dt.timezone.utc)
-        return (value - _EPOCH) // _dt.timedelta(milliseconds=1)
-    if isinstance(value, _dt.date):
-        return _timestamp_ms(_dt.datetime(value.year, value.month, value.day))
-    raise TypeError(f"unsupported timestamp type {type(value).__name__}")
 
 
 def _merged_filter(
@@ -123,19 +103,7 @@ def _flatten(table: pa.Table) -> pa.Table:
     return table
 
 
-class VacuumResult(list[str]):
-    """The files VACUUM deleted (or would delete), with their count and total size."""
-
-    def __init__(self, paths: list[str], bytes: int) -> None:
-        super().__init__(paths)
-        self.bytes = bytes
-
-    @property
-    def num_files(self) -> int:
-        return len(self)
-
-
-class DeltaTable:
+class DeltaTable(TableDML, TableMaintenance):
     """A Delta table at one version.
 
     Args:
@@ -514,124 +482,7 @@ class DeltaTable:
         ).to_pandas()
 
     # -- DML -----------------------------------------------------------------------------
-
-    def delete(
-        self,
-        predicate: str | FilterLike | None = None,
-        commit_properties: CommitProperties | None = None,
-        target_file_size: int | None = None,
-    ) -> dict[str, Any]:
-        """Deletes the rows matching ``predicate`` (every row when ``None``) and reloads this
-        object at the latest version. The rows are those of the loaded version; commits made
-        since are checked for conflicts.
-
-        Args:
-            predicate: a SQL boolean expression (``"id < 100 AND part = 'a'"``), or a filter as
-                :meth:`scan` takes it. Rows where it is true are deleted (unknown is kept).
-            commit_properties: an application transaction and extra commitInfo fields.
-            target_file_size: size in bytes files written are closed at, as for
-                :func:`deltalog.write_table`.
-
-        With ``delta.enableDeletionVectors=true`` on a table that supports the feature, rows
-        are marked deleted in deletion vectors; otherwise the files holding them are
-        rewritten without them. With ``delta.enableChangeDataFeed=true`` the deleted rows are
-        written to change data files.
-
-        Returns:
-            Metrics: ``version`` (``None`` when nothing matched and nothing was committed),
-            ``num_deleted_rows``, ``num_copied_rows``, ``num_removed_files``,
-            ``num_added_files``, ``num_deletion_vectors_added``, ``num_added_change_files``,
-            ``num_files_scanned``.
-
-        Raises:
-            CommitConflictError: a concurrent commit removed a file this one read, or changed
-                the metadata; nothing was committed.
-            ValueError: a malformed predicate or unknown column.
-        """
-        return self._dml(predicate, None, commit_properties, target_file_size=target_file_size)
-
-    def update(
-        self,
-        set: Mapping[str, str] | None = None,
-        predicate: str | FilterLike | None = None,
-        *,
-        updates: Mapping[str, str] | None = None,
-        new_values: Mapping[str, Any] | None = None,
-        commit_properties: CommitProperties | None = None,
-        target_file_size: int | None = None,
-    ) -> dict[str, Any]:
-        """Sets columns of the rows matching ``predicate`` (every row when ``None``).
-
-        Args:
-            set: column name -> SQL expression over the row's old values
-                (``{"v": "v * 2", "status": "'done'"}``); ``updates`` is the same (the
-                ``deltalake`` name).
-            new_values: column name -> Python value (``{"status": "done", "n": None}``).
-            predicate: as for :meth:`delete`.
-
-        With deletion vectors the updated rows are deleted from their files by a DV and
-        written to new files; otherwise the files are rewritten. Change data files carry
-        ``update_preimage`` and ``update_postimage`` rows when the change feed is enabled.
-
-        Returns:
-            Metrics as for :meth:`delete`, with ``num_updated_rows``.
-        """
-        from deltalog.expressions import _literal, sql_literal
-
-        assignments: list[tuple[str, str, bool]] = []
-        shown: list[tuple[str, str]] = []
-        for source in (set, updates):
-            for column, value in (source or {}).items():
-                if not isinstance(value, str):
-                    raise TypeError(
-                        f"the value of {column!r} must be a SQL expression string; pass "
-                        "Python values in new_values"
-                    )
-                assignments.append((column, value, True))
-                shown.append((column, value))
-        for column, value in (new_values or {}).items():
-            assignments.append((column, json.dumps({"literal": _literal(value)}), False))
-            shown.append((column, sql_literal(value)))
-        if not assignments:
-            raise ValueError("update needs set/updates or new_values")
-        return self._dml(predicate, assignments, commit_properties, shown, target_file_size)
-
-    def _dml(
-        self,
-        predicate: str | FilterLike | None,
-        assignments: list[tuple[str, str, bool]] | None,
-        commit_properties: CommitProperties | None,
-        shown: list[tuple[str, str]] | None = None,
-        target_file_size: int | None = None,
-    ) -> dict[str, Any]:
-        # The statement reads the loaded version; commits since are checked as concurrent
-        # winners (blind appends commute, a change to a file it read conflicts).
-        check_snapshot_writable(self._raw)
-        raw = self._raw
-        sql = predicate if isinstance(predicate, str) else None
-        as_filter = None if sql is not None else to_predicate(predicate)
-        # What history() shows: the SQL the user wrote, or the filter rendered as SQL.
-        predicate_text = sql
-        if as_filter is not None:
-            try:
-                predicate_text = as_filter.to_sql()
-            except RecursionError:
-                predicate_text = None
-        props = commit_properties or CommitProperties()
-        app = props.app_transaction()
-        metrics: dict[str, Any] = _native.dml(
-            raw,
-            sql,
-            as_filter.to_json() if as_filter is not None else None,
-            assignments,
-            app,
-            props.commit_info_json(),
-            predicate_text,
-            shown,
-            _target_file_size(target_file_size),
-        )
-        self.update_incremental()
-        return metrics
+    # (DELETE and UPDATE: deltalog.table_dml.)
 
     def merge(
         self,
@@ -808,206 +659,6 @@ class DeltaTable:
             "num_restored_files": restored,
             "num_removed_files": removed,
         }
-
-    # -- maintenance -----------------------------------------------------------------------
-
-    def create_checkpoint(
-        self,
-        kind: str | None = None,
-        sidecars: int | None = None,
-        *,
-        classic_copy: bool = True,
-    ) -> dict[str, Any]:
-        """Writes a checkpoint of the loaded version and points ``_last_checkpoint`` at it.
-
-        Args:
-            kind: ``"classic"`` (``<v>.checkpoint.parquet``; V2 spec with
-                ``checkpointMetadata`` on tables with the ``v2Checkpoint`` feature),
-                ``"v2"``/``"v2-parquet"`` or ``"v2-json"`` (UUID-named V2 checkpoints, which
-                need the ``v2Checkpoint`` feature), or ``None`` to follow the table property
-                ``delta.checkpointPolicy`` (``classic`` by default).
-            sidecars: how many sidecar files under ``_delta_log/_sidecars`` hold the file
-                actions of a V2-spec checkpoint; ``0`` keeps them in the checkpoint itself;
-                ``None`` decides by size (UUID-named checkpoints of 100,000 actions or more
-                get one sidecar per million).
-            classic_copy: a UUID-named checkpoint is also written under the classic name for
-                readers that do not know UUID-named checkpoints (as the protocol recommends).
-
-        Statistics are written as JSON (``delta.checkpoint.writeStatsAsJson``, default true)
-        and as structs with ``partitionValues_parsed`` when
-        ``delta.checkpoint.writeStatsAsStruct`` is true. Tombstones older than
-        ``delta.deletedFileRetentionDuration`` are dropped.
-
-        Returns:
-            ``version``, ``files`` (table-relative paths written), ``num_actions``,
-            ``num_add_files``, ``size_in_bytes``.
-        """
-        sidecars = _args.optional_integer("sidecars", sidecars, maximum=2**32 - 1)
-        check_snapshot_writable(self._raw)
-        result: dict[str, Any] = _native.create_checkpoint(
-            self._raw, kind, sidecars, None, classic_copy
-        )
-        return result
-
-    def compact_logs(self, start: int | None = None, end: int | None = None) -> str:
-        """Writes a log compaction file, ``<start>.<end>.compacted.json``: the reconciled
-        actions of commits ``start..=end`` ("Log Compaction Files"), which readers use instead
-        of those commits. The commits stay (time travel into the range still reads them).
-
-        Args:
-            start: the first commit (default: the one after the loaded version's checkpoint).
-            end: the last commit (default: the loaded version).
-
-        Returns:
-            The table-relative path of the file written.
-
-        Raises:
-            VersionNotFoundError: a commit of the range does not exist (e.g. cleaned up).
-        """
-        start = _args.optional_integer("start", start)
-        end = _args.optional_integer("end", end)
-        check_snapshot_writable(self._raw)
-        return _native.compact_logs(self._raw, start, end)
-
-    def validate_checksum(self) -> bool:
-        """Checks the loaded version against its version checksum file (``<v>.crc``, written
-        by deltalog after each commit): file count, table size, table id, schema and protocol
-        versions must agree.
-
-        Returns:
-            True when a checksum file exists and agrees, False when there is none.
-
-        Raises:
-            CorruptLogError: the checksum and the log disagree (names the field).
-        """
-        return _native.validate_checksum(self._raw)
-
-    def cleanup_metadata(self, *, now: TimestampLike | None = None) -> list[str]:
-        """Deletes log files no version inside ``delta.logRetentionDuration`` (default 30
-        days) needs ("Metadata Cleanup"): commits, checkpoints, version checksums and
-        compaction files older than the newest checkpoint before the cutoff, staged commits,
-        and unreferenced sidecars a day old. Time travel inside the window keeps working.
-
-        Args:
-            now: the current time (for tests; default: the clock).
-
-        Returns:
-            The ``_delta_log``-relative names deleted.
-        """
-        latest = self._raw.load_version(None)
-        check_snapshot_writable(latest)
-        now_ms = None if now is None else _timestamp_ms(now)
-        return _native.cleanup_metadata(latest, now_ms)
-
-    def vacuum(
-        self,
-        retention_hours: int | None = None,
-        dry_run: bool = True,
-        enforce_retention_duration: bool = True,
-        *,
-        now: TimestampLike | None = None,
-        progress: bool | None = None,
-    ) -> VacuumResult:
-        """Deletes files under the table root that no version inside the retention window
-        references and that are older than it: data files, deletion vector files and change
-        data files. ``_delta_log`` is never touched.
-
-        Args:
-            retention_hours: the retention; default ``delta.deletedFileRetentionDuration``
-                (7 days). A shorter one is refused while ``enforce_retention_duration`` is true.
-            dry_run: only list the files (the default, as in ``deltalake``).
-            now: the current time (for tests; default: the clock).
-            progress: show a progress bar on stderr (default: when stderr is a terminal and
-                more than 1,000 files go).
-
-        The latest version is vacuumed, after a full writer-protocol check (always: this is
-        what the ``vacuumProtocolCheck`` feature asks of every VACUUM).
-
-        Returns:
-            The table-relative paths deleted (or, with ``dry_run``, to be deleted), as a list
-            that also carries ``num_files`` and ``bytes``.
-        """
-        latest = self._raw.load_version(None)
-        # "Writer Requirements for Vacuum Protocol Check": an unconditional write-protocol
-        # check, so that files of writer features deltalog does not know are never deleted.
-        check_snapshot_writable(latest)
-        retention_ms = (
-            None
-            if retention_hours is None
-            else _args.hours_to_ms("retention_hours", retention_hours)
-        )
-        now_ms = None if now is None else _timestamp_ms(now)
-        plan = _native.vacuum_plan(latest, retention_ms, enforce_retention_duration, now_ms)
-        result = VacuumResult([p for p, _ in plan], bytes=sum(size for _, size in plan))
-        if dry_run or not plan:
-            return result
-        # Like Delta Spark and ``deltalake``, a VACUUM that deletes files is recorded in the
-        # table's history: a "VACUUM START" commit before the first deletion and a "VACUUM END"
-        # commit after the last (commitInfo only; neither changes the table's state).
-        default_ms = _native.duration_property_ms(latest, "delta.deletedFileRetentionDuration")
-        # Parameter values as JSON text, as Delta Spark writes them.
-        start_parameters = {
-            "retentionCheckEnabled": json.dumps(enforce_retention_duration),
-            "defaultRetentionMillis": str(default_ms),
-        }
-        if retention_ms is not None:
-            start_parameters["specifiedRetentionMillis"] = str(retention_ms)
-        started = self._log_vacuum(
-            latest,
-            "VACUUM START",
-            start_parameters,
-            {"numFilesToDelete": len(result), "sizeOfDataToDelete": result.bytes},
-        )
-        show = progress if progress is not None else (sys.stderr.isatty() and len(plan) > 1000)
-        done = 0
-        step = 1000
-        status = "FAILED"
-        try:
-            for i in range(0, len(plan), step):
-                done += _native.delete_files(latest, result[i : i + step])
-                if show:
-                    print(
-                        f"\rVACUUM {self.table_uri}: {done:,}/{len(plan):,} files",
-                        end="",
-                        file=sys.stderr,
-                        flush=True,
-                    )
-            status = "COMPLETED"
-        finally:
-            if show:
-                print(file=sys.stderr)
-            directories = {p.rpartition("/")[0] for p in result[:done]}
-            self._log_vacuum(
-                latest.advance(started),
-                "VACUUM END",
-                {"status": status},
-                {"numDeletedFiles": done, "numVacuumedDirectories": len(directories)},
-            )
-            self.update_incremental()
-        return result
-
-    def _log_vacuum(
-        self,
-        read: _native.RawSnapshot,
-        operation: str,
-        parameters: dict[str, str],
-        metrics: dict[str, int],
-    ) -> int:
-        """Commits a commitInfo-only version recording a VACUUM step; returns its version."""
-        info = {"operationMetrics": {k: str(v) for k, v in metrics.items()}}
-        return _native.commit_actions(
-            self.table_uri,
-            read.version(),
-            operation,
-            [],
-            json.dumps(parameters),
-            True,
-            None,
-            None,
-            json.dumps(info),
-            self._storage_options,
-            read,
-        )
 
     # -- change data feed ------------------------------------------------------------------
 
