@@ -15,7 +15,7 @@ pub(crate) fn add_columns(
     snapshot: PyRef<'_, RawSnapshot>,
     columns: arrow::pyarrow::PyArrowType<arrow::datatypes::Schema>,
 ) -> PyResult<(String, std::collections::BTreeMap<String, String>)> {
-    deltalog_core::write::table::add_columns(&snapshot.snapshot, &columns.0)
+    deltalog_core::write::schema_evolution::add_columns(&snapshot.snapshot, &columns.0)
         .map_err(|e| to_py_err(py, e))
 }
 

@@ -155,7 +155,8 @@ pub(crate) fn evolved_metadata(
     overwrite_schema: bool,
     partition_by: Option<Vec<String>>,
 ) -> PyResult<Option<String>> {
-    use deltalog_core::write::table::{evolved_metadata, SaveMode, WriteOptions};
+    use deltalog_core::write::schema_evolution::evolved_metadata;
+    use deltalog_core::write::table::{SaveMode, WriteOptions};
     let mut options = WriteOptions::new(if overwrite_schema {
         SaveMode::Overwrite
     } else {

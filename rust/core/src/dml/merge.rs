@@ -416,7 +416,11 @@ pub async fn merge(
         let mut options =
             crate::write::table::WriteOptions::new(crate::write::table::SaveMode::Append);
         options.merge_schema = true;
-        crate::write::table::evolved_table_metadata(snapshot, &spec.source_schema, &options)?
+        crate::write::schema_evolution::evolved_table_metadata(
+            snapshot,
+            &spec.source_schema,
+            &options,
+        )?
     } else {
         None
     };

@@ -9,7 +9,9 @@
 //! - [`data_files`]: record batches into partitioned parquet files and their `add` actions;
 //! - [`encoder`]: row groups encoded as their rows arrive, columns spread over threads;
 //! - [`parquet_options`]: how those files are encoded (deltalake's `WriterProperties`);
-//! - [`table`]: create, append to and overwrite a table.
+//! - [`table`]: create, append to and overwrite a table;
+//! - [`schema_evolution`]: the schema a write gives the table (new, merged, overwritten,
+//!   widened; ids for new columns), and ALTER TABLE ADD COLUMNS.
 //!
 //! The other write paths live by concept: [`crate::commit`] (transactions and committers),
 //! [`crate::dml`] (DELETE, UPDATE, MERGE, RESTORE), [`crate::layout`] (OPTIMIZE, Z-order,
@@ -20,4 +22,5 @@ pub mod data_files;
 pub mod encoder;
 pub mod parquet_options;
 pub mod partitions;
+pub mod schema_evolution;
 pub mod table;
