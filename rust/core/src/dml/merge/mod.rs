@@ -18,16 +18,18 @@
 //!
 //! Spec: as [`crate::dml::rewrite`]; "Add CDC File" (`insert`, `delete`, `update_preimage`,
 //! `update_postimage` rows when the change feed is enabled).
+//!
+//! Here: the clause types, the metrics and the statement; [`clauses`] compiles the clauses
+//! against the joined columns and builds the rows they produce.
+
+mod clauses;
 
 use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
 
-use arrow::array::{
-    new_null_array, Array, ArrayRef, AsArray, BooleanArray, RecordBatch, RecordBatchOptions,
-    UInt32Array,
-};
-use arrow::compute::{cast_with_options, concat_batches, filter_record_batch, take, CastOptions};
-use arrow::datatypes::{DataType, Field, Int64Type, Schema, SchemaRef};
+use arrow::array::{Array, ArrayRef, AsArray, BooleanArray, RecordBatch, UInt32Array};
+use arrow::compute::{cast_with_options, concat_batches, filter_record_batch, CastOptions};
+use arrow::datatypes::{DataType, Int64Type, SchemaRef};
 use arrow::row::{RowConverter, SortField};
 use futures::{StreamExt, TryStreamExt};
 use roaring::RoaringTreemap;
@@ -38,11 +40,15 @@ use crate::dml::delete_update::drop_row_index;
 use crate::dml::rewrite::Rewriter;
 use crate::error::{DeltaError, DeltaResult};
 use crate::expr::{eval, BinaryOp, Expr};
-use crate::predicate::{CmpOp, Literal};
+use crate::predicate::CmpOp;
 use crate::scan::{self, FileTask, MetadataColumns, ReadSpec, Scan, ScanOptions, ROW_INDEX};
 use crate::schema::name_key;
 use crate::snapshot::Snapshot;
-use crate::writer_features::constraints::TableRules;
+
+use clauses::{
+    act_on_target, bad, build_rows, finish_rows, first_clause, joined, literal_of, row_ids_of,
+    Compiled, Names,
+};
 
 /// Which rows a clause applies to.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
@@ -111,259 +117,6 @@ pub struct MergeMetrics {
     pub num_target_files_removed: u64,
     pub num_deletion_vectors_added: u64,
     pub num_added_change_files: u64,
-}
-
-/// A clause compiled against the joined columns.
-struct Compiled {
-    kind: ClauseKind,
-    delete: bool,
-    predicate: Option<Expr>,
-    /// Per target column (table order): its new value, or `None` to keep (update) / null
-    /// (insert).
-    values: Vec<Option<Expr>>,
-}
-
-fn bad(message: String) -> DeltaError {
-    DeltaError::InvalidArgument(message)
-}
-
-/// The joined column names: `<alias>.<column>` for both sides.
-struct Names {
-    target_alias: String,
-    source_alias: String,
-    target: SchemaRef,
-    source: SchemaRef,
-}
-
-impl Names {
-    fn qualified_schema(&self) -> Schema {
-        let t = self.target.fields().iter().map(|f| {
-            Field::new(
-                format!("{}.{}", self.target_alias, f.name()),
-                f.data_type().clone(),
-                true,
-            )
-        });
-        let s = self.source.fields().iter().map(|f| {
-            Field::new(
-                format!("{}.{}", self.source_alias, f.name()),
-                f.data_type().clone(),
-                true,
-            )
-        });
-        Schema::new(t.chain(s).collect::<Vec<_>>())
-    }
-
-    /// Parses `sql` and resolves its columns to qualified names; unqualified names resolve
-    /// where one side alone has them. `allow_source`/`allow_target`: which sides it may read.
-    fn compile(&self, sql: &str, allow_target: bool, allow_source: bool) -> DeltaResult<Expr> {
-        let expr = Expr::parse(sql)?;
-        let lower = |s: &str| s.to_ascii_lowercase();
-        let (ta, sa) = (lower(&self.target_alias), lower(&self.source_alias));
-        let has = |schema: &Schema, c: &str| {
-            let top = c.split('.').next().unwrap_or(c);
-            schema
-                .fields()
-                .iter()
-                .any(|f| name_key(f.name()) == name_key(top))
-        };
-        let mut problem: Option<String> = None;
-        let renamed = expr.rename_columns(&|c| {
-            let l = lower(c);
-            if l.starts_with(&format!("{ta}.")) || l.starts_with(&format!("{sa}.")) {
-                return c.to_string();
-            }
-            match (has(&self.target, c), has(&self.source, c)) {
-                (true, false) => format!("{}.{c}", self.target_alias),
-                (false, true) => format!("{}.{c}", self.source_alias),
-                _ => c.to_string(),
-            }
-        });
-        let schema = self.qualified_schema();
-        let resolved = renamed.resolve(&schema).map_err(|e| {
-            bad(format!(
-                "{e}; in MERGE, name columns {}.<column> or {}.<column>",
-                self.target_alias, self.source_alias
-            ))
-        })?;
-        for c in resolved.columns() {
-            let l = lower(&c);
-            if l.starts_with(&format!("{ta}.")) && !allow_target {
-                problem.get_or_insert(format!("{c} (the target has no row here)"));
-            }
-            if l.starts_with(&format!("{sa}.")) && !allow_source {
-                problem.get_or_insert(format!("{c} (the source has no row here)"));
-            }
-        }
-        match problem {
-            Some(p) => Err(bad(format!("{sql:?} cannot read {p}"))),
-            None => Ok(resolved),
-        }
-    }
-}
-
-/// A joined batch: target rows `t` and source rows `s` side by side (`None`: nulls).
-fn joined(
-    names: &Names,
-    schema: &SchemaRef,
-    target: Option<(&RecordBatch, &UInt32Array)>,
-    source: Option<(&RecordBatch, &UInt32Array)>,
-    len: usize,
-) -> DeltaResult<RecordBatch> {
-    let mut columns: Vec<ArrayRef> = Vec::with_capacity(schema.fields().len());
-    for (side, fields) in [
-        (target, names.target.fields()),
-        (source, names.source.fields()),
-    ] {
-        for (i, f) in fields.iter().enumerate() {
-            columns.push(match side {
-                Some((batch, rows)) => take(batch.column(i), rows, None)?,
-                None => new_null_array(f.data_type(), len),
-            });
-        }
-    }
-    let options = RecordBatchOptions::new().with_row_count(Some(len));
-    Ok(RecordBatch::try_new_with_options(
-        schema.clone(),
-        columns,
-        &options,
-    )?)
-}
-
-/// Rows of the target table built from a joined batch: per target column, the clause's value
-/// cast to the column's type, else the target's own (`keep`) or null.
-fn build_rows(
-    data_schema: &SchemaRef,
-    joined: &RecordBatch,
-    clause: &Compiled,
-    target_offset: Option<usize>,
-) -> DeltaResult<RecordBatch> {
-    let strict = CastOptions {
-        safe: false,
-        ..Default::default()
-    };
-    let mut columns = Vec::with_capacity(data_schema.fields().len());
-    for (i, field) in data_schema.fields().iter().enumerate() {
-        let value = match (&clause.values[i], target_offset) {
-            (Some(expr), _) => {
-                let v = eval::evaluate(expr, joined).map_err(|e| match e {
-                    DeltaError::InvalidArgument(m) => {
-                        bad(format!("the new value of column {:?}: {m}", field.name()))
-                    }
-                    other => other,
-                })?;
-                cast_with_options(&v, field.data_type(), &strict)
-                    .map_err(|e| bad(format!("the new value of column {:?}: {e}", field.name())))?
-            }
-            (None, Some(offset)) => joined.column(offset + i).clone(),
-            (None, None) => new_null_array(field.data_type(), joined.num_rows()),
-        };
-        columns.push(value);
-    }
-    let options = RecordBatchOptions::new().with_row_count(Some(joined.num_rows()));
-    Ok(RecordBatch::try_new_with_options(
-        data_schema.clone(),
-        columns,
-        &options,
-    )?)
-}
-
-/// New target rows of `clause` after the table's rules: inserted rows take the defaults of
-/// the columns the clause leaves out, generated columns follow, and every rule is checked.
-fn finish_rows(
-    rules: &TableRules,
-    rows: RecordBatch,
-    clause: &Compiled,
-) -> DeltaResult<RecordBatch> {
-    let rows = if clause.kind == ClauseKind::NotMatched {
-        rules.fill_defaults(&rows, &|i| clause.values[i].is_some())?
-    } else {
-        rows
-    };
-    let rows = rules.fill_generated(&rows, &|i| {
-        !rules.is_generated(i) || clause.values[i].is_some()
-    })?;
-    rules.check(&rows)?;
-    Ok(rows)
-}
-
-/// Applies a MATCHED or NOT MATCHED BY SOURCE clause to the target rows of `sub` (joined
-/// rows, the target's columns first): deletes them, or writes their updated versions.
-async fn act_on_target(
-    rewriter: &mut Rewriter,
-    data_schema: &SchemaRef,
-    sub: &RecordBatch,
-    row_ids: Option<&ArrayRef>,
-    clause: &Compiled,
-    rules: &TableRules,
-    metrics: &mut MergeMetrics,
-) -> DeltaResult<()> {
-    let before = drop_row_index(sub, data_schema)?;
-    if clause.delete {
-        metrics.num_target_rows_deleted += sub.num_rows() as u64;
-        return rewriter.write_changes(&before, "delete").await;
-    }
-    let after = finish_rows(
-        rules,
-        build_rows(data_schema, sub, clause, Some(0))?,
-        clause,
-    )?;
-    metrics.num_target_rows_updated += sub.num_rows() as u64;
-    rewriter.write_changes(&before, "update_preimage").await?;
-    rewriter.write_changes(&after, "update_postimage").await?;
-    rewriter.write_updated_rows(&after, row_ids).await
-}
-
-/// The `_row_id` values (read with row tracking enabled) of rows `targets` of `batch`.
-fn row_ids_of(batch: &RecordBatch, targets: Vec<u32>) -> DeltaResult<Option<ArrayRef>> {
-    batch
-        .column_by_name(crate::scan::ROW_ID)
-        .map(|ids| {
-            Ok(arrow::compute::take(
-                ids,
-                &UInt32Array::from(targets),
-                None,
-            )?)
-        })
-        .transpose()
-}
-
-/// For each row of `batch`, the index of the first clause of `clauses` whose condition holds
-/// (`None`: no clause acts).
-fn first_clause(clauses: &[&Compiled], batch: &RecordBatch) -> DeltaResult<Vec<Option<usize>>> {
-    let mut chosen: Vec<Option<usize>> = vec![None; batch.num_rows()];
-    for (k, clause) in clauses.iter().enumerate() {
-        let holds = match &clause.predicate {
-            Some(p) => eval::matches(p, batch)?,
-            None => BooleanArray::from(vec![true; batch.num_rows()]),
-        };
-        for (i, c) in chosen.iter_mut().enumerate() {
-            if c.is_none() && holds.value(i) {
-                *c = Some(k);
-            }
-        }
-    }
-    Ok(chosen)
-}
-
-/// A literal of row `i` of `array`, for pruning by the source's key range.
-fn literal_of(array: &ArrayRef, i: usize) -> Option<Literal> {
-    if array.is_null(i) {
-        return None;
-    }
-    Some(match array.data_type() {
-        DataType::Int8 | DataType::Int16 | DataType::Int32 | DataType::Int64 => {
-            let a = arrow::compute::cast(array, &DataType::Int64).ok()?;
-            Literal::Int(a.as_primitive::<Int64Type>().value(i))
-        }
-        DataType::Utf8 => Literal::String(array.as_string::<i32>().value(i).to_string()),
-        DataType::Date32 => Literal::Date(
-            array
-                .as_primitive::<arrow::datatypes::Date32Type>()
-                .value(i),
-        ),
-        _ => return None,
-    })
 }
 
 /// Runs `spec` on the latest version `snapshot` of its table.
