@@ -14,7 +14,7 @@ use crate::runtime::block_on;
 use crate::snapshot::RawSnapshot;
 
 /// Deletion vectors taking rows of `snapshot`'s files away: `masks` holds `(path, live rows,
-/// row indexes)` per file (`deltalog_core::dml::rewrite::mask_rows`). Returns the actions
+/// row indexes)` per file (`deltalog_core::dml::engine_changes::mask_rows`). Returns the actions
 /// (JSON texts), the vectors added and the files removed.
 #[pyfunction]
 pub(crate) fn mask_rows(
@@ -24,7 +24,7 @@ pub(crate) fn mask_rows(
 ) -> PyResult<(Vec<String>, u64, u64)> {
     let snapshot = snapshot.snapshot.clone();
     let (actions, counts) = block_on(py, async move {
-        deltalog_core::dml::rewrite::mask_rows(&snapshot, masks).await
+        deltalog_core::dml::engine_changes::mask_rows(&snapshot, masks).await
     })?;
     Ok((
         actions.iter().map(|a| a.to_string()).collect(),
@@ -34,7 +34,7 @@ pub(crate) fn mask_rows(
 }
 
 /// Change data files of rows another engine changed: `data` holds the table's columns and
-/// `_change_type` (`deltalog_core::dml::rewrite::write_change_rows`). Returns the `cdc`
+/// `_change_type` (`deltalog_core::dml::engine_changes::write_change_rows`). Returns the `cdc`
 /// actions (JSON texts).
 #[pyfunction]
 #[pyo3(signature = (snapshot, data, target_file_size=None))]
@@ -47,7 +47,8 @@ pub(crate) fn write_change_files(
     let snapshot = snapshot.snapshot.clone();
     let batches = data.0.map(|b| b.map_err(DeltaError::from));
     let actions = block_on(py, async move {
-        deltalog_core::dml::rewrite::write_change_rows(&snapshot, batches, target_file_size).await
+        deltalog_core::dml::engine_changes::write_change_rows(&snapshot, batches, target_file_size)
+            .await
     })?;
     Ok(actions.iter().map(|a| a.to_string()).collect())
 }

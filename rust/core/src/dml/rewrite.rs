@@ -18,6 +18,9 @@
 //! (`delta.rowTracking.materialized*ColumnName`), updated rows keep their row ID and take the
 //! commit's version, and the commitInfo says `delta.rowTracking.preserved`. Small deletion
 //! vectors are stored inline in the log (`INLINE_DV_LIMIT`).
+//!
+//! Rows another engine changed (Spark's DML) become deletion vectors and change data files
+//! through [`super::engine_changes`].
 
 use std::collections::HashSet;
 use std::sync::Arc;
@@ -49,11 +52,13 @@ use crate::writer_features::constraints::TableRules;
 
 /// Table property: write change data files ("Add CDC File").
 pub const ENABLE_CHANGE_DATA_FEED: &str = "delta.enableChangeDataFeed";
+
 /// Deletion vectors of at most this many serialized bytes are stored inline in the log (a
 /// few deleted rows: about 80 characters of Z85 instead of a file read per data file).
 const INLINE_DV_LIMIT: usize = 64;
+
 /// The change type column of change data files.
-const CHANGE_TYPE: &str = "_change_type";
+pub(crate) const CHANGE_TYPE: &str = "_change_type";
 
 /// The materialized row tracking columns of a table with row tracking enabled.
 #[derive(Debug, Clone)]
@@ -714,268 +719,5 @@ impl Rewriter {
         txn.add_actions(actions);
         let version = txn.commit().await?;
         Ok((version, counts))
-    }
-}
-
-/// Deletion vectors that take rows of `snapshot`'s files away (spec "Deletion Vectors"), for
-/// a writer that found the rows elsewhere (e.g. a MERGE computed by Spark): `masks` holds,
-/// per file (the URI-decoded path of its scan task), the number of live rows the file has
-/// and the indexes in the file of the rows that go. A file that loses every live row is
-/// removed; the others are re-added with their deletion vector merged with the new rows.
-/// Returns the actions (with the DV file written, when one is needed) and the counts.
-pub async fn mask_rows(
-    snapshot: &Snapshot,
-    masks: Vec<(String, u64, Vec<u64>)>,
-) -> DeltaResult<(Vec<Value>, FileCounts)> {
-    if !writes_deletion_vectors(snapshot) {
-        return Err(DeltaError::InvalidArgument(
-            "the table does not write deletion vectors (delta.enableDeletionVectors and the \
-             deletionVectors feature)"
-                .into(),
-        ));
-    }
-    let mut rewriter = Rewriter::try_new(snapshot, None)?;
-    let scan = crate::scan::Scan::try_new(snapshot, crate::scan::ScanOptions::default())?;
-    let mut tasks: std::collections::HashMap<&str, &FileTask> =
-        scan.tasks().iter().map(|t| (t.path.as_str(), t)).collect();
-    for (path, live, rows) in masks {
-        let Some(task) = tasks.remove(path.as_str()) else {
-            return Err(DeltaError::InvalidArgument(format!(
-                "{path} is not an active file of version {} (or is named twice)",
-                snapshot.version()
-            )));
-        };
-        let physical = task.num_records.and_then(|n| u64::try_from(n).ok());
-        if let Some(bad) = rows.iter().find(|&&r| physical.is_some_and(|n| r >= n)) {
-            return Err(DeltaError::InvalidArgument(format!(
-                "row {bad} is past the end of {path} ({} rows)",
-                physical.unwrap_or_default()
-            )));
-        }
-        let gone: RoaringTreemap = rows.into_iter().collect();
-        rewriter.change_file(task.clone(), &gone, live, &[]).await?;
-    }
-    rewriter.into_actions(snapshot).await
-}
-
-/// The kinds of change rows ("Add CDC File": `_change_type`).
-const CHANGE_KINDS: [&str; 4] = ["delete", "insert", "update_preimage", "update_postimage"];
-
-/// Change data files (spec "Add CDC File") of rows another engine changed (e.g. a MERGE
-/// computed by Spark), for a table with the change feed on: `batches` hold the table's columns
-/// by name, then [`CHANGE_TYPE`] (`delete`, `insert`, `update_preimage` or
-/// `update_postimage`). Values are converted to the table's types as a write converts them.
-/// Returns the `cdc` actions.
-pub async fn write_change_rows<I>(
-    snapshot: &Snapshot,
-    batches: I,
-    target_file_size: Option<u64>,
-) -> DeltaResult<Vec<Value>>
-where
-    I: IntoIterator<Item = DeltaResult<RecordBatch>>,
-{
-    use arrow::array::{Array, AsArray, StructArray};
-    let mut rewriter = Rewriter::try_new(snapshot, target_file_size)?;
-    if !rewriter.writes_changes() {
-        return Err(DeltaError::InvalidArgument(
-            "the table's change data feed is off (delta.enableChangeDataFeed): no change rows \
-             to write"
-                .into(),
-        ));
-    }
-    let data_schema = rewriter.data_schema().clone();
-    let target = DataType::Struct(snapshot.schema()?.fields().clone());
-    for batch in batches {
-        let batch = batch?;
-        let kind_at = batch.schema().index_of(CHANGE_TYPE).map_err(|_| {
-            DeltaError::InvalidArgument(format!("change rows need a {CHANGE_TYPE} column"))
-        })?;
-        let kinds = arrow::compute::cast(batch.column(kind_at), &DataType::Utf8)?;
-        let kinds = kinds.as_string::<i32>();
-        if let Some(bad) =
-            (0..kinds.len()).find(|&i| kinds.is_null(i) || !CHANGE_KINDS.contains(&kinds.value(i)))
-        {
-            return Err(DeltaError::InvalidArgument(format!(
-                "{CHANGE_TYPE} must be one of {CHANGE_KINDS:?}, not {:?}",
-                kinds.is_valid(bad).then(|| kinds.value(bad))
-            )));
-        }
-        let columns: Vec<usize> = (0..batch.num_columns()).filter(|&i| i != kind_at).collect();
-        let data = batch.project(&columns)?;
-        let rows = data.num_rows();
-        let data: ArrayRef = Arc::new(StructArray::from(data));
-        let converted = crate::scan::columns::to_logical(
-            &data,
-            &target,
-            crate::schema::ColumnMappingMode::None,
-        )
-        .map_err(|e| {
-            DeltaError::InvalidArgument(format!("the change rows do not fit the table: {e}"))
-        })?;
-        let options = RecordBatchOptions::new().with_row_count(Some(rows));
-        let converted = RecordBatch::try_new_with_options(
-            data_schema.clone(),
-            converted.as_struct().columns().to_vec(),
-            &options,
-        )?;
-        for kind in CHANGE_KINDS {
-            let mask = arrow::compute::kernels::cmp::eq(
-                kinds,
-                &arrow::array::StringArray::new_scalar(kind),
-            )?;
-            if mask.true_count() > 0 {
-                let rows = filter_record_batch(&converted, &mask)?;
-                rewriter.write_changes(&rows, kind).await?;
-            }
-        }
-    }
-    Ok(rewriter.into_actions(snapshot).await?.0)
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-    use crate::storage::Storage;
-    use crate::write::table::{write_batches, SaveMode, WriteOptions, Written};
-    use arrow::array::Int64Array;
-
-    fn options(configuration: &[(&str, &str)], protocol: Value) -> WriteOptions {
-        let mut options = WriteOptions::new(SaveMode::Error);
-        options.configuration = configuration
-            .iter()
-            .map(|(k, v)| (k.to_string(), v.to_string()))
-            .collect();
-        options.protocol = Some(protocol);
-        options
-    }
-
-    async fn table(dir: &std::path::Path, dv: bool) -> Snapshot {
-        let storage = Storage::open(dir.to_str().unwrap(), &Default::default()).unwrap();
-        let schema = Arc::new(Schema::new(vec![Field::new("id", DataType::Int64, true)]));
-        let batch = RecordBatch::try_new(
-            schema.clone(),
-            vec![Arc::new(Int64Array::from_iter_values(0..10))],
-        )
-        .unwrap();
-        let (config, protocol): (&[(&str, &str)], Value) = if dv {
-            (
-                &[("delta.enableDeletionVectors", "true")],
-                json!({"minReaderVersion": 3, "minWriterVersion": 7,
-                       "readerFeatures": ["deletionVectors"],
-                       "writerFeatures": ["deletionVectors"]}),
-            )
-        } else {
-            (&[], json!({"minReaderVersion": 1, "minWriterVersion": 2}))
-        };
-        let written = write_batches(
-            &storage,
-            None,
-            &schema,
-            [Ok(batch)],
-            options(config, protocol),
-        )
-        .await
-        .unwrap();
-        assert_eq!(written, Written::Version(0));
-        Snapshot::try_new(storage, None).await.unwrap()
-    }
-
-    #[tokio::test]
-    async fn mask_rows_merges_with_the_files_vector_and_removes_emptied_files() {
-        let dir = tempfile::tempdir().unwrap();
-        let snapshot = table(dir.path(), true).await;
-        let path = snapshot_paths(&snapshot).remove(0);
-        let (actions, counts) = mask_rows(&snapshot, vec![(path.clone(), 10, vec![1, 3])])
-            .await
-            .unwrap();
-        assert_eq!(counts.deletion_vectors_added, 1);
-        let add = actions.iter().find(|a| a.get("add").is_some()).unwrap();
-        assert_eq!(add["add"]["deletionVector"]["cardinality"], json!(2));
-        // Every live row gone: the file is removed, no vector.
-        let (actions, counts) = mask_rows(&snapshot, vec![(path.clone(), 10, (0..10).collect())])
-            .await
-            .unwrap();
-        assert_eq!(
-            (counts.removed_files, counts.deletion_vectors_added),
-            (1, 0)
-        );
-        assert!(actions.iter().all(|a| a.get("add").is_none()));
-        // Bad input: an unknown file, a row past the end.
-        let err = mask_rows(&snapshot, vec![("nope.parquet".into(), 1, vec![0])]).await;
-        assert!(matches!(err, Err(DeltaError::InvalidArgument(m)) if m.contains("nope.parquet")));
-        let err = mask_rows(&snapshot, vec![(path, 10, vec![10])]).await;
-        assert!(matches!(err, Err(DeltaError::InvalidArgument(m)) if m.contains("past the end")));
-    }
-
-    #[tokio::test]
-    async fn mask_rows_needs_deletion_vectors() {
-        let dir = tempfile::tempdir().unwrap();
-        let snapshot = table(dir.path(), false).await;
-        let path = snapshot_paths(&snapshot).remove(0);
-        let err = mask_rows(&snapshot, vec![(path, 10, vec![0])]).await;
-        assert!(
-            matches!(err, Err(DeltaError::InvalidArgument(m)) if m.contains("deletion vectors"))
-        );
-    }
-
-    #[tokio::test]
-    async fn change_rows_become_cdc_files_of_their_kinds() {
-        use arrow::array::StringArray;
-        let dir = tempfile::tempdir().unwrap();
-        let storage = Storage::open(dir.path().to_str().unwrap(), &Default::default()).unwrap();
-        let schema = Arc::new(Schema::new(vec![Field::new("id", DataType::Int64, true)]));
-        let batch = RecordBatch::try_new(
-            schema.clone(),
-            vec![Arc::new(Int64Array::from_iter_values(0..3))],
-        )
-        .unwrap();
-        let opts = options(
-            &[("delta.enableChangeDataFeed", "true")],
-            json!({"minReaderVersion": 1, "minWriterVersion": 4}),
-        );
-        write_batches(&storage, None, &schema, [Ok(batch)], opts)
-            .await
-            .unwrap();
-        let snapshot = Snapshot::try_new(storage, None).await.unwrap();
-        let changes = Arc::new(Schema::new(vec![
-            Field::new("id", DataType::Int32, true),
-            Field::new(CHANGE_TYPE, DataType::Utf8, true),
-        ]));
-        let rows = RecordBatch::try_new(
-            changes.clone(),
-            vec![
-                Arc::new(arrow::array::Int32Array::from(vec![1, 2, 2])),
-                Arc::new(StringArray::from(vec![
-                    "delete",
-                    "update_preimage",
-                    "update_postimage",
-                ])),
-            ],
-        )
-        .unwrap();
-        let actions = write_change_rows(&snapshot, [Ok(rows)], None)
-            .await
-            .unwrap();
-        assert!(!actions.is_empty() && actions.iter().all(|a| a.get("cdc").is_some()));
-        // An unknown kind is refused, naming it.
-        let bad = RecordBatch::try_new(
-            changes,
-            vec![
-                Arc::new(arrow::array::Int32Array::from(vec![1])),
-                Arc::new(StringArray::from(vec!["upsert"])),
-            ],
-        )
-        .unwrap();
-        let err = write_change_rows(&snapshot, [Ok(bad)], None).await;
-        assert!(matches!(err, Err(DeltaError::InvalidArgument(m)) if m.contains("upsert")));
-    }
-
-    fn snapshot_paths(snapshot: &Snapshot) -> Vec<String> {
-        crate::scan::Scan::try_new(snapshot, crate::scan::ScanOptions::default())
-            .unwrap()
-            .tasks()
-            .iter()
-            .map(|t| t.path.clone())
-            .collect()
     }
 }
