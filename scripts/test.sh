@@ -6,13 +6,16 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 export CARGO_TARGET_DIR="${CARGO_TARGET_DIR:-$HOME/.cache/deltalog-target}"
 export CARGO_TERM_COLOR=never
+# Each stage says when it starts (seconds since the script began), so that a run's time can
+# be read per stage.
+stage() { echo "== [$(date -u +%H:%M:%S) +${SECONDS}s] $*"; }
 
 if [ ! -d ../shared/corpus ] && [ -z "${DELTALOG_SHARED:-}" ]; then
   echo "error: ../shared/corpus not found beside the repository (or set DELTALOG_SHARED)" >&2
   exit 2
 fi
 
-echo "== installing build and test dependencies"
+stage "installing build and test dependencies"
 # PostgreSQL's server binaries, for the PostgreSQL catalog tests (tests/postgres_server.py
 # looks on PATH, then in Debian's /usr/lib/postgresql/<major>/bin).
 if ! command -v initdb >/dev/null 2>&1 || ! command -v pg_ctl >/dev/null 2>&1; then
@@ -29,19 +32,22 @@ fi
 python -m pip install -q --disable-pip-version-check "maturin>=1.5,<2" wheel
 python -m pip install -q --disable-pip-version-check -e ".[test]" --no-build-isolation
 
-echo "== cargo fmt / clippy / test"
+stage "cargo fmt / clippy / test"
 cargo fmt --all -- --check
 cargo clippy --workspace --all-targets -- -D warnings
-cargo test -p deltalog-core
+# The core's unit tests in the release profile: its dependencies are the artefacts the Python
+# module was just built from, so a cold run compiles them once (not again for a test profile).
+cargo test --release -p deltalog-core
 
-echo "== ruff"
+stage "ruff"
 python -m ruff check python tests benches examples
 
-echo "== pytest"
+stage "pytest"
 set +e
 python -m pytest -q -p no:cacheprovider --durations=10 "$@"
 status=$?
 set -e
+stage "done (pytest exit status $status)"
 if [ "$status" -eq 5 ]; then
   echo "error: pytest collected no tests" >&2
   exit 1
