@@ -23,8 +23,10 @@ This package holds:
 
 from __future__ import annotations
 
+import importlib
 import os
 from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any
 
 from deltalog.catalog.base import Catalog, Identifier, parse_identifier
 from deltalog.catalog.client import (
@@ -34,20 +36,52 @@ from deltalog.catalog.client import (
     RatifiedCommit,
     RatifiedCommits,
 )
-from deltalog.catalog.directory import DirectoryCatalog, _directory_uri
-from deltalog.catalog.managed import (
-    ManagedCatalog,
-    Proposal,
-    PurgeRefusedError,
-    TableCatalogClient,
-    TableDescription,
-)
-from deltalog.catalog.names import InvalidNameError
-from deltalog.catalog.postgresql import PostgresStore
-from deltalog.catalog.ratification import ProposalError
-from deltalog.catalog.sqlite import SqliteStore
-from deltalog.catalog.transaction import CatalogTransaction
 from deltalog.exceptions import InvalidArgumentError, UnsupportedFeatureError
+
+if TYPE_CHECKING:
+    from deltalog.catalog.directory import DirectoryCatalog
+    from deltalog.catalog.managed import (
+        ManagedCatalog,
+        Proposal,
+        PurgeRefusedError,
+        TableCatalogClient,
+        TableDescription,
+    )
+    from deltalog.catalog.names import InvalidNameError
+    from deltalog.catalog.postgresql import PostgresStore
+    from deltalog.catalog.ratification import ProposalError
+    from deltalog.catalog.sqlite import SqliteStore
+    from deltalog.catalog.transaction import CatalogTransaction
+
+#: The catalogs and stores, imported on first use: ``import deltalog`` (and every table
+#: opened by path) does not pay for the SQL stores, ratification and the rest (about 60 ms).
+_LAZY = {
+    "DirectoryCatalog": "deltalog.catalog.directory",
+    "ManagedCatalog": "deltalog.catalog.managed",
+    "Proposal": "deltalog.catalog.managed",
+    "PurgeRefusedError": "deltalog.catalog.managed",
+    "TableCatalogClient": "deltalog.catalog.managed",
+    "TableDescription": "deltalog.catalog.managed",
+    "InvalidNameError": "deltalog.catalog.names",
+    "PostgresStore": "deltalog.catalog.postgresql",
+    "ProposalError": "deltalog.catalog.ratification",
+    "SqliteStore": "deltalog.catalog.sqlite",
+    "CatalogTransaction": "deltalog.catalog.transaction",
+}
+
+
+def __getattr__(name: str) -> Any:
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module 'deltalog.catalog' has no attribute {name!r}")
+    value = getattr(importlib.import_module(module), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(_LAZY))
+
 
 __all__ = [
     "DEFERRED",
@@ -96,6 +130,11 @@ def connect_catalog(
             not installed for a postgresql catalog.
         CatalogError: the catalog database cannot be reached, or has a newer schema.
     """
+    from deltalog.catalog.directory import DirectoryCatalog, _directory_uri
+    from deltalog.catalog.managed import ManagedCatalog
+    from deltalog.catalog.postgresql import PostgresStore
+    from deltalog.catalog.sqlite import SqliteStore
+
     if not isinstance(config, Mapping):
         raise TypeError(f"a catalog configuration is a mapping, not {type(config).__name__}")
     kind = config.get("type")
