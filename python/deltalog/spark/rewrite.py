@@ -55,7 +55,8 @@ def target_frame(spark: SparkSession, table: DeltaTable, files: Sequence[Any]) -
     plus :data:`FILE_COLUMN` and :data:`ROW_COLUMN`, read on the executors."""
     from pyspark.sql.types import LongType, StringType, StructField, StructType
 
-    from deltalog.spark.source import _storage_options_of, partitions_of
+    from deltalog.spark.source import partitions_of
+    from deltalog.spark.tasks import _storage_options_of
     from deltalog.spark.types import exchange_schema, spark_schema
 
     schema = StructType(
@@ -123,7 +124,7 @@ class _Rewrite:
         from pyspark.sql import functions as F
         from pyspark.sql.types import StringType, StructField, StructType
 
-        from deltalog.spark.source import _storage_options_of, held_commits
+        from deltalog.spark.tasks import _storage_options_of, held_commits
 
         table = self.table
         uri, version = table.table_uri, table.version()
@@ -138,7 +139,7 @@ class _Rewrite:
 
         def write(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
             from deltalog import _native
-            from deltalog.spark.source import task_snapshot, write_to_files
+            from deltalog.spark.tasks import task_snapshot, write_to_files
 
             counts = {"deleted": 0, "updated": 0, "inserted": 0, "copied": 0}
             masks: dict[str, list[int]] = {}
@@ -276,7 +277,8 @@ class _Rewrite:
         their ``add`` actions and the rows copied."""
         from pyspark.sql.types import ArrayType, LongType, StringType, StructField, StructType
 
-        from deltalog.spark.source import _storage_options_of, every_row_spec, held_commits
+        from deltalog.spark.source import every_row_spec
+        from deltalog.spark.tasks import _storage_options_of, held_commits
 
         by_path = {t.path: t for t in files}
         work = []
@@ -291,7 +293,7 @@ class _Rewrite:
 
         def copy(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
             from deltalog import _native
-            from deltalog.spark.source import task_snapshot, write_to_files
+            from deltalog.spark.tasks import task_snapshot, write_to_files
 
             copied = 0
 
