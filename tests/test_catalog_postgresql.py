@@ -19,6 +19,7 @@ import pyarrow as pa
 import pytest
 
 import deltalog as dl
+import processes
 from deltalog.catalog import ManagedCatalog, PostgresStore, Proposal
 from deltalog.catalog.postgresql import MIGRATIONS
 
@@ -117,7 +118,7 @@ def _open_at_once(uri: str, warehouse: str, k: int, go: Any) -> None:
 def test_several_processes_open_a_new_database_at_once(postgres_uri: str, tmp_path: Path) -> None:
     """6 processes open the same empty database together: the schema is made once
     (pg_advisory_xact_lock), and every one of them works."""
-    ctx = multiprocessing.get_context("spawn")
+    ctx = processes.context()
     go = ctx.Event()
     procs = [
         ctx.Process(target=_open_at_once, args=(postgres_uri, str(tmp_path / "wh"), k, go))

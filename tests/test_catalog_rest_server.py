@@ -7,7 +7,6 @@ shutdown under load, ``/healthz`` and the request log."""
 from __future__ import annotations
 
 import json
-import multiprocessing
 import threading
 import time
 import urllib.parse
@@ -23,6 +22,7 @@ from hypothesis import strategies as st
 
 import catalog_server
 import deltalog as dl
+import processes
 from deltalog.catalog.rest.auth import add_token
 
 JSON = {"Content-Type": "application/json"}
@@ -390,7 +390,7 @@ def _eight_writers(urls: list[str], location: Path) -> None:
     procs, per = 8, 50
     cat = dl.connect_catalog({"type": "rest", "uri": urls[0]})
     cat.create_table("shared", pa.schema({"id": pa.int64()}))
-    ctx = multiprocessing.get_context("spawn")
+    ctx = processes.context()
     go = ctx.Event()
     readies = [ctx.Event() for _ in range(procs)]
     workers = [

@@ -9,7 +9,6 @@ for ``rest``, whose client has no store)."""
 from __future__ import annotations
 
 import json
-import multiprocessing
 import random
 import sqlite3
 import threading
@@ -24,6 +23,7 @@ import pytest
 
 import catalog_server
 import deltalog as dl
+import processes
 from deltalog.catalog import Catalog, Proposal, TableCatalogClient, sql
 from deltalog.catalog.rest.client import RestTableClient
 from deltalog.catalog.sql import SqlStore
@@ -198,7 +198,7 @@ def test_processes_commit_through_one_database(config: Config, tmp_path: Path) -
     cat = connect(config)
     cat.create_table("shared", SCHEMA)
     procs, per = 8, 50
-    ctx = multiprocessing.get_context("spawn")
+    ctx = processes.context()
     workers = [ctx.Process(target=_writer, args=(config, k, per)) for k in range(procs)]
     for w in workers:
         w.start()
@@ -269,7 +269,7 @@ def test_writers_killed_anywhere_lose_nothing(config: Config, tmp_path: Path) ->
     killed one left unpublished."""
     cat = connect(config)
     cat.create_table("crash", SCHEMA)
-    ctx = multiprocessing.get_context("spawn")
+    ctx = processes.context()
     rnd = random.Random(16)
     held = 0  # trials whose writer died between ratification and publishing
     for trial in range(50):

@@ -7,7 +7,6 @@ partition filters and concurrent writers."""
 from __future__ import annotations
 
 import json
-import multiprocessing
 import shutil
 from pathlib import Path
 from typing import Any
@@ -19,6 +18,7 @@ import pyarrow.parquet as pq
 import pytest
 
 import deltalog as dl
+import processes
 
 
 def rows(start: int, n: int, part: str = "a") -> pa.Table:
@@ -267,7 +267,7 @@ def test_four_processes_append_while_optimize_runs(tmp_path: Path) -> None:
     path = tmp_path / "race4"
     many_small_files(path, per_part=2)
     expected = content(dl.DeltaTable(str(path)).to_pyarrow_table())
-    ctx = multiprocessing.get_context("spawn")
+    ctx = processes.context()
     go = ctx.Event()
     readies = [ctx.Event() for _ in range(4)]
     procs = [

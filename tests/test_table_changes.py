@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import itertools
 import json
-import multiprocessing
 import pickle
 from pathlib import Path
 
@@ -15,6 +14,7 @@ import pyarrow as pa
 import pytest
 
 import deltalog as dl
+import processes
 
 
 def ids(path: Path) -> list[int]:
@@ -166,7 +166,7 @@ def _worker_write(path: str, values: list[int]) -> bytes:
 def test_files_written_by_workers_committed_once(tmp_path: Path) -> None:
     path = tmp_path / "t"
     dl.write_table(path, table([0]), partition_by=["part"])
-    ctx = multiprocessing.get_context("spawn")
+    ctx = processes.context()
     with ctx.Pool(2) as pool:
         results = pool.starmap(_worker_write, [(str(path), [1, 2]), (str(path), [3])])
     adds = [a for r in results for a in pickle.loads(r)]
@@ -394,7 +394,7 @@ def test_row_tracking_assigns_fresh_row_ids(tmp_path: Path) -> None:
     t = dl.DeltaTable(path)
     assert {"rowTracking", "domainMetadata"} <= set(t.protocol().writer_features or [])
     assert "delta.rowTracking.materializedRowIdColumnName" in t.metadata().configuration
-    ctx = multiprocessing.get_context("spawn")
+    ctx = processes.context()
     procs = [ctx.Process(target=_append_tracked, args=(str(path), w, 5)) for w in range(2)]
     for p in procs:
         p.start()

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import datetime as dt
 import json
-import multiprocessing
 from pathlib import Path
 from typing import Any
 
@@ -16,6 +15,7 @@ import pyarrow as pa
 import pytest
 
 import deltalog as dl
+import processes
 
 UTC = dt.timezone.utc
 
@@ -190,7 +190,7 @@ def test_concurrent_appends_each_land_exactly_once(tmp_path: Path) -> None:
         path, pa.table({"worker": pa.array([], pa.int64()), "i": pa.array([], pa.int64())})
     )
     workers, count = 4, 50
-    ctx = multiprocessing.get_context("spawn")
+    ctx = processes.context()
     procs = [ctx.Process(target=_append_many, args=(str(path), w, count)) for w in range(workers)]
     for p in procs:
         p.start()
