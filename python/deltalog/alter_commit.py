@@ -72,16 +72,29 @@ class AlterCommitter:
             writer_list = sorted(wanted)
         if reader >= features.TABLE_FEATURES_READER_VERSION and reader_list is None:
             reader_list = sorted(n for n in wanted if features.FEATURES[n].is_reader_feature)
+        return self._checked_protocol(reader, writer, reader_list, writer_list)
+
+    def _checked_protocol(
+        self,
+        reader: int,
+        writer: int,
+        reader_list: list[str] | None,
+        writer_list: list[str] | None,
+        table: str | None = None,
+    ) -> dict[str, Any]:
+        """The ``protocol`` action of these versions and feature lists, once deltalog has
+        checked that it can write a table with it (``table`` names the table in the error)."""
+        from deltalog.table import Protocol
+
         action: dict[str, Any] = {"minReaderVersion": reader, "minWriterVersion": writer}
         if reader_list is not None:
             action["readerFeatures"] = reader_list
         if writer_list is not None:
             action["writerFeatures"] = writer_list
-        from deltalog.table import Protocol
-
         features.check_writable(
             Protocol(reader, writer, reader_list, writer_list),
             through_catalog=self._table._catalog_client is not None,
+            table=table,
         )
         return {"protocol": action}
 

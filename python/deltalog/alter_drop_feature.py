@@ -221,22 +221,13 @@ class FeatureDropper(PropertyAlterer):
         """Commits the protocol without ``name`` (the smallest one supporting the table's other
         features, so legacy versions where they suffice) and ``configuration`` without its
         ``delta.feature.<name>`` key."""
-        from deltalog.table import Protocol
-
         configuration = {k: v for k, v in configuration.items() if k != f"delta.feature.{name}"}
 
         current = self._table.protocol()
         have = features.reader_features_of(current) | features.writer_features_of(current)
         reader, writer, reader_list, writer_list = features.min_protocol_for(have - {name})
-        action: dict[str, Any] = {"minReaderVersion": reader, "minWriterVersion": writer}
-        if reader_list is not None:
-            action["readerFeatures"] = reader_list
-        if writer_list is not None:
-            action["writerFeatures"] = writer_list
-        features.check_writable(
-            Protocol(reader, writer, reader_list, writer_list),
-            through_catalog=self._table._catalog_client is not None,
-            table=self._table.table_uri,
+        protocol = self._checked_protocol(
+            reader, writer, reader_list, writer_list, table=self._table.table_uri
         )
         return self._commit(
             "DROP FEATURE",
@@ -244,7 +235,7 @@ class FeatureDropper(PropertyAlterer):
             None,
             (),
             commit_properties,
-            [{"protocol": action}, self._metadata_action(configuration)],
+            [protocol, self._metadata_action(configuration)],
         )
 
 
