@@ -22,6 +22,8 @@ import deltalog as dl
 from conftest import BASE_MS, LogWriter, metadata, protocol
 from deltalog.catalog import CatalogClient, RatifiedCommit, RatifiedCommits
 
+# Hand-written with the stored spec's name for in-commit timestamps (deltalog writes
+# `inCommitTimestamp`; tests/test_ict_feature_name.py): these tables prove the alias is read.
 CM_PROTOCOL = protocol(3, 7, ["catalogManaged"], ["catalogManaged", "inCommitTimestamps"])
 SCHEMA = json.dumps(
     {
@@ -280,7 +282,8 @@ def test_creating_a_catalog_managed_table_through_its_catalog(tmp_path: Path) ->
     p = t.protocol()
     assert (p.min_reader_version, p.min_writer_version) == (3, 7)
     assert "catalogManaged" in p.reader_features
-    assert {"catalogManaged", "inCommitTimestamps", "vacuumProtocolCheck"} <= set(p.writer_features)
+    assert {"catalogManaged", "inCommitTimestamp", "vacuumProtocolCheck"} <= set(p.writer_features)
+    assert "inCommitTimestamps" not in p.writer_features  # the name other writers understand
     assert t.metadata().configuration["delta.enableInCommitTimestamps"] == "true"
     assert ids(t) == [0, 1, 2]
     first = commit_lines(root / "_delta_log" / f"{0:020}.json")[0]["commitInfo"]

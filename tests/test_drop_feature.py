@@ -59,7 +59,7 @@ def test_writer_features_go_in_one_commit(tmp_path: Path) -> None:
     dl.write_table(str(tmp_path), rows(), configuration={"delta.enableInCommitTimestamps": "true"})
     t = dl.DeltaTable(str(tmp_path))
     t.alter.add_constraint({"small": "id < 100"})
-    assert {"checkConstraints", "inCommitTimestamps"} <= all_features(t)
+    assert {"checkConstraints", "inCommitTimestamp"} <= all_features(t)
     with pytest.raises(InvalidArgumentError, match=r"CHECK constraints \['small'\]"):
         t.alter.drop_feature("checkConstraints")
     t.alter.drop_constraint("small")
@@ -72,9 +72,9 @@ def test_writer_features_go_in_one_commit(tmp_path: Path) -> None:
     assert entry["operation"] == "DROP FEATURE"
     assert entry["operationParameters"]["featureName"] == "checkConstraints"
 
-    version = t.alter.drop_feature("inCommitTimestamps")
+    version = t.alter.drop_feature("inCommitTimestamp")
     t = dl.DeltaTable(str(tmp_path))
-    assert "inCommitTimestamps" not in all_features(t)
+    assert not {"inCommitTimestamp", "inCommitTimestamps"} & all_features(t)
     assert not any("InCommitTimestamp" in k for k in t.metadata().configuration)
     # The history stays (a writer feature asks nothing of readers of older versions).
     assert (tmp_path / "_delta_log" / f"{0:020}.json").exists()

@@ -344,7 +344,7 @@ def _row_tracking(path: Path) -> list[int]:
     return [i for i in range(25) if i != 10]
 
 
-@case("in-commit-timestamps", "inCommitTimestamps")
+@case("in-commit-timestamps", "inCommitTimestamp")
 def _ict(path: Path) -> list[int]:
     dl.write_table(path, base(range(5)), configuration={"delta.enableInCommitTimestamps": "true"})
     dl.write_table(path, base(range(5, 10)), mode="append")
@@ -617,7 +617,7 @@ for _mode, _kind in (("name", "v2-parquet"), ("id", "v2-json")):
         "columnMapping",
         "deletionVectors",
         "rowTracking",
-        "inCommitTimestamps",
+        "inCommitTimestamp",
         "v2Checkpoint",
         "changeDataFeed",
     )(_build_combo)

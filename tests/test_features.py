@@ -157,6 +157,8 @@ def test_legacy_versions_match_the_version_requirements_tables(name: str) -> Non
 
 
 EXTRA_FEATURES = {
+    # Not in the stored spec's appendix; registered under both names (features.ALIASES).
+    "inCommitTimestamp": "writer",
     "inCommitTimestamps": "writer",
     "typeWidening": "reader_writer",
     "typeWidening-preview": "reader_writer",
@@ -246,6 +248,7 @@ def test_support_flags_are_honest() -> None:
         "icebergCompatV1",
         "icebergCompatV2",
         "identityColumns",
+        "inCommitTimestamp",
         "inCommitTimestamps",
         "rowTracking",
         "timestampNtz",
@@ -262,6 +265,7 @@ def test_enablement_properties() -> None:
         "columnMapping": "delta.columnMapping.mode",
         "deletionVectors": "delta.enableDeletionVectors",
         "rowTracking": "delta.enableRowTracking",
+        "inCommitTimestamp": "delta.enableInCommitTimestamps",
         "inCommitTimestamps": "delta.enableInCommitTimestamps",
         "icebergCompatV1": "delta.enableIcebergCompatV1",
         "icebergCompatV2": "delta.enableIcebergCompatV2",
@@ -518,7 +522,11 @@ def test_malformed_protocols(p: P, rule: str) -> None:
         ({"identityColumns"}, (1, 6, None, None)),
         ({"columnMapping", "identityColumns"}, (2, 6, None, None)),
         ({"domainMetadata"}, (1, 7, None, ["domainMetadata"])),
+        ({"appendOnly", "inCommitTimestamp"}, (1, 7, None, ["appendOnly", "inCommitTimestamp"])),
+        # The other name of in-commit timestamps is kept as given (a table's existing name)...
         ({"appendOnly", "inCommitTimestamps"}, (1, 7, None, ["appendOnly", "inCommitTimestamps"])),
+        # ...and both names are one feature, listed once under the name deltalog writes.
+        ({"inCommitTimestamp", "inCommitTimestamps"}, (1, 7, None, ["inCommitTimestamp"])),
         (
             {"columnMapping", "allowColumnDefaults"},
             (2, 7, None, ["allowColumnDefaults", "columnMapping"]),
@@ -539,6 +547,11 @@ def test_malformed_protocols(p: P, rule: str) -> None:
         ({"icebergCompatV1"}, (2, 7, None, ["columnMapping", "icebergCompatV1"])),
         (
             {"catalogManaged"},
+            (3, 7, ["catalogManaged"], ["catalogManaged", "inCommitTimestamp"]),
+        ),
+        # catalogManaged's requirement is met by either name of in-commit timestamps.
+        (
+            {"catalogManaged", "inCommitTimestamps"},
             (3, 7, ["catalogManaged"], ["catalogManaged", "inCommitTimestamps"]),
         ),
     ],
@@ -631,12 +644,20 @@ def test_min_protocol_for_properties(wanted: frozenset[str]) -> None:
 
     supported = reader_features_of(p) | writer_features_of(p)
     needed = set(wanted)
-    while any(not FEATURES[n].requires <= needed for n in needed):
-        needed |= {dep for n in needed for dep in FEATURES[n].requires}
-    # It supports everything asked, and everything those features require.
-    assert wanted <= supported
+    while any(not features.supports(needed, d) for n in needed for d in FEATURES[n].requires):
+        needed |= {
+            d for n in needed for d in FEATURES[n].requires if not features.supports(needed, d)
+        }
+    # A feature asked for under both of its names is listed once, under the name deltalog
+    # writes (features.ALIASES): no protocol lists both.
+    needed -= {a for a, n in features.ALIASES.items() if n in needed}
+    assert len(supported & features.IN_COMMIT_TIMESTAMP_NAMES) <= 1
+    # It supports everything asked (under one of its names), and everything those features
+    # require.
+    assert all(features.supports(supported, n) for n in wanted)
+    assert wanted - set(features.ALIASES) <= supported
     for name in supported:
-        assert FEATURES[name].requires <= supported
+        assert all(features.supports(supported, d) for d in FEATURES[name].requires)
     # Reader-writer features asked for are reader features of the protocol, and all of them are
     # listed in writerFeatures too when writer version 7 is used ("Supported Features").
     wanted_reader = {n for n in wanted if FEATURES[n].kind == "reader_writer"}

@@ -230,7 +230,9 @@ def test_in_commit_timestamps_on_a_new_table(tmp_path: Path) -> None:
     for i in range(3):
         dl.write_table(path, table([i]), mode="append")
     t = dl.DeltaTable(path)
-    assert "inCommitTimestamps" in (t.protocol().writer_features or [])
+    # Written as other writers spell it (deltalog.features.IN_COMMIT_TIMESTAMP).
+    assert "inCommitTimestamp" in (t.protocol().writer_features or [])
+    assert "inCommitTimestamps" not in (t.protocol().writer_features or [])
     firsts = _commit_infos(path)
     # commitInfo is the first action of every commit and carries a strictly increasing ICT.
     icts = [f["commitInfo"]["inCommitTimestamp"] for f in firsts]

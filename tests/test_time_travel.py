@@ -202,7 +202,9 @@ ICT_MTIMES = [
 ICT_COMMIT_TS = [BASE_MS, BASE_MS + 10_000, ICT[2], ICT[3], ICT[4]]
 
 
-def build_ict(log: LogWriter) -> Path:
+def build_ict(log: LogWriter, feature: str = "inCommitTimestamps") -> Path:
+    """ICT enabled at version 2, its protocol listing ``feature``: by default the stored spec's
+    name, which deltalog reads as the ``inCommitTimestamp`` it writes."""
     log.commit(
         0,
         [commit_info("CREATE TABLE"), protocol(), metadata(), add("a.parquet")],
@@ -218,7 +220,7 @@ def build_ict(log: LogWriter) -> Path:
         2,
         [
             commit_info("SET TBLPROPERTIES", ICT[2], inCommitTimestamp=ICT[2]),
-            protocol(1, 7, writer_features=["inCommitTimestamps"]),
+            protocol(1, 7, writer_features=[feature]),
             metadata(config),
             add("f2.parquet"),
         ],
@@ -266,10 +268,11 @@ def test_ict_load_by_timestamp(make_log: Callable[..., LogWriter], case: str, fo
     assert sorted(t.files()) == _files_at(expected)
 
 
-def test_ict_history(make_log: Callable[..., LogWriter]) -> None:
-    root = build_ict(make_log())
+@pytest.mark.parametrize("feature", ["inCommitTimestamps", "inCommitTimestamp"])
+def test_ict_history(make_log: Callable[..., LogWriter], feature: str) -> None:
+    root = build_ict(make_log(), feature)
     t = dl.DeltaTable(str(root))
-    assert t.protocol().writer_features == ["inCommitTimestamps"]
+    assert t.protocol().writer_features == [feature]
     h = t.history()
     assert [e["version"] for e in h] == [4, 3, 2, 1, 0]
     assert [e["timestamp"] for e in h] == ICT_COMMIT_TS[::-1]

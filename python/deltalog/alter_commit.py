@@ -62,7 +62,8 @@ class AlterCommitter:
         current one already does."""
         current = self._table.protocol()
         have = features.reader_features_of(current) | features.writer_features_of(current)
-        wanted = have | frozenset(new_features)
+        # A feature the table lists under another name keeps it (inCommitTimestamps).
+        wanted = features.with_features(have, new_features)
         if wanted == have:
             return None
         reader, writer, reader_list, writer_list = features.min_protocol_for(wanted)

@@ -29,7 +29,7 @@ _ICT_PROVENANCE = (
 _DROPPABLE = frozenset(
     {
         "checkConstraints",
-        "inCommitTimestamps",
+        features.IN_COMMIT_TIMESTAMP,  # by either name (features.ALIASES)
         "deletionVectors",
         "v2Checkpoint",
         "typeWidening",
@@ -58,7 +58,7 @@ class FeatureDropper(PropertyAlterer):
         Features"); this is the exception Delta Spark makes on explicit request, and it is only
         taken once no version a reader can reach still uses the feature.
 
-        Writer features (``checkConstraints``, ``inCommitTimestamps``) go in one commit:
+        Writer features (``checkConstraints``, ``inCommitTimestamp``) go in one commit:
         CHECK constraints must be dropped first; in-commit timestamps are disabled in the same
         commit. Reader-writer features take two steps:
 
@@ -80,6 +80,10 @@ class FeatureDropper(PropertyAlterer):
         When step 2 cannot happen yet, :class:`FeatureDropWaitError` says until when; step 1
         has then been committed, and a later call finishes the drop.
 
+        A feature of two names is dropped by either (``inCommitTimestamp`` and
+        ``inCommitTimestamps``, :data:`deltalog.features.ALIASES`), and whichever the protocol
+        lists goes.
+
         Returns the version of the protocol change.
 
         Raises:
@@ -98,17 +102,18 @@ class FeatureDropper(PropertyAlterer):
             )
         current = table.protocol()
         have = features.reader_features_of(current) | features.writer_features_of(current)
-        if name not in have:
+        if not features.supports(have, name):
             raise InvalidArgumentError(
                 f"the table does not support the feature {name!r} (its features: "
                 f"{', '.join(sorted(have)) or 'none'})"
             )
-        needed_by = sorted(n for n in have if name in features.FEATURES[n].requires)
+        names = features.names_of(name)
+        needed_by = sorted(n for n in have if not names.isdisjoint(features.FEATURES[n].requires))
         if needed_by:
             raise InvalidArgumentError(
                 f"cannot drop {name!r}: the table's features {needed_by} need it"
             )
-        if name not in _DROPPABLE:
+        if features.canonical_name(name) not in _DROPPABLE:
             raise InvalidArgumentError(
                 f"DROP FEATURE does not support {name!r}; deltalog can drop "
                 f"{', '.join(sorted(_DROPPABLE))}"
@@ -125,7 +130,7 @@ class FeatureDropper(PropertyAlterer):
                     f"{constraints}: drop them first (alter.drop_constraint)"
                 )
             return self._commit_protocol_without(name, config, parameters, commit_properties)
-        if name == "inCommitTimestamps":
+        if name in features.IN_COMMIT_TIMESTAMP_NAMES:
             for key in (_ICT, *_ICT_PROVENANCE):
                 config.pop(key, None)
             return self._commit_protocol_without(name, config, parameters, commit_properties)
@@ -218,14 +223,16 @@ class FeatureDropper(PropertyAlterer):
         parameters: Mapping[str, Any],
         commit_properties: CommitProperties | None,
     ) -> int:
-        """Commits the protocol without ``name`` (the smallest one supporting the table's other
-        features, so legacy versions where they suffice) and ``configuration`` without its
-        ``delta.feature.<name>`` key."""
-        configuration = {k: v for k, v in configuration.items() if k != f"delta.feature.{name}"}
+        """Commits the protocol without ``name``, under any of its names (the smallest one
+        supporting the table's other features, so legacy versions where they suffice) and
+        ``configuration`` without its ``delta.feature.<name>`` keys."""
+        names = features.names_of(name)
+        dropped = {f"delta.feature.{n}" for n in names}
+        configuration = {k: v for k, v in configuration.items() if k not in dropped}
 
         current = self._table.protocol()
         have = features.reader_features_of(current) | features.writer_features_of(current)
-        reader, writer, reader_list, writer_list = features.min_protocol_for(have - {name})
+        reader, writer, reader_list, writer_list = features.min_protocol_for(have - names)
         protocol = self._checked_protocol(
             reader, writer, reader_list, writer_list, table=self._table.table_uri
         )

@@ -28,6 +28,7 @@ records ``delta.typeChanges``; ``alter.drop_feature`` rewrites the narrower file
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from types import MappingProxyType
@@ -233,7 +234,14 @@ _REGISTRY: tuple[TableFeature, ...] = (
     # for them; deltalog never clusters files, which the spec allows.
     _writer("clustering", "Clustered Table", requires=("domainMetadata",), write_supported=True),
     # Every commit writes `inCommitTimestamp` first while enabled, monotonic across winners;
-    # enabling it records the enablement version and timestamp.
+    # enabling it records the enablement version and timestamp. Registered under both of its
+    # names (see IN_COMMIT_TIMESTAMP below): deltalog writes the first, reads and accepts both.
+    _writer(
+        "inCommitTimestamp",
+        "In-Commit Timestamps",
+        enablement_property="delta.enableInCommitTimestamps",
+        write_supported=True,
+    ),
     _writer(
         "inCommitTimestamps",
         "In-Commit Timestamps",
@@ -292,13 +300,13 @@ _REGISTRY: tuple[TableFeature, ...] = (
         "catalogManaged",
         "Catalog-managed Table Enablement",
         read_supported=True,
-        requires=("inCommitTimestamps",),
+        requires=("inCommitTimestamp",),
     ),
     _reader_writer(
         "catalogOwned-preview",
         "Catalog-managed Table Enablement",
         read_supported=True,
-        requires=("inCommitTimestamps",),
+        requires=("inCommitTimestamp",),
     ),
     # Not in the stored spec (see the module docstring). Both are reader-writer features.
     # Written by `alter.change_column_type` (the `delta.typeChanges` field metadata) and removed
@@ -321,13 +329,70 @@ _REGISTRY: tuple[TableFeature, ...] = (
     _reader_writer("variantType-preview", UPSTREAM_ONLY + "Variant Data Type", read_supported=True),
 )
 
-#: Every table feature deltalog knows, by name. Read-only.
+#: Every table feature deltalog knows, by name (an alias of :data:`ALIASES` included, as the
+#: feature it names). Read-only.
 FEATURES: Mapping[str, TableFeature] = MappingProxyType({f.name: f for f in _REGISTRY})
+
+# The name of the In-Commit Timestamps writer feature is spelt two ways. The stored protocol
+# text ("In-Commit Timestamps", its enablement list: "The feature `inCommitTimestamps` must
+# exist in the table `protocol`'s `writerFeatures`") says `inCommitTimestamps`; the other
+# implementations say `inCommitTimestamp`: Delta Spark (InCommitTimestampTableFeature), Delta
+# Kernel Java, delta-rs, delta-kernel-rs (so DuckDB's delta extension) and the Unity Catalog
+# Delta API (its required protocol: "writer-features: inCommitTimestamp").
+# delta-io/delta issue #4466 reports the disagreement (PR #4471 proposes the singular
+# throughout the spec). Those engines refuse to write a table listing `inCommitTimestamps` (to
+# them an unknown writer feature), so deltalog writes the name they understand and reads both:
+# a protocol listing either supports the feature, and one that lists the plural (tables
+# deltalog wrote before, or another writer that followed the stored text) keeps it when
+# deltalog rewrites the protocol, so that no protocol lists both.
+#: The In-Commit Timestamps feature, as deltalog writes it.
+IN_COMMIT_TIMESTAMP = "inCommitTimestamp"
+#: The same feature as the stored protocol text spells it: read and accepted, never added.
+IN_COMMIT_TIMESTAMP_ALIAS = "inCommitTimestamps"
+#: Other spellings of a feature, to the name deltalog writes for it. Read-only.
+ALIASES: Mapping[str, str] = MappingProxyType({IN_COMMIT_TIMESTAMP_ALIAS: IN_COMMIT_TIMESTAMP})
+#: Both names of the In-Commit Timestamps feature.
+IN_COMMIT_TIMESTAMP_NAMES = frozenset({IN_COMMIT_TIMESTAMP, IN_COMMIT_TIMESTAMP_ALIAS})
 
 if len(FEATURES) != len(_REGISTRY):  # pragma: no cover - guards edits of the registry
     raise RuntimeError("duplicate feature name in the table-feature registry")
-if any(dep not in FEATURES for f in _REGISTRY for dep in f.requires):  # pragma: no cover
-    raise RuntimeError("a table feature requires a feature missing from the registry")
+if any(dep not in FEATURES or dep in ALIASES for f in _REGISTRY for dep in f.requires):
+    raise RuntimeError(  # pragma: no cover
+        "a table feature requires a feature missing from the registry (or an alias)"
+    )
+if any(  # pragma: no cover - an alias is the feature it names under another name
+    dataclasses.replace(FEATURES[alias], name=name) != FEATURES[name]
+    for alias, name in ALIASES.items()
+):
+    raise RuntimeError("a feature alias differs from the feature it names")
+
+
+def canonical_name(name: str) -> str:
+    """The name deltalog writes for feature ``name`` (``inCommitTimestamps`` →
+    ``inCommitTimestamp``); any other name as it is."""
+    return ALIASES.get(name, name)
+
+
+def names_of(name: str) -> frozenset[str]:
+    """Every name of feature ``name``: its own, the one deltalog writes and their aliases."""
+    canonical = canonical_name(name)
+    return frozenset({name, canonical, *(a for a, c in ALIASES.items() if c == canonical)})
+
+
+def supports(names: Iterable[str], name: str) -> bool:
+    """Whether the feature names ``names`` (a protocol's features) include feature ``name``
+    under any of its names."""
+    return not names_of(name).isdisjoint(names)
+
+
+def with_features(have: Iterable[str], new: Iterable[str]) -> frozenset[str]:
+    """The features ``have`` (a protocol's) plus ``new``: a new feature is added under the name
+    deltalog writes, unless ``have`` already lists it under another name, which is kept."""
+    result = set(have)
+    for name in new:
+        if not supports(result, name):
+            result.add(canonical_name(name))
+    return frozenset(result)
 
 
 # ------------------------------------------------------------------------------------------------
@@ -595,15 +660,17 @@ def check_writable(
 
 
 def _closure(names: Iterable[str]) -> frozenset[str]:
-    """``names`` plus, transitively, every feature they require."""
-    result: set[str] = set()
-    pending = list(names)
+    """``names`` plus, transitively, every feature they require and do not support already
+    under another name (``catalogManaged`` is satisfied by either in-commit timestamps name);
+    of a feature named twice, only the name deltalog writes is kept."""
+    result = set(names)
+    pending = list(result)
     while pending:
-        name = pending.pop()
-        if name not in result:
-            result.add(name)
-            pending.extend(FEATURES[name].requires)
-    return frozenset(result)
+        for dep in FEATURES[pending.pop()].requires:
+            if not supports(result, dep):
+                result.add(dep)
+                pending.append(dep)
+    return frozenset(n for n in result if n not in ALIASES or ALIASES[n] not in result)
 
 
 def min_protocol_for(
@@ -619,7 +686,12 @@ def min_protocol_for(
     1. Unknown names raise :class:`UnsupportedFeatureError`. The set is closed under
        :attr:`TableFeature.requires` (e.g. ``rowTracking`` adds ``domainMetadata``,
        ``icebergCompatV1`` adds ``columnMapping``, ``catalogManaged`` adds
-       ``inCommitTimestamps``), since a protocol supporting a feature must support what it needs.
+       ``inCommitTimestamp``), since a protocol supporting a feature must support what it needs.
+       A requirement is met by any name of the feature (:data:`ALIASES`: ``inCommitTimestamps``
+       meets ``catalogManaged``'s), and names are kept as given (the caller chooses between a
+       table's existing name and the one deltalog writes, see :func:`with_features`), except
+       that a feature asked for under both names is listed once, under the name deltalog
+       writes.
     2. Legacy versions, when every feature of the set has a legacy writer version and every
        reader-writer feature a legacy reader version: reader = max(legacy reader versions of the
        reader-writer features, 1), writer = max(legacy writer versions, 1), no lists. Legacy
@@ -716,7 +788,7 @@ def features_for_configuration(
             stored[key] = str(value)
     for feature in FEATURES.values():
         prop = feature.enablement_property
-        if prop is None or prop not in stored:
+        if prop is None or prop not in stored or feature.name in ALIASES:
             continue
         value = stored[prop]
         if feature.name == "columnMapping":
@@ -734,7 +806,8 @@ def features_for_configuration(
         raise UnsupportedFeatureError(
             "unknown table features: " + ", ".join(unknown), features=unknown
         )
-    return frozenset(needed), stored
+    # A feature asked for by another of its names is added under the one deltalog writes.
+    return frozenset(canonical_name(n) for n in needed), stored
 
 
 def is_active(name: str, protocol: ProtocolLike, configuration: Mapping[str, str]) -> bool:
@@ -747,6 +820,7 @@ def is_active(name: str, protocol: ProtocolLike, configuration: Mapping[str, str
     * ``columnMapping``: ``delta.columnMapping.mode`` is set and not ``none`` ("Column Mapping");
     * a feature with an :attr:`TableFeature.enablement_property`: that table property is ``true``
       (case-insensitive), e.g. ``delta.appendOnly`` ("Append-only Tables");
+    * a feature of several names (:data:`ALIASES`) is supported under any of them;
     * any other feature (e.g. ``invariants``, ``checkConstraints``, ``generatedColumns``,
       ``identityColumns``, ``timestampNtz``, ``v2Checkpoint``, ``catalogManaged``): active
       whenever supported; what it governs lives in the schema or the log itself.
@@ -757,7 +831,7 @@ def is_active(name: str, protocol: ProtocolLike, configuration: Mapping[str, str
     feature = FEATURES.get(name)
     if feature is None:
         raise UnsupportedFeatureError(f"unknown table feature: {name}", features=[name])
-    if name not in reader_features_of(protocol) | writer_features_of(protocol):
+    if not supports(reader_features_of(protocol) | writer_features_of(protocol), name):
         return False
     if feature.enablement_property is None:
         return True
@@ -768,7 +842,11 @@ def is_active(name: str, protocol: ProtocolLike, configuration: Mapping[str, str
 
 
 __all__ = [
+    "ALIASES",
     "FEATURES",
+    "IN_COMMIT_TIMESTAMP",
+    "IN_COMMIT_TIMESTAMP_ALIAS",
+    "IN_COMMIT_TIMESTAMP_NAMES",
     "MAX_READER_VERSION",
     "MAX_WRITER_VERSION",
     "TABLE_FEATURES_READER_VERSION",
@@ -777,12 +855,16 @@ __all__ = [
     "FeatureKind",
     "ProtocolLike",
     "TableFeature",
+    "canonical_name",
     "check_readable",
     "check_writable",
     "features_for_configuration",
     "is_active",
     "min_protocol_for",
+    "names_of",
     "reader_features_of",
+    "supports",
     "validate_protocol",
+    "with_features",
     "writer_features_of",
 ]

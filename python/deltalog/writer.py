@@ -305,7 +305,7 @@ def write_table(
         catalog_client: with a location, the catalog (a
             :class:`deltalog.catalog.CatalogClient`) of a catalog-managed table: an existing
             one is written through it; a new one is created catalog-managed
-            (``catalogManaged`` with ``inCommitTimestamps`` and ``vacuumProtocolCheck``,
+            (``catalogManaged`` with ``inCommitTimestamp`` and ``vacuumProtocolCheck``,
             in-commit timestamps enabled) and its version 0 is ratified by the catalog, which
             registers the table in the same step (catalogManaged RFC, "Creating and Dropping
             Catalog-managed Tables").
@@ -347,7 +347,7 @@ def write_table(
         table_features = [
             *(table_features or ()),
             "catalogManaged",
-            "inCommitTimestamps",
+            features.IN_COMMIT_TIMESTAMP,  # "inCommitTimestamp", as other writers spell it
             "vacuumProtocolCheck",
         ]
         configuration = {**(configuration or {}), "delta.enableInCommitTimestamps": "true"}

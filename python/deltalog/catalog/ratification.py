@@ -47,7 +47,14 @@ CLUSTERING_DOMAIN = "delta.clustering"
 
 #: The features a catalog-managed table keeps for good.
 REQUIRED_READER_FEATURES = ("catalogManaged",)
-REQUIRED_WRITER_FEATURES = ("catalogManaged", "inCommitTimestamps")
+#: Each entry is met by any one of its names, the first the one deltalog writes: in-commit
+#: timestamps are `inCommitTimestamp` to Delta Spark, delta-rs, kernel-rs and the UC Delta API,
+#: `inCommitTimestamps` in the stored protocol text ("In-Commit Timestamps"); both are accepted
+#: (see deltalog.features.IN_COMMIT_TIMESTAMP).
+REQUIRED_WRITER_FEATURES: tuple[tuple[str, ...], ...] = (
+    ("catalogManaged",),
+    ("inCommitTimestamp", "inCommitTimestamps"),
+)
 
 
 class ProposalError(InvalidArgumentError):
@@ -289,7 +296,9 @@ def _check_features(version: int, protocol: Any, metadata: Any, bad: Any) -> Non
                 '(catalogManaged RFC, "Catalog-managed Table Enablement")'
             )
         missing = [f for f in REQUIRED_READER_FEATURES if f not in readers] + [
-            f for f in REQUIRED_WRITER_FEATURES if f not in writers
+            " or ".join(names)
+            for names in REQUIRED_WRITER_FEATURES
+            if set(names).isdisjoint(writers)
         ]
         if missing:
             what = "enable" if version == 0 else "keep"
