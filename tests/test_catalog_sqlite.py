@@ -72,7 +72,16 @@ def test_a_version_1_database_is_upgraded(tmp_path: Path) -> None:
     db = sqlite3.connect(path)
     assert db.execute("SELECT version FROM schema_version").fetchall() == [(len(MIGRATIONS),)]
     columns = [r[1] for r in db.execute("PRAGMA table_info(tables)")]
-    assert columns[-5:] == ["protocol", "metadata", "properties", "clustering", "last_ict"]
+    assert columns[-8:] == [
+        "protocol",
+        "metadata",
+        "properties",
+        "clustering",
+        "last_ict",
+        "uuid",
+        "metadata_version",
+        "metadata_ict",
+    ]
     # Migration 4: every ratified version recorded (content hash, txnId, in-commit timestamp).
     assert db.execute("SELECT COUNT(*) FROM commit_log").fetchone() == (0,)
     assert "properties" in [r[1] for r in db.execute("PRAGMA table_info(namespaces)")]
@@ -87,6 +96,10 @@ def test_a_version_1_database_is_upgraded(tmp_path: Path) -> None:
     assert [(c.version, c.content) for c in store.commits(record.id, None, None).commits] == [
         (0, b"{}")
     ]
+    # Migration 5: a table registered before it gets its UUID on first use, once.
+    assert record.uuid is None
+    assert store.table_uuid(record.id) == store.table_uuid(record.id)
+    assert store.table_by_uuid(store.table_uuid(record.id)) is not None
     store.ratify(record.id, 1, None, b"{}", protocol='{"p":1}', metadata='{"m":1}')
     assert db.execute("SELECT protocol, metadata, latest_version FROM tables").fetchone() == (
         '{"p":1}',

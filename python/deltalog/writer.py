@@ -8,6 +8,7 @@ later version when a concurrent commit does not conflict (spec "Creation of New 
 from __future__ import annotations
 
 import json
+import uuid
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal
@@ -351,6 +352,14 @@ def write_table(
             "vacuumProtocolCheck",
         ]
         configuration = {**(configuration or {}), "delta.enableInCommitTimestamps": "true"}
+        # The table's id in its catalog, in its configuration: engines committing through Unity
+        # Catalog's Delta API read it there (and assert it); the catalog adopts it at version
+        # 0 (deltalog.catalog.sql). A client that allocated the table (a UC staging table)
+        # says which id (``table_uuid``).
+        configuration.setdefault(
+            "io.unitycatalog.tableId",
+            str(getattr(catalog_client, "table_uuid", None) or uuid.uuid4()),
+        )
 
     if isinstance(table_or_uri, DeltaTable):
         uri = table_or_uri.table_uri

@@ -69,6 +69,15 @@ class TableRecord:
     clustering: str | None = None
     #: The in-commit timestamp of the latest version the catalog ratified with one.
     last_ict: int | None = None
+    #: The table's UUID (Unity Catalog's ``table_id``; ``None`` until first asked for, for a
+    #: table registered before deltalog recorded one: :meth:`Store.table_uuid`).
+    uuid: str | None = None
+    #: When the catalog registered the table, in milliseconds since the epoch.
+    created_ms: int | None = None
+    #: The latest version whose commit carried a ``protocol`` or ``metaData`` action, and its
+    #: in-commit timestamp (UC's ``last-commit-version`` / ``last-commit-timestamp-ms``).
+    metadata_version: int | None = None
+    metadata_ict: int | None = None
 
 
 @dataclass(frozen=True)
@@ -211,6 +220,25 @@ class Store(abc.ABC):
 
     @abc.abstractmethod
     def drop_table(self, table_id: int) -> None: ...
+
+    @abc.abstractmethod
+    def rename_table(self, table_id: int, name: str) -> None:
+        """Renames the table within its namespace (its location stays).
+
+        Raises:
+            AlreadyExistsError: the namespace has a table or namespace of that name.
+        """
+
+    @abc.abstractmethod
+    def table_uuid(self, table_id: int) -> str:
+        """The table's UUID, assigned now (once, for good) if it has none yet.
+
+        Raises:
+            CatalogError: the table is gone.
+        """
+
+    @abc.abstractmethod
+    def table_by_uuid(self, uuid: str) -> TableRecord | None: ...
 
     @abc.abstractmethod
     def overlapping(self, location: str, exclude: int | None = None) -> list[tuple[int, str]]:

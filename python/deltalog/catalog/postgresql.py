@@ -29,7 +29,12 @@ from collections.abc import Iterator, Sequence
 from contextlib import contextmanager, suppress
 from typing import TYPE_CHECKING, Any
 
-from deltalog.catalog.sql import COMMIT_LOG_MIGRATION, ConnectionPool, SqlStore
+from deltalog.catalog.sql import (
+    COMMIT_LOG_MIGRATION,
+    TABLE_UUID_MIGRATION,
+    ConnectionPool,
+    SqlStore,
+)
 from deltalog.exceptions import CatalogError, UnsupportedFeatureError
 
 if TYPE_CHECKING:
@@ -57,6 +62,8 @@ MIGRATIONS: list[list[str]] = [
     # 3: each ratified version bound to its content (SHA-256), its txnId (unique per table) and
     # in-commit timestamp, kept after publishing; the cached clustering domain and latest ICT.
     COMMIT_LOG_MIGRATION,
+    # Each table's UUID (Unity Catalog's table_id) and latest protocol/metadata version.
+    TABLE_UUID_MIGRATION,
 ]
 
 #: The ``pg_advisory_xact_lock`` key of schema migrations (``deltalog`` in ASCII).

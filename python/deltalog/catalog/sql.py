@@ -63,9 +63,19 @@ COMMIT_LOG_MIGRATION = [
     "ALTER TABLE tables ADD COLUMN last_ict BIGINT",
 ]
 
+#: The migration both engines share that gives every table a UUID (Unity Catalog's
+#: ``table_id``; tables registered before it get theirs on first use) and records the latest
+#: version that changed its protocol or metadata.
+TABLE_UUID_MIGRATION = [
+    "ALTER TABLE tables ADD COLUMN uuid TEXT",
+    "CREATE UNIQUE INDEX tables_uuid ON tables (uuid)",
+    "ALTER TABLE tables ADD COLUMN metadata_version BIGINT",
+    "ALTER TABLE tables ADD COLUMN metadata_ict BIGINT",
+]
+
 _COLUMNS = (
     "id, namespace_id, name, location, managed, latest_version, protocol, metadata, properties, "
-    "clustering, last_ict"
+    "clustering, last_ict, uuid, created_ms, metadata_version, metadata_ict"
 )
 
 
@@ -290,8 +300,23 @@ class SqlStore(Store):
     def _record(rows: list[Any]) -> TableRecord | None:
         if not rows:
             return None
-        (tid, namespace, name, location, managed, latest, protocol, metadata, props,
-         clustering, last_ict) = rows[0]
+        (
+            tid,
+            namespace,
+            name,
+            location,
+            managed,
+            latest,
+            protocol,
+            metadata,
+            props,
+            clustering,
+            last_ict,
+            uuid,
+            created_ms,
+            metadata_version,
+            metadata_ict,
+        ) = rows[0]
         return TableRecord(
             tid,
             namespace,
@@ -304,6 +329,10 @@ class SqlStore(Store):
             _properties(props),
             clustering,
             last_ict,
+            uuid,
+            created_ms,
+            metadata_version,
+            metadata_ict,
         )
 
     def table(self, namespace: int, name: str) -> TableRecord | None:
@@ -316,6 +345,42 @@ class SqlStore(Store):
 
     def table_by_id(self, table_id: int) -> TableRecord | None:
         return self._record(self._read(f"SELECT {_COLUMNS} FROM tables WHERE id = ?", (table_id,)))
+
+    def table_by_uuid(self, uuid: str) -> TableRecord | None:
+        return self._record(
+            self._read(f"SELECT {_COLUMNS} FROM tables WHERE uuid = ?", (uuid.lower(),))
+        )
+
+    def table_uuid(self, table_id: int) -> str:
+        import uuid
+
+        with self._transaction() as db:
+            row = self._one(db, "SELECT uuid FROM tables WHERE id = ?", (table_id,))
+            if row is None:
+                raise CatalogError(f"the table {table_id} is no longer in the catalog")
+            if row[0] is not None:
+                return str(row[0])
+            fresh = str(uuid.uuid4())
+            self._run(db, "UPDATE tables SET uuid = ? WHERE id = ?", (fresh, table_id))
+            return fresh
+
+    def rename_table(self, table_id: int, name: str) -> None:
+        try:
+            with self._transaction() as db:
+                row = self._one(db, "SELECT namespace_id FROM tables WHERE id = ?", (table_id,))
+                if row is None:
+                    raise CatalogError(f"the table {table_id} is no longer in the catalog")
+                taken = self._one(
+                    db,
+                    "SELECT (SELECT COUNT(*) FROM tables WHERE namespace_id = ? AND name = ?) + "
+                    "(SELECT COUNT(*) FROM namespaces WHERE parent_id = ? AND name = ?)",
+                    (row[0], name, row[0], name),
+                )[0]
+                if taken:
+                    raise AlreadyExistsError(f"the namespace already has a {name!r}")
+                self._run(db, "UPDATE tables SET name = ? WHERE id = ?", (name, table_id))
+        except self.integrity_errors as e:
+            raise AlreadyExistsError(f"the namespace already has a {name!r}") from e
 
     def _lock_locations(self, db: Any) -> None:
         """Serialises the transactions that add a table location, so that two of them cannot
@@ -375,8 +440,16 @@ class SqlStore(Store):
                 self._run(
                     db,
                     "INSERT INTO tables (namespace_id, name, location, managed, created_ms, "
-                    "properties) VALUES (?, ?, ?, ?, ?, ?)",
-                    (namespace, name, location, managed, now_ms(), _properties_json(properties)),
+                    "properties, uuid) VALUES (?, ?, ?, ?, ?, ?, ?)",
+                    (
+                        namespace,
+                        name,
+                        location,
+                        managed,
+                        now_ms(),
+                        _properties_json(properties),
+                        _new_uuid(),
+                    ),
                 )
         except self.integrity_errors as e:
             raise AlreadyExistsError(f"the catalog already has a table {name!r}") from e
@@ -448,9 +521,10 @@ class SqlStore(Store):
             table_id = self._insert(
                 db,
                 "INSERT INTO tables (namespace_id, name, location, managed, latest_version, "
-                "created_ms) VALUES (?, ?, ?, ?, -1, ?)",
-                (namespace, name, location, True, now_ms()),
+                "created_ms, uuid) VALUES (?, ?, ?, ?, -1, ?, ?)",
+                (namespace, name, location, True, now_ms(), _new_uuid()),
             )
+        self._adopt_uuid(db, table_id, p)
         latest = self._one(db, "SELECT latest_version FROM tables WHERE id = ?", (table_id,))
         if latest is None:
             raise CatalogError(f"the table {table_id} is no longer in the catalog")
@@ -491,11 +565,14 @@ class SqlStore(Store):
             (table_id, p.version, p.txn_id, p.sha256, p.path, p.ict, ratified_ms),
         )
         set_clustering, clustering = p.clustering
+        changes_state = p.protocol is not None or p.metadata is not None
         self._run(
             db,
             "UPDATE tables SET latest_version = ?, protocol = COALESCE(?, protocol), "
             "metadata = COALESCE(?, metadata), last_ict = COALESCE(?, last_ict), "
-            "clustering = CASE WHEN ? THEN ? ELSE clustering END WHERE id = ?",
+            "clustering = CASE WHEN ? THEN ? ELSE clustering END, "
+            "metadata_version = CASE WHEN ? THEN ? ELSE metadata_version END, "
+            "metadata_ict = CASE WHEN ? THEN ? ELSE metadata_ict END WHERE id = ?",
             (
                 p.version,
                 p.protocol,
@@ -503,10 +580,36 @@ class SqlStore(Store):
                 p.ict,
                 set_clustering,
                 clustering,
+                changes_state,
+                p.version,
+                changes_state,
+                p.ict,
                 table_id,
             ),
         )
         return table_id
+
+    def _adopt_uuid(self, db: Any, table_id: int, p: Proposal) -> None:
+        """Version 0's ``io.unitycatalog.tableId`` becomes the table's UUID: the id engines
+        that commit through Unity Catalog's API read from the table's configuration (and
+        send back in ``assert-table-uuid``); a later commit may set it only to that id."""
+        found = table_uuid_of(p.metadata, p.version)
+        if found is None:
+            return
+        if p.version > 0:
+            row = self._one(db, "SELECT uuid FROM tables WHERE id = ?", (table_id,))
+            if row is not None and row[0] is not None and row[0] != found:
+                raise InvalidArgumentError(
+                    f"proposed commit {p.version}: {UC_TABLE_ID} is {found}, but the table's id "
+                    f"in its catalog is {row[0]} (it is set once, by version 0)"
+                )
+            return
+        taken = self._one(db, "SELECT id FROM tables WHERE uuid = ? AND id <> ?", (found, table_id))
+        if taken is not None:
+            raise InvalidArgumentError(
+                f"proposed commit 0: {UC_TABLE_ID} {found} is the id of another table"
+            )
+        self._run(db, "UPDATE tables SET uuid = ? WHERE id = ?", (found, table_id))
 
     def _is_replay(self, db: Any, table_id: int, p: Proposal) -> bool:
         """Whether ``p`` is the commit the catalog ratified for its version (the UC Delta API's
@@ -580,8 +683,10 @@ class SqlStore(Store):
             self._run(
                 db,
                 "UPDATE tables SET latest_version = ?, last_ict = ?, protocol = NULL, "
-                "metadata = NULL, clustering = NULL WHERE id = ?",
-                (version, ict[0] if ict else None, table_id),
+                "metadata = NULL, clustering = NULL, metadata_version = CASE WHEN "
+                "metadata_version > ? THEN NULL ELSE metadata_version END, metadata_ict = CASE "
+                "WHEN metadata_version > ? THEN NULL ELSE metadata_ict END WHERE id = ?",
+                (version, ict[0] if ict else None, version, version, table_id),
             )
             return held
 
@@ -604,6 +709,44 @@ class SqlStore(Store):
                 db, "DELETE FROM commits WHERE table_id = ? AND version <= ?", (table_id, version)
             )
             return max(int(cursor.rowcount or 0), 0)
+
+
+#: The table property naming a catalog-managed table's id in its catalog (Unity Catalog's
+#: ``table_id``; required by engines committing through UC's Delta API).
+UC_TABLE_ID = "io.unitycatalog.tableId"
+
+
+def table_uuid_of(metadata: str | None, version: int) -> str | None:
+    """The ``io.unitycatalog.tableId`` of a commit's ``metaData`` (JSON), lower-case, if it
+    has one.
+
+    Raises:
+        InvalidArgumentError: the property is not a UUID.
+    """
+    import json
+    import uuid
+
+    if not metadata:
+        return None
+    try:
+        configuration = json.loads(metadata).get("configuration") or {}
+    except (ValueError, AttributeError):
+        return None
+    value = configuration.get(UC_TABLE_ID)
+    if value is None:
+        return None
+    try:
+        return str(uuid.UUID(str(value)))
+    except ValueError as e:
+        raise InvalidArgumentError(
+            f"proposed commit {version}: {UC_TABLE_ID} is not a UUID: {value!r}"
+        ) from e
+
+
+def _new_uuid() -> str:
+    import uuid
+
+    return str(uuid.uuid4())
 
 
 def _properties_json(properties: Mapping[str, str] | None) -> str | None:

@@ -15,7 +15,12 @@ from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from typing import Any
 
-from deltalog.catalog.sql import COMMIT_LOG_MIGRATION, ConnectionPool, SqlStore
+from deltalog.catalog.sql import (
+    COMMIT_LOG_MIGRATION,
+    TABLE_UUID_MIGRATION,
+    ConnectionPool,
+    SqlStore,
+)
 from deltalog.exceptions import CatalogError
 
 #: Schema migrations, applied in order; entry ``i`` takes the schema to version ``i + 1``.
@@ -44,6 +49,8 @@ MIGRATIONS: list[list[str]] = [
     # 4: each ratified version bound to its content (SHA-256), its txnId (unique per table) and
     # in-commit timestamp, kept after publishing; the cached clustering domain and latest ICT.
     COMMIT_LOG_MIGRATION,
+    # Each table's UUID (Unity Catalog's table_id) and latest protocol/metadata version.
+    TABLE_UUID_MIGRATION,
 ]
 
 
