@@ -268,11 +268,21 @@ def create_app(
     if max_unpublished is not None:
         catalog._store.max_unpublished = max_unpublished  # type: ignore[attr-defined]
 
+    from deltalog.catalog.rest.unity.credentials import CredentialVendor
+    from deltalog.catalog.rest.unity.routes import PREFIX as UC_PREFIX
+    from deltalog.catalog.rest.unity.routes import UnityRoutes
+
+    service.credentials = CredentialVendor(service.catalog)  # type: ignore[attr-defined]
+    unity = UnityRoutes(service, tokens, max_body_bytes)
+
     async def dispatch(request: HttpRequest) -> Response:
         started = time.perf_counter()
         request_id = uuid.uuid4().hex[:16]
         raw_bytes = request.scope.get("raw_path") or request.scope["path"].encode()
         raw_path = raw_bytes.split(b"?", 1)[0].decode("latin-1")
+        if raw_path.startswith(UC_PREFIX):
+            # Unity Catalog's APIs over the same catalog (deltalog.catalog.rest.unity).
+            return await unity.dispatch(request, raw_path)
         principal: Principal | None = None
         code: int | None = None
         try:

@@ -1,0 +1,428 @@
+"""The Unity Catalog API's catalogs, schemas, tables and temporary credentials
+(``../shared/spec/unitycatalog-api-2026-08.yaml``) over deltalog's catalog: UC's three-level
+namespace is the catalog's namespace tree, a UC catalog a top-level namespace, a schema a
+namespace inside it, and table ``c.s.t`` the table ``t`` of namespace ``c$s`` (``c$s$t`` on the
+Lance routes). The same store, roles and checks serve both APIs: creating and dropping catalogs
+and schemas needs an admin (as namespaces do), registering and dropping tables too.
+
+Requests are validated with the generated ``unitycatalog-client`` models; names with the
+rules every deltalog catalog applies (:mod:`deltalog.catalog.names`).
+"""
+
+from __future__ import annotations
+
+import uuid as uuidlib
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from deltalog.catalog.rest.unity import views
+from deltalog.catalog.unity.errors import UcError
+
+if TYPE_CHECKING:
+    from deltalog.catalog.managed import TableRecord
+    from deltalog.catalog.rest.auth import Principal
+    from deltalog.catalog.rest.service import CatalogService
+
+#: The most entries one page of a UC list holds (``max_results`` caps: catalogs and schemas
+#: 1000, tables 50, as the spec's ``maximum`` says).
+MAX_RESULTS = {"catalogs": 1000, "schemas": 1000, "tables": 50}
+
+
+@dataclass
+class UcRequest:
+    """A UC request: who asks, the path's parameters (decoded), the query and the JSON body."""
+
+    principal: Principal
+    params: dict[str, str]
+    query: dict[str, str]
+    body: dict[str, Any] | None
+
+
+def namespace_uuid(namespace_id: int) -> str:
+    """A stable UUID for a namespace (UC's catalog ``id`` / ``schema_id``)."""
+    return str(uuidlib.uuid5(uuidlib.NAMESPACE_URL, f"deltalog:namespace:{namespace_id}"))
+
+
+def model(module: str, name: str, body: dict[str, Any] | None) -> Any:
+    """``body`` validated by the generated model ``unitycatalog.<module>.<name>`` (400 when it
+    does not fit; unknown fields refused)."""
+    import importlib
+
+    import pydantic
+
+    try:
+        import deltalog.catalog.unity.generated  # noqa: F401  (the Delta API models made whole)
+    except ImportError as e:
+        raise UcError(
+            "NotImplementedException",
+            "the server's Unity Catalog routes need unitycatalog-client: pip install "
+            f"'deltalog[unity]' ({e})",
+        ) from e
+    snake = "".join("_" + c.lower() if c.isupper() else c for c in name).lstrip("_")
+    snake = snake.replace("u_u_i_d", "uuid")
+    cls = getattr(importlib.import_module(f"unitycatalog.{module}.{snake}"), name)
+    if not isinstance(body, dict):
+        raise UcError("BadRequestException", "the request body must be a JSON object")
+    known = {f.alias or n for n, f in cls.model_fields.items()}
+    unknown = sorted(set(body) - known)
+    if unknown:
+        raise UcError("BadRequestException", f"unknown fields: {', '.join(unknown)}")
+    try:
+        # from_dict: the generated parse (mended by deltalog.catalog.unity.generated), which
+        # knows Delta's string-or-object types; strict types (no "1" for 1) either way.
+        return cls.from_dict(body)
+    except pydantic.ValidationError as e:
+        problems = "; ".join(
+            f"{'.'.join(str(x) for x in err['loc'])}: {err['msg']}" for err in e.errors()
+        )
+        raise UcError("InvalidParameterValueException", f"invalid request: {problems}") from e
+    except (TypeError, ValueError, AttributeError, KeyError) as e:
+        raise UcError(
+            "InvalidParameterValueException", f"invalid request: {type(e).__name__}: {e}"
+        ) from e
+
+
+def max_results(query: dict[str, str], kind: str) -> int:
+    text = query.get("max_results")
+    cap = MAX_RESULTS[kind]
+    if text in (None, ""):
+        return cap
+    try:
+        value = int(text)
+    except ValueError as e:
+        raise UcError("InvalidParameterValueException", f"max_results: {text!r}") from e
+    if value < 0:
+        raise UcError("InvalidParameterValueException", f"max_results is negative: {value}")
+    return cap if value == 0 else min(value, cap)
+
+
+def _page(names: list[str], query: dict[str, str], kind: str) -> tuple[list[str], str | None]:
+    limit = max_results(query, kind)
+    token = query.get("page_token") or None
+    rest = [n for n in sorted(names) if token is None or n > token]
+    if len(rest) <= limit:
+        return rest, None
+    return rest[:limit], rest[limit - 1]
+
+
+class UnityCatalogs:
+    """The UC API's catalog, schema, table and credential routes over a
+    :class:`~deltalog.catalog.rest.service.CatalogService`."""
+
+    def __init__(self, service: CatalogService) -> None:
+        self.service = service
+        self.store = service.store
+
+    # -- names -------------------------------------------------------------------------------
+
+    def require(self, principal: Principal, role: str, what: str) -> None:
+        from deltalog.catalog.rest.auth import allows
+
+        if not allows(principal.role, role):
+            raise UcError(
+                "PermissionDeniedException",
+                f"{principal.name} ({principal.role}) may not {what}: it needs the {role} role",
+            )
+
+    def check_name(self, name: Any, what: str) -> str:
+        from deltalog.catalog import names
+        from deltalog.exceptions import InvalidArgumentError
+
+        try:
+            names.check_name(name, ".")
+            names.check_name(name, "$")
+        except (InvalidArgumentError, TypeError) as e:
+            raise UcError("InvalidParameterValueException", f"invalid {what} name: {e}") from e
+        return str(name)
+
+    def catalog_id(self, catalog: str) -> int:
+        found = self.store.namespace_id(self.store.ROOT, catalog)
+        if found is None:
+            raise UcError("NoSuchCatalogException", f"catalog {catalog!r} does not exist")
+        return found
+
+    def schema_id(self, catalog: str, schema: str) -> int:
+        found = self.store.namespace_id(self.catalog_id(catalog), schema)
+        if found is None:
+            raise UcError("NoSuchSchemaException", f"schema {catalog}.{schema} does not exist")
+        return found
+
+    def table(self, catalog: str, schema: str, name: str, staging: bool = False) -> TableRecord:
+        """The table ``catalog.schema.name`` (a staging table only when ``staging``)."""
+        record = self.store.table(self.schema_id(catalog, schema), name)
+        if record is None or (views.is_staging(record) and not staging):
+            raise UcError("NoSuchTableException", f"table {catalog}.{schema}.{name} does not exist")
+        return record
+
+    @staticmethod
+    def split(full_name: str, parts: int, what: str) -> list[str]:
+        names = full_name.split(".")
+        if len(names) != parts or not all(names):
+            raise UcError(
+                "InvalidParameterValueException",
+                f"{what} full name {full_name!r} is not {'.'.join(['name'] * parts)}",
+            )
+        return names
+
+    # -- catalogs ----------------------------------------------------------------------------
+
+    def _catalog_info(self, name: str, nid: int) -> dict[str, Any]:
+        properties = self.store.namespace_properties(nid)
+        info: dict[str, Any] = {"name": name, "id": namespace_uuid(nid), "properties": properties}
+        if "comment" in properties:
+            info["comment"] = properties["comment"]
+        return info
+
+    def list_catalogs(self, r: UcRequest) -> dict[str, Any]:
+        names, token = _page(self.store.child_namespaces(self.store.ROOT), r.query, "catalogs")
+        out: dict[str, Any] = {
+            "catalogs": [self._catalog_info(n, self.catalog_id(n)) for n in names]
+        }
+        if token:
+            out["next_page_token"] = token
+        return out
+
+    def create_catalog(self, r: UcRequest) -> dict[str, Any]:
+        self.require(r.principal, "admin", "create a catalog")
+        body = model("client.models", "CreateCatalog", r.body)
+        name = self.check_name(body.name, "catalog")
+        if body.storage_root:
+            raise UcError(
+                "InvalidParameterValueException",
+                "deltalog keeps every table in its warehouse: storage_root is not supported",
+            )
+        return self._create_namespace(self.store.ROOT, name, body.comment, body.properties, None)
+
+    def _create_namespace(
+        self,
+        parent: int,
+        name: str,
+        comment: str | None,
+        properties: dict[str, str] | None,
+        catalog: str | None,
+    ) -> dict[str, Any]:
+        from deltalog.exceptions import AlreadyExistsError
+
+        props = dict(properties or {})
+        if comment is not None:
+            props["comment"] = comment
+        if self.store.table(parent, name) is not None:
+            raise UcError("AlreadyExistsException", f"{name!r} is the name of a table")
+        try:
+            self.store.create_namespace(parent, name, props)
+        except AlreadyExistsError as e:
+            raise UcError("AlreadyExistsException", f"{name!r} already exists") from e
+        nid = self.store.namespace_id(parent, name)
+        if nid is None:
+            raise UcError("NotFoundException", f"{name!r} was dropped at once")
+        return (
+            self._catalog_info(name, nid)
+            if catalog is None
+            else self._schema_info(catalog, name, nid)
+        )
+
+    def get_catalog(self, r: UcRequest) -> dict[str, Any]:
+        name = r.params["name"]
+        return self._catalog_info(name, self.catalog_id(name))
+
+    def delete_catalog(self, r: UcRequest) -> dict[str, Any]:
+        self.require(r.principal, "admin", "delete a catalog")
+        return self._drop([r.params["name"]], r.query)
+
+    def _drop(self, names: list[str], query: dict[str, str]) -> dict[str, Any]:
+        from deltalog.exceptions import NamespaceNotEmptyError
+
+        nid = self.catalog_id(names[0]) if len(names) == 1 else self.schema_id(names[0], names[1])
+        parent = self.store.ROOT if len(names) == 1 else self.catalog_id(names[0])
+        if query.get("force", "false").lower() == "true":
+            self.service._drop_contents(names, nid)
+        try:
+            self.store.drop_namespace(parent, names[-1])
+        except NamespaceNotEmptyError as e:
+            raise UcError(
+                "BadRequestException",
+                f"{'.'.join(names)} is not empty (delete it with force=true)",
+            ) from e
+        return {}
+
+    # -- schemas -----------------------------------------------------------------------------
+
+    def _schema_info(self, catalog: str, name: str, nid: int) -> dict[str, Any]:
+        properties = self.store.namespace_properties(nid)
+        info: dict[str, Any] = {
+            "name": name,
+            "catalog_name": catalog,
+            "full_name": f"{catalog}.{name}",
+            "schema_id": namespace_uuid(nid),
+            "properties": properties,
+        }
+        if "comment" in properties:
+            info["comment"] = properties["comment"]
+        return info
+
+    def list_schemas(self, r: UcRequest) -> dict[str, Any]:
+        catalog = r.query.get("catalog_name")
+        if not catalog:
+            raise UcError("InvalidParameterValueException", "catalog_name is required")
+        cid = self.catalog_id(catalog)
+        names, token = _page(self.store.child_namespaces(cid), r.query, "schemas")
+        schemas = []
+        for n in names:
+            nid = self.store.namespace_id(cid, n)
+            if nid is not None:
+                schemas.append(self._schema_info(catalog, n, nid))
+        out: dict[str, Any] = {"schemas": schemas}
+        if token:
+            out["next_page_token"] = token
+        return out
+
+    def create_schema(self, r: UcRequest) -> dict[str, Any]:
+        self.require(r.principal, "admin", "create a schema")
+        body = model("client.models", "CreateSchema", r.body)
+        name = self.check_name(body.name, "schema")
+        if body.storage_root:
+            raise UcError(
+                "InvalidParameterValueException",
+                "deltalog keeps every table in its warehouse: storage_root is not supported",
+            )
+        cid = self.catalog_id(body.catalog_name)
+        return self._create_namespace(cid, name, body.comment, body.properties, body.catalog_name)
+
+    def get_schema(self, r: UcRequest) -> dict[str, Any]:
+        catalog, schema = self.split(r.params["full_name"], 2, "schema")
+        return self._schema_info(catalog, schema, self.schema_id(catalog, schema))
+
+    def delete_schema(self, r: UcRequest) -> dict[str, Any]:
+        self.require(r.principal, "admin", "delete a schema")
+        return self._drop(self.split(r.params["full_name"], 2, "schema"), r.query)
+
+    # -- tables ------------------------------------------------------------------------------
+
+    def list_tables(self, r: UcRequest) -> dict[str, Any]:
+        catalog, schema = r.query.get("catalog_name"), r.query.get("schema_name")
+        if not catalog or not schema:
+            raise UcError(
+                "InvalidParameterValueException", "catalog_name and schema_name are required"
+            )
+        sid = self.schema_id(catalog, schema)
+        records = {t.name: t for t in self.store.table_records(sid) if not views.is_staging(t)}
+        names, token = _page(list(records), r.query, "tables")
+        out: dict[str, Any] = {
+            "tables": [views.table_info(self.service, catalog, schema, records[n]) for n in names]
+        }
+        if token:
+            out["next_page_token"] = token
+        return out
+
+    def get_table(self, r: UcRequest) -> dict[str, Any]:
+        catalog, schema, name = self.split(r.params["full_name"], 3, "table")
+        record = self.table(catalog, schema, name)
+        return views.table_info(self.service, catalog, schema, record)
+
+    def delete_table(self, r: UcRequest) -> dict[str, Any]:
+        self.require(r.principal, "admin", "delete a table")
+        catalog, schema, name = self.split(r.params["full_name"], 3, "table")
+        self.drop(self.table(catalog, schema, name, staging=True), [catalog, schema, name])
+        return {}
+
+    def drop(self, record: TableRecord, names: list[str]) -> None:
+        """Drops a table: a managed one with its files (checked: the catalog's own location),
+        an external one from the catalog only."""
+        from deltalog.catalog.managed import PurgeRefusedError
+
+        if not record.managed:
+            self.store.drop_table(record.id)
+            return
+        try:
+            self.service.catalog.drop_table(names)
+        except PurgeRefusedError as e:
+            raise UcError("BadRequestException", str(e)) from e
+
+    def create_table(self, r: UcRequest) -> dict[str, Any]:
+        """``POST /tables``: registers an external Delta table (admin, as the Lance routes'
+        ``register``)."""
+        self.require(r.principal, "admin", "register an external table")
+        body = model("client.models", "CreateTable", r.body)
+        if str(body.table_type) != "EXTERNAL" and getattr(body.table_type, "value", None) != (
+            "EXTERNAL"
+        ):
+            raise UcError(
+                "InvalidParameterValueException",
+                "POST /tables creates EXTERNAL tables only; a managed table is created through "
+                "the Delta API (staging-tables, then tables)",
+            )
+        fmt = getattr(body.data_source_format, "value", body.data_source_format)
+        if fmt not in (None, "DELTA"):
+            raise UcError("UnsupportedTableFormatException", f"deltalog keeps Delta tables: {fmt}")
+        if not body.storage_location:
+            raise UcError("InvalidParameterValueException", "storage_location is required")
+        record = self.register_external(
+            body.catalog_name,
+            body.schema_name,
+            body.name,
+            body.storage_location,
+            {"comment": body.comment} if body.comment else None,
+        )
+        return views.table_info(self.service, body.catalog_name, body.schema_name, record)
+
+    def register_external(
+        self,
+        catalog: str,
+        schema: str,
+        name: str,
+        location: str,
+        properties: dict[str, str] | None,
+    ) -> TableRecord:
+        """Adds the Delta table at ``location`` as an external (storage-managed) table."""
+        from deltalog.catalog.rest.service import RestError
+        from deltalog.exceptions import AlreadyExistsError, DeltaError, TableNotFoundError
+        from deltalog.table import DeltaTable
+
+        self.check_name(name, "table")
+        sid = self.schema_id(catalog, schema)
+        try:
+            canonical = self.service._location(location)
+        except RestError as e:
+            raise UcError("InvalidParameterValueException", e.message) from e
+        try:
+            DeltaTable(canonical, storage_options=self.service.storage_options)
+        except TableNotFoundError as e:
+            raise UcError("NotFoundException", f"no Delta table at {location}: {e}") from e
+        except DeltaError as e:
+            raise UcError(
+                "UnsupportedTableFormatException", f"{location} is not a readable Delta table: {e}"
+            ) from e
+        if self.store.namespace_id(sid, name) is not None:
+            raise UcError("AlreadyExistsException", f"{name!r} is the name of a namespace")
+        try:
+            return self.store.register(sid, name, canonical, properties)
+        except AlreadyExistsError as e:
+            raise UcError("AlreadyExistsException", str(e)) from e
+        except DeltaError as e:
+            raise UcError("InvalidParameterValueException", str(e)) from e
+
+    # -- temporary credentials ---------------------------------------------------------------
+
+    def temporary_table_credentials(self, r: UcRequest) -> dict[str, Any]:
+        body = model("client.models", "GenerateTemporaryTableCredential", r.body)
+        operation = getattr(body.operation, "value", body.operation)
+        if operation not in ("READ", "READ_WRITE"):
+            raise UcError("InvalidParameterValueException", f"operation {operation!r}")
+        record = self.store.table_by_uuid(str(body.table_id))
+        if record is None:
+            raise UcError("NoSuchTableException", f"no table has id {body.table_id}")
+        write = operation == "READ_WRITE"
+        self.require(r.principal, "writer" if write else "reader", f"{operation} the table")
+        return self.service.credentials.uc_form(record.location, write)
+
+    def temporary_path_credentials(self, r: UcRequest) -> dict[str, Any]:
+        body = model("client.models", "GenerateTemporaryPathCredential", r.body)
+        operation = getattr(body.operation, "value", body.operation)
+        write = {"PATH_READ": False, "PATH_READ_WRITE": True, "PATH_CREATE_TABLE": True}.get(
+            str(operation)
+        )
+        if write is None:
+            raise UcError("InvalidParameterValueException", f"operation {operation!r}")
+        return self.service.credentials.uc_form(
+            self.service.credentials.path_for(r.principal, body.url, write), write
+        )
