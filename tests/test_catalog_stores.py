@@ -1,6 +1,8 @@
 """The managed catalog over each of its stores, SQLite (``type: sqlite``) and PostgreSQL
-(``type: postgresql``, a real server: tests/postgres_server.py), and the REST catalog
-(``type: rest``: ``deltalog catalog serve`` over SQLite, a real server process per test):
+(``type: postgresql``, a real server: tests/postgres_server.py), the REST catalog
+(``type: rest``: ``deltalog catalog serve`` over SQLite, a real server process per test) and
+the Unity Catalog client (``type: unity``: the same server's UC routes, UC catalog ``main``,
+one-part names in its schema ``default``; UC commits are files, so every commit is staged):
 namespaces, catalog-managed tables whose commits it ratifies, registered storage-managed tables,
 many processes committing through one database, writers killed anywhere, and the store API
 itself (``ratify_all``, the cached protocol and metadata, the cap on unpublished commits; not
@@ -27,13 +29,14 @@ import processes
 from deltalog.catalog import Catalog, Proposal, TableCatalogClient, sql
 from deltalog.catalog.rest.client import RestTableClient
 from deltalog.catalog.sql import SqlStore
+from deltalog.catalog.unity.client import UnityTableClient
 
 SCHEMA = pa.schema({"id": pa.int64()})
 
 Config = dict[str, str]
 
 
-@pytest.fixture(params=["sqlite", "postgresql", "rest"])
+@pytest.fixture(params=["sqlite", "postgresql", "rest", "unity"])
 def config(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Config]:
     """The configuration of a new, empty catalog of each kind. Keys starting with ``_`` are
     the test's own: for ``rest``, the server's SQLite database and warehouse."""
@@ -45,12 +48,18 @@ def config(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Config]:
         yield {"type": "postgresql", "uri": uri, "warehouse": warehouse}
     else:
         with catalog_server.running(tmp_path / "server", warehouse=warehouse) as server:
-            yield {
-                "type": "rest",
+            config = {
+                "type": request.param,
                 "uri": server.url,
                 "_path": str(tmp_path / "server" / "catalog.db"),
                 "_warehouse": warehouse,
             }
+            if request.param == "unity":
+                rest = dl.connect_catalog({"type": "rest", "uri": server.url})
+                rest.create_namespace("main")
+                rest.create_namespace("main.default")
+                config |= {"catalog": "main", "schema": "default"}
+            yield config
 
 
 def connect(config: Config) -> Any:
@@ -61,8 +70,21 @@ def warehouse_of(config: Config) -> str:
     return config.get("warehouse") or config["_warehouse"]
 
 
+def table_dir(config: Config, name: str) -> Path:
+    """Where the catalog puts a new table ``name`` (``ns.table`` or ``table``)."""
+    names = name.split(".")
+    if config["type"] == "unity":
+        names = ["main", *(names if len(names) == 2 else ["default", *names])]
+    return Path(warehouse_of(config), *names)
+
+
+def staged_only(config: Config) -> bool:
+    """Whether every commit is staged (a UC client: UC commits are files)."""
+    return config["type"] == "unity"
+
+
 def store_of(config: Config) -> SqlStore:
-    if config["type"] == "rest":
+    if config["type"] in ("rest", "unity"):
         pytest.skip("the store API: a REST catalog's client has none (its server's is tested)")
     store = connect(config)._store
     assert isinstance(store, SqlStore)
@@ -72,7 +94,7 @@ def store_of(config: Config) -> SqlStore:
 def scalar(config: Config, query: str) -> Any:
     """The first column of the first row of ``query``, asked of the catalog's database with the
     engine's own driver (not through the store under test)."""
-    if config["type"] in ("sqlite", "rest"):
+    if config["type"] in ("sqlite", "rest", "unity"):
         db = sqlite3.connect(config.get("path") or config["_path"])
         try:
             return db.execute(query).fetchone()[0]
@@ -98,6 +120,8 @@ def ids(t: dl.DeltaTable) -> list[int]:
 
 
 def test_namespaces(config: Config) -> None:
+    if config["type"] == "unity":
+        pytest.skip("UC namespaces are one level (a catalog's schemas): test_unity_client.py")
     cat = connect(config)
     assert isinstance(cat, Catalog)
     cat.create_namespace("a")
@@ -135,8 +159,8 @@ def test_catalog_managed_tables(config: Config, tmp_path: Path) -> None:
     t.delete("id = 1")
     dl.write_table(t, rows(3), mode="append")
     assert ids(cat.load_table("sales.orders")) == [2, 3]
-    location = tmp_path / "wh" / "sales" / "orders"
-    assert not (location / "_delta_log" / "_staged_commits").exists()
+    location = table_dir(config, "sales.orders")
+    assert (location / "_delta_log" / "_staged_commits").exists() == staged_only(config)
     # Everything is published and the catalog holds nothing any more.
     assert all((location / "_delta_log" / f"{v:020}.json").exists() for v in range(4))
     assert scalar(config, "SELECT COUNT(*) FROM commits") == 0
@@ -162,8 +186,8 @@ def test_large_commits_are_staged(config: Config, tmp_path: Path) -> None:
     for i in range(300):
         adds += dl.write_files(t, big.slice(i * 10, 10))
     t.transaction(operation="WRITE").add_actions(adds).commit()
-    staged = list((tmp_path / "wh" / "t" / "_delta_log" / "_staged_commits").glob("*.json"))
-    assert len(staged) == 1
+    staged = list((table_dir(config, "t") / "_delta_log" / "_staged_commits").glob("*.json"))
+    assert len(staged) == (2 if staged_only(config) else 1)  # UC: version 0 too
     assert ids(cat.load_table("t")) == list(range(3000))
 
 
@@ -208,7 +232,7 @@ def test_processes_commit_through_one_database(config: Config, tmp_path: Path) -
     t = cat.load_table("shared")
     assert t.version() == procs * per
     assert ids(t) == sorted(k * 1000 + i for k in range(procs) for i in range(per))
-    log = tmp_path / "wh" / "shared" / "_delta_log"
+    log = table_dir(config, "shared") / "_delta_log"
     versions = sorted(int(p.name[:20]) for p in log.glob("*.json") if p.name[20:] == ".json")
     assert versions == list(range(procs * per + 1))
     txn_ids = {
@@ -243,13 +267,24 @@ class _SlowToPublishRest(RestTableClient):
         time.sleep(random.uniform(0.0, 0.03))
 
 
+class _SlowToPublishUnity(UnityTableClient):
+    """The same through the Unity Catalog client."""
+
+    def commit(self, version: int, path: str | None = None, content: bytes | None = None) -> None:
+        super().commit(version, path, content)
+        time.sleep(random.uniform(0.0, 0.03))
+
+
 def _appender(config: Config, first: int, ready: Any) -> None:
     cat = connect(config)
-    location = str(Path(warehouse_of(config)) / "crash")
+    location = str(table_dir(config, "crash"))
     i = first
     while True:
         client: Any
-        if config["type"] == "rest":
+        if config["type"] == "unity":
+            client = cat.load_table("crash")._catalog_client
+            client.__class__ = _SlowToPublishUnity
+        elif config["type"] == "rest":
             client = _SlowToPublishRest(cat, ["crash"])
         else:
             client = _SlowToPublish(cat._store, cat.catalog_client("crash")._table_id)
@@ -289,7 +324,7 @@ def test_writers_killed_anywhere_lose_nothing(config: Config, tmp_path: Path) ->
     # One more writer publishes everything ratified before its own commit.
     dl.write_table(cat.load_table("crash"), rows(-1), mode="append")
     t = cat.load_table("crash")
-    log = tmp_path / "wh" / "crash" / "_delta_log"
+    log = table_dir(config, "crash") / "_delta_log"
     assert all((log / f"{v:020}.json").exists() for v in range(t.version() + 1))
     assert len(ids(t)) == t.version()
     assert scalar(config, "SELECT COUNT(*) FROM commits") == 0
@@ -483,7 +518,9 @@ def test_writers_keep_the_cached_protocol_and_metadata_current(
     assert described.latest_version == 2
     assert described.configuration["delta.logRetentionDuration"] == "interval 2 days"
     assert described.configuration == t.metadata().configuration
-    assert described.metadata is not None and described.metadata["id"] == t.metadata().id
+    assert described.metadata is not None
+    if config["type"] != "unity":  # UC's API carries the table's UC id, not metaData.id
+        assert described.metadata["id"] == t.metadata().id
     # From the catalog alone: the table's storage is not read.
     location = Path(cat.load_table("t").table_uri.removeprefix("file://"))
     (location / "_delta_log").rename(tmp_path / "moved")

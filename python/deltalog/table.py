@@ -108,7 +108,9 @@ class DeltaTable(TableDML, TableMaintenance):
 
     Args:
         table_uri: a local path, a ``file://`` URI, or an ``s3://``, ``gs://``, ``az://`` /
-            ``abfss://`` URI.
+            ``abfss://`` URI; or ``uc://catalog.schema.table``, a table of a Unity Catalog
+            server named by ``storage_options`` (``unity_catalog_uri``,
+            ``unity_catalog_token``) or ``UNITY_CATALOG_URI`` / ``UNITY_CATALOG_TOKEN``.
         version: the version to load (latest when ``None``).
         timestamp: load the latest version committed at or before this time instead: a
             ``datetime`` (naive means UTC), an ISO-8601 string, or milliseconds since the epoch.
@@ -151,6 +153,14 @@ class DeltaTable(TableDML, TableMaintenance):
             )
         if version is not None:
             version = _args.version("version", version)
+        if isinstance(table_uri, str) and table_uri.startswith("uc://"):
+            if catalog_client is not None:
+                raise ValueError("a uc:// table names its catalog: pass no catalog_client")
+            # Unity Catalog: the table's location, credentials and catalog client, from the
+            # server in storage_options / UNITY_CATALOG_URI (deltalog.catalog.unity.client).
+            from deltalog.catalog.unity.client import resolve_uc_uri
+
+            table_uri, storage_options, catalog_client = resolve_uc_uri(table_uri, storage_options)
         self._uri = str(table_uri)
         self._storage_options = dict(storage_options) if storage_options else None
         self._catalog_client = catalog_client

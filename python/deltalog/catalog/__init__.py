@@ -189,7 +189,32 @@ def connect_catalog(
             timeout=timeout,
             storage_options=storage_options,
         )
+    if kind == "unity":
+        unknown = set(config) - {"type", "uri", "token", "catalog", "schema", "timeout"}
+        if unknown:
+            raise InvalidArgumentError(
+                f"unknown keys for a unity catalog: {', '.join(sorted(unknown))}"
+            )
+        if not config.get("uri") or not config.get("catalog"):
+            raise InvalidArgumentError(
+                'a unity catalog needs "uri" (the server, http://host:port) and "catalog" '
+                "(the UC catalog's name)"
+            )
+        from deltalog.catalog.unity.client import UnityCatalog
+
+        try:
+            timeout = float(config.get("timeout", 30))
+        except ValueError as e:
+            raise InvalidArgumentError(f"timeout is not a number: {config['timeout']!r}") from e
+        return UnityCatalog(
+            config["uri"],
+            config["catalog"],
+            token=config.get("token"),
+            timeout=timeout,
+            storage_options=storage_options,
+            schema=config.get("schema"),
+        )
     raise InvalidArgumentError(
         f"unknown catalog type {kind!r}: expected 'dir' (a directory of tables), 'sqlite', "
-        "'postgresql' or 'rest'"
+        "'postgresql', 'rest' or 'unity'"
     )

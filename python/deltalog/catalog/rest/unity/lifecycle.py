@@ -86,7 +86,10 @@ class TableLifecycle:
             "storage-credentials": self.service.credentials.delta_form(record.location, True),
             "required-protocol": REQUIRED_PROTOCOL,
             "suggested-protocol": SUGGESTED_PROTOCOL,
-            "required-properties": REQUIRED_PROPERTIES,
+            "required-properties": {
+                **REQUIRED_PROPERTIES,
+                "io.unitycatalog.tableId": self._uuid(record),
+            },
             "suggested-properties": {},
         }
 
@@ -173,6 +176,18 @@ class TableLifecycle:
             raise UcError("InvalidParameterValueException", str(e)) from e
         except DeltaError as e:
             raise UcError("InternalServerErrorException", f"cannot read version 0: {e}") from e
+        from deltalog.catalog.sql import UC_TABLE_ID, table_uuid_of
+
+        try:
+            said_id = table_uuid_of(checked.metadata, 0)
+        except InvalidArgumentError as e:
+            raise UcError("InvalidParameterValueException", str(e)) from e
+        if said_id is not None and said_id != self._uuid(record):
+            raise UcError(
+                "InvalidParameterValueException",
+                f"version 0's {UC_TABLE_ID} is {said_id}, not the staging table's id "
+                f"{self._uuid(record)}",
+            )
         metadata = json.loads(checked.metadata or "{}")
         written = json.loads(metadata.get("schemaString") or "{}")
         said = from_delta_api(columns) if isinstance(columns, dict) else None

@@ -1,0 +1,806 @@
+"""deltalog's Unity Catalog client: ``dl.connect_catalog({"type": "unity", "uri": …, "token": …,
+"catalog": …})`` lists, creates, loads, writes and drops the tables of one catalog of any UC
+server speaking the UC API and the UC Delta API (``../shared/spec/unitycatalog-*``), through
+the generated ``unitycatalog-client`` (:mod:`deltalog.catalog.unity.generated`,
+:mod:`deltalog.catalog.unity.transport`).
+
+Names are ``schema.table`` (or ``catalog.schema.table`` naming the configured catalog, or
+``table`` in the configured default ``schema``); the namespaces are the catalog's schemas.
+
+A catalog-managed table (``delta.feature.catalogManaged = supported``) is read and written
+through :class:`UnityTableClient`, deltalog's :class:`~deltalog.catalog.CatalogClient` over
+the Delta API (catalogManaged RFC, ``000_…``, "Commit Protocol"):
+
+* ``get_ratified_commits``: ``loadTable``'s unpublished commits (staged files), ascending,
+  and its ``latest-table-version``;
+* ``commit``: the writer stages the commit file (never inline: UC commits are files), then
+  ``updateTable`` with ``assert-table-uuid`` and ``add-commit`` (version, in-commit timestamp,
+  file name, size, modification time); a 409 ``CommitVersionConflictException`` becomes
+  :class:`~deltalog.CommitConflictError` with the winners; a lost answer is resent identically
+  (the server answers a replay as a success), and when no answer ever comes the commits are
+  asked whether it landed;
+* ``published``: ``updateTable`` with ``set-latest-backfilled-version``.
+
+A new table is made as the Delta API says: ``createStagingTable`` (the server allocates its id
+and location), version 0 written and published at that location (with the staging table's id
+as ``io.unitycatalog.tableId``), then ``createTable``.
+
+Object-store tables are opened with the credentials the server vends for them
+(``credentials`` route; READ_WRITE, else READ), renewed on each open when they expire within
+five minutes.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import threading
+import time
+from collections.abc import Mapping, Sequence
+from typing import TYPE_CHECKING, Any
+
+from deltalog.catalog.base import Catalog, Identifier
+from deltalog.catalog.client import RatifiedCommit, RatifiedCommits
+from deltalog.catalog.unity.transport import NoAnswer, Transport, UcConflict
+from deltalog.exceptions import (
+    CatalogError,
+    CatalogPermissionError,
+    CatalogThrottledError,
+    CommitConflictError,
+    CommitOutcomeUnknownError,
+    InvalidArgumentError,
+    TableNotFoundError,
+)
+
+if TYPE_CHECKING:
+    from deltalog.table import DeltaTable
+
+_log = logging.getLogger("deltalog.catalog.unity")
+
+#: The Delta API protocol version the client speaks.
+PROTOCOL_VERSIONS = "1.0"
+#: Credentials are renewed when they expire within this long.
+RENEW_MS = 5 * 60 * 1000
+
+
+def _local(location: str) -> str | None:
+    """The local path of a ``file:`` location (or a path), else ``None``."""
+    if location.startswith("file:"):
+        from urllib.parse import unquote, urlsplit
+
+        return unquote(urlsplit(location).path)
+    return None if "://" in location else location
+
+
+def _storage_options(credentials: Sequence[Any], base: Mapping[str, str] | None) -> dict[str, str]:
+    """object_store options from vended ``DeltaStorageCredential`` s (the longest prefix
+    first), over the catalog's own ``base`` options (endpoint, region…)."""
+    options = dict(base or {})
+    if not credentials:
+        return options
+    best = max(credentials, key=lambda c: len(c.prefix or ""))
+    config = best.config.to_dict() if best.config is not None else {}
+    mapping = {
+        "s3.access-key-id": "aws_access_key_id",
+        "s3.secret-access-key": "aws_secret_access_key",
+        "s3.session-token": "aws_session_token",
+        "azure.sas-token": "azure_storage_sas_token",
+        "gcs.oauth-token": "google_bearer_token",
+    }
+    for key, value in config.items():
+        if value is not None and key in mapping:
+            options[mapping[key]] = str(value)
+    return options
+
+
+class UnityCatalog(Catalog):
+    """One catalog of a Unity Catalog server (see the module docs)."""
+
+    def __init__(
+        self,
+        uri: str,
+        catalog: str,
+        token: str | None = None,
+        timeout: float = 30.0,
+        storage_options: Mapping[str, str] | None = None,
+        schema: str | None = None,
+    ) -> None:
+        super().__init__(".")
+        #: The schema a one-part table name is in (like DuckDB's ``DEFAULT_SCHEMA``).
+        self.default_schema = schema
+        if not catalog:
+            raise InvalidArgumentError('a unity catalog needs "catalog" (the UC catalog name)')
+        self.uri = uri.rstrip("/")
+        self.catalog = catalog
+        self.storage_options = dict(storage_options) if storage_options else None
+        self._transport = Transport(self.uri, token, timeout)
+        self._credentials: dict[str, tuple[int, dict[str, str]]] = {}
+        self._lock = threading.Lock()
+
+    def __repr__(self) -> str:
+        return f"UnityCatalog({self.uri!r}, catalog={self.catalog!r})"
+
+    # -- the generated APIs ------------------------------------------------------------------
+
+    def call(
+        self, what: str, api: str, method: str, *args: Any, idempotent: bool, **kw: Any
+    ) -> Any:
+        """``<api>(client).<method>(...)`` (an API class of the generated client by name)."""
+        from unitycatalog.client.api import catalogs_api, schemas_api, tables_api
+
+        from deltalog.catalog.unity import generated
+
+        apis = {
+            "catalogs": catalogs_api.CatalogsApi,
+            "schemas": schemas_api.SchemasApi,
+            "tables": tables_api.TablesApi,
+            "delta": generated.DeltaTablesApi,
+            "delta_config": generated.DeltaConfigurationApi,
+            "delta_credentials": generated.DeltaTemporaryCredentialsApi,
+        }
+        return self._transport.call(what, apis[api], method, *args, idempotent=idempotent, **kw)
+
+    def model(self, name: str, document: dict[str, Any]) -> Any:
+        from deltalog.catalog.unity.generated import delta_model
+
+        return delta_model(name).from_dict(document)
+
+    # -- names -------------------------------------------------------------------------------
+
+    def _split(self, name: Identifier) -> tuple[str, str]:
+        names = self._names(name)
+        if len(names) == 3 and names[0] == self.catalog:
+            names = names[1:]
+        if len(names) == 1 and self.default_schema:
+            names = [self.default_schema, *names]
+        if len(names) != 2 or not all(names):
+            raise InvalidArgumentError(
+                f"a table of UC catalog {self.catalog!r} is named schema.table: {name!r}"
+            )
+        return names[0], names[1]
+
+    def _schema(self, namespace: Identifier) -> str:
+        names = self._names(namespace)
+        if len(names) == 2 and names[0] == self.catalog:
+            names = names[1:]
+        if len(names) != 1 or not names[0]:
+            raise InvalidArgumentError(
+                f"a namespace of UC catalog {self.catalog!r} is one schema name: {namespace!r}"
+            )
+        return names[0]
+
+    # -- namespaces (schemas) ----------------------------------------------------------------
+
+    def list_namespaces(self, namespace: Identifier | None = None) -> list[str]:
+        if namespace is not None:
+            if not self.namespace_exists(namespace):
+                from deltalog.exceptions import NamespaceNotFoundError
+
+                raise NamespaceNotFoundError(f"schema {namespace!r} does not exist")
+            return []  # schemas hold no namespaces
+        names: list[str] = []
+        token = None
+        while True:
+            page = self.call(
+                f"list the schemas of {self.catalog}",
+                "schemas",
+                "list_schemas",
+                catalog_name=self.catalog,
+                page_token=token,
+                idempotent=True,
+            )
+            names += [s.name for s in page.schemas or []]
+            token = page.next_page_token
+            if not token:
+                return sorted(names)
+
+    def create_namespace(self, namespace: Identifier) -> None:
+        from unitycatalog.client.models import CreateSchema
+
+        schema = self._schema(namespace)
+        self.call(
+            f"create schema {schema}",
+            "schemas",
+            "create_schema",
+            CreateSchema(name=schema, catalog_name=self.catalog),
+            idempotent=False,
+        )
+
+    def drop_namespace(self, namespace: Identifier) -> None:
+        schema = self._schema(namespace)
+        self.call(
+            f"delete schema {schema}",
+            "schemas",
+            "delete_schema",
+            f"{self.catalog}.{schema}",
+            idempotent=False,
+        )
+
+    def namespace_exists(self, namespace: Identifier) -> bool:
+        from deltalog.exceptions import NamespaceNotFoundError
+
+        schema = self._schema(namespace)
+        try:
+            self.call(
+                f"get schema {schema}",
+                "schemas",
+                "get_schema",
+                f"{self.catalog}.{schema}",
+                idempotent=True,
+            )
+        except (NamespaceNotFoundError, TableNotFoundError):
+            return False
+        return True
+
+    # -- tables ------------------------------------------------------------------------------
+
+    def list_tables(self, namespace: Identifier | None = None) -> list[str]:
+        schemas = [self._schema(namespace)] if namespace is not None else self.list_namespaces()
+        names: list[str] = []
+        for schema in schemas:
+            token = None
+            while True:
+                page = self.call(
+                    f"list the tables of {self.catalog}.{schema}",
+                    "tables",
+                    "list_tables",
+                    catalog_name=self.catalog,
+                    schema_name=schema,
+                    page_token=token,
+                    idempotent=True,
+                )
+                found = [t.name for t in page.tables or []]
+                names += found if namespace is not None else [f"{schema}.{t}" for t in found]
+                token = page.next_page_token
+                if not token:
+                    break
+        return sorted(names)
+
+    def table_exists(self, name: Identifier) -> bool:
+        schema, table = self._split(name)
+        try:
+            self.call(
+                f"check table {schema}.{table}",
+                "delta",
+                "table_exists",
+                self.catalog,
+                schema,
+                table,
+                idempotent=True,
+            )
+        except (TableNotFoundError, InvalidArgumentError):
+            return False
+        except Exception as e:
+            from deltalog.exceptions import NamespaceNotFoundError
+
+            if isinstance(e, NamespaceNotFoundError):
+                return False
+            raise
+        return True
+
+    def load_response(self, schema: str, table: str) -> Any:
+        """``loadTable`` of ``schema.table`` (the generated ``DeltaLoadTableResponse``)."""
+        return self.call(
+            f"load table {self.catalog}.{schema}.{table}",
+            "delta",
+            "load_table",
+            self.catalog,
+            schema,
+            table,
+            idempotent=True,
+        )
+
+    def describe_table(self, name: Identifier) -> Any:
+        """The table's location, kind, latest version, protocol and metadata from the catalog
+        alone (``loadTable``; as :meth:`ManagedCatalog.describe_table`). The protocol and
+        metadata are rebuilt from UC's view (columns, partition columns, properties with the
+        server-derived keys taken out); UC's API does not carry Delta's ``metaData.id``. An
+        external table's are ``None`` (the catalog does not ratify its commits)."""
+        from deltalog import features
+        from deltalog.catalog.managed import TableDescription
+        from deltalog.catalog.unity.columns import from_delta_api
+
+        schema, table = self._split(name)
+        loaded = self.load_response(schema, table)
+        meta = loaded.metadata
+        props = dict(meta.properties or {})
+        managed = props.get("delta.feature.catalogManaged") == "supported"
+        protocol = metadata = None
+        if managed:
+            named = sorted(
+                k[len("delta.feature.") :] for k in props if k.startswith("delta.feature.")
+            )
+            known = features.FEATURES
+            protocol = {
+                "minReaderVersion": int(props.get("delta.minReaderVersion", "3")),
+                "minWriterVersion": int(props.get("delta.minWriterVersion", "7")),
+                "readerFeatures": [
+                    f for f in named if f not in known or known[f].is_reader_feature
+                ],
+                "writerFeatures": named,
+            }
+            derived = {
+                "delta.minReaderVersion",
+                "delta.minWriterVersion",
+                "delta.lastUpdateVersion",
+                "delta.lastCommitTimestamp",
+                "delta.clusteringColumns",
+            }
+            metadata = {
+                "schemaString": json.dumps(from_delta_api(meta.columns.to_dict())),
+                "partitionColumns": list(meta.partition_columns or []),
+                "configuration": {
+                    k: v
+                    for k, v in props.items()
+                    if k not in derived and not k.startswith("delta.feature.")
+                },
+            }
+        return TableDescription(
+            name=f"{schema}.{table}",
+            location=_local(meta.location) or meta.location,
+            catalog_managed=managed,
+            latest_version=loaded.latest_table_version if managed else None,
+            protocol=protocol,
+            metadata=metadata,
+        )
+
+    def table_options(self, schema: str, table: str, location: str) -> dict[str, str] | None:
+        """The storage options of a table: the catalog's, with credentials vended for it when
+        its location is not local (renewed within :data:`RENEW_MS` of their expiry)."""
+        if _local(location) is not None:
+            return self.storage_options
+        now = int(time.time() * 1000)
+        with self._lock:
+            cached = self._credentials.get(location)
+        if cached is not None and cached[0] - now > RENEW_MS:
+            return cached[1]
+        answer = None
+        for operation in ("READ_WRITE", "READ"):
+            try:
+                answer = self.call(
+                    f"credentials of {schema}.{table}",
+                    "delta_credentials",
+                    "get_table_credentials",
+                    self.catalog,
+                    schema,
+                    table,
+                    operation,
+                    idempotent=True,
+                )
+                break
+            except CatalogPermissionError:
+                if operation == "READ":
+                    raise
+        vended = list(answer.storage_credentials or []) if answer is not None else []
+        options = _storage_options(vended, self.storage_options)
+        expires = min((c.expiration_time_ms for c in vended), default=now + 3600_000)
+        with self._lock:
+            self._credentials[location] = (expires, options)
+        return options
+
+    def load_table(self, name: Identifier, version: int | None = None) -> DeltaTable:
+        from deltalog.table import DeltaTable
+
+        schema, table = self._split(name)
+        loaded = self.load_response(schema, table)
+        metadata = loaded.metadata
+        location = _local(metadata.location) or metadata.location
+        options = self.table_options(schema, table, metadata.location)
+        properties = dict(metadata.properties or {})
+        if properties.get("delta.feature.catalogManaged") != "supported":
+            return DeltaTable(location, version=version, storage_options=options)
+        client = UnityTableClient(self, schema, table, metadata.table_uuid, location, options)
+        client.prime(loaded)
+        return DeltaTable(location, version=version, storage_options=options, catalog_client=client)
+
+    def register_table(self, name: Identifier, location: str) -> DeltaTable:
+        """Registers the Delta table at ``location`` as an EXTERNAL table (the Delta API's
+        ``createTable``; the server decides who may)."""
+        from deltalog.catalog.unity.columns import to_delta_api
+        from deltalog.table import DeltaTable
+
+        schema, table = self._split(name)
+        found = DeltaTable(location, storage_options=self.storage_options)
+        reader, writer, reader_features, writer_features = found._raw.protocol()
+        d = found._raw.metadata()
+        protocol: dict[str, Any] = {"min-reader-version": reader, "min-writer-version": writer}
+        if reader_features is not None:
+            protocol["reader-features"] = list(reader_features)
+        if writer_features is not None:
+            protocol["writer-features"] = list(writer_features)
+        uri = location if "://" in location else "file://" + os.path.abspath(location)
+        request = self.model(
+            "DeltaCreateTableRequest",
+            {
+                "name": table,
+                "location": uri,
+                "table-type": "EXTERNAL",
+                "columns": to_delta_api(json.loads(d["schema_string"])),
+                "partition-columns": list(d["partition_columns"]),
+                "protocol": protocol,
+                "properties": dict(d["configuration"]),
+                "last-commit-timestamp-ms": found._raw.timestamp() or 0,
+            },
+        )
+        self.call(
+            f"register {schema}.{table}",
+            "delta",
+            "create_table",
+            self.catalog,
+            schema,
+            request,
+            idempotent=False,
+        )
+        return self.load_table(name)
+
+    def drop_table(self, name: Identifier, purge: bool = True) -> None:
+        """Deletes the table from the catalog: the server deletes a managed table's files
+        (``purge`` cannot keep them: UC's ``deleteTable`` has no such choice) and keeps an
+        external table's."""
+        schema, table = self._split(name)
+        self.call(
+            f"delete table {schema}.{table}",
+            "delta",
+            "delete_table",
+            self.catalog,
+            schema,
+            table,
+            idempotent=False,
+        )
+
+    def rename_table(self, name: Identifier, new_name: str) -> None:
+        """Renames a table within its schema."""
+        schema, table = self._split(name)
+        self.call(
+            f"rename table {schema}.{table}",
+            "delta",
+            "rename_table",
+            self.catalog,
+            schema,
+            table,
+            self.model("DeltaRenameTableRequest", {"new-name": new_name}),
+            idempotent=False,
+        )
+
+    def new_table_target(self, name: Identifier) -> tuple[str, Any | None]:
+        schema, table = self._split(name)
+        staged = self.call(
+            f"create staging table {schema}.{table}",
+            "delta",
+            "create_staging_table",
+            self.catalog,
+            schema,
+            self.model("DeltaCreateStagingTableRequest", {"name": table}),
+            idempotent=False,
+        )
+        location = _local(staged.location) or staged.location
+        options = _storage_options(list(staged.storage_credentials or []), self.storage_options)
+        client = UnityTableClient(
+            self, schema, table, staged.table_id, location, options, creating=True
+        )
+        return location, client
+
+    def _create_from_data(self, name: Identifier, data: Any, mode: str, **kwargs: Any) -> int:
+        from deltalog.writer import write_table
+
+        location, client = self.new_table_target(name)
+        assert isinstance(client, UnityTableClient)
+        return write_table(
+            location,
+            data,
+            mode=mode,
+            catalog_client=client,
+            storage_options=client.storage_options,
+            **kwargs,
+        )
+
+    def close(self) -> None:
+        """Closes the connections (a catalog is usable again afterwards: it reconnects)."""
+        self._transport.close()
+
+
+class UnityTableClient:
+    """The :class:`~deltalog.catalog.CatalogClient` of one catalog-managed table of a
+    :class:`UnityCatalog` (see the module docs)."""
+
+    #: UC commits are files: deltalog stages every commit.
+    max_inline_commit_bytes = 0
+
+    def __init__(
+        self,
+        catalog: UnityCatalog,
+        schema: str,
+        table: str,
+        table_uuid: str,
+        location: str,
+        storage_options: dict[str, str] | None,
+        creating: bool = False,
+    ) -> None:
+        self.catalog = catalog
+        self.schema = schema
+        self.table = table
+        #: The table's id (``io.unitycatalog.tableId``; a new table's version 0 carries it).
+        self.table_uuid = table_uuid
+        self.location = location
+        self.storage_options = storage_options
+        self._creating = creating
+        self._pending: RatifiedCommit | None = None
+        self._primed: RatifiedCommits | None = None
+        self._lock = threading.Lock()
+
+    @property
+    def name(self) -> str:
+        return f"{self.catalog.catalog}.{self.schema}.{self.table}"
+
+    # -- reading -----------------------------------------------------------------------------
+
+    @staticmethod
+    def _commits(loaded: Any) -> RatifiedCommits:
+        commits = sorted(
+            (
+                RatifiedCommit(c.version, path=c.file_name, timestamp=c.timestamp)
+                for c in loaded.commits or []
+            ),
+            key=lambda c: c.version,
+        )
+        latest = loaded.latest_table_version
+        if latest is None:
+            latest = commits[-1].version if commits else -1
+        return RatifiedCommits(commits, latest)
+
+    def prime(self, loaded: Any) -> None:
+        """Takes a ``loadTable`` answer just received as the next answer of
+        :meth:`get_ratified_commits` (the table is opened without asking twice)."""
+        with self._lock:
+            self._primed = self._commits(loaded)
+
+    def get_ratified_commits(
+        self, start_version: int | None = None, end_version: int | None = None
+    ) -> RatifiedCommits:
+        if self._creating:
+            pending = [self._pending] if self._pending is not None else []
+            return RatifiedCommits(pending, 0 if pending else -1)
+        with self._lock:
+            held, self._primed = self._primed, None
+        if held is None:
+            held = self._commits(self.catalog.load_response(self.schema, self.table))
+        lo = -1 if start_version is None else start_version
+        hi = 2**62 if end_version is None else end_version
+        return RatifiedCommits(
+            [c for c in held.commits if lo <= c.version <= hi], held.latest_version
+        )
+
+    # -- committing --------------------------------------------------------------------------
+
+    def _staged(self, name: str) -> tuple[bytes, int]:
+        """A staged commit's bytes and modification time (ms)."""
+        from deltalog import _native
+
+        local = _local(self.location)
+        if local is not None:
+            path = os.path.join(local, "_delta_log", "_staged_commits", name)
+            with open(path, "rb") as f:
+                body = f.read()
+            return body, int(os.stat(path).st_mtime * 1000)
+        found = _native.read_log_file(
+            self.location, f"_staged_commits/{name}", self.storage_options
+        )
+        if found is None:
+            raise CatalogError(f"the staged commit {name} of {self.name} is missing")
+        return bytes(found), int(time.time() * 1000)
+
+    def _delta_commit(self, version: int, name: str) -> dict[str, Any]:
+        body, mtime = self._staged(name)
+        try:
+            first = json.loads(body.split(b"\n", 1)[0])
+            ict = int(first["commitInfo"]["inCommitTimestamp"])
+        except (ValueError, KeyError, TypeError) as e:
+            raise CatalogError(
+                f"the staged commit {name} of {self.name} has no commitInfo.inCommitTimestamp "
+                "first: a UC commit needs it"
+            ) from e
+        return {
+            "version": version,
+            "timestamp": ict,
+            "file-name": name,
+            "file-size": len(body),
+            "file-modification-timestamp": mtime,
+        }
+
+    def _update(self, what: str, updates: list[dict[str, Any]]) -> Any:
+        request = self.catalog.model(
+            "DeltaUpdateTableRequest",
+            {
+                "requirements": [{"type": "assert-table-uuid", "uuid": self.table_uuid}],
+                "updates": updates,
+            },
+        )
+        return self.catalog.call(
+            what,
+            "delta",
+            "update_table",
+            self.catalog.catalog,
+            self.schema,
+            self.table,
+            request,
+            idempotent=False,
+        )
+
+    def commit(
+        self,
+        version: int,
+        path: str | None = None,
+        content: bytes | None = None,
+        protocol: str | None = None,
+        metadata: str | None = None,
+    ) -> None:
+        if path is None:
+            raise CatalogError(f"{self.name}: a UC commit is a staged file, not inline content")
+        if self._creating:
+            self._create(version, path, metadata)
+            return
+        commit = self._delta_commit(version, path)
+        what = f"commit version {version} of {self.name}"
+        try:
+            self._add(what, commit)
+        except CatalogThrottledError:
+            # Too many unpublished commits (writers that died before publishing): publish
+            # them ("Publishing Commits"), then try once more.
+            if not self._publish_held():
+                raise
+            self._add(what, commit)
+
+    def _add(self, what: str, commit: dict[str, Any]) -> None:
+        version = commit["version"]
+        last: Exception | None = None
+        for attempt in range(1 + self.catalog._transport.retries):
+            try:
+                self._update(what, [{"action": "add-commit", "commit": commit}])
+                return
+            except UcConflict as e:
+                if e.kind == "UpdateRequirementConflictException":
+                    raise CatalogError(
+                        f"{what}: the table is no longer the one loaded (its UUID changed: it was "
+                        f"dropped and created again): {e}"
+                    ) from e
+                if attempt > 0 and self._landed(version, commit["file-name"]):
+                    return  # the first attempt, whose answer was lost, won
+                raise CommitConflictError(
+                    f"{what}: another commit won the version ({e})",
+                    version=version,
+                    reason="another commit won the version",
+                    ratified=self.get_ratified_commits(version, None),
+                ) from e
+            except NoAnswer as e:
+                last = e
+                time.sleep(0.05 * 2**attempt)
+        landed = None
+        try:
+            landed = self._landed(version, commit["file-name"])
+        except CatalogError:
+            pass
+        if landed:
+            return
+        raise CommitOutcomeUnknownError(
+            f"{what}: the catalog at {self.catalog.uri} did not answer, and could not say "
+            f"whether it ratified the commit ({last}); reload the table to see whether version "
+            f"{version} is this commit",
+            table=self.name,
+            version=version,
+        ) from last
+
+    def _landed(self, version: int, file_name: str) -> bool | None:
+        """Whether the catalog ratified ``file_name`` as ``version`` (``None``: published
+        already, so the catalog no longer says which file it was)."""
+        held = self.get_ratified_commits(version, version)
+        if held.latest_version < version:
+            return False
+        if held.commits:
+            return held.commits[0].path == file_name
+        return None
+
+    def _publish_held(self) -> bool:
+        from deltalog import _native
+
+        held = self.get_ratified_commits()
+        if not held.commits:
+            return False
+        _native.publish(self.location, held.commits[-1].version, self, self.storage_options)
+        return True
+
+    def _create(self, version: int, path: str, metadata: str | None) -> None:
+        """Version 0 of a new table: published at the staging location, then ``createTable``
+        (the Delta API's managed-table creation)."""
+        from deltalog import _native
+        from deltalog.catalog.unity.columns import to_delta_api
+
+        if version != 0 or metadata is None:
+            raise CatalogError(f"{self.name} is not created yet (version {version})")
+        commit = self._delta_commit(0, path)
+        self._pending = RatifiedCommit(0, path=path)
+        _native.publish(self.location, 0, self, self.storage_options)
+        body, _ = self._staged(path)
+        protocol: dict[str, Any] = {}
+        for line in body.splitlines():
+            action = json.loads(line) if line.strip() else {}
+            if "protocol" in action:
+                p = action["protocol"]
+                protocol = {
+                    "min-reader-version": p["minReaderVersion"],
+                    "min-writer-version": p["minWriterVersion"],
+                    **({"reader-features": p["readerFeatures"]} if "readerFeatures" in p else {}),
+                    **({"writer-features": p["writerFeatures"]} if "writerFeatures" in p else {}),
+                }
+        meta = json.loads(metadata)
+        location = self.location if "://" in self.location else "file://" + self.location
+        request = self.catalog.model(
+            "DeltaCreateTableRequest",
+            {
+                "name": self.table,
+                "location": location,
+                "table-type": "MANAGED",
+                "columns": to_delta_api(json.loads(meta["schemaString"])),
+                "partition-columns": list(meta.get("partitionColumns") or []),
+                "protocol": protocol,
+                "properties": dict(meta.get("configuration") or {}),
+                "last-commit-timestamp-ms": commit["timestamp"],
+                **({"comment": meta["description"]} if meta.get("description") else {}),
+            },
+        )
+        self.catalog.call(
+            f"create table {self.name}",
+            "delta",
+            "create_table",
+            self.catalog.catalog,
+            self.schema,
+            request,
+            idempotent=False,
+        )
+        self._creating, self._pending = False, None
+
+    def published(self, version: int) -> None:
+        if self._creating:
+            return  # version 0 of a new table: published before createTable
+        try:
+            self._update(
+                f"report version {version} of {self.name} published",
+                [{"action": "set-latest-backfilled-version", "latest-published-version": version}],
+            )
+        except CatalogError as e:
+            # The commit is ratified and published; the catalog forgets it on a later report.
+            _log.warning(
+                "%s: the catalog was not told version %d is published: %s", self.name, version, e
+            )
+
+
+#: Where ``uc://`` URIs find their server (storage options, then environment variables).
+URI_OPTION, TOKEN_OPTION = "unity_catalog_uri", "unity_catalog_token"
+URI_ENV, TOKEN_ENV = "UNITY_CATALOG_URI", "UNITY_CATALOG_TOKEN"
+
+
+def resolve_uc_uri(
+    uri: str, storage_options: Mapping[str, str] | None
+) -> tuple[str, dict[str, str] | None, UnityTableClient | None]:
+    """A ``uc://catalog.schema.table`` URI as the table's location, storage options and
+    catalog client: the server from ``storage_options`` (``unity_catalog_uri``,
+    ``unity_catalog_token``, taken out of the options) or the environment
+    (``UNITY_CATALOG_URI``, ``UNITY_CATALOG_TOKEN``).
+
+    Raises:
+        InvalidArgumentError: not ``uc://catalog.schema.table``, or no server configured.
+    """
+    options = dict(storage_options or {})
+    server = options.pop(URI_OPTION, None) or os.environ.get(URI_ENV)
+    token = options.pop(TOKEN_OPTION, None) or os.environ.get(TOKEN_ENV)
+    names = uri[len("uc://") :].split(".")
+    if len(names) != 3 or not all(names):
+        raise InvalidArgumentError(f"a Unity Catalog table URI is uc://catalog.schema.table: {uri}")
+    if not server:
+        raise InvalidArgumentError(
+            f"{uri}: no Unity Catalog server: pass storage_options={{'{URI_OPTION}': "
+            f"'http://host:port', '{TOKEN_OPTION}': '…'}} or set {URI_ENV} / {TOKEN_ENV}"
+        )
+    catalog = UnityCatalog(server, names[0], token=token, storage_options=options or None)
+    table = catalog.load_table([names[1], names[2]])
+    return table.table_uri, table._storage_options, table._catalog_client  # type: ignore[return-value]

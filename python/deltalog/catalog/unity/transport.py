@@ -1,0 +1,214 @@
+"""How deltalog's Unity Catalog client talks to a UC server: the generated ``unitycatalog-client``
+APIs (async, on aiohttp) run on one event loop in a background thread per client, so that
+deltalog's synchronous callers, native threads included, wait on them; the connections are
+kept alive across calls; a forked child starts its own loop. UC's errors become deltalog's
+(:func:`translate`).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import atexit
+import json
+import os
+import threading
+import weakref
+from collections.abc import Callable
+from typing import Any
+
+from deltalog.exceptions import (
+    AlreadyExistsError,
+    CatalogAuthenticationError,
+    CatalogError,
+    CatalogPermissionError,
+    CatalogThrottledError,
+    CatalogUnavailableError,
+    DeltaError,
+    InvalidArgumentError,
+    NamespaceNotEmptyError,
+    NamespaceNotFoundError,
+    TableNotFoundError,
+    UnsupportedFeatureError,
+)
+
+PREFIX = "/api/2.1/unity-catalog"
+
+#: HTTP statuses after which a call that changes nothing is sent again.
+TRANSIENT = {429, 500, 502, 503, 504}
+
+
+class NoAnswer(CatalogError):
+    """A call that changes something got no answer (the connection broke, it timed out, the
+    server failed): it may or may not have taken effect."""
+
+
+class UcConflict(CatalogError):
+    """A 409 of the Delta API: ``kind`` is ``CommitVersionConflictException``,
+    ``UpdateRequirementConflictException`` or ``AlreadyExistsException``."""
+
+    def __init__(self, message: str, kind: str) -> None:
+        super().__init__(message)
+        self.kind = kind
+
+
+def translate(status: int, body: str | None, what: str) -> DeltaError:
+    """The deltalog error of a UC error answer (either of UC's error shapes)."""
+    kind, message = "", body or ""
+    try:
+        document = json.loads(body) if body else {}
+        if isinstance(document.get("error"), dict):  # the Delta API's DeltaErrorResponse
+            kind = str(document["error"].get("type", ""))
+            message = str(document["error"].get("message", ""))
+        elif "error_code" in document:  # the UC API's answer
+            kind = str(document["error_code"])
+            message = str(document.get("message", ""))
+    except (ValueError, AttributeError):
+        pass
+    text = f"{what}: {message or f'HTTP {status}'} (HTTP {status}{', ' + kind if kind else ''})"
+    if status == 401:
+        return CatalogAuthenticationError(text)
+    if status == 403:
+        return CatalogPermissionError(text)
+    if status == 404:
+        if kind in ("NoSuchCatalogException", "NoSuchSchemaException") or "schema" in what:
+            return NamespaceNotFoundError(text)
+        return TableNotFoundError(text)
+    if status == 409:
+        if kind in ("AlreadyExistsException", "ALREADY_EXISTS"):
+            return AlreadyExistsError(text)
+        return UcConflict(text, kind)
+    if status == 429:
+        return CatalogThrottledError(text)
+    if status == 400 and "not empty" in message:
+        return NamespaceNotEmptyError(text)
+    if status in (400, 413, 422):
+        return InvalidArgumentError(text)
+    if status == 501:
+        return UnsupportedFeatureError(text)
+    if status in (502, 503, 504):
+        return CatalogUnavailableError(text)
+    return NoAnswer(text)
+
+
+class Transport:
+    """The generated clients of one UC server, on a background event loop."""
+
+    def __init__(self, uri: str, token: str | None, timeout: float, retries: int = 3) -> None:
+        try:
+            import deltalog.catalog.unity.generated  # noqa: F401
+        except ImportError as e:
+            raise UnsupportedFeatureError(
+                "the unity catalog needs unitycatalog-client, which is not installed: pip "
+                f"install 'deltalog[unity]' ({e})"
+            ) from e
+        self.uri = uri.rstrip("/")
+        self.token = token
+        self.timeout = timeout
+        self.retries = retries
+        self._lock = threading.Lock()
+        self._pid = -1
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._clients: dict[str, Any] = {}
+        _OPEN.add(self)
+
+    def _start(self) -> asyncio.AbstractEventLoop:
+        with self._lock:
+            if self._loop is None or self._pid != os.getpid():
+                loop = asyncio.new_event_loop()
+                thread = threading.Thread(
+                    target=loop.run_forever, name="deltalog-unity", daemon=True
+                )
+                thread.start()
+                self._loop, self._pid, self._clients = loop, os.getpid(), {}
+            return self._loop
+
+    async def _client(self, delta: bool) -> Any:
+        key = "delta" if delta else "uc"
+        client = self._clients.get(key)
+        if client is None:
+            from unitycatalog.client.api_client import ApiClient
+            from unitycatalog.client.configuration import Configuration
+
+            from deltalog.catalog.unity.generated import DeltaApiClient
+
+            config = Configuration(host=self.uri + PREFIX)
+            header = (
+                {"header_name": "Authorization", "header_value": f"Bearer {self.token}"}
+                if self.token
+                else {}
+            )
+            client = (DeltaApiClient if delta else ApiClient)(config, **header)
+            self._clients[key] = client
+        return client
+
+    def call(
+        self, what: str, api: type[Any], method: str, *args: Any, idempotent: bool, **kw: Any
+    ) -> Any:
+        """``api(client).method(*args, **kw)``, awaited on the loop: a call that changes
+        nothing is retried on transient failures; errors translated (:func:`translate`; a
+        call that changes something and gets no answer raises :class:`NoAnswer`)."""
+        from unitycatalog.client.exceptions import ApiException
+
+        delta = api.__module__.startswith("unitycatalog.delta")
+        attempts = 1 + (self.retries if idempotent else 0)
+
+        async def run() -> Any:
+            client = await self._client(delta)
+            return await getattr(api(client), method)(*args, _request_timeout=self.timeout, **kw)
+
+        import time
+
+        for attempt in range(attempts):
+            loop = self._start()
+            future = asyncio.run_coroutine_threadsafe(run(), loop)
+            try:
+                return future.result(self.timeout + 5)
+            except ApiException as e:
+                if e.status in TRANSIENT and attempt + 1 < attempts:
+                    time.sleep(0.05 * 2**attempt)
+                    continue
+                error = translate(int(e.status or 0), e.body, what)
+                if isinstance(error, NoAnswer) and idempotent:
+                    error = CatalogUnavailableError(str(error))
+                raise error from None
+            except DeltaError:
+                raise
+            except Exception as e:  # aiohttp's connection errors, timeouts
+                future.cancel()
+                if attempt + 1 < attempts:
+                    time.sleep(0.05 * 2**attempt)
+                    continue
+                text = f"{what}: cannot reach the Unity Catalog at {self.uri}: {e!r}"
+                if idempotent:
+                    raise CatalogUnavailableError(text) from e
+                raise NoAnswer(text) from e
+        raise AssertionError("unreachable")
+
+    def close(self) -> None:
+        loop = self._loop
+        if loop is None or self._pid != os.getpid():
+            return
+
+        async def shut() -> None:
+            for client in self._clients.values():
+                await client.close()
+
+        try:
+            asyncio.run_coroutine_threadsafe(shut(), loop).result(5)
+        except Exception:
+            pass
+        loop.call_soon_threadsafe(loop.stop)
+        self._loop = None
+
+
+Call = Callable[..., Any]
+
+#: Transports whose connections are closed when the interpreter exits (aiohttp warns about
+#: sessions left open otherwise).
+_OPEN: weakref.WeakSet[Transport] = weakref.WeakSet()
+
+
+@atexit.register
+def _close_all() -> None:
+    for transport in list(_OPEN):
+        transport.close()

@@ -1,0 +1,151 @@
+"""deltalog's Unity Catalog client (``type: unity``, issue #32) against a real ``deltalog
+catalog serve`` process: a catalog's schemas and tables, ``uc://`` URIs, governance and errors
+as deltalog exceptions, and the tables it creates read and written by DuckDB (an engine that
+is not deltalog). The read/write/concurrency suite shared with the other catalogs is
+``test_catalog_stores.py`` (its ``unity`` parameter)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pyarrow as pa
+import pytest
+
+import catalog_server
+import deltalog as dl
+from deltalog.catalog.rest.auth import add_token
+from unity_helpers import duckdb_attached
+
+
+@pytest.fixture
+def server(tmp_path: Path) -> Any:
+    tokens = tmp_path / "tokens.json"
+    keys = {role: add_token(tokens, role, role) for role in ("reader", "writer", "admin")}
+    with catalog_server.running(tmp_path / "server", tokens=tokens) as running:
+        running.keys = keys
+        rest = dl.connect_catalog({"type": "rest", "uri": running.url, "token": keys["admin"]})
+        rest.create_namespace("main")
+        yield running
+
+
+def unity(server: Any, role: str = "admin", **extra: str) -> Any:
+    config = {"type": "unity", "uri": server.url, "token": server.keys[role], "catalog": "main"}
+    return dl.connect_catalog({**config, **extra})
+
+
+def ids(t: dl.DeltaTable) -> list[int]:
+    return sorted(t.to_pyarrow_table().column("id").to_pylist())
+
+
+def rows(*values: int) -> pa.Table:
+    return pa.table({"id": pa.array(values, pa.int64())})
+
+
+def test_schemas_tables_and_names(server: Any) -> None:
+    uc = unity(server)
+    uc.create_namespace("sales")
+    uc.create_namespace("main.hr")  # the catalog's own name may lead
+    assert uc.list_namespaces() == ["hr", "sales"] and uc.list_namespaces("sales") == []
+    assert uc.namespace_exists("sales") and not uc.namespace_exists("nope")
+    with pytest.raises(dl.InvalidArgumentError, match="one schema name"):
+        uc.create_namespace("a.b.c")
+    uc.write_table("sales.orders", rows(1, 2))
+    uc.write_table("main.sales.items", rows(3))
+    assert uc.list_tables("sales") == ["items", "orders"]
+    assert uc.list_tables() == ["sales.items", "sales.orders"]
+    assert uc.table_exists("sales.orders") and not uc.table_exists("sales.nope")
+    with pytest.raises(dl.AlreadyExistsError):
+        uc.create_table("sales.orders", pa.schema({"id": pa.int64()}))
+    # The same tables through the Lance routes, as main$sales$orders.
+    rest = dl.connect_catalog({"type": "rest", "uri": server.url, "token": server.keys["admin"]})
+    assert rest.list_tables("main.sales") == ["items", "orders"]
+    assert ids(rest.load_table("main.sales.orders")) == [1, 2]
+    t = uc.load_table("sales.orders")
+    assert t.protocol().reader_features and "catalogManaged" in t.protocol().reader_features
+    assert t.metadata().configuration["io.unitycatalog.tableId"]
+    described = uc.describe_table("sales.orders")
+    assert described.catalog_managed and described.latest_version == 0
+    uc.rename_table("sales.items", "things")
+    assert uc.list_tables("sales") == ["orders", "things"]
+    uc.drop_table("sales.things")
+    assert uc.list_tables("sales") == ["orders"]
+    with pytest.raises(dl.TableNotFoundError):
+        uc.load_table("sales.things")
+    with pytest.raises(dl.InvalidArgumentError):
+        uc.drop_namespace("sales")  # not empty
+
+
+def test_uc_uris(server: Any, monkeypatch: pytest.MonkeyPatch) -> None:
+    uc = unity(server)
+    uc.create_namespace("sales")
+    uc.write_table("sales.orders", rows(1))
+    options = {"unity_catalog_uri": server.url, "unity_catalog_token": server.keys["writer"]}
+    t = dl.DeltaTable("uc://main.sales.orders", storage_options=options)
+    assert ids(t) == [1]
+    dl.write_table(t, rows(2), mode="append")
+    monkeypatch.setenv("UNITY_CATALOG_URI", server.url)
+    monkeypatch.setenv("UNITY_CATALOG_TOKEN", server.keys["reader"])
+    assert ids(dl.DeltaTable("uc://main.sales.orders")) == [1, 2]
+    assert dl.DeltaTable("uc://main.sales.orders", version=0).version() == 0
+    with pytest.raises(dl.InvalidArgumentError, match=r"catalog\.schema\.table"):
+        dl.DeltaTable("uc://main.orders")
+
+
+def test_governance_and_errors(server: Any) -> None:
+    unity(server).create_namespace("sales")
+    unity(server).write_table("sales.orders", rows(1))
+    writer, reader = unity(server, "writer"), unity(server, "reader")
+    dl.write_table(writer.load_table("sales.orders"), rows(2), mode="append")
+    with pytest.raises(dl.CatalogPermissionError):
+        dl.write_table(reader.load_table("sales.orders"), rows(3), mode="append")
+    # A writer cannot change the table's definition: the server reads it from the commit.
+    with pytest.raises(dl.CatalogPermissionError):
+        writer.load_table("sales.orders").alter.set_properties({"delta.appendOnly": "true"})
+    unity(server).load_table("sales.orders").alter.set_properties({"delta.appendOnly": "true"})
+    assert (
+        unity(server).load_table("sales.orders").metadata().configuration["delta.appendOnly"]
+        == "true"
+    )
+    with pytest.raises(dl.CatalogPermissionError):
+        reader.create_namespace("x")
+    with pytest.raises(dl.CatalogAuthenticationError):
+        dl.connect_catalog(
+            {"type": "unity", "uri": server.url, "token": "wrong", "catalog": "main"}
+        ).list_namespaces()
+    assert ids(reader.load_table("sales.orders")) == [1, 2]
+
+
+def test_racing_writers_rebase(server: Any) -> None:
+    uc = unity(server)
+    uc.create_namespace("sales")
+    uc.write_table("sales.orders", rows(0))
+    a, b = uc.load_table("sales.orders"), unity(server).load_table("sales.orders")
+    dl.write_table(a, rows(1), mode="append")
+    dl.write_table(b, rows(2), mode="append")  # loses version 1, rebases onto it: version 2
+    t = uc.load_table("sales.orders")
+    assert t.version() == 2 and ids(t) == [0, 1, 2]
+
+
+def test_duckdb_reads_and_writes_tables_the_unity_client_creates(server: Any) -> None:
+    uc = unity(server, "writer")
+    unity(server).create_namespace("sales")
+    uc.write_table("sales.orders", rows(1, 2), partition_by=None)
+    con = duckdb_attached(server.url, "main", "sales", token=server.keys["writer"])
+    assert [r[0] for r in con.execute("SELECT id FROM uc.sales.orders ORDER BY id").fetchall()] == [
+        1,
+        2,
+    ]
+    con.execute("INSERT INTO uc.sales.orders VALUES (3)")
+    t = uc.load_table("sales.orders")
+    assert ids(t) == [1, 2, 3]
+    dl.write_table(t, rows(4), mode="append")
+    again = duckdb_attached(server.url, "main", "sales", token=server.keys["reader"], alias="u2")
+    assert [
+        r[0] for r in again.execute("SELECT id FROM u2.sales.orders ORDER BY id").fetchall()
+    ] == [
+        1,
+        2,
+        3,
+        4,
+    ]
