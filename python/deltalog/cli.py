@@ -8,7 +8,9 @@ deltalog compact PATH [--start N] [--end N]
 deltalog cleanup PATH
 deltalog vacuum PATH [--retention-hours H] [--force] [--apply]
 deltalog catalog serve [--db sqlite:///FILE | postgresql://…] [--warehouse URI] [--host H]
-                       [--port P] [--workers N] [--tokens FILE]
+                       [--port P] [--workers N] [--tokens FILE] [--storage-option KEY=VALUE]
+                       [--s3-role-arn ARN [--s3-external-id ID] [--sts-endpoint URL]
+                        [--s3-region R] [--credential-duration SECONDS]]
 deltalog catalog token --tokens FILE --name NAME --role reader|writer|admin
 """
 
@@ -131,6 +133,42 @@ def _vacuum(args: argparse.Namespace) -> None:
     print(f"{verb} {result.num_files} file(s), {result.bytes} bytes", file=sys.stderr)
 
 
+def _storage_options(args: argparse.Namespace) -> dict[str, str] | None:
+    """The server's storage options: for an ``s3://`` warehouse the environment's ``AWS_*``
+    variables (what the object store reads them as; others are ignored), then each
+    ``--storage-option KEY=VALUE`` (which wins)."""
+    import os
+
+    options: dict[str, str] = {}
+    if args.warehouse.lower().startswith(("s3://", "s3a://")):
+        options.update({k: v for k, v in os.environ.items() if k.startswith("AWS_") and v})
+    for item in args.storage_option or []:
+        key, sep, value = item.partition("=")
+        if not sep or not key.strip():
+            raise InvalidArgumentError(f"--storage-option takes KEY=VALUE, not {item!r}")
+        options[key.strip()] = value
+    return options or None
+
+
+def _credentials(args: argparse.Namespace) -> dict[str, Any] | None:
+    """The temporary credentials' vendor (``catalog/rest/unity/credentials.py``)."""
+    if not args.s3_role_arn:
+        for flag in ("s3_external_id", "sts_endpoint", "s3_region", "credential_duration"):
+            if getattr(args, flag) is not None:
+                raise InvalidArgumentError(
+                    f"--{flag.replace('_', '-')} configures --s3-role-arn's credentials: "
+                    "give --s3-role-arn too"
+                )
+        return None
+    return {
+        "s3_role_arn": args.s3_role_arn,
+        "s3_external_id": args.s3_external_id,
+        "sts_endpoint": args.sts_endpoint,
+        "s3_region": args.s3_region,
+        "duration_seconds": args.credential_duration,
+    }
+
+
 def _serve(args: argparse.Namespace) -> None:
     from deltalog.catalog.rest.limits import ConnectionLimits
     from deltalog.catalog.rest.server import serve
@@ -155,6 +193,8 @@ def _serve(args: argparse.Namespace) -> None:
             max_in_flight=args.max_in_flight,
             max_header_bytes=args.max_header_bytes,
         ),
+        storage_options=_storage_options(args),
+        credentials=_credentials(args),
     )
 
 
@@ -185,6 +225,43 @@ def _seconds(text: str) -> float:
     if not value > 0 or value == float("inf"):
         raise argparse.ArgumentTypeError("must be a positive number of seconds")
     return value
+
+
+def _duration(text: str) -> int:
+    """argparse type: a credential lifetime in whole seconds, 900 (15 min) to 43200 (12 h)."""
+    value = _non_negative(text)
+    if not 900 <= value <= 43200:
+        raise argparse.ArgumentTypeError("must be 900 (15 min) to 43200 (12 h) seconds")
+    return value
+
+
+def _add_credential_options(p: Any) -> None:
+    """The object store the server reads its tables from, and the temporary credentials it
+    vends to engines (catalog/rest/unity/credentials.py)."""
+    p.add_argument(
+        "--storage-option",
+        action="append",
+        metavar="KEY=VALUE",
+        help="an object-store option of the server's own access to its tables (repeatable; "
+        "e.g. AWS_ENDPOINT_URL=…); for an s3:// warehouse the environment's AWS_* variables "
+        "are used too (prefer them for secrets: a command line is visible to other users)",
+    )
+    p.add_argument(
+        "--s3-role-arn",
+        metavar="ARN",
+        help="vend s3:// tables' temporary credentials: STS AssumeRole of this role with a "
+        "session policy scoped to the table's prefix (needs boto3; without this flag an "
+        "s3:// table's credentials are answered 501)",
+    )
+    p.add_argument("--s3-external-id", metavar="ID", help="the role's sts:ExternalId")
+    p.add_argument("--sts-endpoint", metavar="URL", help="STS's URL (default: AWS's)")
+    p.add_argument("--s3-region", metavar="REGION", help="STS's region (default: AWS_REGION)")
+    p.add_argument(
+        "--credential-duration",
+        type=_duration,
+        metavar="SECONDS",
+        help="how long a vended credential lives, 900 to 43200 (default 3600)",
+    )
 
 
 def _add_limit_options(p: Any) -> None:
@@ -232,6 +309,7 @@ def _add_catalog_commands(sub: Any) -> None:
     )
     p.add_argument("--log-level", default="info", choices=["debug", "info", "warning", "error"])
     _add_limit_options(p)
+    _add_credential_options(p)
     p.set_defaults(fn=_serve)
     text = "add a principal to a tokens file and print its new token"
     p = commands.add_parser("token", help=text, description=text)

@@ -49,7 +49,7 @@ import uuid
 from collections.abc import Awaitable, Callable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pydantic
 from lance_namespace_urllib3_client import models as m
@@ -77,6 +77,9 @@ from deltalog.catalog.rest.service import (
     error_code,
 )
 from deltalog.exceptions import DeltaError, InvalidArgumentError
+
+if TYPE_CHECKING:
+    from deltalog.catalog.rest.unity.credentials import CredentialVendor
 
 _log = logging.getLogger("deltalog.catalog.server")
 
@@ -260,8 +263,12 @@ def create_app(
     max_unpublished: int | None = None,
     max_decoded_bytes: int = MAX_DECODED_BYTES,
     max_in_flight: int = ConnectionLimits.max_in_flight,
+    credential_vendor: CredentialVendor | None = None,
 ) -> CatalogApp:
-    """The ASGI app serving ``catalog`` (see the module docs)."""
+    """The ASGI app serving ``catalog`` (see the module docs). ``credential_vendor``: what
+    vends the UC routes' temporary credentials (a
+    :class:`~deltalog.catalog.rest.unity.credentials.CredentialVendor` of ``catalog``, e.g.
+    an ``S3CredentialVendor``; default: none for local tables, 501 for object stores)."""
     service = CatalogService(catalog, storage_options)
     # For CatalogService.create_table's decode_arrow_body (arrow_body.py).
     service.max_decoded_bytes = max_decoded_bytes  # type: ignore[attr-defined]
@@ -272,7 +279,9 @@ def create_app(
     from deltalog.catalog.rest.unity.routes import PREFIX as UC_PREFIX
     from deltalog.catalog.rest.unity.routes import UnityRoutes
 
-    service.credentials = CredentialVendor(service.catalog)  # type: ignore[attr-defined]
+    if credential_vendor is None:
+        credential_vendor = CredentialVendor(service.catalog)
+    service.credentials = credential_vendor  # type: ignore[attr-defined]
     unity = UnityRoutes(service, tokens, max_body_bytes)
 
     async def dispatch(request: HttpRequest) -> Response:
@@ -479,11 +488,17 @@ CONFIG_ENV = "DELTALOG_CATALOG_SERVER_CONFIG"
 
 def app_from_env() -> CatalogApp:
     """The app of the configuration in :data:`CONFIG_ENV` (uvicorn's factory in each worker)."""
+    from deltalog.catalog.rest.unity.credentials import vendor_from_config
+
     config = json.loads(os.environ[CONFIG_ENV])
     tokens = TokenStore.load(config["tokens"]) if config.get("tokens") else None
+    catalog = open_catalog(config["db"], config["warehouse"])
+    storage_options = config.get("storage_options") or None
     return create_app(
-        open_catalog(config["db"], config["warehouse"]),
+        catalog,
         tokens=tokens,
+        storage_options=storage_options,
+        credential_vendor=vendor_from_config(catalog, config.get("credentials"), storage_options),
         max_body_bytes=config["max_body_bytes"],
         max_create_bytes=config.get("max_create_bytes", MAX_CREATE_BYTES),
         max_unpublished=config.get("max_unpublished"),
@@ -505,10 +520,14 @@ def serve(
     max_create_bytes: int = MAX_CREATE_BYTES,
     max_decoded_bytes: int = MAX_DECODED_BYTES,
     limits: ConnectionLimits | None = None,
+    storage_options: dict[str, str] | None = None,
+    credentials: dict[str, Any] | None = None,
 ) -> None:
     """Runs the server until SIGTERM/SIGINT. Prints where it listens (``port`` 0: a free
     port) as its first line on stdout. ``limits``: connection timeouts and caps, per worker
-    process (``docs/catalogs.md``, "Limits")."""
+    process (``docs/catalogs.md``, "Limits"). ``storage_options``: how the server reaches
+    its tables' object store. ``credentials``: the temporary credentials' vendor
+    (:func:`~deltalog.catalog.rest.unity.credentials.vendor_from_config`)."""
     import uvicorn
 
     from deltalog.catalog.rest.connections import GuardedHttpProtocol, raise_open_files_limit
@@ -523,6 +542,8 @@ def serve(
         "max_decoded_bytes": max_decoded_bytes,
         "max_unpublished": max_unpublished,
         "max_in_flight": limits.max_in_flight,
+        "storage_options": dict(storage_options) if storage_options else None,
+        "credentials": dict(credentials) if credentials else None,
     }
     os.environ[CONFIG_ENV] = json.dumps(config)
     logging.basicConfig(level=log_level.upper(), format="%(message)s", stream=sys.stderr)
@@ -530,7 +551,11 @@ def serve(
     raise_open_files_limit(limits.max_connections + 256)
     # Opened once here: the schema is created or upgraded before any worker starts, and a
     # bad configuration fails now, with a clear message.
-    open_catalog(config["db"], config["warehouse"])
+    catalog = open_catalog(config["db"], config["warehouse"])
+    # And the credential vendor's (boto3 missing, a bad role ARN or duration).
+    from deltalog.catalog.rest.unity.credentials import vendor_from_config
+
+    vendor_from_config(catalog, config["credentials"], config["storage_options"])
     store = TokenStore.load(config["tokens"]) if config["tokens"] else None
     family = socket.AF_INET6 if ":" in host else socket.AF_INET
     # IPPROTO_TCP explicitly: asyncio sets TCP_NODELAY only on sockets of that protocol, and
