@@ -149,3 +149,62 @@ def test_duckdb_reads_and_writes_tables_the_unity_client_creates(server: Any) ->
         3,
         4,
     ]
+
+
+def test_lost_answers_never_commit_twice(server: Any, tmp_path: Path) -> None:
+    """Through a proxy that drops the answer of each commit (after the server acted) while
+    another writer commits and publishes it: the client resends the identical updateTable,
+    which the server answers as the replay it is; every acknowledged row is in the table
+    exactly once. When no answer comes at all, the client asks the catalog whether its commit
+    landed (it did)."""
+    from test_catalog_exactly_once import DroppingProxy
+
+    admin = unity(server)
+    admin.create_namespace("sales")
+    admin.write_table("sales.t", rows(0))
+    proxy = DroppingProxy(server.url)
+    try:
+        via_proxy = dl.connect_catalog(
+            {
+                "type": "unity",
+                "uri": proxy.url,
+                "token": server.keys["writer"],
+                "catalog": "main",
+                "timeout": 20,
+            }
+        )
+        other = iter(range(1000, 2000))
+        acknowledged = [0]
+
+        def other_writer_commits() -> None:
+            value = next(other)
+            dl.write_table(admin.load_table("sales.t"), rows(value), mode="append")
+            acknowledged.append(value)
+
+        state = {"drop": False}
+        commit_path = "/api/2.1/unity-catalog/delta/v1/catalogs/main/schemas/sales/tables/t"
+
+        def drop_first_commit_answer(method: str, path: str) -> bool:
+            if method == "POST" and path == commit_path and state["drop"]:
+                state["drop"] = False
+                return True
+            return False
+
+        proxy.policy = drop_first_commit_answer
+        proxy.before_drop = other_writer_commits
+        for i in range(1, 11):
+            state["drop"] = True
+            dl.write_table(via_proxy.load_table("sales.t"), rows(i), mode="append")
+            acknowledged.append(i)
+        assert proxy.dropped >= 10
+        final = admin.load_table("sales.t")
+        assert ids(final) == sorted(acknowledged)
+        assert final.version() == len(acknowledged) - 1  # one version per acknowledged row
+
+        # Every commit answer lost (the retries' too): settled by asking for the commits.
+        proxy.before_drop = None
+        proxy.policy = lambda method, path: method == "POST" and path == commit_path
+        dl.write_table(via_proxy.load_table("sales.t"), rows(99), mode="append")
+        assert ids(admin.load_table("sales.t")) == sorted([*acknowledged, 99])
+    finally:
+        proxy.close()

@@ -501,3 +501,52 @@ def version_zero(location: str, table_id: str, values: list[int]) -> None:
     Path(location, "_delta_log", f"{0:020d}.json").write_text(
         "\n".join(json.dumps(a) for a in actions) + "\n"
     )
+
+
+def test_managed_table_through_the_uc_api(server: Any) -> None:
+    """UC API clients (UC 0.5's Spark connector) create a managed table with POST
+    /staging-tables, version 0 written at the staging location, then POST /tables."""
+    from unitycatalog.client.models import (
+        ColumnInfo,
+        ColumnTypeName,
+        CreateStagingTable,
+        CreateTable,
+        DataSourceFormat,
+        TableType,
+    )
+
+    admin = Uc(server.url, server.keys["admin"])
+    admin(CatalogsApi, "create_catalog", CreateCatalog(name="main"))
+    admin(SchemasApi, "create_schema", CreateSchema(name="sales", catalog_name="main"))
+    writer = Uc(server.url, server.keys["writer"])
+    staged = writer(
+        TablesApi,
+        "create_staging_table",
+        CreateStagingTable(name="t", catalog_name="main", schema_name="sales"),
+    )
+    assert staged.id and staged.staging_location.startswith("file://")
+    version_zero(staged.staging_location.removeprefix("file://"), staged.id, [5, 6])
+    column = ColumnInfo(
+        name="id",
+        type_text="bigint",
+        type_name=ColumnTypeName.LONG,
+        type_json=json.dumps({"name": "id", "type": "long", "nullable": True, "metadata": {}}),
+        position=0,
+        nullable=True,
+    )
+    request = CreateTable(
+        name="t",
+        catalog_name="main",
+        schema_name="sales",
+        table_type=TableType.MANAGED,
+        data_source_format=DataSourceFormat.DELTA,
+        columns=[column],
+        storage_location=staged.staging_location,
+    )
+    wrong = request.model_copy(update={"columns": [column.model_copy(update={"name": "x"})]})
+    uc_error(writer.error(TablesApi, "create_table", wrong), "INVALID_ARGUMENT", 400)
+    info = writer(TablesApi, "create_table", request)
+    assert info.table_type.value == "MANAGED" and info.table_id == staged.id
+    t = deltalog_catalog(server, "reader").load_table(["main", "sales", "t"])
+    assert sorted(t.to_pyarrow_table().column("id").to_pylist()) == [5, 6]
+    uc_error(writer.error(TablesApi, "create_table", request), "ALREADY_EXISTS", 409)

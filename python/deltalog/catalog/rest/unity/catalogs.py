@@ -112,6 +112,8 @@ class UnityCatalogs:
     def __init__(self, service: CatalogService) -> None:
         self.service = service
         self.store = service.store
+        #: The Delta API (set by the routes): creating a managed table is its staging logic.
+        self.delta: Any = None
 
     # -- names -------------------------------------------------------------------------------
 
@@ -341,15 +343,28 @@ class UnityCatalogs:
     def create_table(self, r: UcRequest) -> dict[str, Any]:
         """``POST /tables``: registers an external Delta table (admin, as the Lance routes'
         ``register``)."""
-        self.require(r.principal, "admin", "register an external table")
         body = model("client.models", "CreateTable", r.body)
-        if str(body.table_type) != "EXTERNAL" and getattr(body.table_type, "value", None) != (
-            "EXTERNAL"
-        ):
+        kind = getattr(body.table_type, "value", body.table_type)
+        if kind == "MANAGED":
+            # The last step of POST /staging-tables, writing version 0, POST /tables.
+            ordered = sorted(body.columns or [], key=lambda c: c.position or 0)
+            partitions = sorted(
+                (c for c in ordered if c.partition_index is not None),
+                key=lambda c: c.partition_index,
+            )
+            record = self.delta.promote(
+                r.principal,
+                [body.catalog_name, body.schema_name, body.name],
+                body.storage_location or "",
+                [c.name for c in ordered] if ordered else None,
+                [c.name for c in partitions] if ordered else None,
+            )
+            return views.table_info(self.service, body.catalog_name, body.schema_name, record)
+        self.require(r.principal, "admin", "register an external table")
+        if kind != "EXTERNAL":
             raise UcError(
                 "InvalidParameterValueException",
-                "POST /tables creates EXTERNAL tables only; a managed table is created through "
-                "the Delta API (staging-tables, then tables)",
+                f"POST /tables creates EXTERNAL or MANAGED (staged) tables, not {kind}",
             )
         fmt = getattr(body.data_source_format, "value", body.data_source_format)
         if fmt not in (None, "DELTA"):

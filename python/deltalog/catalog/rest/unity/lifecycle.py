@@ -62,23 +62,28 @@ class TableLifecycle:
 
     # -- creating ----------------------------------------------------------------------------
 
-    def create_staging_table(self, r: UcRequest) -> dict[str, Any]:
+    def stage(self, principal: Any, catalog: str, schema: str, table: Any) -> TableRecord:
+        """Allocates a staging table (a UUID, a location in the warehouse): the first step of
+        creating a managed table through either UC API."""
         from deltalog.exceptions import AlreadyExistsError, InvalidArgumentError
 
-        self.catalogs.require(r.principal, "writer", "create a table")
-        body = model("delta.models", "DeltaCreateStagingTableRequest", r.body)
-        catalog, schema = r.params["catalog"], r.params["schema"]
-        name = self.catalogs.check_name(body.name, "table")
+        self.catalogs.require(principal, "writer", "create a table")
+        name = self.catalogs.check_name(table, "table")
         sid = self.catalogs.schema_id(catalog, schema)
         if self.store.namespace_id(sid, name) is not None:
             raise UcError("AlreadyExistsException", f"{name!r} is the name of a namespace")
         location = "/".join([self.service.catalog.warehouse, catalog, schema, name])
         try:
-            record = self.store.register(sid, name, location, None, managed=True)
+            return self.store.register(sid, name, location, None, managed=True)
         except AlreadyExistsError as e:
             raise UcError("AlreadyExistsException", str(e)) from e
         except InvalidArgumentError as e:
             raise UcError("InvalidParameterValueException", str(e)) from e
+
+    def create_staging_table(self, r: UcRequest) -> dict[str, Any]:
+        """The Delta API's ``createStagingTable``."""
+        body = model("delta.models", "DeltaCreateStagingTableRequest", r.body)
+        record = self.stage(r.principal, r.params["catalog"], r.params["schema"], body.name)
         return {
             "table-id": self._uuid(record),
             "table-type": "MANAGED",
@@ -113,7 +118,32 @@ class TableLifecycle:
                 catalog, schema, name, body.location, dict(body.properties or {}) or None
             )
             return self.load(record)
-        self.catalogs.require(r.principal, "writer", "create a table")
+        from deltalog.catalog.unity.columns import from_delta_api
+
+        said = from_delta_api(columns) if isinstance(columns, dict) else None
+        fresh = self.promote(
+            r.principal,
+            [catalog, schema, name],
+            body.location,
+            [f.get("name") for f in said.get("fields", [])] if said is not None else None,
+            list(body.partition_columns or []),
+        )
+        return self.load(fresh)
+
+    def promote(
+        self,
+        principal: Any,
+        names: list[str],
+        location: str,
+        column_names: list[str] | None,
+        partition_columns: list[str] | None,
+    ) -> TableRecord:
+        """Makes staging table ``names`` a managed table: its version 0, written at
+        ``location`` (the staging table's), ratified (the last step of creating a managed
+        table through either UC API). ``column_names`` / ``partition_columns``, when given,
+        must be version 0's."""
+        self.catalogs.require(principal, "writer", "create a table")
+        catalog, schema, name = names
         record = self.store.table(self.catalogs.schema_id(catalog, schema), name)
         if record is None:
             raise UcError(
@@ -123,12 +153,24 @@ class TableLifecycle:
             )
         if not views.is_staging(record):
             raise UcError("AlreadyExistsException", f"table {catalog}.{schema}.{name} exists")
-        self._check_location(record, body.location)
-        self._ratify_version_zero(r, [catalog, schema, name], record, columns, body)
+        self._check_location(record, location)
+        self._ratify_version_zero(names, record, column_names, partition_columns)
         fresh = self.store.table_by_id(record.id)
         if fresh is None:
             raise UcError("NoSuchTableException", f"table {name!r} was dropped")
-        return self.load(fresh)
+        return fresh
+
+    def uc_create_staging_table(self, r: UcRequest) -> dict[str, Any]:
+        """The UC API's ``POST /staging-tables`` (``StagingTableInfo``)."""
+        body = model("client.models", "CreateStagingTable", r.body)
+        record = self.stage(r.principal, body.catalog_name, body.schema_name, body.name)
+        return {
+            "name": record.name,
+            "catalog_name": body.catalog_name,
+            "schema_name": body.schema_name,
+            "id": self._uuid(record),
+            "staging_location": views.uri(record.location),
+        }
 
     def _check_location(self, record: TableRecord, location: str) -> None:
         from deltalog.catalog.names import canonical_location
@@ -145,10 +187,13 @@ class TableLifecycle:
             )
 
     def _ratify_version_zero(
-        self, r: UcRequest, names: list[str], record: TableRecord, columns: Any, body: Any
+        self,
+        names: list[str],
+        record: TableRecord,
+        column_names: list[str] | None,
+        partition_columns: list[str] | None,
     ) -> None:
         from deltalog.catalog import ratification
-        from deltalog.catalog.unity.columns import from_delta_api
         from deltalog.exceptions import DeltaError, InvalidArgumentError
 
         try:
@@ -190,20 +235,21 @@ class TableLifecycle:
             )
         metadata = json.loads(checked.metadata or "{}")
         written = json.loads(metadata.get("schemaString") or "{}")
-        said = from_delta_api(columns) if isinstance(columns, dict) else None
-        if said is not None and [f.get("name") for f in said.get("fields", [])] != [
+        if column_names is not None and column_names != [
             f.get("name") for f in written.get("fields", [])
         ]:
             raise UcError(
                 "InvalidParameterValueException",
                 "columns differ from version 0's schema (the commit is the truth)",
             )
-        if list(body.partition_columns or []) != list(metadata.get("partitionColumns") or []):
+        if partition_columns is not None and partition_columns != list(
+            metadata.get("partitionColumns") or []
+        ):
             raise UcError(
                 "InvalidParameterValueException",
                 "partition-columns differ from version 0's partitionColumns",
             )
-        self.service._ratify([proposal], [names])
+        self.service._ratify([proposal], [list(names)])
         self.store.forget(record.id, 0)  # published already: it is the file just read
 
     # -- dropping and renaming ---------------------------------------------------------------

@@ -64,6 +64,7 @@ ROUTES = (
     Route("DELETE", ("schemas", "{full_name}"), "uc", "delete_schema"),
     Route("GET", ("tables",), "uc", "list_tables"),
     Route("POST", ("tables",), "uc", "create_table", body=True),
+    Route("POST", ("staging-tables",), "delta", "uc_create_staging_table", body=True),
     Route("GET", ("tables", "{full_name}"), "uc", "get_table"),
     Route("DELETE", ("tables", "{full_name}"), "uc", "delete_table"),
     Route("POST", ("temporary-table-credentials",), "uc", "temporary_table_credentials", True),
@@ -144,6 +145,7 @@ class UnityRoutes:
     ) -> None:
         self.catalogs = UnityCatalogs(service)
         self.delta = DeltaApi(self.catalogs)
+        self.catalogs.delta = self.delta
         self.tokens = tokens
         self.max_body_bytes = max_body_bytes
 
