@@ -722,3 +722,41 @@ def test_without_a_vendor_s3_is_501(
         )
     finally:
         server.stop()
+
+
+def test_the_unity_client_uses_vended_credentials(
+    vending: Any, moto: tuple[str, dict[str, str], Any], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """deltalog's UC client opens an S3 table with the credentials the server vends for it
+    (its own options name only the endpoint), creates tables with the staging table's, and
+    asks again when they are about to expire."""
+    from deltalog.catalog.unity import client as unity_client
+
+    endpoint, _, _ = moto
+    base = {"AWS_ENDPOINT_URL": endpoint, "AWS_ALLOW_HTTP": "true", "AWS_REGION": "us-east-1"}
+    config = {"type": "unity", "uri": vending.url, "catalog": "main"}
+    uc = dl.connect_catalog({**config, "token": vending.keys["writer"]}, storage_options=base)
+    t = uc.load_table("sales.orders")
+    options = t._storage_options or {}
+    assert options["aws_session_token"] and "AWS_ACCESS_KEY_ID" not in options
+    assert options["aws_access_key_id"] != "testing"  # vended, not the server's own
+    before = sorted(t.to_pyarrow_table().column("id").to_pylist())
+    dl.write_table(t, pa.table({"id": pa.array([100], pa.int64())}), mode="append")
+    after = sorted(uc.load_table("sales.orders").to_pyarrow_table().column("id").to_pylist())
+    assert after == sorted([*before, 100])
+    # A new table: version 0 written with the staging table's credentials.
+    uc.write_table("sales.fresh", pa.table({"id": pa.array([7], pa.int64())}))
+    assert uc.load_table("sales.fresh").to_pyarrow_table().column("id").to_pylist() == [7]
+    # Cached while fresh; asked again once they expire within the renewal window.
+    def vended() -> int:
+        return vending.log_text().count("/credentials")
+
+    count = vended()
+    uc.load_table("sales.orders")
+    assert vended() == count
+    monkeypatch.setattr(unity_client, "RENEW_MS", (DURATION + 60) * 1000)
+    uc.load_table("sales.orders")
+    assert vended() == count + 1
+    # A reader gets READ credentials (READ_WRITE is refused, then READ asked).
+    reader = dl.connect_catalog({**config, "token": vending.keys["reader"]}, storage_options=base)
+    assert reader.load_table("sales.orders").version() >= 1

@@ -362,10 +362,10 @@ class UnityCatalog(Catalog):
                     f"credentials of {schema}.{table}",
                     "delta_credentials",
                     "get_table_credentials",
-                    self.catalog,
-                    schema,
-                    table,
-                    operation,
+                    operation=operation,
+                    catalog=self.catalog,
+                    var_schema=schema,
+                    table=table,
                     idempotent=True,
                 )
                 break

@@ -171,8 +171,8 @@ class Transport:
                 if isinstance(error, NoAnswer) and idempotent:
                     error = CatalogUnavailableError(str(error))
                 raise error from None
-            except DeltaError:
-                raise
+            except (DeltaError, TypeError, ValueError):
+                raise  # deltalog's own, or a call the generated API refuses (pydantic's)
             except Exception as e:  # aiohttp's connection errors, timeouts
                 future.cancel()
                 if attempt + 1 < attempts:
