@@ -320,6 +320,30 @@ def test_governance_on_the_uc_routes(server: Any) -> None:
         "PermissionDeniedException",
         403,
     )
+    # Nor the protocol, nor the clustering columns.
+    protocol = {
+        "minReaderVersion": 3,
+        "minWriterVersion": 7,
+        "readerFeatures": ["catalogManaged", "deletionVectors"],
+        "writerFeatures": ["catalogManaged", "inCommitTimestamp", "deletionVectors"],
+    }
+    clustering = {
+        "domain": "delta.clustering",
+        "configuration": json.dumps({"clusteringColumns": [["id"]]}),
+        "removed": False,
+    }
+    for i, action in enumerate([{"protocol": protocol}, {"domainMetadata": clustering}]):
+        forged = f"{1:020d}.00000000-0000-0000-0000-0000000000{i:02d}.json"
+        (staged / forged).write_text("\n".join([text[0], json.dumps(action)]) + "\n")
+        attempt = update(
+            [{"type": "assert-table-uuid", "uuid": loaded.metadata.table_uuid}],
+            [{"action": "add-commit", "commit": commit_of(location, forged)}],
+        )
+        delta_error(
+            writer.error(DeltaTablesApi, "update_table", "main", "sales", "orders", attempt),
+            "PermissionDeniedException",
+            403,
+        )
     writer(DeltaTablesApi, "update_table", "main", "sales", "orders", body)
     assert reader(DeltaTablesApi, "load_table", "main", "sales", "orders").latest_table_version == 1
 
