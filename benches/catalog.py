@@ -21,6 +21,12 @@
    list tables; drop), the same raw HTTP requests to deltalog's server and to pylance's
    reference REST adapter (``lance.namespace.RestAdapter`` over a directory), p50 per route.
    Target (issue #18): no slower than the reference adapter.
+5. DuckDB's read through the catalog (issue #32): a ``--duckdb-rows``-row catalog-managed table
+   written by deltalog through the REST server, read by DuckDB 1.5.5 with its
+   ``unity_catalog`` extension (the server's Unity Catalog API) against DuckDB's
+   ``delta_scan`` of the same data files by path, both queries reading every column; a fresh
+   ``ATTACH`` per run (its catalog calls are part of the time) and one reused attach.
+   Target: the catalog read <= 1.1x ``delta_scan``. ``--only duckdb`` runs this part alone.
 
 PostgreSQL: ``--postgresql URI`` (a database the benchmark may fill), else a throwaway server
 started like the tests' (tests/postgres_server.py; Debian's ``postgresql`` package), else
@@ -28,13 +34,16 @@ skipped with a note. deltalog only (deltalake cannot write catalog-managed table
 
     python benches/catalog.py [--appends 300] [--writers 8] [--commits 25] [--postgresql URI]
                               [--opens 200] [--route-calls 300]
+                              [--duckdb-rows 1000000] [--duckdb-runs 15] [--only duckdb]
 """
 
 from __future__ import annotations
 
 import argparse
 import contextlib
+import math
 import multiprocessing
+import os
 import statistics
 import sys
 import tempfile
@@ -196,6 +205,211 @@ def postgresql(uri: str | None) -> Iterator[str | None]:
         yield None
 
 
+#: The DuckDB extensions the catalog read needs, as (PyPI package, extension name).
+DUCKDB_EXTENSIONS = (
+    ("duckdb_extension_httpfs", "httpfs"),
+    ("duckdb_extension_delta", "delta"),
+    ("duckdb_extension_unity_catalog", "unity_catalog"),
+)
+
+#: DuckDB's queries, each reading every column of the table (``{}``: the table).
+DUCKDB_QUERIES = {
+    "aggregates": (
+        "SELECT count(*), sum(id), sum(amount), min(customer), max(customer), min(day), max(day)"
+        " FROM {}"
+    ),
+    "SELECT * to Arrow": "SELECT * FROM {}",
+}
+
+
+def duckdb_connection(url: str) -> Any:
+    """A new in-memory DuckDB with httpfs, delta and unity_catalog loaded from the PyPI
+    packages' files (never downloaded) and a secret for the UC server at ``url`` (the
+    benchmark's server has no tokens: any token is accepted)."""
+    import importlib.util
+
+    import duckdb
+
+    con = duckdb.connect(config={"allow_unsigned_extensions": "true"})
+    for package, name in DUCKDB_EXTENSIONS:
+        spec = importlib.util.find_spec(package)
+        if spec is None or not spec.submodule_search_locations:
+            raise ImportError(f"{package} is not installed")
+        root = Path(next(iter(spec.submodule_search_locations))) / "extensions"
+        path = root / f"v{duckdb.__version__}" / f"{name}.duckdb_extension"
+        con.execute("LOAD '" + str(path).replace("'", "''") + "'")
+    con.execute(f"CREATE SECRET (TYPE unity_catalog, TOKEN 'bench', ENDPOINT '{url}')")
+    return con
+
+
+def sales_data(rows: int) -> pa.Table:
+    """``rows`` rows: int64 ``id``, float64 ``amount``, string ``customer`` (100,000 distinct),
+    date ``day`` (2026), from a fixed seed."""
+    import numpy as np
+
+    rng = np.random.default_rng(32)
+    days = np.datetime64("2026-01-01") + rng.integers(0, 365, rows).astype("timedelta64[D]")
+    return pa.table(
+        {
+            "id": pa.array(np.arange(rows, dtype=np.int64)),
+            "amount": pa.array(rng.random(rows) * 1000),
+            "customer": pa.array([f"customer-{c}" for c in rng.integers(0, 100_000, rows)]),
+            "day": pa.array(days, pa.date32()),
+        }
+    )
+
+
+def path_twin(location: Path, twin: Path) -> None:
+    """A path-based Delta table at ``twin`` over the data files of the catalog-managed table at
+    ``location`` (symbolic links), its version 0 the table's with ``catalogManaged`` and
+    ``io.unitycatalog.tableId`` left out: DuckDB's ``delta_scan`` (delta-kernel-rs) refuses a
+    catalog-managed table by path ("Catalog-managed table requires max_catalog_version")."""
+    import json
+
+    (twin / "_delta_log").mkdir(parents=True)
+    for f in location.glob("*.parquet"):
+        (twin / f.name).symlink_to(f)
+    actions = []
+    for line in (location / "_delta_log" / f"{0:020d}.json").read_text().splitlines():
+        action = json.loads(line)
+        if "protocol" in action:
+            for key in ("readerFeatures", "writerFeatures"):
+                features = action["protocol"][key]
+                action["protocol"][key] = [f for f in features if f != "catalogManaged"]
+        if "metaData" in action:
+            action["metaData"]["configuration"].pop("io.unitycatalog.tableId", None)
+        actions.append(json.dumps(action))
+    (twin / "_delta_log" / f"{0:020d}.json").write_text("\n".join(actions) + "\n")
+
+
+def cpu_busy_s() -> float | None:
+    """Busy CPU seconds of the whole machine so far (None without psutil)."""
+    try:
+        import psutil
+    except ImportError:
+        return None
+    t = psutil.cpu_times()
+    return t.user + t.system + sum(getattr(t, k, 0.0) for k in ("nice", "irq", "softirq", "steal"))
+
+
+def own_cpu_s() -> float:
+    t = os.times()
+    return t.user + t.system
+
+
+def duckdb_read(url: str, root: Path, rows: int, runs: int) -> None:
+    """Part 5: DuckDB's read of a catalog-managed table through the UC API vs ``delta_scan``."""
+    try:
+        import duckdb
+
+        duckdb_connection(url).close()
+    except ImportError as e:
+        print(f"\n(DuckDB read skipped: {e})")
+        return
+    cat = dl.connect_catalog({"type": "rest", "uri": url})
+    for namespace in (["main"], ["main", "sales"]):
+        if not cat.namespace_exists(namespace):
+            cat.create_namespace(namespace)
+    cat.write_table(["main", "sales", "big"], sales_data(rows))
+    table = cat.load_table(["main", "sales", "big"])
+    location = Path(table.table_uri.removeprefix("file://"))
+    files = sorted(location.glob("*.parquet"))
+    size = sum(f.stat().st_size for f in files)
+    twin = root / "duckdb-twin"
+    path_twin(location, twin)
+    by_path = "delta_scan('" + str(twin).replace("'", "''") + "')"
+    attach = "ATTACH 'main' AS uc (TYPE unity_catalog, DEFAULT_SCHEMA 'sales')"
+
+    con = duckdb_connection(url)
+    try:
+        con.execute(f"SELECT count(*) FROM delta_scan('{location}')").fetchall()
+        refused = ""
+    except duckdb.Error as e:
+        refused = str(e).splitlines()[0]
+    con.close()
+    reused = duckdb_connection(url)  # one attach for the whole run
+    reused.execute(attach)
+    # Both sides must read the same rows: every column's aggregates agree (the float sum up to
+    # the order DuckDB's threads add in).
+    query = DUCKDB_QUERIES["aggregates"]
+    ours = reused.execute(query.format("uc.sales.big")).fetchone()
+    theirs = reused.execute(query.format(by_path)).fetchone()
+    assert ours is not None and theirs is not None and ours[0] == rows, (ours, rows)
+    for a, b in zip(ours, theirs, strict=True):
+        if a != b and not (isinstance(a, float) and math.isclose(a, b, rel_tol=1e-9)):
+            raise RuntimeError(f"DuckDB read other rows through the catalog: {ours} / {theirs}")
+
+    def fresh(query: str, catalog: bool) -> float:
+        """A new connection (extensions and secret untimed); timed: the ATTACH (when through
+        the catalog) and the query, fetched."""
+        con = duckdb_connection(url)
+        began = time.perf_counter()
+        if catalog:
+            con.execute(attach)
+        con.execute(query.format("uc.sales.big" if catalog else by_path)).to_arrow_table()
+        elapsed = (time.perf_counter() - began) * 1000
+        con.close()
+        return elapsed
+
+    def reuse(query: str, catalog: bool) -> float:
+        began = time.perf_counter()
+        reused.execute(query.format("uc.sales.big" if catalog else by_path)).to_arrow_table()
+        return (time.perf_counter() - began) * 1000
+
+    modes = {"fresh attach": fresh, "one attach": reuse}
+    times: dict[tuple[str, str, bool], list[float]] = {}
+    busy0, own0, wall0 = cpu_busy_s(), own_cpu_s(), time.perf_counter()
+    for run in range(runs + 1):  # run 0: the warm-up, not counted
+        for label, query in DUCKDB_QUERIES.items():
+            for mode, timed in modes.items():
+                for catalog in (True, False) if run % 2 else (False, True):  # either first
+                    ms = timed(query, catalog)
+                    if run:
+                        times.setdefault((label, mode, catalog), []).append(ms)
+    busy1, own1, wall1 = cpu_busy_s(), own_cpu_s(), time.perf_counter()
+    reused.close()
+
+    print(
+        f"\nDuckDB {duckdb.__version__} reading a {rows:,}-row catalog-managed table "
+        f"({len(files)} file(s), {size / 2**20:.1f} MiB) through the catalog's UC API vs "
+        f"delta_scan of the same files by path,\nmedian of {runs} runs after a warm-up, "
+        "interleaved (ms)"
+    )
+    print(
+        f"{'query':<20}{'attach':<14}{'catalog':>9}{'delta_scan':>12}{'extra':>8}{'ratio':>8}"
+        f"{'ratio of minima':>17}"
+    )
+    ratios = {}
+    for label in DUCKDB_QUERIES:
+        for mode in modes:
+            ours = statistics.median(times[(label, mode, True)])
+            theirs = statistics.median(times[(label, mode, False)])
+            best = min(times[(label, mode, True)]) / min(times[(label, mode, False)])
+            ratios[(label, mode)] = ours / theirs
+            print(
+                f"{label:<20}{mode:<14}{ours:9.1f}{theirs:12.1f}{ours - theirs:+8.1f}"
+                f"{ours / theirs:7.2f}x{best:16.2f}x"
+            )
+    print(
+        "fresh attach: a new connection per run (LOAD and CREATE SECRET untimed on both sides);"
+        " timed: ATTACH + the catalog's calls (list schemas, list tables, loadTable) + the read"
+    )
+    print("one attach: DuckDB caches the table's commits for the attach: no catalog calls")
+    if refused:
+        print(f"delta_scan of the table's own location is refused: {refused}")
+        print("  so delta_scan reads a path-based copy of its log over the same data files")
+    if busy0 is not None and busy1 is not None:
+        other = (busy1 - busy0) - (own1 - own0)  # the server's few ms count as other
+        share = max(0.0, other) / ((wall1 - wall0) * (os.cpu_count() or 1))
+        if share > 0.05:
+            print(f"note: other processes used {share:.0%} of the CPU meanwhile: noisy timings")
+    worst = max(ratios.values())
+    print(
+        f"target (issue #32): catalog read <= 1.1x delta_scan: "
+        f"{'met' if worst <= 1.1 else 'MISSED'} (worst {worst:.3f}x)"
+    )
+
+
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__)
     p.add_argument("--appends", type=int, default=300)
@@ -204,7 +418,14 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--postgresql", help="a PostgreSQL URI (default: a throwaway server)")
     p.add_argument("--opens", type=int, default=200)
     p.add_argument("--route-calls", type=int, default=300)
+    p.add_argument("--duckdb-rows", type=int, default=1_000_000, help="0: skip part 5")
+    p.add_argument("--duckdb-runs", type=int, default=15)
+    p.add_argument("--only", choices=["duckdb"], help="run only this part")
     args = p.parse_args(argv)
+    if args.only == "duckdb":
+        with tempfile.TemporaryDirectory() as tmp, rest_server(Path(tmp)) as url:
+            duckdb_read(url, Path(tmp), args.duckdb_rows, args.duckdb_runs)
+        return 0
     with contextlib.ExitStack() as stack:
         tmp = stack.enter_context(tempfile.TemporaryDirectory())
         pg = stack.enter_context(postgresql(args.postgresql))
@@ -290,6 +511,8 @@ def main(argv: list[str] | None = None) -> int:
                 f"{args.writers} writers x {args.commits} commits on {kind}: {total} commits "
                 f"in {elapsed:.2f} s = {total / elapsed:.0f} commits/s (version {version})"
             )
+        if args.duckdb_rows:
+            duckdb_read(rest, root, args.duckdb_rows, args.duckdb_runs)
     return 0
 
 
