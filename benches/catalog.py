@@ -9,9 +9,14 @@
    - ``inline``: the same with the commit held inline by the catalog until published;
    - ``pg-staged`` / ``pg-inline``: the same through the PostgreSQL store;
    - ``rest-staged`` / ``rest-inline``: the same through the REST catalog
-     (``deltalog catalog serve`` over SQLite, a server process on loopback).
+     (``deltalog catalog serve`` over SQLite, a server process on loopback);
+   - ``uc-staged``: the same server through its Unity Catalog API, with deltalog's ``unity``
+     client (UC commits are files: always staged; ``updateTable`` with ``add-commit``, then
+     ``set-latest-backfilled-version``).
    Targets: a catalog-managed 1-row append within 2x of a filesystem one (issue #16); a REST
-   commit p50 <= 10 ms (issue #18).
+   commit p50 <= 10 ms (issue #18); a UC commit p50 within 1.2x of the Lance REST commit
+   (issue #32; compared with ``rest-staged``, the same kind of commit, and with
+   ``rest-inline``). ``--only unity`` runs the REST and UC modes alone.
 2. Opening a catalog-managed table by name (``catalog.load_table``: the catalog's answer and
    the snapshot), p50/p99, on each catalog.
 3. Throughput: ``--writers`` processes each making ``--commits`` 1-row appends to one
@@ -108,6 +113,56 @@ def throughput(config: dict[str, str], writers: int, commits: int) -> tuple[floa
     version = cat.load_table("shared").version()
     assert version == writers * commits, (version, writers * commits)
     return elapsed, version
+
+
+def rest_tables(config: dict[str, str], prefix: str) -> dict[str, dl.DeltaTable]:
+    """A catalog's ``staged`` (every commit staged) and ``inline`` tables, new."""
+    cat = dl.connect_catalog(config)
+    schema = pa.schema({"id": pa.int64()})
+    cat.create_table("staged", schema)
+    staged = cat.catalog_client("staged")
+    staged.max_inline_commit_bytes = 0
+    location = cat.load_table("staged").table_uri
+    cat.create_table("inline", schema)
+    return {
+        prefix + "staged": dl.DeltaTable(location, catalog_client=staged),
+        prefix + "inline": cat.load_table("inline"),
+    }
+
+
+def unity_tables(url: str) -> dict[str, dl.DeltaTable]:
+    """A table of the server's Unity Catalog API (catalog ``uc``, schema ``bench``), opened
+    with deltalog's ``unity`` client."""
+    rest = dl.connect_catalog({"type": "rest", "uri": url})
+    rest.create_namespace("uc")
+    rest.create_namespace("uc.bench")
+    unity = dl.connect_catalog({"type": "unity", "uri": url, "catalog": "uc", "schema": "bench"})
+    unity.create_table("staged", pa.schema({"id": pa.int64()}))
+    return {"uc-staged": unity.load_table("staged")}
+
+
+def print_appends(results: dict[str, list[float]], appends: int) -> None:
+    print(f"1-row append latency, {appends} appends per mode, interleaved (ms)")
+    base_mode = "filesystem" if "filesystem" in results else "rest-staged"
+    print(f"{'mode':<12}{'p50':>8}{'p99':>8}{'mean':>8}{'p50 / ' + base_mode:>20}")
+    base = statistics.median(results[base_mode])
+    for mode, values in results.items():
+        p50 = statistics.median(values)
+        print(
+            f"{mode:<12}{p50:8.2f}{percentile(values, 99):8.2f}"
+            f"{statistics.fmean(values):8.2f}{p50 / base:19.2f}x"
+        )
+
+
+def print_unity_target(results: dict[str, list[float]]) -> None:
+    uc = statistics.median(results["uc-staged"])
+    staged = statistics.median(results["rest-staged"])
+    inline = statistics.median(results["rest-inline"])
+    print(
+        f"target (issue #32): UC commit p50 within 1.2x of the Lance REST commit: "
+        f"{'met' if uc <= 1.2 * staged else 'MISSED'} ({uc:.2f} ms = {uc / staged:.2f}x "
+        f"rest-staged, {uc / inline:.2f}x rest-inline)"
+    )
 
 
 def open_latencies(catalogs: dict[str, Any], opens: int) -> dict[str, list[float]]:
@@ -420,8 +475,16 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--route-calls", type=int, default=300)
     p.add_argument("--duckdb-rows", type=int, default=1_000_000, help="0: skip part 5")
     p.add_argument("--duckdb-runs", type=int, default=15)
-    p.add_argument("--only", choices=["duckdb"], help="run only this part")
+    p.add_argument("--only", choices=["duckdb", "unity"], help="run only this part")
     args = p.parse_args(argv)
+    if args.only == "unity":
+        with tempfile.TemporaryDirectory() as tmp, rest_server(Path(tmp)) as url:
+            tables = rest_tables({"type": "rest", "uri": url}, "rest-")
+            tables |= unity_tables(url)
+            results = append_latencies(tables, args.appends)
+            print_appends(results, args.appends)
+            print_unity_target(results)
+        return 0
     if args.only == "duckdb":
         with tempfile.TemporaryDirectory() as tmp, rest_server(Path(tmp)) as url:
             duckdb_read(url, Path(tmp), args.duckdb_rows, args.duckdb_runs)
@@ -441,32 +504,17 @@ def main(argv: list[str] | None = None) -> int:
         if pg is not None:
             configs["postgresql"] = {"type": "postgresql", "uri": pg, "warehouse": str(root / "pg")}
         configs["rest"] = {"type": "rest", "uri": rest}
-        schema = pa.schema({"id": pa.int64()})
         dl.write_table(str(root / "fs"), row(-1))
         tables = {"filesystem": dl.DeltaTable(str(root / "fs"))}
         catalogs = {}
         for kind, config in configs.items():
             prefix = {"sqlite": "", "postgresql": "pg-", "rest": "rest-"}[kind]
-            cat = dl.connect_catalog(config)
-            catalogs[kind] = cat
-            cat.create_table("staged", schema)
-            staged = cat.catalog_client("staged")
-            staged.max_inline_commit_bytes = 0
-            location = cat.load_table("staged").table_uri
-            tables[prefix + "staged"] = dl.DeltaTable(location, catalog_client=staged)
-            cat.create_table("inline", schema)
-            tables[prefix + "inline"] = cat.load_table("inline")
+            catalogs[kind] = dl.connect_catalog(config)
+            tables |= rest_tables(config, prefix)
+        tables |= unity_tables(rest)
         results = append_latencies(tables, args.appends)
-
-        print(f"1-row append latency, {args.appends} appends per mode, interleaved (ms)")
-        print(f"{'mode':<12}{'p50':>8}{'p99':>8}{'mean':>8}{'p50 / filesystem':>20}")
+        print_appends(results, args.appends)
         base = statistics.median(results["filesystem"])
-        for mode, values in results.items():
-            p50 = statistics.median(values)
-            print(
-                f"{mode:<12}{p50:8.2f}{percentile(values, 99):8.2f}"
-                f"{statistics.fmean(values):8.2f}{p50 / base:19.2f}x"
-            )
         worst = max(statistics.median(results[m]) for m in ("staged", "inline")) / base
         print(
             f"target (issue #16): SQLite catalog-managed within 2x: "
@@ -477,6 +525,7 @@ def main(argv: list[str] | None = None) -> int:
             f"target (issue #18): REST commit p50 <= 10 ms: "
             f"{'met' if rest_p50 <= 10 else 'MISSED'} ({rest_p50:.2f} ms)"
         )
+        print_unity_target(results)
 
         opens = open_latencies(catalogs, args.opens)
         print(f"\nopening a catalog-managed table by name, {args.opens} opens (ms)")

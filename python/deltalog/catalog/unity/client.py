@@ -527,6 +527,7 @@ class UnityTableClient:
         self._creating = creating
         self._pending: RatifiedCommit | None = None
         self._primed: RatifiedCommits | None = None
+        self._after_commit: RatifiedCommits | None = None
         self._lock = threading.Lock()
 
     @property
@@ -563,6 +564,10 @@ class UnityTableClient:
             return RatifiedCommits(pending, 0 if pending else -1)
         with self._lock:
             held, self._primed = self._primed, None
+            known, self._after_commit = self._after_commit, None
+        if held is None and known is not None and end_version is not None:
+            if end_version <= known.latest_version:
+                held = known  # publishing what this client just ratified
         if held is None:
             held = self._commits(self.catalog.load_response(self.schema, self.table))
         lo = -1 if start_version is None else start_version
@@ -656,7 +661,11 @@ class UnityTableClient:
         last: Exception | None = None
         for attempt in range(1 + self.catalog._transport.retries):
             try:
-                self._update(what, [{"action": "add-commit", "commit": commit}])
+                answer = self._update(what, [{"action": "add-commit", "commit": commit}])
+                # The answer is loadTable's view with this commit: publishing it asks for the
+                # commits up to it right away (one round trip fewer per commit).
+                with self._lock:
+                    self._after_commit = self._commits(answer)
                 return
             except UcConflict as e:
                 if e.kind == "UpdateRequirementConflictException":

@@ -8,7 +8,6 @@ kept alive across calls; a forked child starts its own loop. UC's errors become 
 from __future__ import annotations
 
 import asyncio
-import atexit
 import json
 import os
 import threading
@@ -109,7 +108,6 @@ class Transport:
         self._pid = -1
         self._loop: asyncio.AbstractEventLoop | None = None
         self._clients: dict[str, Any] = {}
-        _OPEN.add(self)
 
     def _start(self) -> asyncio.AbstractEventLoop:
         with self._lock:
@@ -120,6 +118,9 @@ class Transport:
                 )
                 thread.start()
                 self._loop, self._pid, self._clients = loop, os.getpid(), {}
+                # Closed when the transport is collected, or at exit (aiohttp warns about
+                # sessions left open, and the loop's thread would linger).
+                self._finalizer = weakref.finalize(self, _shut_down, loop, self._clients)
             return self._loop
 
     async def _client(self, delta: bool) -> Any:
@@ -185,30 +186,28 @@ class Transport:
         raise AssertionError("unreachable")
 
     def close(self) -> None:
-        loop = self._loop
-        if loop is None or self._pid != os.getpid():
-            return
-
-        async def shut() -> None:
-            for client in self._clients.values():
-                await client.close()
-
-        try:
-            asyncio.run_coroutine_threadsafe(shut(), loop).result(5)
-        except Exception:
-            pass
-        loop.call_soon_threadsafe(loop.stop)
+        """Closes the connections and stops the loop (the next call starts them again)."""
+        finalizer = getattr(self, "_finalizer", None)
+        if finalizer is not None and self._pid == os.getpid():
+            finalizer()
         self._loop = None
 
 
+def _shut_down(loop: asyncio.AbstractEventLoop, clients: dict[str, Any]) -> None:
+    """Closes a transport's clients on its loop, then stops the loop (its own process only)."""
+    if not loop.is_running():
+        return
+
+    async def shut() -> None:
+        for client in list(clients.values()):
+            await client.close()
+        clients.clear()
+
+    try:
+        asyncio.run_coroutine_threadsafe(shut(), loop).result(5)
+    except Exception:
+        pass
+    loop.call_soon_threadsafe(loop.stop)
+
+
 Call = Callable[..., Any]
-
-#: Transports whose connections are closed when the interpreter exits (aiohttp warns about
-#: sessions left open otherwise).
-_OPEN: weakref.WeakSet[Transport] = weakref.WeakSet()
-
-
-@atexit.register
-def _close_all() -> None:
-    for transport in list(_OPEN):
-        transport.close()
