@@ -574,3 +574,56 @@ def test_managed_table_through_the_uc_api(server: Any) -> None:
     t = deltalog_catalog(server, "reader").load_table(["main", "sales", "t"])
     assert sorted(t.to_pyarrow_table().column("id").to_pylist()) == [5, 6]
     uc_error(writer.error(TablesApi, "create_table", request), "ALREADY_EXISTS", 409)
+
+
+def test_credential_routes_of_a_local_warehouse(server: Any) -> None:
+    """The generated client on every credential route: a local table needs no credentials
+    (an empty list, the URL as it is); paths only inside the warehouse; roles as for data."""
+    from unitycatalog.client.models import GenerateTemporaryPathCredential, PathOperation
+
+    cat = make_table(server, [1])
+    location = str(cat.describe_table(["main", "sales", "orders"]).location)
+    reader = Uc(server.url, server.keys["reader"])
+    got = reader(
+        DeltaTemporaryCredentialsApi, "get_table_credentials", "READ", "main", "sales", "orders"
+    )
+    assert got.storage_credentials == []
+    delta_error(
+        reader.error(
+            DeltaTemporaryCredentialsApi,
+            "get_table_credentials",
+            "READ_WRITE",
+            "main",
+            "sales",
+            "orders",
+        ),
+        "PermissionDeniedException",
+        403,
+    )
+    inside = Path(location).parent.as_uri()
+    got = reader(DeltaTemporaryCredentialsApi, "get_temporary_path_credentials", inside, "READ")
+    assert got.storage_credentials == []
+    delta_error(
+        reader.error(
+            DeltaTemporaryCredentialsApi, "get_temporary_path_credentials", "/etc", "READ"
+        ),
+        "PermissionDeniedException",
+        403,
+    )
+    admin = Uc(server.url, server.keys["admin"])
+    path = admin(
+        TemporaryCredentialsApi,
+        "generate_temporary_path_credentials",
+        GenerateTemporaryPathCredential(url=inside, operation=PathOperation.PATH_READ_WRITE),
+    )
+    assert path.url == inside and path.expiration_time
+    writer = Uc(server.url, server.keys["writer"])
+    uc_error(
+        writer.error(
+            TemporaryCredentialsApi,
+            "generate_temporary_path_credentials",
+            GenerateTemporaryPathCredential(url=inside, operation=PathOperation.PATH_READ_WRITE),
+        ),
+        "PERMISSION_DENIED",
+        403,
+    )
