@@ -9,15 +9,12 @@ from __future__ import annotations
 import asyncio
 import importlib.util
 import json
-import time
 import uuid
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import duckdb
-import pyarrow as pa
-import pyarrow.parquet as pq
 from unitycatalog.client.api_client import ApiClient
 from unitycatalog.client.configuration import Configuration
 from unitycatalog.client.exceptions import ApiException
@@ -76,43 +73,17 @@ def uc_error(status_body: tuple[int, Any], code: str, status: int) -> None:
     assert body["error_code"] == code and body["message"], body
 
 
-def staged_commit(location: str, version: int, values: list[int], ict: int | None = None) -> str:
-    """Writes a commit by hand (not deltalog): a parquet file written by pyarrow, its ``add``,
-    after a ``commitInfo`` with an in-commit timestamp and a ``txnId``, as a staged commit in
-    ``_delta_log/_staged_commits/``. Returns its file name."""
-    name = f"part-hand-{uuid.uuid4()}.parquet"
-    pq.write_table(pa.table({"id": pa.array(values, pa.int64())}), f"{location}/{name}")
-    now = ict if ict is not None else int(time.time() * 1000) + version
-    stats = {
-        "numRecords": len(values),
-        "minValues": {"id": min(values)},
-        "maxValues": {"id": max(values)},
-        "nullCount": {"id": 0},
-    }
-    actions = [
-        {
-            "commitInfo": {
-                "inCommitTimestamp": now,
-                "timestamp": now,
-                "operation": "WRITE",
-                "txnId": str(uuid.uuid4()),
-            }
-        },
-        {
-            "add": {
-                "path": name,
-                "partitionValues": {},
-                "size": Path(f"{location}/{name}").stat().st_size,
-                "modificationTime": now,
-                "dataChange": True,
-                "stats": json.dumps(stats),
-            }
-        },
-    ]
+def staged_commit(location: str, version: int, values: list[int]) -> str:
+    """Writes a commit by hand (not deltalog: ``test_catalog_rest.hand_commit``, a parquet
+    file written by pyarrow and its ``add`` after a ``commitInfo`` with an in-commit
+    timestamp and a ``txnId``) as a staged commit in ``_delta_log/_staged_commits/``. Returns
+    its file name."""
+    from test_catalog_rest import hand_commit
+
     staged = Path(location) / "_delta_log" / "_staged_commits"
     staged.mkdir(parents=True, exist_ok=True)
     file_name = f"{version:020d}.{uuid.uuid4()}.json"
-    (staged / file_name).write_text("\n".join(json.dumps(a) for a in actions) + "\n")
+    (staged / file_name).write_text(hand_commit(location, version, values))
     return file_name
 
 

@@ -105,6 +105,22 @@ def _page(names: list[str], query: dict[str, str], kind: str) -> tuple[list[str]
     return rest[:limit], rest[limit - 1]
 
 
+def _listed(kind: str, items: list[dict[str, Any]], token: str | None) -> dict[str, Any]:
+    """A UC list answer: the items, and the next page's token when more remain."""
+    out: dict[str, Any] = {kind: items}
+    if token:
+        out["next_page_token"] = token
+    return out
+
+
+def _no_storage_root(storage_root: str | None) -> None:
+    if storage_root:
+        raise UcError(
+            "InvalidParameterValueException",
+            "deltalog keeps every table in its warehouse: storage_root is not supported",
+        )
+
+
 class UnityCatalogs:
     """The UC API's catalog, schema, table and credential routes over a
     :class:`~deltalog.catalog.rest.service.CatalogService`."""
@@ -177,22 +193,15 @@ class UnityCatalogs:
 
     def list_catalogs(self, r: UcRequest) -> dict[str, Any]:
         names, token = _page(self.store.child_namespaces(self.store.ROOT), r.query, "catalogs")
-        out: dict[str, Any] = {
-            "catalogs": [self._catalog_info(n, self.catalog_id(n)) for n in names]
-        }
-        if token:
-            out["next_page_token"] = token
-        return out
+        return _listed(
+            "catalogs", [self._catalog_info(n, self.catalog_id(n)) for n in names], token
+        )
 
     def create_catalog(self, r: UcRequest) -> dict[str, Any]:
         self.require(r.principal, "admin", "create a catalog")
         body = model("client.models", "CreateCatalog", r.body)
         name = self.check_name(body.name, "catalog")
-        if body.storage_root:
-            raise UcError(
-                "InvalidParameterValueException",
-                "deltalog keeps every table in its warehouse: storage_root is not supported",
-            )
+        _no_storage_root(body.storage_root)
         return self._create_namespace(self.store.ROOT, name, body.comment, body.properties, None)
 
     def _create_namespace(
@@ -273,20 +282,13 @@ class UnityCatalogs:
             nid = self.store.namespace_id(cid, n)
             if nid is not None:
                 schemas.append(self._schema_info(catalog, n, nid))
-        out: dict[str, Any] = {"schemas": schemas}
-        if token:
-            out["next_page_token"] = token
-        return out
+        return _listed("schemas", schemas, token)
 
     def create_schema(self, r: UcRequest) -> dict[str, Any]:
         self.require(r.principal, "admin", "create a schema")
         body = model("client.models", "CreateSchema", r.body)
         name = self.check_name(body.name, "schema")
-        if body.storage_root:
-            raise UcError(
-                "InvalidParameterValueException",
-                "deltalog keeps every table in its warehouse: storage_root is not supported",
-            )
+        _no_storage_root(body.storage_root)
         cid = self.catalog_id(body.catalog_name)
         return self._create_namespace(cid, name, body.comment, body.properties, body.catalog_name)
 
@@ -309,12 +311,8 @@ class UnityCatalogs:
         sid = self.schema_id(catalog, schema)
         records = {t.name: t for t in self.store.table_records(sid) if not views.is_staging(t)}
         names, token = _page(list(records), r.query, "tables")
-        out: dict[str, Any] = {
-            "tables": [views.table_info(self.service, catalog, schema, records[n]) for n in names]
-        }
-        if token:
-            out["next_page_token"] = token
-        return out
+        infos = [views.table_info(self.service, catalog, schema, records[n]) for n in names]
+        return _listed("tables", infos, token)
 
     def get_table(self, r: UcRequest) -> dict[str, Any]:
         catalog, schema, name = self.split(r.params["full_name"], 3, "table")
