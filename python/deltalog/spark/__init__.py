@@ -10,7 +10,8 @@ executor, and the driver makes the commits.
     df = spark.read.format("deltalog").option("versionAsOf", 3).load("s3://bucket/table")
     df.write.format("deltalog").mode("append").save("s3://bucket/table")
 
-    deltalog.spark.read_table(spark, uri, filter=...)          # the same, as functions
+    deltalog.spark.read_table(spark, uri, columns=[...])       # Spark's own parquet scan
+    deltalog.spark.read_path(df)                               # which path a read took
     deltalog.spark.write_table(df, uri, mode="error", partition_by=["day"])
     deltalog.spark.to_spark(dl.DeltaTable(uri).scan(...), spark)
 
@@ -40,6 +41,7 @@ if TYPE_CHECKING:
 
     from deltalog.scan import DeltaScan
     from deltalog.spark.dml import SparkMerger
+    from deltalog.spark.native_read import ReadPath
     from deltalog.table import DeltaTable
     from deltalog.writer import CommitProperties
     from deltalog.writer_properties import WriterProperties
@@ -51,6 +53,7 @@ __all__ = [
     "delete",
     "merge",
     "optimize",
+    "read_path",
     "read_table",
     "register",
     "spark_schema",
@@ -111,12 +114,20 @@ def register(spark: SparkSession, catalog: Mapping[str, Any] | str | None = None
         )
     spark.dataSource.register(source)
     _REGISTERED.add(id(spark))
+    if config is None:
+        _CATALOGS.pop(id(spark), None)
+    else:
+        _CATALOGS[id(spark)] = json.dumps(config)
     _activate(spark)
 
 
 #: Sessions (by id) :func:`register` has run for: the helpers register only where it has not,
 #: keeping a default catalog given to it.
 _REGISTERED: set[int] = set()
+
+#: The default catalog (JSON) given to :func:`register`, by session id: ``read_table``'s
+#: native path opens names in it as the data source does.
+_CATALOGS: dict[int, str] = {}
 
 
 def _ensure_registered(spark: SparkSession) -> None:
@@ -153,25 +164,123 @@ def _options(**options: Any) -> dict[str, str]:
 
 def read_table(
     spark: SparkSession,
-    uri: str,
+    uri: str | DeltaTable,
     version: int | None = None,
     timestamp: str | None = None,
     storage_options: Mapping[str, str] | None = None,
     columns: list[str] | None = None,
+    path: str = "auto",
 ) -> DataFrame:
     """The table at ``uri`` (at ``version`` or ``timestamp``; only ``columns`` when given) as
-    a DataFrame, its files spread over Spark's default parallelism."""
+    a DataFrame. ``uri`` is a location, a table name of the catalog given to
+    :func:`register`, or a loaded :class:`deltalog.DeltaTable` (its loaded version; catalog
+    tables included).
+
+    ``path`` chooses how the rows are read (:mod:`deltalog.spark.native_read`):
+
+    - ``"native"``: deltalog plans on the driver and Spark's own parquet source reads exactly
+      the planned files (column pruning, filter pushdown, vectorised reads); raises
+      :class:`~deltalog.spark.native_read.NativeReadUnsupported` naming the reason when the
+      table needs what that path does not express (deletion vectors, column mapping id mode,
+      type widening, files off the local file system, ...);
+    - ``"source"``: the ``deltalog`` Python data source (deltalog's reader on the executors,
+      rows handed to Spark as Arrow), its files spread over Spark's default parallelism;
+    - ``"auto"`` (default): native where it can, else the data source.
+
+    The DataFrame is aliased ``deltalog_native_scan`` or ``deltalog_source_scan`` (visible in
+    ``df.explain(True)``); :func:`read_path` tells which path it took and why, and an INFO
+    line on the ``deltalog.spark`` logger says so too."""
+    from deltalog.spark import native_read as nr
+    from deltalog.table import DeltaTable
+
+    if path not in ("auto", "native", "source"):
+        raise ValueError(f"path must be 'auto', 'native' or 'source', not {path!r}")
+    if version is not None and timestamp is not None:
+        raise ValueError("pass version or timestamp, not both")
+    if isinstance(uri, DeltaTable) and (version is not None or timestamp is not None):
+        raise ValueError("a DeltaTable is read at its loaded version: load the one to read")
     _ensure_registered(spark)
-    reader = spark.read.format(NAME).options(
-        **_options(
-            columns=columns,
-            versionAsOf=version,
-            timestampAsOf=timestamp,
-            storageOptions=storage_options,
-            parallelism=spark.sparkContext.defaultParallelism,
+    reason: str | None = "path='source'"
+    if path != "source":
+        try:
+            table = (
+                uri
+                if isinstance(uri, DeltaTable)
+                else _open_for_read(spark, uri, version, timestamp, storage_options)
+            )
+            df = nr.plan_native_read(spark, table, columns)
+        except nr.NativeReadUnsupported as e:
+            if path == "native":
+                raise nr.NativeReadUnsupported(
+                    f"deltalog cannot read {_label(uri)} on Spark's parquet source: {e.reason}"
+                ) from None
+            reason = e.reason
+        else:
+            nr.log.info("deltalog read of %s: native parquet scan", _label(uri))
+            return _tagged(df, nr.ReadPath("native"))
+    nr.log.info("deltalog read of %s: data source (%s)", _label(uri), reason)
+    if isinstance(uri, DeltaTable):
+        df = to_spark(uri.scan(columns=columns), spark)
+    else:
+        reader = spark.read.format(NAME).options(
+            **_options(
+                columns=columns,
+                versionAsOf=version,
+                timestampAsOf=timestamp,
+                storageOptions=storage_options,
+                parallelism=spark.sparkContext.defaultParallelism,
+            )
         )
-    )
-    return reader.load(uri)
+        df = reader.load(uri)
+    return _tagged(df.alias(nr.SOURCE), nr.ReadPath("source", reason))
+
+
+def read_path(df: DataFrame) -> ReadPath | None:
+    """Which path :func:`read_table` took for ``df`` (``ReadPath("native")``, or
+    ``ReadPath("source", reason)``); for a DataFrame derived from one (filtered, projected),
+    the path found in its plan (without the reason); ``None`` when neither shows."""
+    from deltalog.spark import native_read as nr
+
+    found = getattr(df, "_deltalog_read_path", None)
+    if isinstance(found, nr.ReadPath):
+        return found
+    jdf = getattr(df, "_jdf", None)
+    if jdf is None:
+        return None
+    plan = jdf.queryExecution().analyzed().toString()
+    if nr.NATIVE in plan:
+        return nr.ReadPath("native")
+    if nr.SOURCE in plan:
+        return nr.ReadPath("source")
+    return None
+
+
+def _tagged(df: DataFrame, taken: ReadPath) -> DataFrame:
+    df._deltalog_read_path = taken  # type: ignore[attr-defined]
+    return df
+
+
+def _label(uri: Any) -> str:
+    return str(getattr(uri, "table_uri", uri))
+
+
+def _open_for_read(
+    spark: SparkSession,
+    uri: str,
+    version: int | None,
+    timestamp: str | None,
+    storage_options: Mapping[str, str] | None,
+) -> DeltaTable:
+    """The table ``read_table`` names, opened as the data source opens it (a location, or a
+    name in the session's default catalog)."""
+    from deltalog.spark.options import DEFAULT_CATALOG_OPTION, _open
+
+    options = _options(path=uri, storageOptions=storage_options)
+    options = {k.lower(): v for k, v in options.items()}
+    catalog = _CATALOGS.get(id(spark))
+    if catalog is not None:
+        options[DEFAULT_CATALOG_OPTION] = catalog
+    return _open(options, version, timestamp)
 
 
 def write_table(

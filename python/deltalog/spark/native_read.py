@@ -1,0 +1,310 @@
+"""Reads of a Delta table on Spark's own parquet source: deltalog plans, Spark reads.
+
+Issue #33, item 1 (first slice). The driver opens the snapshot with deltalog (time travel and
+catalogs included) and plans the scan; the DataFrame is Spark's built-in parquet scan of
+exactly the planned files, so Spark prunes columns, pushes filters into parquet, splits files
+by row group and vectorises, and no row crosses between the JVM and Python. Protocol sections
+this follows:
+
+- "Add File and Remove File": the files are the scan's tasks (paths relative to the table
+  root, URI-decoded by deltalog), never a directory listing;
+- "Partition Value Serialization": partition values come from each file's ``partitionValues``
+  in the log, never from directory names (Delta does not promise Hive-style paths). Files are
+  grouped by their tuple of values; each group is one parquet scan with the values attached
+  as typed literals, and the groups are unioned by name (no join). The texts are parsed as
+  deltalog's core parses them (``rust/core/src/scan/partition_values.rs``): an empty text is
+  null, a timestamp without a zone is UTC, binary is the text's UTF-8 bytes;
+- "Column Mapping": in ``name`` mode the files are read by physical name and the columns
+  renamed to the logical names (nested fields by a cast to the logical struct, which renames
+  by position); ``id`` mode is left to the data source path;
+- "Schema Serialization Format": the DataFrame's types are :func:`deltalog.spark.types.
+  spark_schema` of the table's schema, as the data source path gives them.
+
+What this path cannot express falls back to the Python Data Source
+(:mod:`deltalog.spark.source`), which reads with deltalog's native reader on the executors:
+deletion vectors, column mapping ``id`` mode, type widening (``delta.typeChanges``), files
+outside the local file system, more than :data:`MAX_GROUPS` partition-value groups, types
+Spark has no equivalent for. :func:`plan_native_read` returns either a DataFrame or the
+reason it cannot build one.
+
+Hadoop globs every path Spark's file sources are given (``p=a[1]`` would read ``p=a1``), so
+the characters ``\\ [ ] { } * ?`` are escaped; partition discovery is turned off
+(``recursiveFileLookup``) so that directory names never become columns.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import decimal
+import json
+import logging
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+from urllib.parse import unquote, urlparse
+
+import pyarrow as pa
+
+from deltalog.spark.types import spark_schema
+
+if TYPE_CHECKING:
+    from pyspark.sql import Column, DataFrame, SparkSession
+    from pyspark.sql.types import DataType
+
+    from deltalog.scan import ScanTask
+    from deltalog.table import DeltaTable
+
+log = logging.getLogger("deltalog.spark")
+
+#: Names the DataFrame is aliased with: ``df.explain(True)`` shows which path a read took.
+NATIVE = "deltalog_native_scan"
+SOURCE = "deltalog_source_scan"
+
+#: Partition-value groups beyond which a read falls back (one parquet scan per group).
+MAX_GROUPS = 200
+
+_PHYSICAL = "delta.columnMapping.physicalName"
+_GLOB = str.maketrans({c: "\\" + c for c in "\\[]{}*?"})
+
+
+@dataclass(frozen=True)
+class ReadPath:
+    """Which path a read took (``native`` or ``source``) and, for ``source``, why."""
+
+    path: str
+    reason: str | None = None
+
+    def __str__(self) -> str:
+        return self.path if self.reason is None else f"{self.path} ({self.reason})"
+
+
+class NativeReadUnsupported(Exception):
+    """The native path cannot read this table; ``reason`` says why."""
+
+    def __init__(self, reason: str) -> None:
+        super().__init__(reason)
+        self.reason = reason
+
+
+def plan_native_read(
+    spark: SparkSession, table: DeltaTable, columns: Sequence[str] | None = None
+) -> DataFrame:
+    """The loaded version of ``table`` (only ``columns``, in that order, when given) as a
+    DataFrame over Spark's parquet source. Raises :class:`NativeReadUnsupported` naming the
+    reason when this path cannot express the read."""
+    from pyspark.sql import functions as F
+
+    mode = table.column_mapping_mode()
+    if mode == "id":
+        raise NativeReadUnsupported("column mapping in id mode")
+    _check_type_widening(table.metadata().schema_string)
+    logical = table.schema()
+    physical = table.physical_schema()
+    try:
+        logical_spark = spark_schema(logical)
+        physical_spark = spark_schema(physical)
+    except TypeError as e:
+        raise NativeReadUnsupported(str(e)) from None
+    if columns is not None:
+        missing = [c for c in columns if c not in logical.names]
+        if missing:
+            raise NativeReadUnsupported(f"no column {missing[0]!r} in the table")
+    scan = table.scan()
+    tasks = scan.tasks()
+    partition_columns = list(table.metadata().partition_columns)
+    with_dv = sum(1 for t in tasks if t.deletion_vector is not None)
+    if with_dv:
+        raise NativeReadUnsupported(f"deletion vectors on {with_dv} of {len(tasks)} files")
+    root = _local_root(table.table_uri)
+    groups: dict[tuple[str | None, ...], list[str]] = {}
+    physical_of = {lf.name: pf.name for lf, pf in zip(logical, physical, strict=True)}
+    keys = [physical_of[c] for c in partition_columns]
+    for task in tasks:
+        values = task.partition_values
+        group = tuple(values.get(k) or None for k in keys)  # "" is null, as deltalog reads it
+        groups.setdefault(group, []).append(_hadoop_path(root, task))
+    if len(groups) > MAX_GROUPS:
+        raise NativeReadUnsupported(
+            f"{len(groups)} partition-value groups (more than {MAX_GROUPS} parquet scans)"
+        )
+    parts = set(partition_columns)
+    data_fields = [
+        (lf, ls, ps)
+        for lf, ls, ps in zip(logical, logical_spark.fields, physical_spark.fields, strict=True)
+        if lf.name not in parts
+    ]
+    if not data_fields and groups:
+        raise NativeReadUnsupported("no data columns (every column is a partition column)")
+    from pyspark.sql.types import StructType
+
+    read_schema = StructType([ps for _, _, ps in data_fields])
+    wanted = list(columns) if columns is not None else logical.names
+    spark_fields = {f.name: f for f in logical_spark.fields}
+    by_name = {lf.name: (ls, ps) for lf, ls, ps in data_fields}
+    part_types = {c: spark_fields[c].dataType for c in partition_columns}
+    part_arrow = {c: logical.field(c).type for c in partition_columns}
+
+    if not groups:
+        out = spark.createDataFrame([], StructType([spark_fields[c] for c in wanted]))
+        return out.alias(NATIVE)
+    frames = []
+    for values, paths in groups.items():
+        typed = dict(zip(partition_columns, values, strict=True))
+        files = spark.read.schema(read_schema).option("recursiveFileLookup", "true").parquet(*paths)
+        exprs: list[Column] = []
+        for name in wanted:
+            if name in typed:
+                exprs.append(
+                    _literal(typed[name], part_arrow[name], part_types[name], name).alias(name)
+                )
+                continue
+            ls, ps = by_name[name]
+            column = F.col(_quoted(ps.name))
+            if ps.dataType != ls.dataType:  # nested physical names: renamed by position
+                column = column.cast(_nullable(ls.dataType))
+            exprs.append(column.alias(name))
+        frames.append(files.select(*exprs))
+    out = frames[0]
+    for frame in frames[1:]:
+        out = out.unionByName(frame)
+    return out.alias(NATIVE)
+
+
+def _check_type_widening(schema_string: str) -> None:
+    """Fields whose type changed ("Type Widening"): their files may hold the narrower type,
+    which Spark's parquet reader does not widen in every case deltalog does."""
+
+    def walk(node: Any) -> bool:
+        if isinstance(node, dict):
+            metadata = node.get("metadata")
+            if isinstance(metadata, dict) and metadata.get("delta.typeChanges"):
+                return True
+            return any(walk(v) for v in node.values())
+        if isinstance(node, list):
+            return any(walk(v) for v in node)
+        return False
+
+    if walk(json.loads(schema_string)):
+        raise NativeReadUnsupported("type widening: some files hold a column's narrower type")
+
+
+def _local_root(uri: str) -> str:
+    parsed = urlparse(uri)
+    if parsed.scheme not in ("", "file"):
+        raise NativeReadUnsupported(
+            f"the table is not on the local file system ({parsed.scheme}:); storage_options "
+            "are deltalog's, Spark's parquet source would need its own Hadoop configuration"
+        )
+    return unquote(parsed.path).rstrip("/")
+
+
+def _hadoop_path(root: str, task: ScanTask) -> str:
+    """The file as a ``file:`` path Hadoop takes literally: decoded, glob characters escaped
+    (Hadoop's ``Path`` does not decode ``%``; its globbing would read ``p=a[1]`` as
+    ``p=a1``)."""
+    path = task.path
+    if "://" in path or path.startswith("file:"):
+        parsed = urlparse(path)
+        if parsed.scheme != "file":
+            raise NativeReadUnsupported(f"a file outside the local file system: {path[:120]}")
+        full = parsed.path
+    elif path.startswith("/"):
+        full = path
+    else:
+        full = f"{root}/{path}"
+    return "file:" + full.translate(_GLOB)
+
+
+def _quoted(name: str) -> str:
+    return "`" + name.replace("`", "``") + "`"
+
+
+def _nullable(t: DataType) -> DataType:
+    """``t`` with every nested field nullable: Spark's file sources read every field as
+    nullable, and a cast may not narrow nullability."""
+    from pyspark.sql import types as T
+
+    if isinstance(t, T.StructType):
+        return T.StructType([T.StructField(f.name, _nullable(f.dataType), True) for f in t])
+    if isinstance(t, T.ArrayType):
+        return T.ArrayType(_nullable(t.elementType), True)
+    if isinstance(t, T.MapType):
+        return T.MapType(_nullable(t.keyType), _nullable(t.valueType), True)
+    return t
+
+
+def _literal(text: str | None, arrow: pa.DataType, t: DataType, name: str) -> Column:
+    """A partition value's text as a typed Spark literal ("Partition Value Serialization", as
+    deltalog's core parses it), independent of the session's time zone."""
+    from pyspark.sql import functions as F
+    from pyspark.sql import types as T
+
+    if text is None or text == "":
+        return F.lit(None).cast(t)
+    try:
+        if isinstance(t, T.StringType):
+            return F.lit(text)
+        if isinstance(t, T.BinaryType):
+            return F.lit(bytearray(text.encode("utf-8")))
+        if isinstance(t, T.BooleanType):
+            low = text.lower()
+            if low not in ("true", "false"):
+                raise ValueError("expected true or false")
+            return F.lit(low == "true")
+        if isinstance(t, T.DateType):
+            day = dt.datetime.strptime(text.strip(), "%Y-%m-%d").date()
+            return F.date_from_unix_date(F.lit((day - dt.date(1970, 1, 1)).days))
+        if isinstance(t, T.TimestampType):
+            return F.timestamp_micros(F.lit(_micros(text.strip(), True)))
+        if isinstance(t, T.TimestampNTZType):
+            micros = _micros(text.strip(), False)
+            wall = dt.datetime(1970, 1, 1) + dt.timedelta(microseconds=micros)
+            return F.lit(wall.isoformat(sep=" ")).cast(t)
+        if isinstance(t, (T.ByteType, T.ShortType, T.IntegerType, T.LongType)):
+            return F.lit(int(text.strip())).cast(t)
+        if isinstance(t, (T.FloatType, T.DoubleType)):
+            return F.lit(float(text.strip())).cast(t)
+        if isinstance(t, T.DecimalType):
+            value = decimal.Decimal(text.strip())
+            return F.lit(str(value)).cast(t)
+    except (ValueError, decimal.InvalidOperation) as e:
+        raise NativeReadUnsupported(
+            f"partition value {text!r} of column {name!r} is not a valid {arrow}: {e}"
+        ) from None
+    raise NativeReadUnsupported(f"partition column {name!r} of type {arrow}")
+
+
+def _micros(text: str, with_zone: bool) -> int:
+    epoch = dt.datetime(1970, 1, 1, tzinfo=dt.timezone.utc)
+    if with_zone and ("Z" in text or "+" in text[10:] or "-" in text[10:]):
+        try:
+            aware = dt.datetime.fromisoformat(text.replace("Z", "+00:00"))
+            if aware.tzinfo is not None:
+                return (aware - epoch) // dt.timedelta(microseconds=1)
+        except ValueError:
+            pass
+    for fmt in (
+        "%Y-%m-%d %H:%M:%S.%f",
+        "%Y-%m-%d %H:%M:%S",
+        "%Y-%m-%dT%H:%M:%S.%f",
+        "%Y-%m-%dT%H:%M:%S",
+    ):
+        try:
+            naive = dt.datetime.strptime(text, fmt)
+        except ValueError:
+            continue
+        return (naive.replace(tzinfo=dt.timezone.utc) - epoch) // dt.timedelta(microseconds=1)
+    if not with_zone:  # a date partition column widened to timestamp_ntz keeps its dates
+        day = dt.datetime.strptime(text, "%Y-%m-%d")
+        return (day.replace(tzinfo=dt.timezone.utc) - epoch) // dt.timedelta(microseconds=1)
+    raise ValueError("expected yyyy-MM-dd HH:mm:ss[.SSSSSS] or ISO-8601 in UTC")
+
+
+__all__ = [
+    "MAX_GROUPS",
+    "NATIVE",
+    "SOURCE",
+    "NativeReadUnsupported",
+    "ReadPath",
+    "plan_native_read",
+]
