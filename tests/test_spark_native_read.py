@@ -99,6 +99,47 @@ def test_partition_values_come_from_the_log(spark: Any, tmp_path: Path) -> None:
     assert df.filter("p = 'é x'").count() == 2
 
 
+def test_typed_partition_values_whatever_the_session_time_zone(spark: Any, tmp_path: Path) -> None:
+    """Timestamp (UTC instants), timestamp_ntz, boolean, decimal, binary, double and byte
+    partition values, read in a session whose time zone is not UTC: as deltalog reads them."""
+    import decimal
+
+    uri = str(tmp_path / "t")
+    utc = dt.timezone.utc
+    data = pa.table(
+        {
+            "id": pa.array([1, 2, 3], pa.int64()),
+            "ts": pa.array(
+                [
+                    dt.datetime(2026, 3, 29, 1, 30, 0, 123456, tzinfo=utc),
+                    None,
+                    dt.datetime(1969, 12, 31, 23, 59, 59, tzinfo=utc),
+                ],
+                pa.timestamp("us", "UTC"),
+            ),
+            "ntz": pa.array(
+                [dt.datetime(2026, 1, 1, 12, 0), dt.datetime(2026, 1, 2, 0, 0, 0, 5), None],
+                pa.timestamp("us"),
+            ),
+            "b": [True, False, None],
+            "dec": pa.array(
+                [decimal.Decimal("1.50"), decimal.Decimal("-0.01"), None], pa.decimal128(5, 2)
+            ),
+            "bin": pa.array([b"\x01\x02", b"ab", None], pa.binary()),
+            "f": [0.5, float("-inf"), None],
+            "i8": pa.array([-128, 0, None], pa.int8()),
+        }
+    )
+    dl.write_table(uri, data, partition_by=["ts", "ntz", "b", "dec", "bin", "f", "i8"])
+    other = spark.newSession()
+    other.conf.set("spark.sql.session.timeZone", "America/Los_Angeles")
+    df = dls.read_table(other, uri)
+    assert dls.read_path(df) == ReadPath("native")
+    reference = dl.DeltaTable(uri).to_pyarrow_table()
+    assert same(df.toArrow(), reference)
+    assert df.filter("ts = TIMESTAMP'2026-03-29 01:30:00.123456Z'").count() == 1
+
+
 def test_glob_characters_in_file_paths_are_taken_literally(spark: Any, tmp_path: Path) -> None:
     """A data file in a directory literally named ``p=a[1]`` (Delta promises no path layout),
     next to ``p=a1``, which Hadoop's globbing of an unescaped path would read instead."""
