@@ -43,7 +43,12 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 import pyarrow as pa
-from pyspark.sql.datasource import DataSource, DataSourceReader, InputPartition
+from pyspark.sql.datasource import (
+    DataSource,
+    DataSourceReader,
+    DataSourceStreamReader,
+    InputPartition,
+)
 
 from deltalog.spark import filters as spark_filters
 from deltalog.spark.options import DEFAULT_CATALOG_OPTION, _flag, _int, _open, _storage_options
@@ -135,6 +140,12 @@ class DeltaDataSource(DataSource):
 
     def streamWriter(self, schema: StructType, overwrite: bool) -> DeltaStreamWriter:
         return DeltaStreamWriter(self._options(), schema, overwrite)
+
+    def streamReader(self, schema: StructType) -> DataSourceStreamReader:
+        """``spark.readStream.format("deltalog")`` (:mod:`deltalog.spark.streaming`)."""
+        from deltalog.spark.streaming import DeltaStreamReader
+
+        return DeltaStreamReader(self._options(), schema)
 
 
 class DeltaPushdownDataSource(DeltaDataSource):

@@ -1,0 +1,348 @@
+"""``spark.readStream.format("deltalog")``: a Delta table as a streaming source (issue #33,
+item 3), on PySpark's Python streaming data source API (``DataSourceStreamReader`` with
+admission control and ``Trigger.AvailableNow``, PySpark 4.2+).
+
+What a query reads, as Delta's own streaming source does:
+
+* without ``startingVersion`` / ``startingTimestamp``: the table's snapshot when the query
+  started (its files, by path), then every later version's data;
+* with them: the data every version from there on adds;
+* a version's data: its ``add`` actions with ``dataChange`` true, in the commit's order
+  (protocol: "Add File and Remove File": ``dataChange = false`` marks a rearrangement, e.g.
+  OPTIMIZE, which a stream skips); each file read as of the version that added it (with its
+  deletion vector then).
+
+A version that removes data (``remove`` with ``dataChange`` true: DELETE, UPDATE, MERGE,
+overwrite) is not an append: the query fails naming it, unless ``skipChangeCommits`` (such
+versions are skipped whole) or ``ignoreChanges`` (their added files are delivered: rewritten
+rows again) is set. A schema change fails the query too (restart it to take the new schema).
+
+Offsets are ``{"version", "index", "snapshot"}``: everything up to and including file
+``index`` of ``version`` (of the initial snapshot when ``snapshot``) is delivered. A version's
+files and a snapshot's order are fixed, so a restarted query (Spark keeps the offsets in its
+checkpoint) plans exactly the batches it planned before: nothing lost, nothing twice.
+``maxFilesPerTrigger`` (default 1000) and ``maxBytesPerTrigger`` bound a batch (at least one
+file); ``Trigger.AvailableNow`` reads what exists when the query starts, in such batches.
+
+``readChangeFeed``: the change data feed of each version from ``startingVersion`` on (whole
+versions per batch), the rows :meth:`deltalog.DeltaTable.load_cdf` gives.
+
+A version the query needs whose commit is gone (metadata cleanup) or whose data files were
+vacuumed fails the query with a message naming the version.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+import pyarrow as pa
+from pyspark.sql.datasource import DataSourceStreamReader, InputPartition
+from pyspark.sql.streaming.datasource import (
+    ReadLimit,
+    ReadMaxBytes,
+    ReadMaxFiles,
+    SupportsTriggerAvailableNow,
+)
+
+from deltalog.exceptions import DeltaError, VersionNotFoundError
+
+if TYPE_CHECKING:
+    from pyspark.sql.types import StructType
+
+    from deltalog.scan import ScanTask
+    from deltalog.table import DeltaTable
+
+#: ``maxFilesPerTrigger``'s default (Delta's).
+MAX_FILES_PER_TRIGGER = 1000
+
+
+class StreamError(DeltaError):
+    """A streaming query cannot continue: a version that is not an append (without
+    ``ignoreChanges`` / ``skipChangeCommits``), a schema change, or a version that is gone."""
+
+
+@dataclass
+class StreamPartition(InputPartition):
+    """Files of one micro-batch read by one Spark task (their tasks' JSON)."""
+
+    spec: str
+    tasks: list[str]
+
+    def __post_init__(self) -> None:
+        super().__init__(None)
+
+
+def _commit_lines(table: DeltaTable, version: int) -> list[dict[str, Any]]:
+    """The actions of ``version``: the catalog's ratified commit when it still holds it
+    (catalog-managed tables), else ``_delta_log/<version>.json``."""
+    from deltalog import _native
+
+    content: bytes | None = None
+    client = table._catalog_client
+    if client is not None:
+        held = client.get_ratified_commits(version, version)
+        if held.commits:
+            c = held.commits[0]
+            content = c.content
+            if content is None and c.path is not None:
+                name = c.path.rsplit("/", 1)[-1]
+                content = _native.read_log_file(
+                    table.table_uri, f"_staged_commits/{name}", table._storage_options
+                )
+    if content is None:
+        content = _native.read_log_file(
+            table.table_uri, f"{version:020d}.json", table._storage_options
+        )
+    if content is None:
+        raise StreamError(
+            f"version {version} of {table.table_uri} is no longer in the log (its commit was "
+            "cleaned up): the stream cannot continue from there; restart it from a later "
+            "startingVersion"
+        )
+    return [json.loads(line) for line in bytes(content).splitlines() if line.strip()]
+
+
+class Changes:
+    """What a version adds, and whether it is an append (the driver's reading of the log)."""
+
+    def __init__(self, options: dict[str, str]) -> None:
+        self.ignore = options.get("ignorechanges", "false").lower() == "true"
+        self.skip = options.get("skipchangecommits", "false").lower() == "true"
+
+    def added(self, table: DeltaTable, version: int, schema: str) -> list[str]:
+        """The paths (as the log spells them) ``version`` adds with ``dataChange`` true."""
+        adds, removes, metadata = [], False, None
+        for action in _commit_lines(table, version):
+            if action.get("add") is not None:
+                if action["add"].get("dataChange", True):
+                    adds.append(action["add"]["path"])
+            elif action.get("remove") is not None:
+                removes = removes or bool(action["remove"].get("dataChange", True))
+            elif action.get("metaData") is not None:
+                metadata = action["metaData"]
+        if metadata is not None and metadata.get("schemaString") != schema:
+            raise StreamError(
+                f"version {version} of {table.table_uri} changes the table's schema: restart "
+                "the query to read it with the new schema"
+            )
+        if removes and not self.ignore:
+            if self.skip:
+                return []
+            raise StreamError(
+                f"version {version} of {table.table_uri} removes or rewrites data (a DELETE, "
+                "UPDATE, MERGE or overwrite): a stream reads appends only; set "
+                "skipChangeCommits (skip such versions) or ignoreChanges (read their new files)"
+            )
+        return adds
+
+
+class DeltaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
+    """The streaming reader (see the module docs)."""
+
+    def __init__(self, options: dict[str, str], schema: StructType) -> None:
+        self._options = options
+        self._schema = schema
+        self._changes = Changes(options)
+        self._cdf = options.get("readchangefeed", "false").lower() == "true"
+        self._until: int | None = None  # AvailableNow: the last version to read
+        self._table: DeltaTable | None = None
+        self._schema_string: str | None = None
+        #: version -> (tasks of the files it adds, in commit order) (driver cache).
+        self._version_tasks: dict[int, list[ScanTask]] = {}
+        self._snapshot_tasks: tuple[int, list[ScanTask]] | None = None
+
+    # -- the table -------------------------------------------------------------------------
+
+    def _latest(self) -> DeltaTable:
+        from deltalog.spark.options import _open
+
+        if self._table is None:
+            self._table = _open(self._options)
+            self._schema_string = self._table.metadata().schema_string
+        else:
+            self._table.update_incremental()
+        return self._table
+
+    def _at(self, version: int) -> DeltaTable:
+        from deltalog.spark.options import _open
+
+        try:
+            return _open(self._options, version=version)
+        except VersionNotFoundError as e:
+            raise StreamError(
+                f"version {version} is no longer available (its log was cleaned up): {e}"
+            ) from e
+
+    def _files(self, version: int) -> list[ScanTask]:
+        """The tasks of the files ``version`` adds (an append's), in commit order."""
+        found = self._version_tasks.get(version)
+        if found is None:
+            table = self._at(version)
+            schema = self._schema_string or table.metadata().schema_string
+            paths = self._changes.added(table, version, schema)
+            if paths:
+                from urllib.parse import unquote
+
+                wanted = {unquote(p): i for i, p in enumerate(paths)}
+                tasks = [t for t in table.scan().tasks() if t.path in wanted]
+                found = sorted(tasks, key=lambda t: wanted[t.path])
+            else:
+                found = []
+            self._version_tasks[version] = found
+        return found
+
+    def _snapshot(self, version: int) -> list[ScanTask]:
+        if self._snapshot_tasks is None or self._snapshot_tasks[0] != version:
+            tasks = sorted(self._at(version).scan().tasks(), key=lambda t: t.path)
+            self._snapshot_tasks = (version, tasks)
+        return self._snapshot_tasks[1]
+
+    # -- offsets ---------------------------------------------------------------------------
+
+    def initialOffset(self) -> dict:
+        table = self._latest()
+        start = self._starting_version(table)
+        if start is not None:
+            return {"version": start, "index": -1, "snapshot": False}
+        if self._cdf:
+            raise ValueError("readChangeFeed needs startingVersion or startingTimestamp")
+        return {"version": table.version(), "index": -1, "snapshot": True}
+
+    def _starting_version(self, table: DeltaTable) -> int | None:
+        text = self._options.get("startingversion")
+        if text is not None:
+            return table.version() + 1 if text.lower() == "latest" else int(text)
+        stamp = self._options.get("startingtimestamp")
+        if stamp is not None:
+            from deltalog.timestamps import _timestamp_ms
+
+            # The first version committed at or after the timestamp (Delta's rule).
+            wanted = int(stamp) if stamp.strip().isdigit() else _timestamp_ms(stamp)
+            later = [v for v, ts, _ in table._raw.history() if ts >= wanted]
+            return min(later) if later else table.version() + 1
+        return None
+
+    def getDefaultReadLimit(self) -> ReadLimit:
+        files = self._options.get("maxfilespertrigger")
+        size = self._options.get("maxbytespertrigger")
+        if size is not None:
+            return ReadMaxBytes(_bytes(size))
+        return ReadMaxFiles(int(files) if files else MAX_FILES_PER_TRIGGER)
+
+    def prepareForTriggerAvailableNow(self) -> None:
+        self._until = self._latest().version()
+
+    def latestOffset(self, start: dict, limit: ReadLimit) -> dict:
+        latest = self._latest().version()
+        if self._until is not None:
+            latest = min(latest, self._until)
+        if self._cdf:
+            return self._latest_cdf(start, latest, limit)
+        max_files = limit.max_files if isinstance(limit, ReadMaxFiles) else None
+        max_bytes = limit.max_bytes if isinstance(limit, ReadMaxBytes) else None
+        taken, size = 0, 0
+        end = dict(start)
+        version, index, snapshot = start["version"], start["index"], start["snapshot"]
+        while snapshot or version <= latest:
+            files = self._snapshot(version) if snapshot else self._files(version)
+            for i in range(index + 1, len(files)):
+                full = max_files is not None and taken >= max_files
+                full = full or (
+                    max_bytes is not None and taken > 0 and size + (files[i].size or 0) > max_bytes
+                )
+                if full:
+                    return end
+                taken += 1
+                size += files[i].size or 0
+                end = {"version": version, "index": i, "snapshot": snapshot}
+            # This version (or the snapshot) is delivered whole by this batch.
+            end = {"version": version, "index": len(files) - 1, "snapshot": snapshot}
+            # After the snapshot of v0 comes version v0 + 1; after version v, v + 1.
+            version, index, snapshot = version + 1, -1, False
+        return end
+
+    def _latest_cdf(self, start: dict, latest: int, limit: ReadLimit) -> dict:
+        first = start["version"] if start["index"] == -1 else start["version"] + 1
+        if first > latest:
+            return start
+        max_versions = limit.max_files if isinstance(limit, ReadMaxFiles) else None
+        last = latest if max_versions is None else min(latest, first + max_versions - 1)
+        return {"version": last, "index": 0, "snapshot": False}
+
+    # -- batches ---------------------------------------------------------------------------
+
+    def partitions(self, start: dict, end: dict) -> list[InputPartition]:
+        if self._cdf:
+            return self._cdf_partitions(start, end)
+        tasks: list[ScanTask] = []
+        if start == end:
+            return []
+        version, index, snapshot = start["version"], start["index"], start["snapshot"]
+        last_unit = (end["version"], end["snapshot"])
+        while snapshot or version <= end["version"]:
+            files = self._snapshot(version) if snapshot else self._files(version)
+            stop = end["index"] if (version, snapshot) == last_unit else len(files) - 1
+            tasks.extend(files[index + 1 : stop + 1])
+            if (version, snapshot) == last_unit:
+                break
+            # After the snapshot of v0 comes version v0 + 1; after version v, v + 1.
+            version, index, snapshot = version + 1, -1, False
+        return _packed(tasks)
+
+    def _cdf_partitions(self, start: dict, end: dict) -> list[InputPartition]:
+        first = start["version"] if start["index"] == -1 else start["version"] + 1
+        if first > end["version"]:
+            return []
+        table = self._at(end["version"])
+        scan = table.scan_cdf(starting_version=first, ending_version=end["version"])
+        return _packed(scan.tasks())
+
+    def read(self, partition: InputPartition) -> Iterator[pa.RecordBatch]:
+        from deltalog import _native
+        from deltalog.spark.options import _storage_options
+        from deltalog.spark.types import conform, exchange_schema
+
+        if not isinstance(partition, StreamPartition):
+            return
+        target = exchange_schema(self._schema)
+        raw = _native.RawScan.from_json(
+            partition.spec, partition.tasks, _storage_options(self._options)
+        )
+        for batch in raw.to_stream():
+            if batch.num_rows:
+                yield conform(batch, target)
+
+    def commit(self, end: dict) -> None:
+        # Forget what the delivered versions cost to plan.
+        done = end["version"] if not end["snapshot"] else -1
+        for v in [v for v in self._version_tasks if v < done]:
+            del self._version_tasks[v]
+
+    def stop(self) -> None:
+        self._version_tasks.clear()
+        self._snapshot_tasks = None
+
+
+def _packed(tasks: list[ScanTask], per_partition: int = 64) -> list[InputPartition]:
+    """A batch's tasks in partitions of at most ``per_partition`` files (one read spec each)."""
+    parts: list[InputPartition] = []
+    by_spec: dict[str, list[str]] = {}
+    for t in tasks:
+        spec, task = t.to_json()
+        by_spec.setdefault(spec, []).append(task)
+    for spec, jsons in by_spec.items():
+        for i in range(0, len(jsons), per_partition):
+            parts.append(StreamPartition(spec, jsons[i : i + per_partition]))
+    return parts
+
+
+def _bytes(text: str) -> int:
+    """``maxBytesPerTrigger``: a number of bytes, or with a unit (``10m``, ``1g``, ``512k``)."""
+    units = {"k": 1 << 10, "m": 1 << 20, "g": 1 << 30, "t": 1 << 40}
+    text = text.strip().lower().removesuffix("b")
+    if text and text[-1] in units:
+        return int(float(text[:-1]) * units[text[-1]])
+    return int(text)

@@ -1,0 +1,195 @@
+"""``spark.readStream.format("deltalog")`` (issue #33, item 3): the snapshot then each new
+version, ``startingVersion`` / ``startingTimestamp``, ``maxFilesPerTrigger`` /
+``maxBytesPerTrigger``, ``Trigger.AvailableNow``, non-append versions refused unless
+``skipChangeCommits`` / ``ignoreChanges``, the change data feed as a stream, and a query killed
+(SIGKILL, its own process) and restarted from its checkpoint while another process appends:
+every row exactly once. Sinks are Spark's own parquet file sink (exactly once by its log)."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import textwrap
+import time
+from pathlib import Path
+from typing import Any
+
+import pyarrow as pa
+import pytest
+
+import deltalog as dl
+
+
+def rows(*ids: int) -> pa.Table:
+    return pa.table({"id": pa.array(ids, pa.int64())})
+
+
+def run(spark: Any, source: Any, out: Path, checkpoint: Path) -> Any:
+    """Runs ``source`` (a streaming DataFrame) to a parquet sink with AvailableNow; returns
+    the finished query."""
+    query = (
+        source.writeStream.format("parquet")
+        .option("path", str(out))
+        .option("checkpointLocation", str(checkpoint))
+        .trigger(availableNow=True)
+        .start()
+    )
+    query.awaitTermination(180)
+    return query
+
+
+def ids_in(spark: Any, out: Path) -> list[int]:
+    return sorted(r.id for r in spark.read.parquet(str(out)).collect())
+
+
+def test_snapshot_then_appends_in_bounded_batches(spark: Any, tmp_path: Path) -> None:
+    table = str(tmp_path / "t")
+    dl.write_table(table, rows(1, 2))
+    dl.write_table(table, rows(3), mode="append")
+    dl.write_table(table, rows(4), mode="append")
+    out, checkpoint = tmp_path / "out", tmp_path / "ck"
+    stream = spark.readStream.format("deltalog").option("maxFilesPerTrigger", "1").load(table)
+    query = run(spark, stream, out, checkpoint)
+    assert ids_in(spark, out) == [1, 2, 3, 4]
+    # The snapshot's 3 files, one a batch.
+    batches = [p for p in query.recentProgress if p["numInputRows"] > 0]
+    assert len(batches) == 3
+    # Restarted from the checkpoint: only what was appended since.
+    dl.write_table(table, rows(5, 6), mode="append")
+    t = dl.DeltaTable(table)
+    t.optimize.compact()  # dataChange = false: not data for a stream
+    dl.write_table(table, rows(7), mode="append")
+    run(spark, spark.readStream.format("deltalog").load(table), out, checkpoint)
+    assert ids_in(spark, out) == [1, 2, 3, 4, 5, 6, 7]
+
+
+def test_starting_version_and_bytes_limit(spark: Any, tmp_path: Path) -> None:
+    table = str(tmp_path / "t")
+    dl.write_table(table, rows(1))
+    for i in range(2, 6):
+        dl.write_table(table, rows(i), mode="append")
+    out, checkpoint = tmp_path / "out", tmp_path / "ck"
+    stream = (
+        spark.readStream.format("deltalog")
+        .option("startingVersion", "3")
+        .option("maxBytesPerTrigger", "1")  # at least one file a batch
+        .load(table)
+    )
+    query = run(spark, stream, out, checkpoint)
+    assert ids_in(spark, out) == [4, 5]
+    assert len([p for p in query.recentProgress if p["numInputRows"] > 0]) == 2
+    history = {h["version"]: h["timestamp"] for h in dl.DeltaTable(table).history()}
+    stamp = history[4]
+    from_time = spark.readStream.format("deltalog").option("startingTimestamp", str(stamp))
+    run(spark, from_time.load(table), tmp_path / "out2", tmp_path / "ck2")
+    assert ids_in(spark, tmp_path / "out2") == [5]
+
+
+def test_non_append_versions(spark: Any, tmp_path: Path) -> None:
+    table = str(tmp_path / "t")
+    dl.write_table(table, rows(1, 2, 3))
+    dl.DeltaTable(table).delete("id = 2")
+    dl.write_table(table, rows(4), mode="append")
+    start = spark.readStream.format("deltalog").option("startingVersion", "0")
+    query = (
+        start.load(table)
+        .writeStream.format("parquet")
+        .option("path", str(tmp_path / "a"))
+        .option("checkpointLocation", str(tmp_path / "ca"))
+        .trigger(availableNow=True)
+        .start()
+    )
+    with pytest.raises(Exception, match="removes or rewrites data"):
+        query.awaitTermination(180)
+    skip = start.option("skipChangeCommits", "true").load(table)
+    run(spark, skip, tmp_path / "b", tmp_path / "cb")
+    assert ids_in(spark, tmp_path / "b") == [1, 2, 3, 4]  # the DELETE is skipped
+    ignore = start.option("ignoreChanges", "true").load(table)
+    run(spark, ignore, tmp_path / "c", tmp_path / "cc")
+    # The DELETE's rewritten file (copy-on-write: rows 1 and 3 again) is delivered.
+    assert ids_in(spark, tmp_path / "c") == [1, 1, 2, 3, 3, 4]
+
+
+def test_change_feed_stream_equals_load_cdf(spark: Any, tmp_path: Path) -> None:
+    table = str(tmp_path / "t")
+    dl.write_table(table, rows(1, 2, 3), configuration={"delta.enableChangeDataFeed": "true"})
+    t = dl.DeltaTable(table)
+    t.delete("id = 2")
+    dl.write_table(table, rows(4), mode="append")
+    t = dl.DeltaTable(table)
+    t.update(predicate="id = 3", updates={"id": "30"})
+    stream = (
+        spark.readStream.format("deltalog")
+        .option("readChangeFeed", "true")
+        .option("startingVersion", "0")
+        .option("maxFilesPerTrigger", "2")
+        .load(table)
+    )
+    run(spark, stream, tmp_path / "out", tmp_path / "ck")
+    got = sorted(
+        (r.id, r._change_type, r._commit_version)
+        for r in spark.read.parquet(str(tmp_path / "out")).collect()
+    )
+    expected = dl.DeltaTable(table).load_cdf(starting_version=0).read_all().to_pylist()
+    assert got == sorted((r["id"], r["_change_type"], r["_commit_version"]) for r in expected)
+
+
+QUERY = """
+import os, sys
+os.environ["PYSPARK_PYTHON"] = sys.executable
+from pyspark.sql import SparkSession
+import deltalog.spark
+spark = (SparkSession.builder.master("local[2]").config("spark.ui.enabled", "false")
+         .config("spark.sql.shuffle.partitions", "2").getOrCreate())
+spark.sparkContext.setLogLevel("ERROR")
+deltalog.spark.register(spark)
+table, out, checkpoint, mode = sys.argv[1:5]
+stream = spark.readStream.format("deltalog").option("maxFilesPerTrigger", "2").load(table)
+writer = (stream.writeStream.format("parquet").option("path", out)
+          .option("checkpointLocation", checkpoint))
+if mode == "forever":
+    query = writer.trigger(processingTime="200 milliseconds").start()
+    print("started", flush=True)
+    query.awaitTermination()
+else:
+    writer.trigger(availableNow=True).start().awaitTermination(300)
+"""
+
+APPENDER = """
+import sys, time
+import pyarrow as pa
+import deltalog as dl
+table, first, count = sys.argv[1], int(sys.argv[2]), int(sys.argv[3])
+for i in range(first, first + count):
+    dl.write_table(table, pa.table({"id": pa.array([i], pa.int64())}), mode="append")
+    time.sleep(0.05)
+"""
+
+
+def test_killed_and_restarted_query_delivers_every_row_once(spark: Any, tmp_path: Path) -> None:
+    """The query runs in its own process while another process appends; it is SIGKILLed
+    mid-stream and restarted from its checkpoint (twice), then drained with AvailableNow: the
+    sink holds every row of the table exactly once."""
+    table, out, checkpoint = tmp_path / "t", tmp_path / "out", tmp_path / "ck"
+    dl.write_table(str(table), rows(0))
+    query_py, appender_py = tmp_path / "query.py", tmp_path / "append.py"
+    query_py.write_text(textwrap.dedent(QUERY))
+    appender_py.write_text(textwrap.dedent(APPENDER))
+    env = {**os.environ, "PYSPARK_PYTHON": sys.executable}
+    appender = subprocess.Popen([sys.executable, str(appender_py), str(table), "1", "60"], env=env)
+    args = [sys.executable, str(query_py), str(table), str(out), str(checkpoint)]
+    for _ in range(2):
+        query = subprocess.Popen(
+            [*args, "forever"], env=env, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL
+        )
+        assert query.stdout is not None
+        assert query.stdout.readline().strip() == b"started"
+        time.sleep(6)  # a few micro-batches
+        query.send_signal(signal.SIGKILL)
+        query.wait()
+    assert appender.wait(300) == 0
+    drain = subprocess.run([*args, "once"], env=env, timeout=600, capture_output=True)
+    assert drain.returncode == 0, drain.stderr[-2000:]
+    assert ids_in(spark, out) == list(range(61))  # every row once, none lost
