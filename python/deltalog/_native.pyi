@@ -152,6 +152,30 @@ def write_files(
     row must match that SQL predicate, and `cdc` actions of the inserted rows come too when
     the change feed is on."""
 
+def add_actions_from_footers(
+    snapshot: RawSnapshot, files: list[tuple[str, dict[str, str | None]]]
+) -> list[str]:
+    """``add`` actions (JSON texts, in the order of ``files``) for parquet files another
+    writer (e.g. Spark's native parquet writer) put into the snapshot's table, for a
+    transaction to commit. ``files`` holds ``(path, partition_values)``: the path relative to
+    the table root as stored (not URI-encoded; the action's ``path`` is encoded as deltalog's
+    writer encodes it) and every partition column's value (logical or physical name; ``None``
+    or ``""`` for null), serialized as the protocol's "Partition Value Serialization" says.
+
+    Only each file's footer is read (one ranged read of its last 64 KiB on object stores),
+    ``size`` and ``modificationTime`` come from the store, ``dataChange`` is true, and
+    ``stats`` are those deltalog's own writer gives the same rows (numRecords; nullCount,
+    minValues and maxValues of the table's indexed leaf columns, by physical name, strings cut
+    to 32 characters, timestamps to milliseconds) as far as the footer has them: min/max are
+    left out where a row group lacks them, for INT96 timestamps and for NaN floats; nullCount
+    where a row group lacks it and for arrays and maps.
+
+    Raises ``InvalidArgumentError`` for a bad path or partition value,
+    ``DataFileNotFoundError`` for a missing file and ``CorruptDataFileError`` for a file that
+    is not parquet or does not fit the table's schema (a column of another type, a column the
+    table does not have, a NOT NULL column missing or holding nulls), each naming the file.
+    """
+
 def evolved_metadata(
     snapshot: RawSnapshot,
     schema: pa.Schema,

@@ -88,6 +88,7 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     )?)?;
     m.add_function(wrap_pyfunction!(table_operations::clone_table, m)?)?;
     m.add_function(wrap_pyfunction!(write_files, m)?)?;
+    m.add_function(wrap_pyfunction!(add_actions_from_footers, m)?)?;
     m.add_function(wrap_pyfunction!(evolved_metadata, m)?)?;
     m.add_function(wrap_pyfunction!(replace_where_actions, m)?)?;
     m.add_function(wrap_pyfunction!(mask_rows, m)?)?;

@@ -142,6 +142,32 @@ pub(crate) fn write_files(
     }
 }
 
+/// `add` actions (JSON texts, in order) for parquet files another writer put into the table of
+/// `snapshot`: `files` holds `(path relative to the table root, as stored; partition values
+/// by column, None for null)`. Only each file's footer is read: statistics as deltalog's
+/// writer collects them, where the footer has them (see
+/// `deltalog_core::write::external_files`). Nothing is committed.
+#[pyfunction]
+pub(crate) fn add_actions_from_footers(
+    py: Python<'_>,
+    snapshot: PyRef<'_, RawSnapshot>,
+    files: Vec<(String, std::collections::BTreeMap<String, Option<String>>)>,
+) -> PyResult<Vec<String>> {
+    use deltalog_core::write::external_files::{add_actions_from_footers, ExternalFile};
+    let snapshot = snapshot.snapshot.clone();
+    let files = files
+        .into_iter()
+        .map(|(path, partition_values)| ExternalFile {
+            path,
+            partition_values,
+        })
+        .collect();
+    let actions = block_on(py, async move {
+        add_actions_from_footers(&snapshot, files).await
+    })?;
+    Ok(actions.iter().map(|a| a.to_string()).collect())
+}
+
 /// The `metaData` action (JSON text) a write of data shaped `schema` commits to the table of
 /// `snapshot` under `schema_mode` merge (`merge_schema`) or overwrite (`overwrite_schema`, with
 /// `partition_by`), or None when the table's metadata stays.

@@ -1,4 +1,5 @@
-//! Collecting the statistics of a data file being written, as the `stats` JSON of its `add`.
+//! Collecting the statistics of a data file being written, as the `stats` JSON of its `add`
+//! (or of a file another writer wrote, from its footer: [`crate::stats::footer`]).
 //!
 //! Spec: "Per-file Statistics". `numRecords`, and per leaf column (nested struct fields
 //! included, keyed by the names the file uses, i.e. physical names under column mapping):
@@ -202,6 +203,9 @@ struct Leaf {
     /// A NaN was seen: no min/max can be written.
     nan: bool,
     nulls: i64,
+    /// Whether `nulls` is known (a parquet footer may not say, see
+    /// [`StatsCollector::set_leaf`]); an unknown count is left out of `nullCount`.
+    nulls_known: bool,
 }
 
 /// Accumulates the statistics of the batches of one data file.
@@ -251,6 +255,7 @@ impl StatsCollector {
                 max: None,
                 nan: false,
                 nulls: 0,
+                nulls_known: true,
             })
             .collect();
         StatsCollector { leaves, rows: 0 }
@@ -308,12 +313,51 @@ impl StatsCollector {
         Ok(())
     }
 
+    /// The paths of the leaf columns that get statistics (names as in the file), in the
+    /// order [`StatsCollector::set_leaf`] numbers them.
+    pub fn leaf_paths(&self) -> impl Iterator<Item = &[String]> {
+        self.leaves.iter().map(|l| l.path.as_slice())
+    }
+
+    /// Sets the statistics of leaf `index` (of [`StatsCollector::leaf_paths`]) over the whole
+    /// file from what is known of it without its values, e.g. from a parquet footer
+    /// ([`crate::stats::footer`]): `values` are values of the leaf's type whose smallest and
+    /// largest valid ones bound every value of the file (`None`: no bounds are known; a NaN
+    /// among them leaves the bounds out, as a NaN in the data does), `nulls` its null count
+    /// (`None`: unknown, left out of `nullCount`). Rows are counted by
+    /// [`StatsCollector::add_rows`].
+    pub fn set_leaf(
+        &mut self,
+        index: usize,
+        values: Option<&ArrayRef>,
+        nulls: Option<i64>,
+    ) -> Result<(), String> {
+        let leaf = self
+            .leaves
+            .get_mut(index)
+            .ok_or_else(|| format!("no statistics leaf {index}"))?;
+        leaf.nulls = nulls.unwrap_or(0);
+        leaf.nulls_known = nulls.is_some();
+        leaf.nan = false;
+        let found = match values {
+            Some(values) if leaf.min_max => {
+                let valid = values.logical_nulls();
+                bounds(values, valid.as_ref(), &mut leaf.nan)?
+            }
+            _ => Vec::new(),
+        };
+        leaf.min = found.first().cloned();
+        leaf.max = found.last().cloned();
+        Ok(())
+    }
+
     /// Adds the statistics `other` collected over more rows of the same file (a collector
     /// made with the same schema and indexed columns).
     pub fn merge(&mut self, other: &StatsCollector) {
         self.rows += other.rows;
         for (leaf, theirs) in self.leaves.iter_mut().zip(&other.leaves) {
             leaf.nulls += theirs.nulls;
+            leaf.nulls_known &= theirs.nulls_known;
             leaf.nan |= theirs.nan;
             if let Some(v) = &theirs.min {
                 if leaf
@@ -342,7 +386,9 @@ impl StatsCollector {
         doc.insert("numRecords".into(), Value::from(self.rows));
         let (mut mins, mut maxs, mut nulls) = (Map::new(), Map::new(), Map::new());
         for leaf in &self.leaves {
-            insert(&mut nulls, &leaf.path, Value::from(leaf.nulls));
+            if leaf.nulls_known {
+                insert(&mut nulls, &leaf.path, Value::from(leaf.nulls));
+            }
             if leaf.nan {
                 continue;
             }
@@ -679,6 +725,30 @@ mod tests {
         }
         assert_eq!(merged.finish(), whole.finish());
         assert_eq!(merged.finish()["numRecords"], 5);
+    }
+
+    #[test]
+    fn leaves_set_from_elsewhere_leave_out_what_is_unknown() {
+        let b = batch();
+        let mut c = StatsCollector::new(&b.schema(), &IndexedColumns::First(-1));
+        let paths: Vec<String> = c.leaf_paths().map(|p| p.join(".")).collect();
+        assert_eq!(paths, ["i", "s", "f", "t", "a.b"]);
+        c.add_rows(3);
+        let ints: ArrayRef = Arc::new(Int32Array::from(vec![Some(4), None, Some(-1), Some(9)]));
+        c.set_leaf(0, Some(&ints), Some(1)).unwrap();
+        // Unknown null count, no bounds.
+        c.set_leaf(1, None, None).unwrap();
+        let floats: ArrayRef = Arc::new(Float64Array::from(vec![1.0, f64::NAN]));
+        c.set_leaf(2, Some(&floats), Some(0)).unwrap();
+        let stats = c.finish();
+        assert_eq!(stats["numRecords"], 3);
+        assert_eq!(stats["minValues"]["i"], -1);
+        assert_eq!(stats["maxValues"]["i"], 9);
+        assert_eq!(stats["nullCount"]["i"], 1);
+        assert!(stats["nullCount"].get("s").is_none());
+        assert!(stats["minValues"].get("f").is_none());
+        assert_eq!(stats["nullCount"]["f"], 0);
+        assert!(c.set_leaf(9, None, None).is_err());
     }
 
     #[test]

@@ -9,8 +9,10 @@
 //!   while a snapshot is built; used by data skipping and `get_add_actions`);
 //! - [`collect`]: the statistics of a data file being written, as its `stats` JSON;
 //! - [`float_footer`]: the float and double statistics of a written parquet footer, in the
-//!   form other parquet readers use for row-group pruning.
+//!   form other parquet readers use for row-group pruning;
+//! - [`footer`]: the statistics of a file another writer wrote, from its parquet footer alone.
 
 pub mod collect;
 pub mod float_footer;
+pub mod footer;
 pub mod parse;

@@ -7,6 +7,8 @@
 //! - [`partitions`]: partition values as `partitionValues` strings, Hive-style directories and
 //!   the `path` URIs of the log;
 //! - [`data_files`]: record batches into partitioned parquet files and their `add` actions;
+//! - [`external_files`]: `add` actions for parquet files another writer put into the table
+//!   (statistics from their footers);
 //! - [`encoder`]: row groups encoded as their rows arrive, columns spread over threads;
 //! - [`parquet_options`]: how those files are encoded (deltalake's `WriterProperties`);
 //! - [`table`]: create, append to and overwrite a table;
@@ -20,6 +22,7 @@
 
 pub mod data_files;
 pub mod encoder;
+pub mod external_files;
 pub mod parquet_options;
 pub mod partitions;
 pub mod schema_evolution;
