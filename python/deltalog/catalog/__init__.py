@@ -178,10 +178,7 @@ def connect_catalog(
                 "the rest catalog needs lance-namespace-urllib3-client, which is not "
                 f"installed: pip install 'deltalog[rest]' ({e})"
             ) from e
-        try:
-            timeout = float(config.get("timeout", 30))
-        except ValueError as e:
-            raise InvalidArgumentError(f"timeout is not a number: {config['timeout']!r}") from e
+        timeout = _timeout(config)
         return RestCatalog(
             config["uri"],
             token=config.get("token"),
@@ -202,10 +199,7 @@ def connect_catalog(
             )
         from deltalog.catalog.unity.client import UnityCatalog
 
-        try:
-            timeout = float(config.get("timeout", 30))
-        except ValueError as e:
-            raise InvalidArgumentError(f"timeout is not a number: {config['timeout']!r}") from e
+        timeout = _timeout(config)
         return UnityCatalog(
             config["uri"],
             config["catalog"],
@@ -218,3 +212,11 @@ def connect_catalog(
         f"unknown catalog type {kind!r}: expected 'dir' (a directory of tables), 'sqlite', "
         "'postgresql', 'rest' or 'unity'"
     )
+
+
+def _timeout(config: Mapping[str, str]) -> float:
+    """A remote catalog's per-call timeout in seconds (``timeout``, default 30)."""
+    try:
+        return float(config.get("timeout", 30))
+    except ValueError as e:
+        raise InvalidArgumentError(f"timeout is not a number: {config['timeout']!r}") from e
