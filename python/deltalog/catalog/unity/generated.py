@@ -31,10 +31,16 @@ import unitycatalog.client.rest as _client_rest
 import unitycatalog.delta.internal.serde.delta_data_type_module  # noqa: F401  (type serde)
 
 
+def model_class(package: str, name: str) -> type[Any]:
+    """The generated model class ``name`` of ``unitycatalog.<package>`` (``delta.models`` or
+    ``client.models``; a module per class, named in snake case)."""
+    snake = re.sub(r"(?<!^)(?=[A-Z])", "_", name).lower().replace("u_u_i_d", "uuid")
+    return getattr(importlib.import_module(f"unitycatalog.{package}.{snake}"), name)
+
+
 def delta_model(name: str) -> type[Any]:
     """The generated Delta API model class ``name`` (e.g. ``DeltaLoadTableResponse``)."""
-    snake = re.sub(r"(?<!^)(?=[A-Z])", "_", name).lower().replace("u_u_i_d", "uuid")
-    return getattr(importlib.import_module(f"unitycatalog.delta.models.{snake}"), name)
+    return model_class("delta.models", name)
 
 
 class DeltaApiClient(_client_api_client.ApiClient):

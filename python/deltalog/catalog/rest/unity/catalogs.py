@@ -46,21 +46,17 @@ def namespace_uuid(namespace_id: int) -> str:
 def model(module: str, name: str, body: dict[str, Any] | None) -> Any:
     """``body`` validated by the generated model ``unitycatalog.<module>.<name>`` (400 when it
     does not fit; unknown fields refused)."""
-    import importlib
-
     import pydantic
 
     try:
-        import deltalog.catalog.unity.generated  # noqa: F401  (the Delta API models made whole)
+        from deltalog.catalog.unity.generated import model_class
     except ImportError as e:
         raise UcError(
             "NotImplementedException",
             "the server's Unity Catalog routes need unitycatalog-client: pip install "
             f"'deltalog[unity]' ({e})",
         ) from e
-    snake = "".join("_" + c.lower() if c.isupper() else c for c in name).lstrip("_")
-    snake = snake.replace("u_u_i_d", "uuid")
-    cls = getattr(importlib.import_module(f"unitycatalog.{module}.{snake}"), name)
+    cls = model_class(module, name)
     if not isinstance(body, dict):
         raise UcError("BadRequestException", "the request body must be a JSON object")
     known = {f.alias or n for n, f in cls.model_fields.items()}
