@@ -383,34 +383,13 @@ def test_flags_are_checked(tmp_path: Path) -> None:
 
 
 @pytest.fixture(scope="module")
-def moto() -> Iterator[tuple[str, dict[str, str], Any]]:
-    """(endpoint, storage options, boto3 S3 client) of a moto server (S3 and STS) with bucket
-    ``BUCKET``; its own, so that nothing here touches the other tests' server."""
-    from moto.server import ThreadedMotoServer
-
-    server = ThreadedMotoServer(ip_address="127.0.0.1", port=0, verbose=False)
-    server.start()
-    host, port = server.get_host_and_port()
-    endpoint = f"http://{host}:{port}"
-    client = boto3.client(
-        "s3",
-        endpoint_url=endpoint,
-        aws_access_key_id="testing",
-        aws_secret_access_key="testing",
-        region_name="us-east-1",
-    )
-    client.create_bucket(Bucket=BUCKET)
-    options = {
-        "AWS_ENDPOINT_URL": endpoint,
-        "AWS_ALLOW_HTTP": "true",
-        "AWS_ACCESS_KEY_ID": "testing",
-        "AWS_SECRET_ACCESS_KEY": "testing",
-        "AWS_REGION": "us-east-1",
-    }
-    try:
-        yield endpoint, options, client
-    finally:
-        server.stop()
+def moto(s3_server: tuple[dict[str, str], Any]) -> Iterator[tuple[str, dict[str, str], Any]]:
+    """(endpoint, storage options, boto3 S3 client) of the tests' moto server (conftest's
+    ``s3_server``: S3 and STS on loopback) with this module's own bucket ``BUCKET``."""
+    options, client = s3_server
+    if BUCKET not in {b["Name"] for b in client.list_buckets().get("Buckets", [])}:
+        client.create_bucket(Bucket=BUCKET)
+    yield options["AWS_ENDPOINT_URL"], dict(options), client
 
 
 def start_server(directory: Path, options: dict[str, str], warehouse: str, extra: list[str]) -> Any:
