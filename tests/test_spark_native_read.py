@@ -173,6 +173,56 @@ def test_values_from_the_log_not_from_directory_names(spark: Any, tmp_path: Path
     assert sorted(map(tuple, df.collect()), key=str) == [(1, "x"), (2, "y"), (3, None)]
 
 
+def scans(df: Any) -> int:
+    """Parquet scans in the physical plan."""
+    return df._jdf.queryExecution().executedPlan().toString().count("FileScan parquet")
+
+
+def test_hive_style_directories_are_one_scan(spark: Any, tmp_path: Path) -> None:
+    """Where every directory spells its file's logged values (deltalog's own layout, with a
+    null, a space, ``%`` and ``=``), the files are one scan with Spark's partition discovery,
+    not one scan per value. deltalog escapes ``é`` as its UTF-8 bytes (``p=%C3%A9``), which
+    Spark's discovery decodes byte by byte (``Ã©``): that value is a scan of its own with the
+    log's value. So is a file whose directory lies about its value."""
+    root = tmp_path / "t"
+    values = ["a", "b c", "50%", "é", None, "x=y"]
+    data = pa.table(
+        {
+            "id": pa.array(range(60), pa.int64()),
+            "p": [values[i % len(values)] for i in range(60)],
+            "n": pa.array([i % 3 for i in range(60)], pa.int32()),
+            "d": [dt.date(2026, 1, 1 + i % 2) for i in range(60)],
+        }
+    )
+    dl.write_table(str(root), data, partition_by=["p", "n", "d"])
+    df = dls.read_table(spark, str(root))
+    assert dls.read_path(df) == ReadPath("native")
+    assert same(df.toArrow(), dl.DeltaTable(str(root)).to_pyarrow_table())
+    assert scans(df) == 2
+    assert df.filter("p = 'é'").count() == 10 and df.filter("p IS NULL").count() == 10
+
+    # One file's log entry now says p=zz while its directory still says p=a.
+    log = root / "_delta_log" / "00000000000000000000.json"
+    lines = log.read_text().splitlines()
+    for i, line in enumerate(lines):
+        action = json.loads(line)
+        add = action.get("add")
+        if add and add["partitionValues"]["p"] == "a":
+            add["partitionValues"]["p"] = "zz"
+            lines[i] = json.dumps(action)
+            break
+    log.write_text("\n".join(lines) + "\n")
+    df = dls.read_table(spark, str(root))
+    assert scans(df) == 3
+    reference = dl.DeltaTable(str(root)).to_pyarrow_table()
+    assert same(df.toArrow(), reference)
+    assert (
+        df.filter("p = 'zz'").count()
+        == reference.filter(pa.compute.field("p") == "zz").num_rows
+        > 0
+    )
+
+
 # -- column mapping, time travel, projection -------------------------------------------------
 
 

@@ -9,11 +9,14 @@ this follows:
 - "Add File and Remove File": the files are the scan's tasks (paths relative to the table
   root, URI-decoded by deltalog), never a directory listing;
 - "Partition Value Serialization": partition values come from each file's ``partitionValues``
-  in the log, never from directory names (Delta does not promise Hive-style paths). Files are
-  grouped by their tuple of values; each group is one parquet scan with the values attached
-  as typed literals, and the groups are unioned by name (no join). The texts are parsed as
-  deltalog's core parses them (``rust/core/src/scan/partition_values.rs``): an empty text is
-  null, a timestamp without a zone is UTC, binary is the text's UTF-8 bytes;
+  in the log, never from directory names (Delta does not promise Hive-style paths). Files
+  whose relative path is ``k1=v1/…/file`` with each directory spelling exactly the logged
+  value as Spark's partition discovery parses it (types Spark parses independently of the
+  session: strings, integers, booleans, dates, decimals) are read by one scan with discovery
+  relative to the table root; the rest are grouped by their tuple of values, each group one
+  parquet scan with the values attached as typed literals, unioned by name (no join). The
+  texts are parsed as deltalog's core parses them (``rust/core/src/scan/partition_values.rs``):
+  an empty text is null, a timestamp without a zone is UTC, binary is the text's UTF-8 bytes;
 - "Column Mapping": in ``name`` mode the files are read by physical name and the columns
   renamed to the logical names (nested fields by a cast to the logical struct, which renames
   by position); ``id`` mode is left to the data source path;
@@ -28,8 +31,8 @@ Spark has no equivalent for. :func:`plan_native_read` returns either a DataFrame
 reason it cannot build one.
 
 Hadoop globs every path Spark's file sources are given (``p=a[1]`` would read ``p=a1``), so
-the characters ``\\ [ ] { } * ?`` are escaped; partition discovery is turned off
-(``recursiveFileLookup``) so that directory names never become columns.
+the characters ``\\ [ ] { } * ?`` are escaped; the grouped scans turn partition discovery off
+(``recursiveFileLookup``) so that directory names never become columns there.
 """
 
 from __future__ import annotations
@@ -38,6 +41,7 @@ import datetime as dt
 import decimal
 import json
 import logging
+import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
@@ -116,16 +120,29 @@ def plan_native_read(
     if with_dv:
         raise NativeReadUnsupported(f"deletion vectors on {with_dv} of {len(tasks)} files")
     root = _local_root(table.table_uri)
-    groups: dict[tuple[str | None, ...], list[str]] = {}
     physical_of = {lf.name: pf.name for lf, pf in zip(logical, physical, strict=True)}
     keys = [physical_of[c] for c in partition_columns]
+    part_types_all = {
+        c: f.dataType for c, f in zip(logical.names, logical_spark.fields, strict=True)
+    }
+    discoverable = _discoverable_keys(partition_columns, keys, part_types_all)
+    hive: list[str] = []  # files whose directories spell their logged values (one scan)
+    groups: dict[tuple[str | None, ...], list[str]] = {}
     for task in tasks:
         values = task.partition_values
         group = tuple(values.get(k) or None for k in keys)  # "" is null, as deltalog reads it
-        groups.setdefault(group, []).append(_hadoop_path(root, task))
+        if (
+            keys
+            and discoverable
+            and _hive_agrees(task.path, keys, group, part_types_all, partition_columns)
+        ):
+            hive.append(_hadoop_path(root, task))
+        else:
+            groups.setdefault(group, []).append(_hadoop_path(root, task))
     if len(groups) > MAX_GROUPS:
         raise NativeReadUnsupported(
-            f"{len(groups)} partition-value groups (more than {MAX_GROUPS} parquet scans)"
+            f"{len(groups)} partition-value groups whose directories do not spell their "
+            f"values (more than {MAX_GROUPS} parquet scans)"
         )
     parts = set(partition_columns)
     data_fields = [
@@ -133,9 +150,9 @@ def plan_native_read(
         for lf, ls, ps in zip(logical, logical_spark.fields, physical_spark.fields, strict=True)
         if lf.name not in parts
     ]
-    if not data_fields and groups:
+    if not data_fields and (groups or hive):
         raise NativeReadUnsupported("no data columns (every column is a partition column)")
-    from pyspark.sql.types import StructType
+    from pyspark.sql.types import StructField, StructType
 
     read_schema = StructType([ps for _, _, ps in data_fields])
     wanted = list(columns) if columns is not None else logical.names
@@ -144,10 +161,38 @@ def plan_native_read(
     part_types = {c: spark_fields[c].dataType for c in partition_columns}
     part_arrow = {c: logical.field(c).type for c in partition_columns}
 
-    if not groups:
+    if not groups and not hive:
         out = spark.createDataFrame([], StructType([spark_fields[c] for c in wanted]))
         return out.alias(NATIVE)
+
+    def data_column(name: str) -> Column:
+        ls, ps = by_name[name]
+        column = F.col(_quoted(ps.name))
+        if ps.dataType != ls.dataType:  # nested physical names: renamed by position
+            column = column.cast(_nullable(ls.dataType))
+        return column.alias(name)
+
     frames = []
+    if hive:
+        # Spark's partition discovery, relative to the table root, with the partition
+        # columns' types given: every file here was checked to spell its logged values.
+        schema = StructType(
+            [*read_schema.fields]
+            + [
+                StructField(k, part_types[c], True)
+                for c, k in zip(partition_columns, keys, strict=True)
+            ]
+        )
+        files = spark.read.schema(schema).option("basePath", "file:" + root).parquet(*hive)
+        key_of = dict(zip(partition_columns, keys, strict=True))
+        frames.append(
+            files.select(
+                *[
+                    F.col(_quoted(key_of[n])).alias(n) if n in key_of else data_column(n)
+                    for n in wanted
+                ]
+            )
+        )
     for values, paths in groups.items():
         typed = dict(zip(partition_columns, values, strict=True))
         files = spark.read.schema(read_schema).option("recursiveFileLookup", "true").parquet(*paths)
@@ -158,16 +203,115 @@ def plan_native_read(
                     _literal(typed[name], part_arrow[name], part_types[name], name).alias(name)
                 )
                 continue
-            ls, ps = by_name[name]
-            column = F.col(_quoted(ps.name))
-            if ps.dataType != ls.dataType:  # nested physical names: renamed by position
-                column = column.cast(_nullable(ls.dataType))
-            exprs.append(column.alias(name))
+            exprs.append(data_column(name))
         frames.append(files.select(*exprs))
     out = frames[0]
     for frame in frames[1:]:
         out = out.unionByName(frame)
     return out.alias(NATIVE)
+
+
+#: Spark's name for a null partition directory (``ExternalCatalogUtils.DEFAULT_PARTITION_NAME``).
+_HIVE_NULL = "__HIVE_DEFAULT_PARTITION__"
+_CANONICAL = {
+    "int": re.compile(r"-?(0|[1-9][0-9]{0,18})"),
+    "date": re.compile(r"[0-9]{4}-[0-9]{2}-[0-9]{2}"),
+    "decimal": re.compile(r"-?[0-9]+(\.[0-9]+)?"),
+    "bool": re.compile(r"true|false"),
+}
+
+
+def _discoverable_keys(
+    partition_columns: Sequence[str], keys: Sequence[str], types: dict[str, DataType]
+) -> bool:
+    """Whether Spark's partition discovery can produce these columns' values exactly: types
+    whose text Spark parses independently of the session (not timestamps, which it reads in
+    the session time zone, nor binary or floating point), and directory keys Spark keeps as
+    they are."""
+    from pyspark.sql import types as T
+
+    exact = (
+        T.StringType,
+        T.ByteType,
+        T.ShortType,
+        T.IntegerType,
+        T.LongType,
+        T.DateType,
+        T.DecimalType,
+        T.BooleanType,
+    )
+    if len(set(k.lower() for k in keys)) != len(keys):
+        return False
+    return all(
+        isinstance(types[c], exact) and "%" not in k and "=" not in k and "/" not in k
+        for c, k in zip(partition_columns, keys, strict=True)
+    )
+
+
+def _spark_unescape(segment: str) -> str:
+    """Spark's ``ExternalCatalogUtils.unescapePathName``: each ``%XX`` becomes the one
+    character ``chr(0xXX)`` (so multi-byte UTF-8 escapes do not round-trip, which the
+    comparison with the logged text then catches)."""
+    out: list[str] = []
+    i = 0
+    while i < len(segment):
+        c = segment[i]
+        if c == "%" and _is_hex(segment[i + 1 : i + 3]):
+            out.append(chr(int(segment[i + 1 : i + 3], 16)))
+            i += 3
+        else:
+            out.append(c)
+            i += 1
+    return "".join(out)
+
+
+def _is_hex(text: str) -> bool:
+    return len(text) == 2 and all(c in "0123456789abcdefABCDEF" for c in text)
+
+
+def _hive_agrees(
+    path: str,
+    keys: Sequence[str],
+    values: tuple[str | None, ...],
+    types: dict[str, DataType],
+    partition_columns: Sequence[str],
+) -> bool:
+    """Whether ``path`` (relative, decoded) is ``k1=v1/…/kn=vn/file`` with each ``vi`` what
+    Spark's discovery turns into exactly the logged value ("Partition Value Serialization":
+    the log is the truth, the directories only a layout some writers use)."""
+    from pyspark.sql import types as T
+
+    if "://" in path or path.startswith("/") or path.startswith("file:"):
+        return False
+    segments = path.split("/")
+    if len(segments) != len(keys) + 1:
+        return False
+    for segment, key, value, column in zip(
+        segments[:-1], keys, values, partition_columns, strict=True
+    ):
+        name, eq, raw = segment.partition("=")
+        if not eq or name != key:
+            return False
+        if raw == _HIVE_NULL:
+            if value is not None:
+                return False
+            continue
+        if value is None or raw == "" or _spark_unescape(raw) != value:
+            return False
+        t = types[column]
+        if isinstance(t, T.StringType):
+            continue
+        if isinstance(t, T.BooleanType):
+            kind = "bool"
+        elif isinstance(t, T.DateType):
+            kind = "date"
+        elif isinstance(t, T.DecimalType):
+            kind = "decimal"
+        else:
+            kind = "int"
+        if not _CANONICAL[kind].fullmatch(value):
+            return False
+    return True
 
 
 def _check_type_widening(schema_string: str) -> None:
