@@ -293,15 +293,33 @@ def write_table(
     app_id: str | None = None,
     app_version: int | None = None,
     target_file_size: int | None = None,
+    path: str = "auto",
 ) -> None:
     """Writes ``df`` to the Delta table at ``uri`` with one commit (``mode``: ``error``,
     ``append``, ``overwrite`` or ``ignore``, as ``deltalog.write_table``). ``error`` and
     ``ignore`` are decided on the driver before the job runs, since Spark does not pass those
-    save modes to Python data sources."""
+    save modes to Python data sources.
+
+    ``path`` chooses how the rows become files (:mod:`deltalog.spark.native_write`):
+
+    - ``"native"``: Spark's own parquet writer writes the files (partitioned by
+      ``partition_by``; every row rule of the table checked by Spark expressions), deltalog
+      builds their ``add`` actions from the footers and commits once; raises
+      :class:`~deltalog.spark.native_write.NativeWriteUnsupported` naming the reason when the
+      table needs what that path does not express (identity columns, nested columns of a
+      column-mapped table, floating-point or binary partition columns, a column whose type
+      differs from the table's, a table off the local file system). ``target_file_size`` does
+      not apply: Spark writes a file per task and partition value;
+    - ``"source"``: the ``deltalog`` Python data source (deltalog's writer on the executors);
+    - ``"auto"`` (default): native where it can, else the data source.
+
+    An INFO line on the ``deltalog.spark`` logger says which path a write took."""
     from deltalog.table import DeltaTable
 
     if mode not in ("error", "append", "overwrite", "ignore"):
         raise ValueError(f"mode must be error, append, overwrite or ignore, not {mode!r}")
+    if path not in ("auto", "native", "source"):
+        raise ValueError(f"path must be 'auto', 'native' or 'source', not {path!r}")
     from deltalog.spark.source import looks_like_a_name
     from deltalog.writer import check_not_a_file
 
@@ -314,17 +332,40 @@ def write_table(
 
         raise InvalidArgumentError(f"a Delta table already exists at {uri} (mode='error')")
     _ensure_registered(df.sparkSession)
+    options = _options(
+        partitionBy=partition_by,
+        configuration=configuration,
+        storageOptions=storage_options,
+        txnAppId=app_id,
+        txnVersion=app_version,
+        targetFileSize=target_file_size,
+    )
+    reason = "path='source'"
+    if path != "source":
+        from deltalog.spark import native_write as nw
+
+        try:
+            lowered = {k.lower(): v for k, v in options.items()}
+            default_catalog = _CATALOGS.get(id(df.sparkSession))
+            if default_catalog is not None:  # names resolve as the data source resolves them
+                from deltalog.spark.options import DEFAULT_CATALOG_OPTION
+
+                lowered[DEFAULT_CATALOG_OPTION] = default_catalog
+            nw.native_write(df, mode == "overwrite", {**lowered, "path": uri})
+        except nw.NativeWriteUnsupported as e:
+            if path == "native":
+                raise nw.NativeWriteUnsupported(
+                    f"deltalog cannot write {uri} with Spark's parquet writer: {e.reason}"
+                ) from None
+            reason = e.reason
+        else:
+            nw.log.info("deltalog write of %s: Spark's parquet writer", uri)
+            return
+    from deltalog.spark.native_read import log
+
+    log.info("deltalog write of %s: data source (%s)", uri, reason)
     writer = df.write.format(NAME).mode("overwrite" if mode == "overwrite" else "append")
-    writer.options(
-        **_options(
-            partitionBy=partition_by,
-            configuration=configuration,
-            storageOptions=storage_options,
-            txnAppId=app_id,
-            txnVersion=app_version,
-            targetFileSize=target_file_size,
-        )
-    ).save(uri)
+    writer.options(**options).save(uri)
 
 
 def to_spark(scan: DeltaScan, spark: SparkSession) -> DataFrame:
