@@ -222,6 +222,10 @@ def test_a_failed_job_leaves_no_commit_and_no_file(spark: Any, tmp_path: Path) -
         dls.write_table(df, str(uri), mode="append", path="native")
     assert dl.DeltaTable(str(uri)).version() == 0 and parquet_files(uri) == files
     assert sorted(os.listdir(uri)) == ["_delta_log", "p=a"]
+    # A new table: its directory goes too.
+    with pytest.raises(Exception, match="boom"):
+        dls.write_table(df, str(tmp_path / "new"), partition_by=["p"], path="native")
+    assert not (tmp_path / "new").exists()
 
 
 def test_column_mapping_and_row_tracking(spark: Any, tmp_path: Path) -> None:

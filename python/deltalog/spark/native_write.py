@@ -100,6 +100,7 @@ def native_write(df: DataFrame, overwrite: bool, options: Mapping[str, str]) -> 
     spark = df.sparkSession
     physical_df, partition_keys = prepare(spark, df, snapshot)
     staging = f"{root}/_deltalog_staging-{uuid.uuid4()}"
+    created = not os.path.exists(root)  # a new table's directory, Spark makes it
     moved: list[str] = []
     try:
         try:
@@ -127,6 +128,9 @@ def native_write(df: DataFrame, overwrite: bool, options: Mapping[str, str]) -> 
     except BaseException:
         for path in moved:
             _remove(root, path)
+        shutil.rmtree(staging, ignore_errors=True)
+        if created:
+            _remove_empty(root)
         raise
     finally:
         shutil.rmtree(staging, ignore_errors=True)
@@ -369,6 +373,16 @@ def _move_into_place(
             moved.append(path)
             out.append((path, values))
     return out
+
+
+def _remove_empty(directory: str) -> None:
+    """Removes ``directory`` and the empty directories under it (a failed write's new table
+    directory, which holds nothing else)."""
+    for parent, _, _ in sorted(os.walk(directory), key=lambda w: -len(w[0])):
+        try:
+            os.rmdir(parent)
+        except OSError:
+            return
 
 
 def _remove(root: str, path: str) -> None:
