@@ -464,3 +464,57 @@ def test_dml_on_a_catalog_managed_table(spark: Any, tmp_path: Path) -> None:
     assert t.version() == 2 and cat.describe_table("db.t").latest_version == 2
     rows = {r["id"]: r["v"] for r in t.to_pyarrow_table().to_pylist()}
     assert sorted(rows) == [*range(5, 20), 99] and rows[7] == -7.0
+
+
+def test_the_target_is_read_on_sparks_parquet_scan(
+    spark: Any, tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    """Without deletion vectors the target is Spark's own parquet scan (issue #33, item 4): a
+    row is its file's ``_metadata.file_path`` and ``row_index``, mapped back to the log's
+    paths, here with a space, ``%``, ``[`` and non-ASCII characters in them. DELETE, UPDATE
+    and a MERGE with every clause kind give deltalog's own results, read back by deltalake."""
+    import logging
+
+    uri, copy = str(tmp_path / "t a[1]%é"), str(tmp_path / "copy")
+    groups = ["a b", "50%", "é", "x[1]"]
+    data = pa.table(
+        {
+            "id": pa.array(range(120), pa.int64()),
+            "v": pa.array([float(i) for i in range(120)]),
+            "g": pa.array([groups[i % 4] for i in range(120)]),
+        }
+    )
+    dl.write_table(uri, data, partition_by=["g"])
+    shutil.copytree(uri, copy)
+    with caplog.at_level(logging.INFO, logger="deltalog.spark"):
+        dls.delete(spark, uri, "id % 5 = 1")
+        dls.update(spark, uri, {"v": "v + 1000"}, "g = 'é' OR id > 100")
+        rows = [(i, -float(i), groups[i % 4]) for i in range(0, 140, 9)]
+        source = spark.createDataFrame(rows, "id long, v double, g string").repartition(2)
+        (
+            dls.merge(uri, source, "target.id = source.id")
+            .when_matched_update_all("source.id % 2 = 0")
+            .when_matched_delete()
+            .when_not_matched_insert_all()
+            .when_not_matched_by_source_update({"v": "target.v * 2"}, "target.id < 30")
+            .execute()
+        )
+    assert caplog.text.count("native parquet scan") == 3, caplog.text
+    reference = dl.DeltaTable(copy)
+    reference.delete("id % 5 = 1")
+    reference.update({"v": "v + 1000"}, "g = 'é' OR id > 100")
+    source_table = pa.Table.from_pylist(
+        [dict(zip(SCHEMA.names, r, strict=True)) for r in rows], SCHEMA
+    )
+    (
+        dl.DeltaTable(copy)
+        .merge(source_table, "target.id = source.id")
+        .when_matched_update_all("source.id % 2 = 0")
+        .when_matched_delete()
+        .when_not_matched_insert_all()
+        .when_not_matched_by_source_update({"v": "target.v * 2"}, "target.id < 30")
+        .execute()
+    )
+    expected = sorted_rows(dl.DeltaTable(copy).to_pyarrow_table())
+    assert sorted_rows(dl.DeltaTable(uri).to_pyarrow_table()) == expected
+    assert read_by_deltalake(uri) == expected

@@ -106,10 +106,10 @@ def _predicate_rewrite(
         }
     columns = [f.name for f in table.schema()]
     types = {f.name: f.dataType for f in _spark_fields(table)}
-    frame = target_frame(spark, table, files)
+    frame, key = target_frame(spark, table, files)
     condition = F.expr(predicate) if predicate else F.lit(True)
     hit = frame.filter(condition).select(FILE_COLUMN).distinct().collect()
-    touched = sorted({r[FILE_COLUMN] for r in hit})
+    touched = sorted({r[FILE_COLUMN] for r in hit})  # as the frame names files
     counts = {"deleted": 0, "updated": 0, "inserted": 0, "copied": 0}
     adds: list[str] = []
     masks: dict[str, list[int]] = {}
@@ -136,9 +136,16 @@ def _predicate_rewrite(
             {code} if updates is None else set(),
             {code} if updates is not None else set(),
             set(),
+            key,
         )
     version, removed, vectors = rewrite.commit(
-        operation, {"predicate": predicate}, adds, touched, masks, files, commit_properties
+        operation,
+        {"predicate": predicate},
+        adds,
+        [key(t) for t in touched],
+        masks,
+        files,
+        commit_properties,
     )
     counts = {**counts, "copied": rewrite.copied}
     data, changes = _kinds(rewrite.added)

@@ -193,7 +193,8 @@ class SparkMerger:
         # Spark cannot size a Python source's output (it sees a handful of task rows), so it
         # would take the target for small and broadcast it: the sort-merge hint keeps the
         # target a streamed, shuffled side of every join.
-        target = target_frame(spark, table, files).alias(target_alias).hint("merge")
+        frame, key = target_frame(spark, table, files)
+        target = frame.alias(target_alias).hint("merge")
         source = self._source.withColumn(SOURCE_MARK, F.lit(True)).alias(source_alias)
         on = F.expr(self._predicate)
         matched = self._codes("matched")
@@ -233,12 +234,11 @@ class SparkMerger:
                 if row["ambiguous"] > 1:
                     raise InvalidArgumentError(
                         "MERGE is ambiguous: several source rows match the same target row "
-                        f"(in {row['f']}) and a MATCHED clause would modify it"
+                        f"(in {key(row['f'])}) and a MATCHED clause would modify it"
                     )
                 if row["modified"] > 0:
                     touched.append(row["f"])
-        if by_source:
-            touched = [t.path for t in files]  # every unmatched row may be acted on
+        every = bool(by_source)  # every unmatched row may be acted on: every file is read
         touched = sorted(set(touched))
 
         rewrite = _Rewrite(spark, table, self._target_file_size)
@@ -250,8 +250,9 @@ class SparkMerger:
         inserted: set[str] = set()
         for code, clause in matched + by_source:
             (deleted if clause.action == "delete" else updated).add(code)
-        if touched:
-            rewritten = target.filter(file_col.isin(touched)).join(source, on, "left_outer")
+        if touched or (every and files):
+            scope = target if every else target.filter(file_col.isin(touched))
+            rewritten = scope.join(source, on, "left_outer")
             values: dict[str, Column] = {}
             for c in columns:
                 value = F.col(f"`{target_alias}`.`{c}`")
@@ -317,7 +318,7 @@ class SparkMerger:
             rows = parts[0]
             for p in parts[1:]:
                 rows = rows.unionByName(p)
-            adds, counts, masks = rewrite.write(rows, deleted, updated, inserted)
+            adds, counts, masks = rewrite.write(rows, deleted, updated, inserted, key)
         version, removed, vectors = rewrite.commit(
             "MERGE",
             {
@@ -331,7 +332,7 @@ class SparkMerger:
                 ],
             },
             adds,
-            touched,
+            [t.path for t in files] if every else [key(t) for t in touched],
             masks,
             files,
             self._commit_properties,

@@ -42,7 +42,7 @@ import decimal
 import json
 import logging
 import re
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 from urllib.parse import unquote, urlparse
@@ -91,11 +91,19 @@ class NativeReadUnsupported(Exception):
 
 
 def plan_native_read(
-    spark: SparkSession, table: DeltaTable, columns: Sequence[str] | None = None
+    spark: SparkSession,
+    table: DeltaTable,
+    columns: Sequence[str] | None = None,
+    tasks: Sequence[ScanTask] | None = None,
+    row_ids: tuple[str, str] | None = None,
 ) -> DataFrame:
-    """The loaded version of ``table`` (only ``columns``, in that order, when given) as a
-    DataFrame over Spark's parquet source. Raises :class:`NativeReadUnsupported` naming the
-    reason when this path cannot express the read."""
+    """The loaded version of ``table`` (only ``columns``, in that order, when given; only the
+    files of ``tasks`` when given) as a DataFrame over Spark's parquet source. With
+    ``row_ids`` (two column names) each row also carries its file as Spark names it
+    (``_metadata.file_path``, a URI: :func:`file_key` maps it back to the task's path) and its
+    index in the file (``_metadata.row_index``), which identify a row of a file without a
+    deletion vector. Raises :class:`NativeReadUnsupported` naming the reason when this path
+    cannot express the read."""
     from pyspark.sql import functions as F
 
     mode = table.column_mapping_mode()
@@ -113,8 +121,8 @@ def plan_native_read(
         missing = [c for c in columns if c not in logical.names]
         if missing:
             raise NativeReadUnsupported(f"no column {missing[0]!r} in the table")
-    scan = table.scan()
-    tasks = scan.tasks()
+    if tasks is None:
+        tasks = table.scan().tasks()
     partition_columns = list(table.metadata().partition_columns)
     with_dv = sum(1 for t in tasks if t.deletion_vector is not None)
     if with_dv:
@@ -161,9 +169,19 @@ def plan_native_read(
     part_types = {c: spark_fields[c].dataType for c in partition_columns}
     part_arrow = {c: logical.field(c).type for c in partition_columns}
 
+    ids: list[Column] = []
+    id_fields: list[StructField] = []
+    if row_ids is not None:
+        from pyspark.sql.types import LongType, StringType
+
+        ids = [
+            F.col("_metadata.file_path").alias(row_ids[0]),
+            F.col("_metadata.row_index").alias(row_ids[1]),
+        ]
+        id_fields = [StructField(row_ids[0], StringType()), StructField(row_ids[1], LongType())]
     if not groups and not hive:
-        out = spark.createDataFrame([], StructType([spark_fields[c] for c in wanted]))
-        return out.alias(NATIVE)
+        empty = StructType([spark_fields[c] for c in wanted] + id_fields)
+        return spark.createDataFrame([], empty).alias(NATIVE)
 
     def data_column(name: str) -> Column:
         ls, ps = by_name[name]
@@ -190,7 +208,8 @@ def plan_native_read(
                 *[
                     F.col(_quoted(key_of[n])).alias(n) if n in key_of else data_column(n)
                     for n in wanted
-                ]
+                ],
+                *ids,
             )
         )
     for values, paths in groups.items():
@@ -204,7 +223,7 @@ def plan_native_read(
                 )
                 continue
             exprs.append(data_column(name))
-        frames.append(files.select(*exprs))
+        frames.append(files.select(*exprs, *ids))
     out = frames[0]
     for frame in frames[1:]:
         out = out.unionByName(frame)
@@ -312,6 +331,29 @@ def _hive_agrees(
         if not _CANONICAL[kind].fullmatch(value):
             return False
     return True
+
+
+def file_key(table: DeltaTable, tasks: Sequence[ScanTask]) -> Callable[[str], str]:
+    """Maps a ``_metadata.file_path`` of a native read of ``tasks`` (Spark's URI of the file)
+    back to the task's ``path``, by the local file each names."""
+    root = _local_root(table.table_uri)
+    by_file = {}
+    for task in tasks:
+        hadoop = _hadoop_path(root, task)[len("file:") :]
+        by_file[_unglob(hadoop)] = task.path
+
+    def key(spark_path: str) -> str:
+        local = unquote(urlparse(spark_path).path)
+        found = by_file.get(local)
+        if found is None:
+            raise RuntimeError(f"Spark read a file deltalog did not plan: {spark_path}")
+        return found
+
+    return key
+
+
+def _unglob(path: str) -> str:
+    return re.sub(r"\\(.)", r"\1", path)
 
 
 def _check_type_widening(schema_string: str) -> None:
@@ -450,5 +492,6 @@ __all__ = [
     "SOURCE",
     "NativeReadUnsupported",
     "ReadPath",
+    "file_key",
     "plan_native_read",
 ]

@@ -8,7 +8,7 @@ files, "Add CDC File"); the check of what this path cannot do, and the columns t
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 import pyarrow as pa
@@ -50,9 +50,38 @@ def _check_rewritable(table: DeltaTable, operation: str) -> None:
         )
 
 
-def target_frame(spark: SparkSession, table: DeltaTable, files: Sequence[Any]) -> DataFrame:
+def target_frame(
+    spark: SparkSession, table: DeltaTable, files: Sequence[Any]
+) -> tuple[DataFrame, Callable[[str], str]]:
     """The rows of ``files`` (scan tasks of ``table``) as a DataFrame with the table's columns
-    plus :data:`FILE_COLUMN` and :data:`ROW_COLUMN`, read on the executors."""
+    plus :data:`FILE_COLUMN` and :data:`ROW_COLUMN`, and the function mapping a
+    :data:`FILE_COLUMN` value to the task's path.
+
+    On Spark's own parquet scan where :func:`deltalog.spark.native_read.plan_native_read` can
+    express the read and no file has a deletion vector (Spark prunes the columns the join
+    does not need; a row is its file's ``_metadata.file_path`` and ``row_index``, which is its
+    ordinal among the live rows when nothing is deleted); else read on the executors by
+    deltalog's reader (:func:`_source_target_frame`)."""
+    from deltalog.spark import native_read as nr
+
+    if files and not any(t.deletion_vector is not None for t in files):
+        try:
+            frame = nr.plan_native_read(spark, table, None, files, (FILE_COLUMN, ROW_COLUMN))
+            key = nr.file_key(table, files)
+        except nr.NativeReadUnsupported as e:
+            nr.log.info("DML target of %s: data source (%s)", table.table_uri, e.reason)
+        else:
+            nr.log.info("DML target of %s: native parquet scan", table.table_uri)
+            return frame, key
+    return _source_target_frame(spark, table, files), _same
+
+
+def _same(path: str) -> str:
+    return path
+
+
+def _source_target_frame(spark: SparkSession, table: DeltaTable, files: Sequence[Any]) -> DataFrame:
+    """:func:`target_frame` read on the executors by deltalog's native reader."""
     from pyspark.sql.types import LongType, StringType, StructField, StructType
 
     from deltalog.spark.source import partitions_of
@@ -116,11 +145,17 @@ class _Rewrite:
         self.cdf = str(config.get("delta.enableChangeDataFeed", "")).lower() == "true"
 
     def write(
-        self, rows: DataFrame, deleted: set[str], updated: set[str], inserted: set[str]
+        self,
+        rows: DataFrame,
+        deleted: set[str],
+        updated: set[str],
+        inserted: set[str],
+        file_key: Callable[[str], str] = _same,
     ) -> tuple[list[str], dict[str, int], dict[str, list[int]]]:
         """Writes the new rows of ``rows`` on the executors (updated and inserted ones; deleted
         and unchanged rows are not written). Returns the ``add`` (and ``cdc``) actions, the
-        row counts, and the indexes of the rows that go (deleted or updated) per file."""
+        row counts, and the indexes of the rows that go (deleted or updated) per file (by the
+        task's path: ``file_key`` maps the frame's :data:`FILE_COLUMN` values to it)."""
         from pyspark.sql import functions as F
         from pyspark.sql.types import StringType, StructField, StructType
 
@@ -225,7 +260,7 @@ class _Rewrite:
             for k, v in json.loads(row["counts"]).items():
                 totals[k] += v
             for path, indexes in json.loads(row["masks"]).items():
-                masks.setdefault(path, []).extend(indexes)
+                masks.setdefault(file_key(path), []).extend(indexes)
         return adds, totals, masks
 
     def commit(
