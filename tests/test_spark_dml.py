@@ -286,23 +286,92 @@ def test_the_change_feed_shows_what_spark_changed(
 
 
 def test_what_this_path_cannot_do_is_refused(spark: Any, tmp_path: Path) -> None:
-    uri = str(tmp_path / "tracked")
-    dl.write_table(
-        uri,
-        pa.table({"id": pa.array([1, 2], pa.int64())}),
-        configuration={"delta.enableRowTracking": "true"},
-    )
-    source = spark.createDataFrame([(1,)], "id long")
-    with pytest.raises(dl.UnsupportedFeatureError, match="row IDs"):
-        dls.merge(uri, source, "target.id = source.id").when_matched_delete().execute()
-    with pytest.raises(dl.UnsupportedFeatureError, match="row IDs"):
-        dls.delete(spark, uri, "id = 1")
-    assert dl.DeltaTable(uri).version() == 0
     plain = str(tmp_path / "plain")
     make_table(plain, 10)
     with pytest.raises(dl.InvalidArgumentError, match="not a column"):
         dls.update(spark, plain, {"nope": "1"}, "id = 1")
     assert dl.DeltaTable(plain).version() == 1
+
+
+def lineage(uri: str) -> dict[int, tuple[int, int]]:
+    """``id`` -> (``_row_id``, ``_row_commit_version``) as deltalog reads them."""
+    t = dl.DeltaTable(uri).to_pyarrow_table(with_row_tracking=True)
+    return {
+        i: (r, v)
+        for i, r, v in zip(
+            t.column("id").to_pylist(),
+            t.column("_row_id").to_pylist(),
+            t.column("_row_commit_version").to_pylist(),
+            strict=True,
+        )
+    }
+
+
+@pytest.mark.parametrize("dv", [False, True], ids=["copy-on-write", "deletion-vectors"])
+def test_row_tracking_keeps_row_ids(spark: Any, tmp_path: Path, dv: bool) -> None:
+    """A table tracking rows ("Row Tracking"): UPDATE, DELETE and MERGE through Spark keep
+    every surviving row's ID, updated rows take the commit's version, copied rows keep theirs,
+    inserted rows get fresh IDs above every earlier one; the same lineage as deltalog's own
+    operations on a copy give, and the same rows."""
+    uri, copy = str(tmp_path / "t"), str(tmp_path / "copy")
+    config = {"delta.enableRowTracking": "true"}
+    if dv:
+        config["delta.enableDeletionVectors"] = "true"
+    data = pa.table(
+        {
+            "id": pa.array(range(40), pa.int64()),
+            "v": pa.array([float(i) for i in range(40)]),
+            "g": pa.array([f"g{i % 2}" for i in range(40)]),
+        }
+    )
+    dl.write_table(uri, data.slice(0, 20), partition_by=["g"], configuration=config)
+    dl.write_table(uri, data.slice(20), mode="append")
+    shutil.copytree(uri, copy)
+    before = lineage(uri)
+    assert len({r for r, _ in before.values()}) == 40
+
+    dls.update(spark, uri, {"v": "v + 100"}, "id % 3 = 0")
+    dl.DeltaTable(copy).update({"v": "v + 100"}, "id % 3 = 0")
+    dls.delete(spark, uri, "id % 7 = 1")
+    dl.DeltaTable(copy).delete("id % 7 = 1")
+    rows = [(i, -1.0, f"g{i % 2}") for i in (2, 4, 50, 51)]
+    source = spark.createDataFrame(rows, "id long, v double, g string")
+    (
+        dls.merge(uri, source, "target.id = source.id")
+        .when_matched_update_all()
+        .when_not_matched_insert_all()
+        .execute()
+    )
+    (
+        dl.DeltaTable(copy)
+        .merge(
+            pa.Table.from_pylist([dict(zip(SCHEMA.names, r, strict=True)) for r in rows], SCHEMA),
+            "target.id = source.id",
+        )
+        .when_matched_update_all()
+        .when_not_matched_insert_all()
+        .execute()
+    )
+    after, reference = lineage(uri), lineage(copy)
+    assert sorted_rows(dl.DeltaTable(uri).to_pyarrow_table()) == sorted_rows(
+        dl.DeltaTable(copy).to_pyarrow_table()
+    )
+    updated_at, deleted_at, merged_at = 2, 3, 4
+    for i, (row_id, version) in after.items():
+        if i >= 40:  # inserted: a fresh ID above every earlier one
+            assert row_id >= 40 and version == merged_at
+            continue
+        assert row_id == before[i][0], i  # every surviving row keeps its ID
+        assert (row_id, version) == reference[i], i
+        if i in (2, 4):
+            assert version == merged_at
+        elif i % 3 == 0:
+            assert version == updated_at
+        else:  # untouched or copied: the version that wrote it
+            assert version == before[i][1]
+    assert deleted_at == 3 and not any(i % 7 == 1 for i in after if i < 40)
+    assert len({r for r, _ in after.values()}) == len(after)
+    assert read_by_deltalake(uri) == sorted_rows(dl.DeltaTable(copy).to_pyarrow_table())
 
 
 def test_deletion_vectors_mask_rows_instead_of_copying(spark: Any, tmp_path: Path) -> None:

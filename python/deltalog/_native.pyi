@@ -198,6 +198,15 @@ def write_change_files(
     """Change data files of rows changed elsewhere: ``data`` holds the table's columns and
     ``_change_type``. Returns the `cdc` actions (JSON)."""
 
+def write_rows_with_lineage(
+    snapshot: RawSnapshot, data: pa.RecordBatchReader, target_file_size: int | None = None
+) -> list[str]:
+    """Data files of rows updated or copied elsewhere that keep their lineage ("Writer
+    Requirements for Row Tracking"): ``data`` holds the table's columns, ``_row_id`` and
+    ``_row_commit_version`` (null: the commit's version), written into the materialized row
+    tracking columns when row tracking is enabled; the table's rules are checked. Returns the
+    `add` actions (JSON; the commit gives them their ``baseRowId``)."""
+
 def skipping_predicate(snapshot: RawSnapshot, sql: str) -> str | None:
     """The file-skipping predicate (JSON) of a SQL expression over the table; None when
     nothing can be skipped."""

@@ -1,7 +1,8 @@
 """MERGE, DELETE and UPDATE of a Delta table computed by Spark, committed once by deltalog.
 
-For tables too big for one machine: Spark reads the target on its executors (deltalog's
-native reader, each row tagged with its data file and its index in that file), evaluates the
+For tables too big for one machine: Spark reads the target (its own parquet scan where the
+native read path can, else deltalog's native reader on the executors; each row tagged with
+its data file and its index in that file), evaluates the
 join and the clauses (Spark SQL, over the aliases of :func:`merge`), and the executors write
 the new rows with deltalog (``write_files``: statistics, partitioning, column mapping,
 constraints). The driver then makes one commit under the conflict rules of any deltalog
@@ -17,9 +18,11 @@ within each kind of clause (matched, not matched, not matched by source) the fir
 whose condition holds acts; a target row matched by several source rows is an error when a
 MATCHED clause would modify it.
 
-Not supported here (each a clear error, use :meth:`deltalog.DeltaTable.merge` /
-``delete`` / ``update``): tables with row tracking (moved rows would lose their row IDs),
-and identity columns the operation would have to generate.
+Tables tracking rows keep every row's lineage ("Writer Requirements for Row Tracking"):
+updated rows their row IDs, copied rows their IDs and commit versions
+(:mod:`deltalog.spark.rewrite`). Not supported here (a clear error, use
+:meth:`deltalog.DeltaTable.merge` / ``delete`` / ``update``): identity columns the operation
+would have to generate.
 
 MERGE is :mod:`deltalog.spark.merger`'s (:class:`SparkMerger`), and what the three share (the
 target's rows read on the executors, the new rows written, the commit) is
@@ -40,6 +43,7 @@ from deltalog.spark.rewrite import (
     KEEP,
     PRE,
     ROW_COLUMN,
+    ROW_ID_COLUMN,
     _check_rewritable,
     _kinds,
     _live_rows,
@@ -128,8 +132,14 @@ def _predicate_rewrite(
                 value = F.when(F.col(ACTION_COLUMN) == code, sets[c]).otherwise(value)
             values.append(value.cast(types[c]).alias(c))
         before = [F.col(f"`{c}`").alias(PRE + c) for c in columns] if rewrite.cdf else []
+        lineage = [F.col(ROW_ID_COLUMN)] if rewrite.lineage is not None else []
         rows = staged.select(
-            *values, F.col(ACTION_COLUMN), F.col(FILE_COLUMN), F.col(ROW_COLUMN), *before
+            *values,
+            F.col(ACTION_COLUMN),
+            F.col(FILE_COLUMN),
+            F.col(ROW_COLUMN),
+            *lineage,
+            *before,
         )
         adds, counts, masks = rewrite.write(
             rows,
@@ -137,6 +147,7 @@ def _predicate_rewrite(
             {code} if updates is not None else set(),
             set(),
             key,
+            files,
         )
     version, removed, vectors = rewrite.commit(
         operation,

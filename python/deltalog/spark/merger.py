@@ -17,6 +17,7 @@ from deltalog.spark.rewrite import (
     KEEP,
     PRE,
     ROW_COLUMN,
+    ROW_ID_COLUMN,
     SOURCE_MARK,
     _check_rewritable,
     _column_key,
@@ -271,12 +272,18 @@ class SparkMerger:
                 if rewrite.cdf
                 else []
             )
+            lineage = (
+                [F.col(f"`{target_alias}`.`{ROW_ID_COLUMN}`")]
+                if rewrite.lineage is not None
+                else []
+            )
             parts.append(
                 classified.select(
                     *values.values(),
                     F.col(ACTION_COLUMN),
                     F.col(FILE_COLUMN),
                     F.col(ROW_COLUMN),
+                    *lineage,
                     *before,
                 )
             )
@@ -305,6 +312,11 @@ class SparkMerger:
                     F.lit(None).cast("string").alias(FILE_COLUMN),
                     F.lit(None).cast("long").alias(ROW_COLUMN),
                     *(
+                        [F.lit(None).cast("long").alias(ROW_ID_COLUMN)]
+                        if rewrite.lineage is not None
+                        else []
+                    ),
+                    *(
                         [F.lit(None).cast(types[c]).alias(PRE + c) for c in columns]
                         if rewrite.cdf
                         else []
@@ -318,7 +330,7 @@ class SparkMerger:
             rows = parts[0]
             for p in parts[1:]:
                 rows = rows.unionByName(p)
-            adds, counts, masks = rewrite.write(rows, deleted, updated, inserted, key)
+            adds, counts, masks = rewrite.write(rows, deleted, updated, inserted, key, files)
         version, removed, vectors = rewrite.commit(
             "MERGE",
             {

@@ -96,14 +96,17 @@ def plan_native_read(
     columns: Sequence[str] | None = None,
     tasks: Sequence[ScanTask] | None = None,
     row_ids: tuple[str, str] | None = None,
+    hidden: Sequence[tuple[str, str]] = (),
 ) -> DataFrame:
     """The loaded version of ``table`` (only ``columns``, in that order, when given; only the
     files of ``tasks`` when given) as a DataFrame over Spark's parquet source. With
     ``row_ids`` (two column names) each row also carries its file as Spark names it
     (``_metadata.file_path``, a URI: :func:`file_key` maps it back to the task's path) and its
     index in the file (``_metadata.row_index``), which identify a row of a file without a
-    deletion vector. Raises :class:`NativeReadUnsupported` naming the reason when this path
-    cannot express the read."""
+    deletion vector. ``hidden`` adds long columns the files may hold beside the table's
+    (``(physical name, alias)``: materialized row tracking columns; null where a file lacks
+    one). Raises :class:`NativeReadUnsupported` naming the reason when this path cannot
+    express the read."""
     from pyspark.sql import functions as F
 
     mode = table.column_mapping_mode()
@@ -160,25 +163,32 @@ def plan_native_read(
     ]
     if not data_fields and (groups or hive):
         raise NativeReadUnsupported("no data columns (every column is a partition column)")
-    from pyspark.sql.types import StructField, StructType
+    from pyspark.sql.types import LongType, StructField, StructType
 
-    read_schema = StructType([ps for _, _, ps in data_fields])
+    read_schema = StructType(
+        [ps for _, _, ps in data_fields] + [StructField(p, LongType()) for p, _ in hidden]
+    )
     wanted = list(columns) if columns is not None else logical.names
     spark_fields = {f.name: f for f in logical_spark.fields}
     by_name = {lf.name: (ls, ps) for lf, ls, ps in data_fields}
     part_types = {c: spark_fields[c].dataType for c in partition_columns}
     part_arrow = {c: logical.field(c).type for c in partition_columns}
 
-    ids: list[Column] = []
-    id_fields: list[StructField] = []
+    ids: list[Column] = [F.col(_quoted(p)).alias(a) for p, a in hidden]
+    id_fields: list[StructField] = [StructField(a, LongType()) for _, a in hidden]
     if row_ids is not None:
-        from pyspark.sql.types import LongType, StringType
+        from pyspark.sql.types import StringType
 
         ids = [
             F.col("_metadata.file_path").alias(row_ids[0]),
             F.col("_metadata.row_index").alias(row_ids[1]),
+            *ids,
         ]
-        id_fields = [StructField(row_ids[0], StringType()), StructField(row_ids[1], LongType())]
+        id_fields = [
+            StructField(row_ids[0], StringType()),
+            StructField(row_ids[1], LongType()),
+            *id_fields,
+        ]
     if not groups and not hive:
         empty = StructType([spark_fields[c] for c in wanted] + id_fields)
         return spark.createDataFrame([], empty).alias(NATIVE)

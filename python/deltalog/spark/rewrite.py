@@ -7,6 +7,7 @@ files, "Add CDC File"); the check of what this path cannot do, and the columns t
 
 from __future__ import annotations
 
+import itertools
 import json
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
@@ -25,6 +26,9 @@ if TYPE_CHECKING:
 #: row's ordinal among the file's (live) rows, which together identify a target row.
 FILE_COLUMN = "_deltalog_file"
 ROW_COLUMN = "_deltalog_row"
+#: A target row's stable row ID where the table tracks rows ("Row Tracking"): its
+#: materialized value, or null where the row's ID is its file's ``baseRowId`` plus its index.
+ROW_ID_COLUMN = "_deltalog_row_id"
 #: The clause that acts on each output row.
 ACTION_COLUMN = "_deltalog_action"
 #: Marks the source side of the join (not null: the target row has a match).
@@ -40,14 +44,24 @@ def _check_rewritable(table: DeltaTable, operation: str) -> None:
     from deltalog.writer import check_snapshot_writable
 
     check_snapshot_writable(table._raw)
+
+
+def lineage_columns(table: DeltaTable) -> tuple[str, str] | None:
+    """The materialized row ID and row commit version columns of a table whose rows keep
+    their lineage (``delta.enableRowTracking`` with the ``rowTracking`` feature: "Writer
+    Requirements for Row Tracking"), else None."""
     config = table.metadata().configuration
     features = set(table.protocol().writer_features or ())
-    if "rowTracking" in features or str(config.get("delta.enableRowTracking", "")) == "true":
+    if "rowTracking" not in features or str(config.get("delta.enableRowTracking", "")) != "true":
+        return None
+    ids = config.get("delta.rowTracking.materializedRowIdColumnName")
+    versions = config.get("delta.rowTracking.materializedRowCommitVersionColumnName")
+    if not ids or not versions:
         raise UnsupportedFeatureError(
-            f"{operation} through Spark does not keep row IDs of copied rows, and the table "
-            f'{table.table_uri} tracks rows (spec "Row Tracking"): use deltalog\'s own '
-            f"{operation}"
+            f"the table {table.table_uri} tracks rows but names no materialized row tracking "
+            'columns (spec "Writer Requirements for Row Tracking")'
         )
+    return str(ids), str(versions)
 
 
 def target_frame(
@@ -64,24 +78,34 @@ def target_frame(
     deltalog's reader (:func:`_source_target_frame`)."""
     from deltalog.spark import native_read as nr
 
+    lineage = lineage_columns(table)
     if files and not any(t.deletion_vector is not None for t in files):
         try:
-            frame = nr.plan_native_read(spark, table, None, files, (FILE_COLUMN, ROW_COLUMN))
+            hidden = [(lineage[0], ROW_ID_COLUMN)] if lineage is not None else []
+            frame = nr.plan_native_read(
+                spark, table, None, files, (FILE_COLUMN, ROW_COLUMN), hidden
+            )
             key = nr.file_key(table, files)
         except nr.NativeReadUnsupported as e:
             nr.log.info("DML target of %s: data source (%s)", table.table_uri, e.reason)
         else:
             nr.log.info("DML target of %s: native parquet scan", table.table_uri)
             return frame, key
-    return _source_target_frame(spark, table, files), _same
+    return _source_target_frame(spark, table, files, lineage), _same
 
 
 def _same(path: str) -> str:
     return path
 
 
-def _source_target_frame(spark: SparkSession, table: DeltaTable, files: Sequence[Any]) -> DataFrame:
-    """:func:`target_frame` read on the executors by deltalog's native reader."""
+def _source_target_frame(
+    spark: SparkSession,
+    table: DeltaTable,
+    files: Sequence[Any],
+    lineage: tuple[str, str] | None,
+) -> DataFrame:
+    """:func:`target_frame` read on the executors by deltalog's native reader (with
+    :data:`ROW_ID_COLUMN` last when the table tracks rows)."""
     from pyspark.sql.types import LongType, StringType, StructField, StructType
 
     from deltalog.spark.source import partitions_of
@@ -93,6 +117,7 @@ def _source_target_frame(spark: SparkSession, table: DeltaTable, files: Sequence
             *spark_schema(table.schema()).fields,
             StructField(FILE_COLUMN, StringType(), False),
             StructField(ROW_COLUMN, LongType(), False),
+            *([StructField(ROW_ID_COLUMN, LongType())] if lineage is not None else []),
         ]
     )
     partitions = partitions_of(files, parallelism=spark.sparkContext.defaultParallelism)
@@ -104,7 +129,7 @@ def _source_target_frame(spark: SparkSession, table: DeltaTable, files: Sequence
     def read(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
         for b in batches:
             for index in b.column(0).to_pylist():
-                yield from partitions[index].tagged_batches(target, storage)
+                yield from partitions[index].tagged_batches(target, storage, lineage)
 
     indexes = spark.createDataFrame([(i,) for i in range(len(partitions))], "i int")
     return indexes.repartition(len(partitions)).mapInArrow(read, schema)
@@ -143,6 +168,10 @@ class _Rewrite:
         #: The change feed is on: the executors also write change data files ("Add CDC
         #: File"), and the rows carry their values before an update (:data:`PRE` columns).
         self.cdf = str(config.get("delta.enableChangeDataFeed", "")).lower() == "true"
+        #: The table tracks rows: updated rows keep their row IDs and copied rows their IDs
+        #: and commit versions ("Writer Requirements for Row Tracking"); the rows carry
+        #: :data:`ROW_ID_COLUMN`.
+        self.lineage = lineage_columns(table)
 
     def write(
         self,
@@ -151,11 +180,14 @@ class _Rewrite:
         updated: set[str],
         inserted: set[str],
         file_key: Callable[[str], str] = _same,
+        files: Sequence[Any] = (),
     ) -> tuple[list[str], dict[str, int], dict[str, list[int]]]:
         """Writes the new rows of ``rows`` on the executors (updated and inserted ones; deleted
         and unchanged rows are not written). Returns the ``add`` (and ``cdc``) actions, the
         row counts, and the indexes of the rows that go (deleted or updated) per file (by the
-        task's path: ``file_key`` maps the frame's :data:`FILE_COLUMN` values to it)."""
+        task's path: ``file_key`` maps the frame's :data:`FILE_COLUMN` values to it). On a
+        table tracking rows, updated rows are written with their row IDs (the materialized
+        value, else the ``baseRowId`` of their file among ``files`` plus their index)."""
         from pyspark.sql import functions as F
         from pyspark.sql.types import StringType, StructField, StructType
 
@@ -171,6 +203,9 @@ class _Rewrite:
         masked_codes = sorted(deleted | updated)
         dropped = sorted(deleted | {KEEP})
         rows = rows.filter(F.col(ACTION_COLUMN) != KEEP)
+        lineage = self.lineage is not None
+        updated_codes = pa.array(sorted(updated), pa.string())
+        bases = {t.path: _base_row_id(t) for t in files} if lineage else {}
 
         def write(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
             from deltalog import _native
@@ -179,6 +214,7 @@ class _Rewrite:
             counts = {"deleted": 0, "updated": 0, "inserted": 0, "copied": 0}
             masks: dict[str, list[int]] = {}
             changes: list[pa.RecordBatch] = []
+            keeping: list[pa.RecordBatch] = []  # updated rows with their row IDs
 
             def record_changes(batch: pa.RecordBatch, action: pa.Array) -> None:
                 """The change feed's rows of ``batch`` ("Add CDC File")."""
@@ -225,6 +261,12 @@ class _Rewrite:
                     ):
                         masks.setdefault(path, []).append(index)
                     keep = pc.invert(pc.is_in(action, pa.array(dropped, pa.string())))
+                    if lineage:
+                        is_update = pc.is_in(action, updated_codes)
+                        changed = batch.filter(is_update)
+                        if changed.num_rows:
+                            keeping.append(_with_row_ids(changed, columns, bases, file_key))
+                        keep = pc.and_(keep, pc.invert(is_update))
                     out = batch.filter(keep).select(columns)
                     if out.num_rows:
                         yield out
@@ -234,6 +276,9 @@ class _Rewrite:
 
             # (An empty stream has counted and masked every row by the time it ends.)
             actions = write_to_files(snapshot, kept(), size)
+            if keeping:
+                reader = pa.RecordBatchReader.from_batches(keeping[0].schema, keeping)
+                actions.extend(_native.write_rows_with_lineage(snapshot(), reader, size))
             if changes:
                 reader = pa.RecordBatchReader.from_batches(changes[0].schema, changes)
                 actions.extend(_native.write_change_files(snapshot(), reader, size))
@@ -316,10 +361,11 @@ class _Rewrite:
         from deltalog.spark.tasks import _storage_options_of, held_commits
 
         by_path = {t.path: t for t in files}
+        lineage = self.lineage
         work = []
         for path, rows in sorted(masks.items()):
             spec, task = by_path[path].to_json()
-            work.append((every_row_spec(spec), task, sorted(set(rows))))
+            work.append((every_row_spec(spec, lineage), task, sorted(set(rows))))
         table = self.table
         uri, version = table.table_uri, table.version()
         storage = _storage_options_of(table)
@@ -346,14 +392,27 @@ class _Rewrite:
                         for batch in raw.to_stream():
                             index = batch.column(batch.num_columns - 1).cast(pa.int64())
                             kept = batch.filter(pc.invert(pc.is_in(index, gone)))
+                            # (with lineage, _row_id and _row_commit_version stay: copied
+                            # rows keep both)
                             kept = kept.select(list(range(batch.num_columns - 1)))
                             if kept.num_rows:
                                 copied += kept.num_rows
                                 yield kept
 
-            actions = write_to_files(
-                lambda: task_snapshot(uri, version, storage, held), remaining(), size
-            )
+            def snapshot() -> Any:
+                return task_snapshot(uri, version, storage, held)
+
+            if lineage is None:
+                actions = write_to_files(snapshot, remaining(), size)
+            else:
+                stream = remaining()
+                first = next(stream, None)
+                actions = []
+                if first is not None:
+                    reader = pa.RecordBatchReader.from_batches(
+                        first.schema, itertools.chain([first], stream)
+                    )
+                    actions = list(_native.write_rows_with_lineage(snapshot(), reader, size))
             yield pa.record_batch(
                 {
                     "actions": pa.array([json.dumps(actions)], pa.string()),
@@ -382,6 +441,33 @@ class _Rewrite:
             adds.extend(json.loads(row["actions"]))
             copied += row["copied"]
         return adds, copied
+
+
+def _base_row_id(task: Any) -> int | None:
+    """A file's ``baseRowId`` ("Row IDs"), from its scan task."""
+    value = json.loads(task.to_json()[1]).get("baseRowId")
+    return None if value is None else int(value)
+
+
+def _with_row_ids(
+    batch: pa.RecordBatch,
+    columns: Sequence[str],
+    bases: Mapping[str, int | None],
+    file_key: Callable[[str], str],
+) -> pa.RecordBatch:
+    """``batch``'s table columns with ``_row_id`` (the materialized value, else the file's
+    ``baseRowId`` plus the row's index: "Row IDs") and a null ``_row_commit_version`` (an
+    updated row takes the commit's version)."""
+    files = batch.column(FILE_COLUMN)
+    distinct = pc.unique(files)
+    base = pa.array([bases.get(file_key(f)) for f in distinct.to_pylist()], pa.int64())
+    computed = pc.add(base.take(pc.index_in(files, value_set=distinct)), batch.column(ROW_COLUMN))
+    ids = pc.coalesce(batch.column(ROW_ID_COLUMN).cast(pa.int64()), computed)
+    if ids.null_count:
+        raise RuntimeError("a file without baseRowId holds rows without a materialized row ID")
+    arrays = [batch.column(c) for c in columns]
+    arrays += [ids, pa.nulls(batch.num_rows, pa.int64())]
+    return pa.RecordBatch.from_arrays(arrays, names=[*columns, "_row_id", "_row_commit_version"])
 
 
 def _live_rows(task: Any) -> int:

@@ -182,16 +182,21 @@ class FilesPartition(InputPartition):
                 yield conform(batch, target)
 
     def tagged_batches(
-        self, target: pa.Schema, storage_options: dict[str, str] | None
+        self,
+        target: pa.Schema,
+        storage_options: dict[str, str] | None,
+        lineage: tuple[str, str] | None = None,
     ) -> Iterator[pa.RecordBatch]:
         """The files' rows in the layout ``target`` whose last two columns are each row's data
         file (the task's path) and its index in that file: the identity of a row of one
         snapshot, and where a deletion vector takes it away (MERGE, DELETE and UPDATE through
-        Spark)."""
+        Spark). With ``lineage`` (a table tracking rows: its materialized column names) a
+        third last column is each row's ``_row_id``."""
         from deltalog import _native
 
-        spec_text = every_row_spec(self.spec)
-        width = len(target) - 2
+        spec_text = every_row_spec(self.spec, lineage)
+        tags = 3 if lineage is not None else 2
+        width = len(target) - tags
         columns = pa.schema(list(target)[:width])
         for task in self.tasks:
             path = json.loads(task)["path"]
@@ -213,14 +218,23 @@ class FilesPartition(InputPartition):
                     pa.array([path] * n, target.field(width).type),
                     index.cast(pa.int64()),
                 ]
+                if lineage is not None:
+                    arrays.append(batch.column("_row_id").cast(pa.int64()))
                 yield pa.RecordBatch.from_arrays(arrays, schema=target)
 
 
-def every_row_spec(spec: str) -> str:
+def every_row_spec(spec: str, lineage: tuple[str, str] | None = None) -> str:
     """A scan's read spec (JSON) that yields every live row of its files with the row's index
-    in the file last: the scan's predicate, which only chose the files, filters no row."""
+    in the file last: the scan's predicate, which only chose the files, filters no row. With
+    ``lineage`` (the materialized row ID and row commit version columns of a table tracking
+    rows) ``_row_id`` and ``_row_commit_version`` come before the index ("Row Tracking")."""
     parsed = json.loads(spec)
     parsed["metadataColumns"]["rowIndex"] = True
+    if lineage is not None:
+        parsed["metadataColumns"]["rowTracking"] = {
+            "materializedRowIdColumn": lineage[0],
+            "materializedRowCommitVersionColumn": lineage[1],
+        }
     parsed["predicate"] = None
     return json.dumps(parsed)
 

@@ -53,6 +53,31 @@ pub(crate) fn write_change_files(
     Ok(actions.iter().map(|a| a.to_string()).collect())
 }
 
+/// Data files of rows another engine updated or copied, keeping their lineage: `data` holds
+/// the table's columns, `_row_id` and `_row_commit_version`
+/// (`deltalog_core::dml::engine_changes::write_rows_with_lineage`). Returns the `add`
+/// actions (JSON texts).
+#[pyfunction]
+#[pyo3(signature = (snapshot, data, target_file_size=None))]
+pub(crate) fn write_rows_with_lineage(
+    py: Python<'_>,
+    snapshot: PyRef<'_, RawSnapshot>,
+    data: arrow::pyarrow::PyArrowType<arrow::ffi_stream::RecordBatchStreamReader>,
+    target_file_size: Option<u64>,
+) -> PyResult<Vec<String>> {
+    let snapshot = snapshot.snapshot.clone();
+    let batches = data.0.map(|b| b.map_err(DeltaError::from));
+    let actions = block_on(py, async move {
+        deltalog_core::dml::engine_changes::write_rows_with_lineage(
+            &snapshot,
+            batches,
+            target_file_size,
+        )
+        .await
+    })?;
+    Ok(actions.iter().map(|a| a.to_string()).collect())
+}
+
 /// MERGE of `source` into the table whose loaded version is `snapshot`: `clauses` is the
 /// JSON list of `deltalog_core::dml::merge::MergeClause`. Returns the metrics, with
 /// `version` None when nothing changed.

@@ -93,6 +93,7 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(replace_where_actions, m)?)?;
     m.add_function(wrap_pyfunction!(mask_rows, m)?)?;
     m.add_function(wrap_pyfunction!(write_change_files, m)?)?;
+    m.add_function(wrap_pyfunction!(write_rows_with_lineage, m)?)?;
     m.add_function(wrap_pyfunction!(skipping_predicate, m)?)?;
     m.add_function(wrap_pyfunction!(commit_actions, m)?)?;
     m.add_function(wrap_pyfunction!(count_violations, m)?)?;

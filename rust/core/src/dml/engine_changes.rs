@@ -15,7 +15,7 @@ use serde_json::Value;
 
 use crate::dml::delete_update::writes_deletion_vectors;
 use crate::error::{DeltaError, DeltaResult};
-use crate::scan::FileTask;
+use crate::scan::{FileTask, ROW_COMMIT_VERSION, ROW_ID};
 use crate::snapshot::Snapshot;
 
 use super::rewrite::{FileCounts, Rewriter, CHANGE_TYPE};
@@ -77,7 +77,7 @@ pub async fn write_change_rows<I>(
 where
     I: IntoIterator<Item = DeltaResult<RecordBatch>>,
 {
-    use arrow::array::{Array, AsArray, StructArray};
+    use arrow::array::{Array, AsArray};
     let mut rewriter = Rewriter::try_new(snapshot, target_file_size)?;
     if !rewriter.writes_changes() {
         return Err(DeltaError::InvalidArgument(
@@ -104,22 +104,11 @@ where
             )));
         }
         let columns: Vec<usize> = (0..batch.num_columns()).filter(|&i| i != kind_at).collect();
-        let data = batch.project(&columns)?;
-        let rows = data.num_rows();
-        let data: ArrayRef = Arc::new(StructArray::from(data));
-        let converted = crate::scan::columns::to_logical(
-            &data,
+        let converted = conform(
+            &batch.project(&columns)?,
             &target,
-            crate::schema::ColumnMappingMode::None,
-        )
-        .map_err(|e| {
-            DeltaError::InvalidArgument(format!("the change rows do not fit the table: {e}"))
-        })?;
-        let options = RecordBatchOptions::new().with_row_count(Some(rows));
-        let converted = RecordBatch::try_new_with_options(
-            data_schema.clone(),
-            converted.as_struct().columns().to_vec(),
-            &options,
+            &data_schema,
+            "change rows",
         )?;
         for kind in CHANGE_KINDS {
             let mask = arrow::compute::kernels::cmp::eq(
@@ -131,6 +120,70 @@ where
                 rewriter.write_changes(&rows, kind).await?;
             }
         }
+    }
+    Ok(rewriter.into_actions(snapshot).await?.0)
+}
+
+/// The table's columns of `batch` (by name, in the table's order) converted to the table's
+/// types as a write converts them; `what` names the rows in the error.
+fn conform(
+    batch: &RecordBatch,
+    target: &DataType,
+    data_schema: &arrow::datatypes::SchemaRef,
+    what: &str,
+) -> DeltaResult<RecordBatch> {
+    use arrow::array::{AsArray, StructArray};
+    let rows = batch.num_rows();
+    let data: ArrayRef = Arc::new(StructArray::from(batch.clone()));
+    let converted =
+        crate::scan::columns::to_logical(&data, target, crate::schema::ColumnMappingMode::None)
+            .map_err(|e| {
+                DeltaError::InvalidArgument(format!("the {what} do not fit the table: {e}"))
+            })?;
+    let options = RecordBatchOptions::new().with_row_count(Some(rows));
+    Ok(RecordBatch::try_new_with_options(
+        data_schema.clone(),
+        converted.as_struct().columns().to_vec(),
+        &options,
+    )?)
+}
+
+/// New data files of rows another engine updated or copied (e.g. a MERGE computed by Spark)
+/// that keep their lineage ("Writer Requirements for Row Tracking"): `batches` hold the
+/// table's columns by name, then [`ROW_ID`] and [`ROW_COMMIT_VERSION`] (Int64). A row's
+/// `_row_id` is kept in the materialized row ID column; its `_row_commit_version` likewise,
+/// where null means the commit's version (an updated row), a value keeps it (a copied row).
+/// The table's rules are checked as any write checks them. Without row tracking enabled the
+/// two columns are ignored. Returns the `add` actions (no `baseRowId`: the commit gives one).
+pub async fn write_rows_with_lineage<I>(
+    snapshot: &Snapshot,
+    batches: I,
+    target_file_size: Option<u64>,
+) -> DeltaResult<Vec<Value>>
+where
+    I: IntoIterator<Item = DeltaResult<RecordBatch>>,
+{
+    let mut rewriter = Rewriter::try_new(snapshot, target_file_size)?;
+    let data_schema = rewriter.data_schema().clone();
+    let target = DataType::Struct(snapshot.schema()?.fields().clone());
+    for batch in batches {
+        let batch = batch?;
+        let lineage = |name: &str| {
+            batch.schema().index_of(name).map_err(|_| {
+                DeltaError::InvalidArgument(format!("rows keeping their lineage need {name}"))
+            })
+        };
+        let (id_at, version_at) = (lineage(ROW_ID)?, lineage(ROW_COMMIT_VERSION)?);
+        let columns: Vec<usize> = (0..batch.num_columns())
+            .filter(|&i| i != id_at && i != version_at)
+            .collect();
+        let rows = conform(&batch.project(&columns)?, &target, &data_schema, "rows")?;
+        rewriter.rules().check(&rows)?;
+        let ids = batch.column(id_at).clone();
+        let versions = batch.column(version_at).clone();
+        rewriter
+            .write_with_lineage_kept(&rows, &ids, &versions)
+            .await?;
     }
     Ok(rewriter.into_actions(snapshot).await?.0)
 }
@@ -282,5 +335,77 @@ mod tests {
             .iter()
             .map(|t| t.path.clone())
             .collect()
+    }
+
+    #[tokio::test]
+    async fn rows_keep_their_lineage_in_the_materialized_columns() {
+        let dir = tempfile::tempdir().unwrap();
+        let storage = Storage::open(dir.path().to_str().unwrap(), &Default::default()).unwrap();
+        let schema = Arc::new(Schema::new(vec![Field::new("id", DataType::Int64, true)]));
+        let batch = RecordBatch::try_new(
+            schema.clone(),
+            vec![Arc::new(Int64Array::from_iter_values(0..3))],
+        )
+        .unwrap();
+        let opts = options(
+            &[
+                ("delta.enableRowTracking", "true"),
+                ("delta.rowTracking.materializedRowIdColumnName", "_rid"),
+                (
+                    "delta.rowTracking.materializedRowCommitVersionColumnName",
+                    "_rcv",
+                ),
+            ],
+            json!({"minReaderVersion": 1, "minWriterVersion": 7,
+                   "writerFeatures": ["rowTracking", "domainMetadata"]}),
+        );
+        write_batches(&storage, None, &schema, [Ok(batch)], opts)
+            .await
+            .unwrap();
+        let snapshot = Snapshot::try_new(storage, None).await.unwrap();
+        let rows = Arc::new(Schema::new(vec![
+            Field::new("id", DataType::Int64, true),
+            Field::new(ROW_ID, DataType::Int64, true),
+            Field::new(ROW_COMMIT_VERSION, DataType::Int64, true),
+        ]));
+        let batch = RecordBatch::try_new(
+            rows,
+            vec![
+                Arc::new(Int64Array::from(vec![1, 2])),
+                Arc::new(Int64Array::from(vec![Some(1), Some(2)])),
+                Arc::new(Int64Array::from(vec![None, Some(0)])),
+            ],
+        )
+        .unwrap();
+        let actions = write_rows_with_lineage(&snapshot, [Ok(batch.clone())], None)
+            .await
+            .unwrap();
+        assert_eq!(actions.len(), 1);
+        let path = actions[0]["add"]["path"].as_str().unwrap().to_string();
+        assert!(actions[0]["add"].get("baseRowId").is_none());
+        let file = std::fs::File::open(dir.path().join(&path)).unwrap();
+        let mut reader =
+            parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder::try_new(file)
+                .unwrap()
+                .build()
+                .unwrap();
+        let read = reader.next().unwrap().unwrap();
+        let column = |name: &str| {
+            read.column_by_name(name)
+                .unwrap()
+                .as_any()
+                .downcast_ref::<Int64Array>()
+                .unwrap()
+                .iter()
+                .collect::<Vec<_>>()
+        };
+        assert_eq!(column("_rid"), vec![Some(1), Some(2)]);
+        assert_eq!(column("_rcv"), vec![None, Some(0)]);
+        // The lineage columns are required.
+        let err =
+            write_rows_with_lineage(&snapshot, [Ok(batch.project(&[0, 1]).unwrap())], None).await;
+        assert!(
+            matches!(err, Err(DeltaError::InvalidArgument(m)) if m.contains(ROW_COMMIT_VERSION))
+        );
     }
 }

@@ -403,6 +403,19 @@ impl Rewriter {
         self.write_with_lineage(batch, row_ids, None).await
     }
 
+    /// Writes rows another engine updated or copied with the row IDs and commit versions
+    /// given (null: fresh), as [`Rewriter::move_rows`] and [`Rewriter::write_updated_rows`]
+    /// keep them.
+    pub async fn write_with_lineage_kept(
+        &mut self,
+        batch: &RecordBatch,
+        row_ids: &ArrayRef,
+        versions: &ArrayRef,
+    ) -> DeltaResult<()> {
+        self.write_with_lineage(batch, Some(row_ids), Some(versions))
+            .await
+    }
+
     /// Writes rows with the materialized row IDs and commit versions given (null: fresh).
     async fn write_with_lineage(
         &mut self,
