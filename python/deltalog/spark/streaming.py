@@ -112,13 +112,13 @@ class Changes:
         self.ignore = options.get("ignorechanges", "false").lower() == "true"
         self.skip = options.get("skipchangecommits", "false").lower() == "true"
 
-    def added(self, table: DeltaTable, version: int, schema: str) -> list[str]:
-        """The paths (as the log spells them) ``version`` adds with ``dataChange`` true."""
+    def added(self, table: DeltaTable, version: int, schema: str) -> list[dict[str, Any]]:
+        """The ``add`` actions ``version`` makes with ``dataChange`` true, in commit order."""
         adds, removes, metadata = [], False, None
         for action in _commit_lines(table, version):
             if action.get("add") is not None:
                 if action["add"].get("dataChange", True):
-                    adds.append(action["add"]["path"])
+                    adds.append(action["add"])
             elif action.get("remove") is not None:
                 removes = removes or bool(action["remove"].get("dataChange", True))
             elif action.get("metaData") is not None:
@@ -153,6 +153,7 @@ class DeltaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         #: version -> (tasks of the files it adds, in commit order) (driver cache).
         self._version_tasks: dict[int, list[ScanTask]] = {}
         self._snapshot_tasks: tuple[int, list[ScanTask]] | None = None
+        self._spec: str | None = None
 
     # -- the table -------------------------------------------------------------------------
 
@@ -177,22 +178,35 @@ class DeltaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
             ) from e
 
     def _files(self, version: int) -> list[ScanTask]:
-        """The tasks of the files ``version`` adds (an append's), in commit order."""
+        """The tasks of the files ``version`` adds (an append's), in commit order: built from
+        that commit's ``add`` actions alone ("Add File and Remove File"), with the read spec
+        of the stream's schema, so a version costs one commit file, not a snapshot."""
         found = self._version_tasks.get(version)
         if found is None:
-            table = self._at(version)
+            table = self._table if self._table is not None else self._latest()
             schema = self._schema_string or table.metadata().schema_string
-            paths = self._changes.added(table, version, schema)
-            if paths:
+            adds = self._changes.added(table, version, schema)
+            if any("://" in str(a.get("path", "")) for a in adds):
+                # Absolute URIs: the version's own scan decodes them as the core does.
                 from urllib.parse import unquote
 
-                wanted = {unquote(p): i for i, p in enumerate(paths)}
-                tasks = [t for t in table.scan().tasks() if t.path in wanted]
+                wanted = {unquote(a["path"]): i for i, a in enumerate(adds)}
+                tasks = [t for t in self._at(version).scan().tasks() if t.path in wanted]
                 found = sorted(tasks, key=lambda t: wanted[t.path])
             else:
-                found = []
+                from deltalog.scan import ScanTask
+
+                spec = self._read_spec(table)
+                found = [ScanTask(spec, json.dumps(_task_of(add))) for add in adds]
             self._version_tasks[version] = found
         return found
+
+    def _read_spec(self, table: DeltaTable) -> str:
+        """The read spec (JSON) of every file of the stream (one schema: a schema change
+        stops the stream)."""
+        if self._spec is None:
+            self._spec = table.scan()._raw.spec_json()
+        return self._spec
 
     def _snapshot(self, version: int) -> list[ScanTask]:
         if self._snapshot_tasks is None or self._snapshot_tasks[0] != version:
@@ -324,6 +338,31 @@ class DeltaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
     def stop(self) -> None:
         self._version_tasks.clear()
         self._snapshot_tasks = None
+
+
+def _task_of(add: dict[str, Any]) -> dict[str, Any]:
+    """A scan task's description of a file from its ``add`` action (a relative path): the
+    path URI-decoded,
+    ``numRecords`` from the statistics ("Per-file Statistics"), the row tracking fields."""
+    from urllib.parse import unquote
+
+    records = None
+    stats = add.get("stats")
+    if isinstance(stats, str) and stats:
+        try:
+            value = json.loads(stats).get("numRecords")
+        except ValueError:
+            value = None
+        records = int(value) if isinstance(value, int) else None
+    return {
+        "path": unquote(str(add["path"])),
+        "size": add.get("size"),
+        "partitionValues": add.get("partitionValues") or {},
+        "deletionVector": add.get("deletionVector"),
+        "baseRowId": add.get("baseRowId"),
+        "defaultRowCommitVersion": add.get("defaultRowCommitVersion"),
+        "numRecords": records,
+    }
 
 
 def _packed(tasks: list[ScanTask], per_partition: int = 64) -> list[InputPartition]:
