@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from deltalog import catalog, features
 from deltalog._native import __version__
-from deltalog.catalog import connect_catalog
+from deltalog.catalog import connect_catalog, load_catalog
 from deltalog.convert import convert_to_deltalake
 from deltalog.exceptions import (
     AlreadyExistsError,
@@ -90,6 +90,7 @@ __all__ = [
     "connect_catalog",
     "convert_to_deltalake",
     "features",
+    "load_catalog",
     "read_task",
     "write_files",
     "write_table",

@@ -12,6 +12,10 @@ deltalog catalog serve [--db sqlite:///FILE | postgresql://…] [--warehouse URI
                        [--s3-role-arn ARN [--s3-external-id ID] [--sts-endpoint URL]
                         [--s3-region R] [--credential-duration SECONDS]]
 deltalog catalog token --tokens FILE --name NAME --role reader|writer|admin
+deltalog catalog list [--json]
+deltalog catalog describe [--catalog NAME] [--json]
+deltalog catalog tables [--catalog NAME] [NAMESPACE] [--recursive] [--json]
+deltalog --version
 """
 
 from __future__ import annotations
@@ -283,9 +287,15 @@ def _add_limit_options(p: Any) -> None:
 
 
 def _add_catalog_commands(sub: Any) -> None:
-    text = "run or administer a REST catalog server (Lance Namespace protocol)"
+    text = (
+        "browse the configured catalogs (.deltalog.yaml), or run and administer a REST "
+        "catalog server"
+    )
     catalog = sub.add_parser("catalog", help=text, description=text)
     commands = catalog.add_subparsers(dest="catalog_command", required=True, metavar="COMMAND")
+    from deltalog.cli_browse import add_browse_commands
+
+    add_browse_commands(commands)
     text = "serve a catalog of Delta tables over HTTP until SIGTERM / Ctrl-C"
     p = commands.add_parser("serve", help=text, description=text)
     p.add_argument(
@@ -320,9 +330,12 @@ def _add_catalog_commands(sub: Any) -> None:
 
 
 def main(argv: list[str] | None = None) -> int:
+    from deltalog import __version__
+
     parser = argparse.ArgumentParser(
         prog="deltalog", description="Inspect and maintain Delta tables."
     )
+    parser.add_argument("--version", action="version", version=f"deltalog {__version__}")
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
     for name, fn, text in (
         ("info", _info, "print a version's protocol, metadata, schema and counts as JSON"),

@@ -36,6 +36,7 @@ from deltalog.catalog.client import (
     RatifiedCommit,
     RatifiedCommits,
 )
+from deltalog.catalog.named import load_catalog
 from deltalog.exceptions import InvalidArgumentError, UnsupportedFeatureError
 
 if TYPE_CHECKING:
@@ -103,6 +104,7 @@ __all__ = [
     "TableCatalogClient",
     "TableDescription",
     "connect_catalog",
+    "load_catalog",
     "parse_identifier",
 ]
 

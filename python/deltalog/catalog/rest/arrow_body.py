@@ -208,7 +208,6 @@ def _read_checked(data: bytes, max_decoded_bytes: int) -> pa.Table:
     return table
 
 
-
 def decode_arrow_body(data: bytes, max_decoded_bytes: int) -> pa.Table:
     """The table of an Arrow IPC stream, refused before it is decoded if it would take more
     than ``max_decoded_bytes`` bytes, dictionary and run-end encoded columns expanded to

@@ -400,7 +400,7 @@ class VersionRoutes:
             raise _error(
                 p.INVALID_TABLE_STATE,
                 f"{p.published_path(differs)} of {'.'.join(r.names)} differs from the commit "
-                "the catalog ratified for that version (catalogManaged RFC, \"Publishing "
+                'the catalog ratified for that version (catalogManaged RFC, "Publishing '
                 'Commits": the content of a ratified commit is immutable); the catalog keeps '
                 "its commit",
             )
