@@ -321,7 +321,7 @@ def test_command_line_maintenance(tmp_path: Path, capsys: pytest.CaptureFixture[
     assert json.loads(capsys.readouterr().out)["files"] == [
         f"_delta_log/{dl.DeltaTable(uri).version():020}.checkpoint.parquet"
     ]
-    assert main(["compact", str(uri), "--start", "1", "--end", "3"]) == 0
+    assert main(["compact-log", str(uri), "--start", "1", "--end", "3"]) == 0
     assert capsys.readouterr().out.strip().endswith(".compacted.json")
     assert main(["cleanup", str(uri)]) == 0
     assert capsys.readouterr().out == ""

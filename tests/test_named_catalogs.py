@@ -219,3 +219,46 @@ def test_secrets_come_from_the_environment(home: Path, tmp_path: Path) -> None:
         dl.InvalidArgumentError, match=r"refers to \$\{NOT_SET_X\}, which is not set"
     ):
         dl.load_catalog("r")
+
+
+def test_table_commands_take_a_catalog_table(home: Path, tmp_path: Path) -> None:
+    """``info``, ``files``, ``history``, ``optimize``, ``checkpoint``, ``compact-log`` and
+    ``vacuum`` with ``--catalog NAME TABLE``: a catalog-managed table of a SQLite catalog,
+    which by location is refused (``CatalogRequiredError``)."""
+    (home / ".deltalog.yaml").write_text(
+        f"catalog:\n  local:\n    type: sqlite\n    path: {tmp_path / 'c.db'}\n"
+        f"    warehouse: {tmp_path / 'wh'}\n"
+    )
+    catalog = dl.load_catalog("local")
+    catalog.create_namespace("sales")
+    for i in range(3):
+        catalog.write_table(
+            "sales.orders", pa.table({"id": pa.array([i], pa.int64())}), mode="append"
+        )
+    location = catalog.load_table("sales.orders").table_uri
+    env = {**os.environ}
+    code, out, err = cli("info", location, env=env)
+    one_line_error(code, err, "CatalogRequiredError")
+    code, out, err = cli("info", "--catalog", "local", "sales.orders", env=env)
+    assert code == 0, err
+    info = json.loads(out)
+    assert info["version"] == 2 and info["files"] == 3
+    assert "catalogManaged" in info["protocol"]["readerFeatures"]
+    code, out, err = cli("info", "-c", "local", "sales.orders", "--version", "0", env=env)
+    assert json.loads(out)["version"] == 0
+    code, out, err = cli("history", "-c", "local", "sales.orders", "--limit", "2", env=env)
+    assert [json.loads(line)["version"] for line in out.splitlines()] == [2, 1]
+    code, out, err = cli("files", "-c", "local", "sales.orders", env=env)
+    assert len(out.splitlines()) == 3
+    code, out, err = cli("optimize", "-c", "local", "sales.orders", env=env)
+    assert code == 0, err
+    assert json.loads(out)["numFilesRemoved"] == 3
+    code, out, err = cli("files", "-c", "local", "sales.orders", env=env)
+    assert len(out.splitlines()) == 1
+    assert catalog.load_table("sales.orders").version() == 3  # one catalog commit
+    code, out, err = cli("vacuum", "-c", "local", "sales.orders", env=env)
+    assert code == 0, err
+    code, out, err = cli("info", "-c", "local", "sales.nope", env=env)
+    one_line_error(code, err, "sales.nope")
+    code, out, err = cli("compact", location, env=env)
+    assert code == 2 and "invalid choice: 'compact'" in err  # argparse: see optimize

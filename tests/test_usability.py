@@ -145,13 +145,22 @@ def test_cli_commands_work_and_have_help(table: Path, capsys: pytest.CaptureFixt
     with pytest.raises(SystemExit):
         main(["--help"])
     top = capsys.readouterr().out
-    for command in ("info", "files", "history", "checkpoint", "compact", "cleanup", "vacuum"):
+    for command in (
+        "info",
+        "files",
+        "history",
+        "checkpoint",
+        "optimize",
+        "compact-log",
+        "cleanup",
+        "vacuum",
+    ):
         assert command in top
     for command in ("info", "files", "history"):
         with pytest.raises(SystemExit):
             main([command, "--help"])
         text = capsys.readouterr().out
-        assert "table location" in text, command
+        assert "a location" in text and "--catalog" in text, command
     assert "print a version" in top and "newest first" in top
 
 

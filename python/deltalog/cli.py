@@ -1,10 +1,13 @@
-"""The ``deltalog`` command line: inspect and maintain tables from a shell.
+"""The ``deltalog`` command line: inspect and maintain tables from a shell. Every table
+command takes a location, or ``--catalog NAME TABLE`` for a table of a named catalog
+(:mod:`deltalog.catalog.named`).
 
 deltalog info PATH [--version N | --timestamp TS]
 deltalog files PATH [--version N]
 deltalog history PATH [--limit N]
 deltalog checkpoint PATH [--kind classic|v2-parquet|v2-json] [--sidecars N]
-deltalog compact PATH [--start N] [--end N]
+deltalog optimize PATH [--z-order COLS] [--partition-filter SQL] [--target-size BYTES]
+deltalog compact-log PATH [--start N] [--end N]
 deltalog cleanup PATH
 deltalog vacuum PATH [--retention-hours H] [--force] [--apply]
 deltalog catalog serve [--db sqlite:///FILE | postgresql://…] [--warehouse URI] [--host H]
@@ -63,7 +66,22 @@ def _hours(text: str) -> float:
 
 
 def _open(args: argparse.Namespace) -> DeltaTable:
-    return DeltaTable(args.path, version=args.version, timestamp=args.timestamp)
+    return _table(args, getattr(args, "version", None), getattr(args, "timestamp", None))
+
+
+def _table(
+    args: argparse.Namespace, version: int | None = None, timestamp: str | None = None
+) -> DeltaTable:
+    """The table ``args.path`` names: a location, or with ``--catalog`` a table of that
+    named catalog (through the catalog when it manages the table)."""
+    if getattr(args, "catalog", None) is None:
+        return DeltaTable(args.path, version=version, timestamp=timestamp)
+    from deltalog.catalog.named import load_catalog
+
+    table = load_catalog(args.catalog, path=args.config).load_table(args.path, version)
+    if timestamp is not None:
+        table.load_as_version(timestamp)
+    return table
 
 
 def _info(args: argparse.Namespace) -> None:
@@ -103,26 +121,26 @@ def _files(args: argparse.Namespace) -> None:
 
 
 def _history(args: argparse.Namespace) -> None:
-    for entry in DeltaTable(args.path).history(args.limit):
+    for entry in _table(args).history(args.limit):
         print(json.dumps(entry, default=str))
 
 
 def _checkpoint(args: argparse.Namespace) -> None:
-    print(json.dumps(DeltaTable(args.path).create_checkpoint(args.kind, args.sidecars)))
+    print(json.dumps(_table(args).create_checkpoint(args.kind, args.sidecars)))
 
 
 def _compact(args: argparse.Namespace) -> None:
-    print(DeltaTable(args.path).compact_logs(args.start, args.end))
+    print(_table(args).compact_logs(args.start, args.end))
 
 
 def _cleanup(args: argparse.Namespace) -> None:
-    for name in DeltaTable(args.path).cleanup_metadata():
+    for name in _table(args).cleanup_metadata():
         print(f"_delta_log/{name}")
 
 
 def _vacuum(args: argparse.Namespace) -> None:
     try:
-        result = DeltaTable(args.path).vacuum(
+        result = _table(args).vacuum(
             args.retention_hours,
             dry_run=not args.apply,
             enforce_retention_duration=not args.force,
@@ -135,6 +153,26 @@ def _vacuum(args: argparse.Namespace) -> None:
         print(path)
     verb = "deleted" if args.apply else "would delete (dry run; --apply deletes)"
     print(f"{verb} {result.num_files} file(s), {result.bytes} bytes", file=sys.stderr)
+
+
+def _optimize(args: argparse.Namespace) -> None:
+    t = _table(args)
+    if args.z_order:
+        columns = [c.strip() for c in args.z_order.split(",") if c.strip()]
+        metrics = t.optimize.z_order(columns, args.partition_filter, args.target_size)
+    else:
+        metrics = t.optimize.compact(args.partition_filter, args.target_size)
+    print(json.dumps(metrics, indent=2, default=str))
+
+
+def _table_argument(p: argparse.ArgumentParser) -> None:
+    p.add_argument(
+        "path",
+        metavar="TABLE",
+        help="a location (a path or an s3://, gs://, az:// URI), or with --catalog a table name",
+    )
+    p.add_argument("--catalog", "-c", help="a named catalog (.deltalog.yaml) TABLE belongs to")
+    p.add_argument("--config", help="the catalogs' configuration file (default: found)")
 
 
 def _storage_options(args: argparse.Namespace) -> dict[str, str] | None:
@@ -342,7 +380,7 @@ def main(argv: list[str] | None = None) -> int:
         ("files", _files, "list the active data files of a version, one per line"),
     ):
         p = sub.add_parser(name, help=text, description=text)
-        p.add_argument("path", help="table location: a path or an s3://, gs://, az:// URI")
+        _table_argument(p)
         when = p.add_mutually_exclusive_group()
         when.add_argument("--version", type=_non_negative, help="the version (default: latest)")
         when.add_argument(
@@ -353,12 +391,12 @@ def main(argv: list[str] | None = None) -> int:
         p.set_defaults(fn=fn)
     text = "print the commits' commitInfo, newest first, one JSON object per line"
     p = sub.add_parser("history", help=text, description=text)
-    p.add_argument("path", help="table location")
+    _table_argument(p)
     p.add_argument("--limit", type=_non_negative, help="at most this many commits")
     p.set_defaults(fn=_history)
     text = "write a checkpoint of the latest version"
     p = sub.add_parser("checkpoint", help=text, description=text)
-    p.add_argument("path", help="table location")
+    _table_argument(p)
     p.add_argument(
         "--kind",
         choices=["classic", "v2", "v2-parquet", "v2-json"],
@@ -368,9 +406,16 @@ def main(argv: list[str] | None = None) -> int:
         "--sidecars", type=_non_negative, help="sidecar files of a V2 checkpoint (0: none)"
     )
     p.set_defaults(fn=_checkpoint)
-    text = "write a log compaction file of a range of commits"
-    p = sub.add_parser("compact", help=text, description=text)
-    p.add_argument("path", help="table location")
+    text = "compact small data files (OPTIMIZE), or cluster them with --z-order"
+    p = sub.add_parser("optimize", help=text, description=text)
+    _table_argument(p)
+    p.add_argument("--z-order", metavar="COLUMNS", help="Z-order by these columns (a,b,...)")
+    p.add_argument("--partition-filter", help="only these partitions (SQL predicate)")
+    p.add_argument("--target-size", type=_positive, help="target file size in bytes")
+    p.set_defaults(fn=_optimize)
+    text = "write a log compaction file of a range of commits (not data files: see optimize)"
+    p = sub.add_parser("compact-log", help=text, description=text)
+    _table_argument(p)
     p.add_argument(
         "--start", type=_non_negative, help="first commit (default: after the checkpoint)"
     )
@@ -378,11 +423,11 @@ def main(argv: list[str] | None = None) -> int:
     p.set_defaults(fn=_compact)
     text = "delete expired log files (delta.logRetentionDuration)"
     p = sub.add_parser("cleanup", help=text, description=text)
-    p.add_argument("path", help="table location")
+    _table_argument(p)
     p.set_defaults(fn=_cleanup)
     text = "list (or, with --apply, delete) data files no version in the retention references"
     p = sub.add_parser("vacuum", help=text, description=text)
-    p.add_argument("path", help="table location")
+    _table_argument(p)
     p.add_argument(
         "--retention-hours",
         type=_hours,
