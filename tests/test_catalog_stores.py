@@ -147,6 +147,31 @@ def test_namespaces(config: Config) -> None:
         cat.drop_namespace("a.c")
 
 
+def test_list_tables_recursively(config: Config) -> None:
+    """``list_tables(namespace, recursive=True)`` (issue #34, item 3): every table at or below
+    the namespace, as identifiers from the root, sorted; the plain call lists one level."""
+    cat = connect(config)
+    if config["type"] == "unity":
+        for schema in ("a", "b"):
+            cat.create_namespace(schema)
+        cat.write_table("a.t1", rows(1))
+        cat.write_table("b.t2", rows(2))
+        assert cat.list_tables(recursive=True) == ["a.t1", "b.t2"]
+        assert cat.list_tables("b", recursive=True) == ["b.t2"]
+        assert cat.list_tables("b") == ["t2"]
+        return
+    cat.create_namespace("a")
+    cat.create_namespace("a.b")
+    cat.create_namespace("c")
+    for name in ("top", "a.t1", "a.b.t2", "a.b.t3", "c.t4"):
+        cat.write_table(name, rows(1))
+    assert cat.list_tables() == ["top"]
+    assert cat.list_tables(recursive=True) == ["a.b.t2", "a.b.t3", "a.t1", "c.t4", "top"]
+    assert cat.list_tables("a", recursive=True) == ["a.b.t2", "a.b.t3", "a.t1"]
+    assert cat.list_tables(["a", "b"], recursive=True) == ["a.b.t2", "a.b.t3"]
+    assert cat.list_tables("a.b") == ["t2", "t3"]
+
+
 def test_catalog_managed_tables(config: Config, tmp_path: Path) -> None:
     cat = connect(config)
     cat.create_namespace("sales")

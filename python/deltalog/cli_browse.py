@@ -140,18 +140,21 @@ def _tables(args: argparse.Namespace) -> None:
 
 
 def _walk(catalog: Any, namespace: str | None, recursive: bool, out: list[tuple[str, str]]) -> bool:
-    """Appends ``(namespace, table)`` of ``namespace`` (and, recursively, of its nested
-    namespaces, depth first); True when :data:`MAX_LISTED` stopped it."""
-    pending = [namespace]
-    while pending:
-        ns = pending.pop()
-        for name in sorted(catalog.list_tables(ns)):
+    """Appends ``(namespace, table)`` of ``namespace`` (with ``recursive``, of every nested
+    namespace too: ``list_tables(recursive=True)``); True when :data:`MAX_LISTED` stopped
+    it."""
+    if recursive:
+        delimiter = getattr(catalog, "delimiter", ".")
+        for full in catalog.list_tables(namespace, recursive=True):
             if len(out) >= MAX_LISTED:
                 return True
-            out.append((ns or "", name))
-        if recursive:
-            children = catalog.list_namespaces(ns)
-            pending.extend(_join(ns or "", c) for c in sorted(children, reverse=True))
+            ns, _, name = full.rpartition(delimiter)
+            out.append((ns, name))
+        return False
+    for name in sorted(catalog.list_tables(namespace)):
+        if len(out) >= MAX_LISTED:
+            return True
+        out.append((namespace or "", name))
     return False
 
 

@@ -87,8 +87,26 @@ class Catalog(abc.ABC):
     # -- tables --------------------------------------------------------------------------
 
     @abc.abstractmethod
-    def list_tables(self, namespace: Identifier | None = None) -> list[str]:
-        """The names of the tables directly under ``namespace`` (the root when None)."""
+    def list_tables(
+        self, namespace: Identifier | None = None, recursive: bool = False
+    ) -> list[str]:
+        """The names of the tables directly under ``namespace`` (the root when None); with
+        ``recursive``, every table at or below it as identifiers from the root (joined by the
+        delimiter), sorted (:meth:`_tables_below`)."""
+
+    def _tables_below(self, namespace: Identifier | None) -> list[str]:
+        """Every table at or below ``namespace``: its own, then each nested namespace's, as
+        identifiers from the root joined by the delimiter, sorted. One list call per
+        namespace (each pages through a large catalog where its protocol pages)."""
+        start = [] if namespace is None else self._names(namespace)
+        found: list[str] = []
+        pending = [start]
+        while pending:
+            names = pending.pop()
+            here = names or None
+            found += [self.delimiter.join([*names, t]) for t in self.list_tables(here)]
+            pending += [[*names, child] for child in self.list_namespaces(here)]
+        return sorted(found)
 
     @abc.abstractmethod
     def table_exists(self, name: Identifier) -> bool:

@@ -95,7 +95,9 @@ class DirectoryCatalog(Catalog):
 
     # -- tables ----------------------------------------------------------------------------
 
-    def list_tables(self, namespace: Identifier | None = None) -> list[str]:
+    def list_tables(
+        self, namespace: Identifier | None = None, recursive: bool = False
+    ) -> list[str]:
         if namespace is not None:
             raise UnsupportedFeatureError(_NO_NAMESPACES)
         return _native.child_directories(self.path, self.storage_options)

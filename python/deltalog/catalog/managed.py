@@ -429,7 +429,11 @@ class ManagedCatalog(Catalog):
 
     # -- tables ----------------------------------------------------------------------------
 
-    def list_tables(self, namespace: Identifier | None = None) -> list[str]:
+    def list_tables(
+        self, namespace: Identifier | None = None, recursive: bool = False
+    ) -> list[str]:
+        if recursive:
+            return self._tables_below(namespace)
         parent = Store.ROOT if namespace is None else self._namespace(self._names(namespace))
         return self._store.tables(parent)
 

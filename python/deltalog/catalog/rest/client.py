@@ -282,9 +282,14 @@ class RestCatalog(Catalog):
 
     # -- tables ----------------------------------------------------------------------------
 
-    def list_tables(self, namespace: Identifier | None = None) -> list[str]:
+    def list_tables(
+        self, namespace: Identifier | None = None, recursive: bool = False
+    ) -> list[str]:
         """The tables directly under ``namespace`` (declared tables whose first version was
-        never committed are not listed)."""
+        never committed are not listed); with ``recursive``, every table at or below it, the
+        pages of each list call followed."""
+        if recursive:
+            return self._tables_below(namespace)
         ns_api, _ = self._apis()
         _, wire = self._id(namespace)
         pages = self._pages(

@@ -231,7 +231,15 @@ class UnityCatalog(Catalog):
 
     # -- tables ------------------------------------------------------------------------------
 
-    def list_tables(self, namespace: Identifier | None = None) -> list[str]:
+    def list_tables(
+        self, namespace: Identifier | None = None, recursive: bool = False
+    ) -> list[str]:
+        """A schema's tables; at the root every schema's, as ``schema.table`` (UC namespaces
+        are one level, so that is the recursive listing too; a schema's with ``recursive``
+        are ``schema.table`` as well)."""
+        if recursive and namespace is not None:
+            schema = self._schema(namespace)
+            return [f"{schema}.{t}" for t in self.list_tables(namespace)]
         schemas = [self._schema(namespace)] if namespace is not None else self.list_namespaces()
         names: list[str] = []
         for schema in schemas:
