@@ -14,7 +14,8 @@ deltalog catalog serve [--db sqlite:///FILE | postgresql://…] [--warehouse URI
                        [--port P] [--workers N] [--tokens FILE] [--storage-option KEY=VALUE]
                        [--s3-role-arn ARN [--s3-external-id ID] [--sts-endpoint URL]
                         [--s3-region R] [--credential-duration SECONDS]]
-deltalog catalog token --tokens FILE --name NAME --role reader|writer|admin
+deltalog catalog token [create] --tokens FILE --name NAME --role reader|writer|admin [--expires 7d]
+deltalog catalog token list|revoke|rotate --tokens FILE [--name NAME] [--json]
 deltalog catalog list [--json]
 deltalog catalog describe [--catalog NAME] [--json]
 deltalog catalog tables [--catalog NAME] [NAMESPACE] [--recursive] [--json]
@@ -241,9 +242,42 @@ def _serve(args: argparse.Namespace) -> None:
 
 
 def _token(args: argparse.Namespace) -> None:
-    from deltalog.catalog.rest.auth import add_token
+    from deltalog.catalog.rest import auth
 
-    print(add_token(args.tokens, args.name, args.role))
+    action = args.action
+    if action == "list":
+        rows = auth.list_tokens(args.tokens)
+        if args.json:
+            print(json.dumps(rows, indent=2))
+            return
+        from deltalog.cli_browse import table
+
+        table(
+            ["NAME", "ROLE", "STATE", "CREATED", "EXPIRES"],
+            [
+                [r["name"], r["role"], r["state"], r["created"] or "", r["expires"] or ""]
+                for r in rows
+            ],
+        )
+        return
+    if not args.name:
+        raise InvalidArgumentError(f"token {action} needs --name")
+    expires = auth.parse_expiry(args.expires) if args.expires else None
+    if action == "revoke":
+        auth.revoke_token(args.tokens, args.name)
+        print(f"revoked the token of {args.name!r} in {args.tokens}", file=sys.stderr)
+        return
+    if action == "rotate":
+        print(auth.rotate_token(args.tokens, args.name, expires))
+        print(
+            f"rotated the token of {args.name!r} in {args.tokens}: the old one is refused now; "
+            "the token above is not stored and cannot be shown again",
+            file=sys.stderr,
+        )
+        return
+    if not args.role:
+        raise InvalidArgumentError("token create needs --role reader|writer|admin")
+    print(auth.add_token(args.tokens, args.name, args.role, expires))
     print(
         f"added {args.name!r} ({args.role}) to {args.tokens}; the token above is not stored "
         "and cannot be shown again",
@@ -359,11 +393,22 @@ def _add_catalog_commands(sub: Any) -> None:
     _add_limit_options(p)
     _add_credential_options(p)
     p.set_defaults(fn=_serve)
-    text = "add a principal to a tokens file and print its new token"
+    text = (
+        "manage a server's tokens file: create (the default; prints the new token once), "
+        "list, revoke or rotate a principal's token; a running server applies changes "
+        "within a second"
+    )
     p = commands.add_parser("token", help=text, description=text)
+    p.add_argument(
+        "action", nargs="?", default="create", choices=["create", "list", "revoke", "rotate"]
+    )
     p.add_argument("--tokens", required=True, help="the tokens file (created if missing)")
-    p.add_argument("--name", required=True, help="who the token is for")
-    p.add_argument("--role", required=True, choices=["reader", "writer", "admin"])
+    p.add_argument("--name", help="who the token is for")
+    p.add_argument("--role", choices=["reader", "writer", "admin"], help="for create")
+    p.add_argument(
+        "--expires", help="create/rotate: a duration (90s, 30m, 12h, 7d, 4w) or an ISO-8601 time"
+    )
+    p.add_argument("--json", action="store_true", help="list: print JSON")
     p.set_defaults(fn=_token)
 
 

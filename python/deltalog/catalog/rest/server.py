@@ -60,7 +60,13 @@ from starlette.responses import JSONResponse, Response
 
 from deltalog.catalog.managed import ManagedCatalog
 from deltalog.catalog.rest import protocol as p
-from deltalog.catalog.rest.auth import ANONYMOUS_ADMIN, Principal, TokenStore, allows
+from deltalog.catalog.rest.auth import (
+    ANONYMOUS_ADMIN,
+    Principal,
+    TokenRefused,
+    TokenStore,
+    allows,
+)
 from deltalog.catalog.rest.bodies import PayloadTooLarge, parse_json_body
 from deltalog.catalog.rest.limits import (
     MAX_BODY_BYTES,
@@ -197,7 +203,10 @@ def _principal(request: HttpRequest, tokens: TokenStore | None) -> Principal:
     scheme, _, token = header.partition(" ")
     if scheme.lower() != "bearer" or not token.strip():
         raise RestError(p.UNAUTHENTICATED, "a bearer token is required (Authorization header)")
-    principal = tokens.principal(token.strip())
+    try:
+        principal = tokens.principal(token.strip())
+    except TokenRefused as e:
+        raise RestError(p.UNAUTHENTICATED, e.reason) from None
     if principal is None:
         raise RestError(p.UNAUTHENTICATED, "the bearer token is not valid")
     return principal
