@@ -262,3 +262,29 @@ def test_table_commands_take_a_catalog_table(home: Path, tmp_path: Path) -> None
     one_line_error(code, err, "sales.nope")
     code, out, err = cli("compact", location, env=env)
     assert code == 2 and "invalid choice: 'compact'" in err  # argparse: see optimize
+
+
+def test_delta_table_by_catalog_name(home: Path, tmp_path: Path) -> None:
+    """``dl.DeltaTable("local.sales.orders")``: the table of the named catalog, through the
+    catalog (a catalog-managed table), at a version or a timestamp; a local path of that name
+    wins; an unknown first part is a location as before."""
+    (home / ".deltalog.yaml").write_text(
+        f"catalog:\n  local:\n    type: sqlite\n    path: {tmp_path / 'c.db'}\n"
+        f"    warehouse: {tmp_path / 'wh'}\n"
+    )
+    catalog = dl.load_catalog("local")
+    catalog.create_namespace("sales")
+    catalog.write_table("sales.orders", pa.table({"id": pa.array([1], pa.int64())}))
+    catalog.write_table("sales.orders", pa.table({"id": pa.array([2], pa.int64())}), mode="append")
+    t = dl.DeltaTable("local.sales.orders")
+    assert t.version() == 1 and sorted(t.to_pyarrow_table().column("id").to_pylist()) == [1, 2]
+    dl.write_table(t, pa.table({"id": pa.array([3], pa.int64())}), mode="append")
+    assert catalog.load_table("sales.orders").version() == 2  # committed through the catalog
+    assert dl.DeltaTable("LOCAL.sales.orders", version=0).to_pyarrow_table().num_rows == 1
+    stamp = next(h["timestamp"] for h in t.history() if h["version"] == 1)
+    assert dl.DeltaTable("local.sales.orders", timestamp=stamp).version() == 1
+    with pytest.raises(dl.TableNotFoundError):
+        dl.DeltaTable("other.sales.orders")
+    # A directory of that very name in the working directory is a location: it wins.
+    dl.write_table("local.sales.orders", pa.table({"x": [9]}))
+    assert dl.DeltaTable("local.sales.orders").schema().names == ["x"]

@@ -161,6 +161,23 @@ class DeltaTable(TableDML, TableMaintenance):
             from deltalog.catalog.unity.client import resolve_uc_uri
 
             table_uri, storage_options, catalog_client = resolve_uc_uri(table_uri, storage_options)
+        elif isinstance(table_uri, str) and catalog_client is None and storage_options is None:
+            # "prod.sales.orders": a table of a named catalog (deltalog.catalog.named), where
+            # that is unambiguous (no such local path, "prod" configured).
+            from deltalog.catalog.named import table_of_catalog
+
+            loaded = table_of_catalog(table_uri, version if timestamp is None else None)
+            if loaded is not None:
+                table_uri = loaded._uri
+                storage_options = loaded._storage_options
+                catalog_client = loaded._catalog_client
+                if timestamp is None:
+                    self._uri = str(table_uri)
+                    self._storage_options = dict(storage_options) if storage_options else None
+                    self._catalog_client = catalog_client
+                    self._published_only = bool(published_only)
+                    self._set(loaded._raw)
+                    return
         self._uri = str(table_uri)
         self._storage_options = dict(storage_options) if storage_options else None
         self._catalog_client = catalog_client

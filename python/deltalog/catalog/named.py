@@ -40,6 +40,7 @@ from deltalog.exceptions import InvalidArgumentError
 
 if TYPE_CHECKING:
     from deltalog.catalog.base import Catalog
+    from deltalog.table import DeltaTable
 
 FILE_NAME = ".deltalog.yaml"
 ENV_PREFIX = "DELTALOG_CATALOG__"
@@ -159,6 +160,24 @@ def load_catalog(
     return connect_catalog(resolved, storage or None)
 
 
+def table_of_catalog(text: str, version: int | None = None) -> DeltaTable | None:
+    """``dl.DeltaTable("prod.sales.orders")``: the table ``sales.orders`` of the named catalog
+    ``prod``, loaded through it (at ``version``), when ``text`` is unambiguously such a name:
+    no URI scheme or path separator, no local file or directory of that name, and its first
+    part a configured catalog. None otherwise (``text`` is then a location)."""
+    if "://" in text or "/" in text or "\\" in text or "." not in text:
+        return None
+    if os.path.exists(text):
+        return None
+    first, _, rest = text.partition(".")
+    if not rest or not _NAME.fullmatch(first):
+        return None
+    config = read_config()
+    if first.lower() not in config.catalogs:
+        return None
+    return load_catalog(first).load_table(rest, version)
+
+
 def _read_file(file: Path, catalogs: dict[str, NamedCatalog]) -> str | None:
     try:
         import yaml
@@ -267,4 +286,11 @@ def _first_line(e: BaseException) -> str:
     return str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
 
 
-__all__ = ["CatalogConfig", "NamedCatalog", "config_files", "load_catalog", "read_config"]
+__all__ = [
+    "CatalogConfig",
+    "NamedCatalog",
+    "config_files",
+    "load_catalog",
+    "read_config",
+    "table_of_catalog",
+]
