@@ -239,18 +239,28 @@ def test_table_commands_take_a_catalog_table(home: Path, tmp_path: Path) -> None
     env = {**os.environ}
     code, out, err = cli("info", location, env=env)
     one_line_error(code, err, "CatalogRequiredError")
-    code, out, err = cli("info", "--catalog", "local", "sales.orders", env=env)
+    code, out, err = cli("info", "--catalog", "local", "sales.orders", "--json", env=env)
     assert code == 0, err
     info = json.loads(out)
     assert info["version"] == 2 and info["files"] == 3
     assert "catalogManaged" in info["protocol"]["readerFeatures"]
-    code, out, err = cli("info", "-c", "local", "sales.orders", "--version", "0", env=env)
+    code, out, err = cli("info", "-c", "local", "sales.orders", "--version", "0", "--json", env=env)
     assert json.loads(out)["version"] == 0
-    code, out, err = cli("history", "-c", "local", "sales.orders", "--limit", "2", env=env)
+    code, out, err = cli(
+        "history", "-c", "local", "sales.orders", "--limit", "2", "--json", env=env
+    )
     assert [json.loads(line)["version"] for line in out.splitlines()] == [2, 1]
+    code, out, err = cli("history", "-c", "local", "sales.orders", env=env)
+    lines = out.splitlines()
+    assert lines[0].split() == ["VERSION", "TIMESTAMP", "OPERATION", "PARAMETERS"]
+    assert [line.split()[0] for line in lines[1:]] == ["2", "1", "0"]
+    code, out, err = cli("info", "-c", "local", "sales.orders", env=env)
+    assert code == 0, err
+    assert any(line.split()[:2] == ["version", "2"] for line in out.splitlines()), out
+    assert any("catalogManaged" in line for line in out.splitlines() if "reader features" in line)
     code, out, err = cli("files", "-c", "local", "sales.orders", env=env)
     assert len(out.splitlines()) == 3
-    code, out, err = cli("optimize", "-c", "local", "sales.orders", env=env)
+    code, out, err = cli("optimize", "-c", "local", "sales.orders", "--json", env=env)
     assert code == 0, err
     assert json.loads(out)["numFilesRemoved"] == 3
     code, out, err = cli("files", "-c", "local", "sales.orders", env=env)

@@ -134,12 +134,12 @@ def test_cli_errors_are_messages_not_tracebacks(
 
 
 def test_cli_commands_work_and_have_help(table: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    assert main(["info", str(table), "--version", "0"]) == 0
+    assert main(["info", str(table), "--version", "0", "--json"]) == 0
     info = json.loads(capsys.readouterr().out)
     assert info["version"] == 0 and info["files"] == 1
     assert main(["files", str(table)]) == 0
     assert len(capsys.readouterr().out.splitlines()) == 2
-    assert main(["history", str(table), "--limit", "1"]) == 0
+    assert main(["history", str(table), "--limit", "1", "--json"]) == 0
     (line,) = capsys.readouterr().out.splitlines()
     assert json.loads(line)["version"] == 1
     with pytest.raises(SystemExit):

@@ -113,7 +113,37 @@ def _info(args: argparse.Namespace) -> None:
         info["schema"] = str(t.schema())
     except DeltaError as e:
         info["metadata"] = f"unavailable: {e}"
-    print(json.dumps(info, indent=2, default=str))
+    if args.json:
+        print(json.dumps(info, indent=2, default=str))
+        return
+    from deltalog.cli_browse import table
+
+    meta = info["metadata"] if isinstance(info["metadata"], dict) else {}
+    proto = info["protocol"]
+    rows = [
+        ["table", info["uri"]],
+        ["version", info["version"]],
+        ["timestamp", _when(info["timestamp"])],
+        ["files", info["files"]],
+        ["protocol", f"reader {proto['minReaderVersion']}, writer {proto['minWriterVersion']}"],
+        ["reader features", ", ".join(proto["readerFeatures"] or []) or "-"],
+        ["writer features", ", ".join(proto["writerFeatures"] or []) or "-"],
+        ["partition columns", ", ".join(meta.get("partitionColumns") or []) or "-"],
+        *[[f"property {k}", v] for k, v in sorted((meta.get("configuration") or {}).items())],
+        *[[f"column {f.name}", str(f.type)] for f in (t.schema() if meta else [])],
+    ]
+    if not meta:
+        rows.append(["metadata", info["metadata"]])
+    table(["PROPERTY", "VALUE"], rows)
+
+
+def _when(ms: int | None) -> str:
+    import datetime as dt
+
+    if ms is None:
+        return "-"
+    moment = dt.datetime.fromtimestamp(ms / 1000, dt.timezone.utc)
+    return moment.isoformat(timespec="milliseconds").replace("+00:00", "Z")
 
 
 def _files(args: argparse.Namespace) -> None:
@@ -122,8 +152,29 @@ def _files(args: argparse.Namespace) -> None:
 
 
 def _history(args: argparse.Namespace) -> None:
-    for entry in _table(args).history(args.limit):
-        print(json.dumps(entry, default=str))
+    entries = _table(args).history(args.limit)
+    if args.json:
+        for entry in entries:
+            print(json.dumps(entry, default=str))
+        return
+    from deltalog.cli_browse import table
+
+    table(
+        ["VERSION", "TIMESTAMP", "OPERATION", "PARAMETERS"],
+        [
+            [
+                e.get("version"),
+                _when(e.get("timestamp")),
+                e.get("operation") or "-",
+                _short(json.dumps(e.get("operationParameters") or {}, default=str)),
+            ]
+            for e in entries
+        ],
+    )
+
+
+def _short(text: str, width: int = 60) -> str:
+    return text if len(text) <= width else text[: width - 1] + "…"
 
 
 def _checkpoint(args: argparse.Namespace) -> None:
@@ -163,7 +214,12 @@ def _optimize(args: argparse.Namespace) -> None:
         metrics = t.optimize.z_order(columns, args.partition_filter, args.target_size)
     else:
         metrics = t.optimize.compact(args.partition_filter, args.target_size)
-    print(json.dumps(metrics, indent=2, default=str))
+    if args.json:
+        print(json.dumps(metrics, indent=2, default=str))
+        return
+    from deltalog.cli_browse import table
+
+    table(["METRIC", "VALUE"], [[k, json.dumps(v, default=str)] for k, v in metrics.items()])
 
 
 def _table_argument(p: argparse.ArgumentParser) -> None:
@@ -421,7 +477,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--version", action="version", version=f"deltalog {__version__}")
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
     for name, fn, text in (
-        ("info", _info, "print a version's protocol, metadata, schema and counts as JSON"),
+        ("info", _info, "print a version's protocol, metadata, schema and counts"),
         ("files", _files, "list the active data files of a version, one per line"),
     ):
         p = sub.add_parser(name, help=text, description=text)
@@ -433,11 +489,14 @@ def main(argv: list[str] | None = None) -> int:
             type=_timestamp,
             help="the latest version committed at or before this ISO-8601 time",
         )
+        if name == "info":
+            p.add_argument("--json", action="store_true", help="print JSON (for scripts)")
         p.set_defaults(fn=fn)
-    text = "print the commits' commitInfo, newest first, one JSON object per line"
+    text = "print the commits' commitInfo, newest first (--json: one JSON object per line)"
     p = sub.add_parser("history", help=text, description=text)
     _table_argument(p)
     p.add_argument("--limit", type=_non_negative, help="at most this many commits")
+    p.add_argument("--json", action="store_true", help="one JSON object per line")
     p.set_defaults(fn=_history)
     text = "write a checkpoint of the latest version"
     p = sub.add_parser("checkpoint", help=text, description=text)
@@ -457,6 +516,7 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--z-order", metavar="COLUMNS", help="Z-order by these columns (a,b,...)")
     p.add_argument("--partition-filter", help="only these partitions (SQL predicate)")
     p.add_argument("--target-size", type=_positive, help="target file size in bytes")
+    p.add_argument("--json", action="store_true", help="print the metrics as JSON")
     p.set_defaults(fn=_optimize)
     text = "write a log compaction file of a range of commits (not data files: see optimize)"
     p = sub.add_parser("compact-log", help=text, description=text)
