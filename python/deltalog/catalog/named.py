@@ -172,7 +172,10 @@ def table_of_catalog(text: str, version: int | None = None) -> DeltaTable | None
     first, _, rest = text.partition(".")
     if not rest or not _NAME.fullmatch(first):
         return None
-    config = read_config()
+    try:
+        config = read_config()
+    except InvalidArgumentError:
+        return None  # a broken configuration never turns a location into an error
     if first.lower() not in config.catalogs:
         return None
     return load_catalog(first).load_table(rest, version)
