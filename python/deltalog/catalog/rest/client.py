@@ -289,13 +289,39 @@ class RestCatalog(Catalog):
         never committed are not listed); with ``recursive``, every table at or below it, the
         pages of each list call followed."""
         if recursive:
-            return self._tables_below(namespace)
+            return self._all_tables(namespace)
         ns_api, _ = self._apis()
         _, wire = self._id(namespace)
         pages = self._pages(
             f"list tables of {namespace!r}", ns_api.list_tables, wire, include_declared=False
         )
         return [name for page in pages for name in page.tables]
+
+    def _all_tables(self, namespace: Identifier | None) -> list[str]:
+        """Every table at or below ``namespace`` with one paged ``GET /v1/table`` (the
+        server's listing of all tables); a server without
+        that route is walked namespace by namespace (:meth:`_tables_below`)."""
+        _, t_api = self._apis()
+        try:
+            pages = self._pages("list every table", t_api.list_all_tables, include_declared=False)
+        except (UnsupportedFeatureError, TableNotFoundError, NamespaceNotFoundError):
+            return self._tables_below(namespace)
+        except CatalogError as e:
+            if "HTTP 404" not in str(e) and "HTTP 405" not in str(e):
+                raise
+            return self._tables_below(namespace)
+        # Wire identifiers are joined by the protocol's "$" (names cannot hold it).
+        names = sorted(
+            self.delimiter.join(name.split(p.DEFAULT_DELIMITER))
+            for page in pages
+            for name in page.tables
+        )
+        if namespace is None:
+            return names
+        if not self.namespace_exists(namespace):
+            raise NamespaceNotFoundError(f"namespace {namespace!r} does not exist")
+        prefix = self.delimiter.join(self._names(namespace)) + self.delimiter
+        return [name for name in names if name.startswith(prefix)]
 
     def _describe(self, name: Identifier) -> m.DescribeTableResponse:
         _, t_api = self._apis()
