@@ -569,3 +569,44 @@ def test_unpublished_commits_are_capped(config: Config, monkeypatch: pytest.Monk
     store.forget(a, 2)
     store.ratify(a, 3, None, b"3")
     assert [c.version for c in store.commits(a, None, None).commits] == [3]
+
+
+def test_a_postgresql_commit_is_one_round_trip(
+    config: Config, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Issue #34, item 5: ratifying a commit to an existing table sends one statement to
+    PostgreSQL (``deltalog_ratify``, in autocommit: no BEGIN, no COMMIT), and keeps every rule
+    of the general path (order, replay, txnId, the held-commit cap: the other tests here)."""
+    if config["type"] != "postgresql":
+        pytest.skip("PostgreSQL's round trips")
+    import psycopg
+
+    store = store_of(config)
+    a = _new_table(store, "a")
+    calls: list[str] = []
+    execute, commit = psycopg.Connection.execute, psycopg.Connection.commit
+
+    def counted_execute(self: Any, query: Any, *args: Any, **kwargs: Any) -> Any:
+        calls.append(str(query)[:40])
+        return execute(self, query, *args, **kwargs)
+
+    def counted_commit(self: Any) -> None:
+        calls.append("COMMIT")
+        commit(self)
+
+    monkeypatch.setattr(psycopg.Connection, "execute", counted_execute)
+    monkeypatch.setattr(psycopg.Connection, "commit", counted_commit)
+    from deltalog.catalog.managed import Proposal
+
+    store.ratify_all([Proposal(a, 1, None, b"1", sha256="ab" * 32, txn_id="t1")])
+    assert len(calls) == 1 and calls[0].startswith("SELECT deltalog_ratify("), calls
+    calls.clear()
+    # The same commit again (its answer was lost): a replay, one statement too.
+    store.ratify_all([Proposal(a, 1, None, b"1", sha256="ab" * 32, txn_id="t1")])
+    assert len(calls) == 1, calls
+    calls.clear()
+    with pytest.raises(dl.CommitConflictError):
+        store.ratify_all([Proposal(a, 1, None, b"other", sha256="cd" * 32)])
+    assert len([c for c in calls if c != "COMMIT"]) <= 4  # the conflict reads what is held
+    monkeypatch.undo()
+    assert store.commits(a, None, None).latest_version == 1

@@ -29,13 +29,22 @@ from collections.abc import Iterator, Sequence
 from contextlib import contextmanager, suppress
 from typing import TYPE_CHECKING, Any
 
+from deltalog.catalog import sql
+from deltalog.catalog.managed import Proposal, conflict, now_ms
 from deltalog.catalog.sql import (
     COMMIT_LOG_MIGRATION,
+    RATIFY_ATTEMPTS,
     TABLE_UUID_MIGRATION,
     ConnectionPool,
     SqlStore,
+    table_uuid_of,
 )
-from deltalog.exceptions import CatalogError, UnsupportedFeatureError
+from deltalog.exceptions import (
+    CatalogError,
+    CatalogThrottledError,
+    InvalidArgumentError,
+    UnsupportedFeatureError,
+)
 
 if TYPE_CHECKING:
     import psycopg
@@ -64,6 +73,56 @@ MIGRATIONS: list[list[str]] = [
     COMMIT_LOG_MIGRATION,
     # Each table's UUID (Unity Catalog's table_id) and latest protocol/metadata version.
     TABLE_UUID_MIGRATION,
+    # 5: one round trip per commit: the ratification of a commit to an existing table as one
+    # function, called in autocommit (its statement is its transaction; see ratify_all).
+    [
+        """CREATE OR REPLACE FUNCTION deltalog_ratify(
+            p_table BIGINT, p_version BIGINT, p_path TEXT, p_content BYTEA, p_sha TEXT,
+            p_txn TEXT, p_ict BIGINT, p_protocol TEXT, p_metadata TEXT,
+            p_set_clustering BOOLEAN, p_clustering TEXT, p_max_held BIGINT, p_now BIGINT)
+        RETURNS TEXT LANGUAGE plpgsql AS $$
+        DECLARE
+            latest BIGINT; logged RECORD; used BIGINT; held BIGINT; changes BOOLEAN;
+        BEGIN
+            SELECT latest_version INTO latest FROM tables WHERE id = p_table FOR UPDATE;
+            IF NOT FOUND THEN RETURN 'gone'; END IF;
+            IF p_version <= latest THEN
+                SELECT sha256, staged_path INTO logged FROM commit_log
+                    WHERE table_id = p_table AND version = p_version;
+                IF FOUND THEN
+                    IF p_path IS NOT NULL AND logged.staged_path IS NOT NULL THEN
+                        IF p_path = logged.staged_path THEN RETURN 'replay'; END IF;
+                    ELSIF p_sha IS NOT NULL AND logged.sha256 IS NOT NULL
+                          AND p_sha = logged.sha256 THEN
+                        RETURN 'replay';
+                    END IF;
+                END IF;
+            END IF;
+            IF p_version <> latest + 1 THEN RETURN 'conflict'; END IF;
+            IF p_txn IS NOT NULL THEN
+                SELECT version INTO used FROM commit_log
+                    WHERE table_id = p_table AND txn_id = p_txn;
+                IF FOUND THEN RETURN 'txn:' || used; END IF;
+            END IF;
+            SELECT COUNT(*) INTO held FROM commits WHERE table_id = p_table;
+            IF held >= p_max_held THEN RETURN 'held:' || held; END IF;
+            INSERT INTO commits (table_id, version, staged_path, content, timestamp_ms, sha256)
+                VALUES (p_table, p_version, p_path, p_content, p_now, p_sha);
+            INSERT INTO commit_log (table_id, version, txn_id, sha256, staged_path, ict,
+                                    ratified_ms)
+                VALUES (p_table, p_version, p_txn, p_sha, p_path, p_ict, p_now);
+            changes := p_protocol IS NOT NULL OR p_metadata IS NOT NULL;
+            UPDATE tables SET latest_version = p_version,
+                protocol = COALESCE(p_protocol, protocol),
+                metadata = COALESCE(p_metadata, metadata),
+                last_ict = COALESCE(p_ict, last_ict),
+                clustering = CASE WHEN p_set_clustering THEN p_clustering ELSE clustering END,
+                metadata_version = CASE WHEN changes THEN p_version ELSE metadata_version END,
+                metadata_ict = CASE WHEN changes THEN p_ict ELSE metadata_ict END
+                WHERE id = p_table;
+            RETURN 'ok';
+        END $$""",
+    ],
 ]
 
 #: The ``pg_advisory_xact_lock`` key of schema migrations (``deltalog`` in ASCII).
@@ -74,6 +133,14 @@ LOCATION_LOCK = 0x646C746C6F636174
 
 #: The most idle connections a store keeps open.
 MAX_IDLE = 8
+
+
+def _fast(p: Proposal) -> bool:
+    """Whether ``deltalog_ratify`` takes the proposal: a commit to an existing table whose
+    metadata sets no Unity Catalog table id (which the general path adopts or checks)."""
+    return (
+        p.table_id is not None and p.create is None and table_uuid_of(p.metadata, p.version) is None
+    )
 
 
 def _psycopg() -> Any:
@@ -148,6 +215,75 @@ class PostgresStore(SqlStore):
                     db.rollback()
                 raise
             db.commit()
+
+    def ratify_all(self, proposals: Sequence[Proposal]) -> list[int]:
+        """One commit to an existing table (the common case) is one round trip: the function
+        ``deltalog_ratify`` (migration 5) does :meth:`SqlStore._ratify`'s checks and writes
+        in one statement, run in autocommit so that the statement is its own transaction
+        (its ``FOR UPDATE`` lock held to its end, the WAL flushed before the answer). A
+        conflict costs one more read, for the held commits the answer carries. New tables,
+        several proposals and commits carrying a Unity Catalog table id take the general
+        path."""
+        proposals = list(proposals)
+        if len(proposals) != 1 or not _fast(proposals[0]):
+            return super().ratify_all(proposals)
+        p = proposals[0]
+        assert p.table_id is not None
+        set_clustering, clustering = p.clustering
+        params = (
+            p.table_id,
+            p.version,
+            p.path,
+            p.content,
+            p.sha256,
+            p.txn_id,
+            p.ict,
+            p.protocol,
+            p.metadata,
+            set_clustering,
+            clustering,
+            self.max_unpublished or sql.MAX_UNPUBLISHED,  # (sql's: one setting for both)
+            now_ms(),
+        )
+        attempt = 1
+        while True:
+            try:
+                with self._pool.connection() as db:
+                    db.autocommit = True
+                    try:
+                        row = db.execute(
+                            "SELECT deltalog_ratify(%s, %s, %s, %s, %s, %s, %s, %s, %s, %s, "
+                            "%s, %s, %s)",
+                            params,
+                        ).fetchone()
+                    finally:
+                        with suppress(self._psycopg.Error):
+                            db.autocommit = False
+                break
+            except self.integrity_errors + self.retry_errors as e:
+                if attempt == RATIFY_ATTEMPTS:
+                    raise CatalogError(
+                        f"the ratification lost {attempt} races in the catalog database "
+                        f"{self.name}: {e}"
+                    ) from e
+                attempt += 1
+        status = str(row[0]) if row is not None else "gone"
+        if status in ("ok", "replay"):
+            return [p.table_id]
+        if status == "conflict":
+            raise conflict(p.version, self.commits(p.table_id, p.version, None))
+        if status.startswith("txn:"):
+            raise InvalidArgumentError(
+                f"proposed commit {p.version}: txnId {p.txn_id!r} was ratified as version "
+                f'{status[4:]} already (catalogManaged RFC, "Commit Provenance Information": '
+                "a unique transaction identifier)"
+            )
+        if status.startswith("held:"):
+            raise CatalogThrottledError(
+                f"the table holds {status[5:]} unpublished commits, the most it may; publish "
+                f"them before committing version {p.version}"
+            )
+        raise CatalogError(f"the table {p.table_id} is no longer in the catalog")
 
     def _insert(self, db: Any, sql: str, params: Sequence[Any]) -> int:
         return int(self._one(db, sql + " RETURNING id", params)[0])
