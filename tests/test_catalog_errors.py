@@ -169,10 +169,12 @@ def test_dml_and_optimize_commit(catalog: Any, name: str, make: Any, attrs: Any)
         ("update", lambda: t.update({"id": "id + 10"}, predicate="id = 2")),
         (
             "merge",
-            lambda: t.merge(rows(3, 9), "target.id = source.id", target_alias="target")
-            .when_matched_delete()
-            .when_not_matched_insert_all()
-            .execute(),
+            lambda: (
+                t.merge(rows(3, 9), "target.id = source.id", target_alias="target")
+                .when_matched_delete()
+                .when_not_matched_insert_all()
+                .execute()
+            ),
         ),
         ("optimize", lambda: t.optimize.compact()),
     ]
@@ -311,9 +313,11 @@ def test_writes_by_path_raise_catalog_required(catalog: Any) -> None:
         lambda: dl.write_table(t, rows(4), mode="overwrite"),
         lambda: t.delete("id = 1"),
         lambda: t.update({"id": "id + 1"}),
-        lambda: t.merge(rows(1), "target.id = source.id", target_alias="target")
-        .when_matched_delete()
-        .execute(),
+        lambda: (
+            t.merge(rows(1), "target.id = source.id", target_alias="target")
+            .when_matched_delete()
+            .execute()
+        ),
         lambda: t.optimize.compact(),
         lambda: t.vacuum(dry_run=False),
         lambda: t.create_checkpoint(),

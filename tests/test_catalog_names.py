@@ -192,9 +192,7 @@ def test_one_directory_is_one_table(managed: Config, tmp_path: Path) -> None:
     assert ids(cat.load_table("ext")) == [7]
 
 
-def test_a_new_table_cannot_be_created_where_another_lives(
-    managed: Config, tmp_path: Path
-) -> None:
+def test_a_new_table_cannot_be_created_where_another_lives(managed: Config, tmp_path: Path) -> None:
     """A registered table inside the warehouse keeps its directory: a new table whose derived
     location is that directory is refused before any file is written."""
     cat = connect(managed)

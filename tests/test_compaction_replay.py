@@ -293,8 +293,10 @@ def state(t: dl.DeltaTable) -> dict[str, Any]:
     """What a snapshot is: version, active logical files, rows, txns, domains, protocol."""
     actions = t.get_add_actions(flatten=True).to_pylist()
     files = sorted(
-        ((a["path"], a["deletion_vector.path_or_inline_dv"], a["num_records"], a["size"])
-         for a in actions),
+        (
+            (a["path"], a["deletion_vector.path_or_inline_dv"], a["num_records"], a["size"])
+            for a in actions
+        ),
         key=sort_key,
     )
     rows = sorted(t.to_pyarrow_table().column("id").to_pylist())
@@ -312,8 +314,10 @@ def state(t: dl.DeltaTable) -> dict[str, Any]:
 def oracle_files(root: Path, version: int) -> list[tuple[str, str | None]]:
     snap = oracle.replay(root, version)
     return sorted(
-        ((a["path"], (a.get("deletionVector") or {}).get("pathOrInlineDv"))
-         for a in snap.adds.values()),
+        (
+            (a["path"], (a.get("deletionVector") or {}).get("pathOrInlineDv"))
+            for a in snap.adds.values()
+        ),
         key=sort_key,
     )
 

@@ -630,9 +630,7 @@ def test_min_commit_interval_commits_as_it_goes(tmp_path: Path) -> None:
     )
 
     again, _ = twins(tmp_path / "again")
-    m = dl.DeltaTable(str(again)).optimize.z_order(
-        ["id"], min_commit_interval=timedelta(hours=1)
-    )
+    m = dl.DeltaTable(str(again)).optimize.z_order(["id"], min_commit_interval=timedelta(hours=1))
     assert m["version"] == start + 1 and m["numFilesRemoved"] == 12
 
 

@@ -726,6 +726,7 @@ def test_the_unity_client_uses_vended_credentials(
     # A new table: version 0 written with the staging table's credentials.
     uc.write_table("sales.fresh", pa.table({"id": pa.array([7], pa.int64())}))
     assert uc.load_table("sales.fresh").to_pyarrow_table().column("id").to_pylist() == [7]
+
     # Cached while fresh; asked again once they expire within the renewal window.
     def vended() -> int:
         return vending.log_text().count("/credentials")

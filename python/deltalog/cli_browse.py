@@ -20,6 +20,7 @@ def add_browse_commands(commands: Any) -> None:
     """Adds ``list``, ``describe`` and ``tables`` to the ``catalog`` subcommands."""
     text = "list the configured catalogs (.deltalog.yaml and DELTALOG_CATALOG__* variables)"
     p = commands.add_parser("list", help=text, description=text)
+    p.add_argument("--config", help="the configuration file (default: .deltalog.yaml, found)")
     _output(p)
     p.set_defaults(fn=_list)
     text = "describe a configured catalog: its type, location and top-level namespaces"
@@ -45,8 +46,6 @@ def _which(p: argparse.ArgumentParser) -> None:
 
 def _output(p: argparse.ArgumentParser) -> None:
     p.add_argument("--json", action="store_true", help="print JSON instead of a table")
-    if "--config" not in p._option_string_actions:
-        p.add_argument("--config", help="the configuration file (default: .deltalog.yaml)")
 
 
 def _list(args: argparse.Namespace) -> None:

@@ -209,8 +209,6 @@ class StorageError(DeltaError):
     """The storage layer (local disk or object store) failed."""
 
 
-
-
 class CatalogRequiredError(DeltaError):
     """A catalog-managed table was opened without its catalog (catalogManaged RFC: "Reader
     Requirements for Catalog-managed tables": readers must discover the table through its
@@ -307,9 +305,7 @@ class CommitOutcomeUnknownError(CatalogError):
         version: the version the commit was proposed as, when known.
     """
 
-    def __init__(
-        self, message: str, table: str | None = None, version: int | None = None
-    ) -> None:
+    def __init__(self, message: str, table: str | None = None, version: int | None = None) -> None:
         super().__init__(message, table)
         self.version = version
 

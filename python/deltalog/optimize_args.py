@@ -227,8 +227,7 @@ def commit_interval(value: Any) -> float | None:
         seconds = float(value)
     else:
         raise TypeError(
-            "min_commit_interval must be seconds (int) or a timedelta, not "
-            f"{type(value).__name__}"
+            f"min_commit_interval must be seconds (int) or a timedelta, not {type(value).__name__}"
         )
     if not math.isfinite(seconds) or seconds < 0:
         raise InvalidArgumentError(

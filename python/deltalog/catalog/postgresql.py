@@ -33,7 +33,6 @@ from deltalog.catalog import sql
 from deltalog.catalog.managed import Proposal, conflict, now_ms
 from deltalog.catalog.sql import (
     COMMIT_LOG_MIGRATION,
-    RATIFY_ATTEMPTS,
     TABLE_UUID_MIGRATION,
     ConnectionPool,
     SqlStore,
@@ -245,28 +244,21 @@ class PostgresStore(SqlStore):
             self.max_unpublished or sql.MAX_UNPUBLISHED,  # (sql's: one setting for both)
             now_ms(),
         )
-        attempt = 1
-        while True:
-            try:
-                with self._pool.connection() as db:
-                    db.autocommit = True
-                    try:
-                        row = db.execute(
-                            "SELECT deltalog_ratify(%s, %s, %s, %s, %s, %s, %s, %s, %s, %s, "
-                            "%s, %s, %s)",
-                            params,
-                        ).fetchone()
-                    finally:
-                        with suppress(self._psycopg.Error):
-                            db.autocommit = False
-                break
-            except self.integrity_errors + self.retry_errors as e:
-                if attempt == RATIFY_ATTEMPTS:
-                    raise CatalogError(
-                        f"the ratification lost {attempt} races in the catalog database "
-                        f"{self.name}: {e}"
-                    ) from e
-                attempt += 1
+
+        def attempt() -> Any:
+            with self._pool.connection() as db:
+                db.autocommit = True
+                try:
+                    return db.execute(
+                        "SELECT deltalog_ratify(%s, %s, %s, %s, %s, %s, %s, %s, %s, %s, "
+                        "%s, %s, %s)",
+                        params,
+                    ).fetchone()
+                finally:
+                    with suppress(self._psycopg.Error):
+                        db.autocommit = False
+
+        row = self._retrying(attempt)
         status = str(row[0]) if row is not None else "gone"
         if status in ("ok", "replay"):
             return [p.table_id]

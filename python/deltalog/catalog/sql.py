@@ -49,6 +49,7 @@ from deltalog.exceptions import (
 RATIFY_ATTEMPTS = 5
 
 C = TypeVar("C")
+T = TypeVar("T")
 
 #: The migration both engines share that records every ratified version (``commit_log``: kept
 #: after publishing, so that a replayed commit is recognised and a published file checked) and
@@ -488,20 +489,31 @@ class SqlStore(Store):
         _check_distinct(proposals)
         if not proposals:
             return []
-        attempt = 1
+
+        def attempt() -> list[int]:
+            with self._transaction() as db:
+                existing = sorted({p.table_id for p in proposals if p.table_id is not None})
+                self._lock_tables(db, existing)
+                return [self._ratify(db, p) for p in proposals]
+
+        return self._retrying(attempt)
+
+    def _retrying(self, attempt: Callable[[], T]) -> T:
+        """``attempt()`` (one ratification transaction), tried again after a race only the
+        database saw (a unique key, a serialization failure, a deadlock) up to
+        :data:`RATIFY_ATTEMPTS` times: the next try answers it with the ratification's own
+        checks."""
+        tries = 1
         while True:
             try:
-                with self._transaction() as db:
-                    existing = sorted({p.table_id for p in proposals if p.table_id is not None})
-                    self._lock_tables(db, existing)
-                    return [self._ratify(db, p) for p in proposals]
+                return attempt()
             except self.integrity_errors + self.retry_errors as e:
-                if attempt == RATIFY_ATTEMPTS:
+                if tries == RATIFY_ATTEMPTS:
                     raise CatalogError(
-                        f"the ratification lost {attempt} races in the catalog database "
+                        f"the ratification lost {tries} races in the catalog database "
                         f"{self.name}: {e}"
                     ) from e
-                attempt += 1
+                tries += 1
 
     def _ratify(self, db: Any, p: Proposal) -> int:
         """Ratifies one proposal in the transaction ``db`` (whose rows are locked)."""

@@ -88,7 +88,7 @@ def _predicate_rewrite(
 ) -> dict[str, Any]:
     from pyspark.sql import functions as F
 
-    _check_rewritable(table, operation)
+    _check_rewritable(table)
     files = _candidate_files(table, predicate)
     if predicate is None and updates is None:
         # DELETE of every row: the files go whole, nothing to read ("Remove File"; a change

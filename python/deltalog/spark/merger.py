@@ -174,7 +174,7 @@ class SparkMerger:
         from pyspark.sql import functions as F
 
         table = self._table
-        _check_rewritable(table, "MERGE")
+        _check_rewritable(table)
         if not self._clauses:
             raise InvalidArgumentError("a MERGE needs at least one when_* clause")
         source_alias, target_alias = self._aliases

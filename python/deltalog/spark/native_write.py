@@ -51,7 +51,13 @@ from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any
 
-from deltalog.spark.native_read import _local_root, _nullable, _quoted, _spark_unescape
+from deltalog.spark.native_read import (
+    _HIVE_NULL,
+    _local_root,
+    _nullable,
+    _quoted,
+    _spark_unescape,
+)
 
 if TYPE_CHECKING:
     from pyspark.sql import Column, DataFrame, SparkSession
@@ -59,7 +65,6 @@ if TYPE_CHECKING:
 
 log = logging.getLogger("deltalog.spark")
 
-_HIVE_NULL = "__HIVE_DEFAULT_PARTITION__"
 _MARK = "deltalog-violation: "
 _GENERATED = "delta.generationExpression"
 _DEFAULT = "CURRENT_DEFAULT"

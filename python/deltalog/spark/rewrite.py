@@ -39,7 +39,7 @@ KEEP = "keep"
 PRE = "_deltalog_pre_"
 
 
-def _check_rewritable(table: DeltaTable, operation: str) -> None:
+def _check_rewritable(table: DeltaTable) -> None:
     """What this path cannot do correctly is refused up front."""
     from deltalog.writer import check_snapshot_writable
 

@@ -207,35 +207,50 @@ mod tests {
         options
     }
 
-    async fn table(dir: &std::path::Path, dv: bool) -> Snapshot {
+    /// A table of one `id` column holding `0..rows`, version 0 written with `configuration`
+    /// and `protocol`.
+    async fn ids_table(
+        dir: &std::path::Path,
+        rows: i64,
+        configuration: &[(&str, &str)],
+        protocol: Value,
+    ) -> Snapshot {
         let storage = Storage::open(dir.to_str().unwrap(), &Default::default()).unwrap();
         let schema = Arc::new(Schema::new(vec![Field::new("id", DataType::Int64, true)]));
         let batch = RecordBatch::try_new(
             schema.clone(),
-            vec![Arc::new(Int64Array::from_iter_values(0..10))],
+            vec![Arc::new(Int64Array::from_iter_values(0..rows))],
         )
         .unwrap();
-        let (config, protocol): (&[(&str, &str)], Value) = if dv {
-            (
-                &[("delta.enableDeletionVectors", "true")],
-                json!({"minReaderVersion": 3, "minWriterVersion": 7,
-                       "readerFeatures": ["deletionVectors"],
-                       "writerFeatures": ["deletionVectors"]}),
-            )
-        } else {
-            (&[], json!({"minReaderVersion": 1, "minWriterVersion": 2}))
-        };
         let written = write_batches(
             &storage,
             None,
             &schema,
             [Ok(batch)],
-            options(config, protocol),
+            options(configuration, protocol),
         )
         .await
         .unwrap();
         assert_eq!(written, Written::Version(0));
         Snapshot::try_new(storage, None).await.unwrap()
+    }
+
+    async fn table(dir: &std::path::Path, dv: bool) -> Snapshot {
+        if dv {
+            let protocol = json!({"minReaderVersion": 3, "minWriterVersion": 7,
+                                  "readerFeatures": ["deletionVectors"],
+                                  "writerFeatures": ["deletionVectors"]});
+            ids_table(
+                dir,
+                10,
+                &[("delta.enableDeletionVectors", "true")],
+                protocol,
+            )
+            .await
+        } else {
+            let protocol = json!({"minReaderVersion": 1, "minWriterVersion": 2});
+            ids_table(dir, 10, &[], protocol).await
+        }
     }
 
     #[tokio::test]
@@ -280,21 +295,13 @@ mod tests {
     async fn change_rows_become_cdc_files_of_their_kinds() {
         use arrow::array::StringArray;
         let dir = tempfile::tempdir().unwrap();
-        let storage = Storage::open(dir.path().to_str().unwrap(), &Default::default()).unwrap();
-        let schema = Arc::new(Schema::new(vec![Field::new("id", DataType::Int64, true)]));
-        let batch = RecordBatch::try_new(
-            schema.clone(),
-            vec![Arc::new(Int64Array::from_iter_values(0..3))],
-        )
-        .unwrap();
-        let opts = options(
+        let snapshot = ids_table(
+            dir.path(),
+            3,
             &[("delta.enableChangeDataFeed", "true")],
             json!({"minReaderVersion": 1, "minWriterVersion": 4}),
-        );
-        write_batches(&storage, None, &schema, [Ok(batch)], opts)
-            .await
-            .unwrap();
-        let snapshot = Snapshot::try_new(storage, None).await.unwrap();
+        )
+        .await;
         let changes = Arc::new(Schema::new(vec![
             Field::new("id", DataType::Int32, true),
             Field::new(CHANGE_TYPE, DataType::Utf8, true),
@@ -340,14 +347,9 @@ mod tests {
     #[tokio::test]
     async fn rows_keep_their_lineage_in_the_materialized_columns() {
         let dir = tempfile::tempdir().unwrap();
-        let storage = Storage::open(dir.path().to_str().unwrap(), &Default::default()).unwrap();
-        let schema = Arc::new(Schema::new(vec![Field::new("id", DataType::Int64, true)]));
-        let batch = RecordBatch::try_new(
-            schema.clone(),
-            vec![Arc::new(Int64Array::from_iter_values(0..3))],
-        )
-        .unwrap();
-        let opts = options(
+        let snapshot = ids_table(
+            dir.path(),
+            3,
             &[
                 ("delta.enableRowTracking", "true"),
                 ("delta.rowTracking.materializedRowIdColumnName", "_rid"),
@@ -358,11 +360,8 @@ mod tests {
             ],
             json!({"minReaderVersion": 1, "minWriterVersion": 7,
                    "writerFeatures": ["rowTracking", "domainMetadata"]}),
-        );
-        write_batches(&storage, None, &schema, [Ok(batch)], opts)
-            .await
-            .unwrap();
-        let snapshot = Snapshot::try_new(storage, None).await.unwrap();
+        )
+        .await;
         let rows = Arc::new(Schema::new(vec![
             Field::new("id", DataType::Int64, true),
             Field::new(ROW_ID, DataType::Int64, true),
