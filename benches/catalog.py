@@ -83,12 +83,20 @@ def append_latencies(tables: dict[str, dl.DeltaTable], appends: int) -> dict[str
     return out
 
 
-def _writer(config: dict[str, str], k: int, commits: int, start: Any) -> None:
+def _writer(config: dict[str, str], k: int, commits: int, start: Any, done: Any) -> None:
     cat = dl.connect_catalog(config)
-    start.wait()
     t = cat.load_table("shared")
-    for i in range(commits):
-        dl.write_table(t, row(k * 1_000_000 + i), mode="append")
+    # pyarrow imports pandas on the first pa.table() (its DataFrame check): ~250 ms of
+    # imports, and the collections they set off, outside the timed part.
+    row(0)
+    start.wait()  # a barrier: every writer ready, and the clock started
+    try:
+        for i in range(commits):
+            dl.write_table(t, row(k * 1_000_000 + i), mode="append")
+    except Exception as e:
+        done.put(f"writer {k}: {type(e).__name__}: {e}")
+        raise
+    done.put(None)
 
 
 def throughput(config: dict[str, str], writers: int, commits: int) -> tuple[float, int]:
@@ -96,20 +104,22 @@ def throughput(config: dict[str, str], writers: int, commits: int) -> tuple[floa
     cat = dl.connect_catalog(config)
     cat.create_table("shared", pa.schema({"id": pa.int64()}))
     ctx = multiprocessing.get_context("spawn")
-    start = ctx.Event()
+    start = ctx.Barrier(writers + 1)
+    done = ctx.Queue()
     workers = [
-        ctx.Process(target=_writer, args=(config, k, commits, start)) for k in range(writers)
+        ctx.Process(target=_writer, args=(config, k, commits, start, done)) for k in range(writers)
     ]
     for w in workers:
         w.start()
-    time.sleep(3)  # let every writer import and connect
+    start.wait(timeout=120)  # every writer imported, connected and warmed up
     began = time.perf_counter()
-    start.set()
+    failures = [f for f in (done.get(timeout=600) for _ in workers) if f is not None]
+    # Until the last commit: the writers' interpreters shutting down is not part of it.
+    elapsed = time.perf_counter() - began
     for w in workers:
         w.join()
-    elapsed = time.perf_counter() - began
-    if any(w.exitcode != 0 for w in workers):
-        raise RuntimeError("a writer failed")
+    if failures or any(w.exitcode != 0 for w in workers):
+        raise RuntimeError(f"a writer failed: {failures}")
     version = cat.load_table("shared").version()
     assert version == writers * commits, (version, writers * commits)
     return elapsed, version

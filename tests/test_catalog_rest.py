@@ -7,6 +7,7 @@ back by deltalog and by ``deltalake``."""
 
 from __future__ import annotations
 
+import gc
 import hashlib
 import json
 import time
@@ -324,9 +325,20 @@ def test_pylance_rest_namespace(server: Any, tmp_path: Path) -> None:
     plain = client.describe_table(ln.DescribeTableRequest(id=["lake", "ext"]))
     assert plain.location == ext and not plain.managed_versioning
     versions = client.list_table_versions(ln.ListTableVersionsRequest(id=["lake", "managed"]))
-    assert [v.version for v in versions.versions] == [0, 1, 2, 3]  # every version, published
-    assert all(v.metadata["delta.published"] == "true" for v in versions.versions)
+    assert [v.version for v in versions.versions] == [0, 1, 2, 3]
+    # Each writer reports its commit published with its next one: the last is still held...
+    assert [v.metadata.get("delta.published") for v in versions.versions] == [
+        "true",
+        "true",
+        "true",
+        None,
+    ]
     assert versions.context["delta.latestVersion"] == "3"
+    # ... until the writer's client goes away (here; else at exit), which reports it.
+    del t
+    gc.collect()
+    versions = client.list_table_versions(ln.ListTableVersionsRequest(id=["lake", "managed"]))
+    assert all(v.metadata["delta.published"] == "true" for v in versions.versions)
     with pytest.raises(errors.TableNotFoundError):
         client.describe_table(ln.DescribeTableRequest(id=["lake", "nope"]))
     client.deregister_table(ln.DeregisterTableRequest(id=["lake", "ext"]))

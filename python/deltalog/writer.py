@@ -438,7 +438,9 @@ def write_table(
     )
     if isinstance(table_or_uri, DeltaTable):
         if existing is not None:
-            table_or_uri._set(existing.advance(None))
+            # A catalog-managed table moves to the version just written and published,
+            # without asking its catalog again; any other table to the latest version.
+            table_or_uri._set(existing.advance_published(version))
         else:
             table_or_uri.update_incremental()
     return version

@@ -386,8 +386,41 @@ impl Snapshot {
                 (listing, latest)
             }
         };
+        self.replay_onto(listing, target.unwrap_or(latest), latest)
+            .await
+    }
+
+    /// [`Snapshot::advance`] to `target`, a version this process knows is published (a
+    /// writer's own commit, published with every ratified commit before it): the published
+    /// log answers alone ("Publishing Commits": `<v>.json` is the ratified commit `v`, whose
+    /// content is immutable), so a catalog-managed table does not ask its catalog again.
+    /// Otherwise (a table without a catalog, whose listing is as cheap; a log that does not
+    /// hold every commit up to `target` after all, such as a commit the catalog ratifies
+    /// later with others) this is `advance(None)`: the latest version.
+    pub async fn advance_published(&self, target: u64) -> DeltaResult<Snapshot> {
+        let current = self.version();
+        if self.catalog.is_none() || target <= current {
+            return self.advance(None).await;
+        }
+        let listing = LogListing::list(&self.storage, Some(current + 1)).await?;
         let commits = listing.commits();
-        let target = target.unwrap_or(latest);
+        if (current + 1..=target).any(|v| !commits.contains_key(&v)) {
+            return self.advance(None).await;
+        }
+        drop(commits);
+        self.replay_onto(listing, target, target).await
+    }
+
+    /// `target` (at most `latest`), from this snapshot and the commits after it in
+    /// `listing`: [`Snapshot::advance`] once it knows what to replay.
+    async fn replay_onto(
+        &self,
+        listing: LogListing,
+        target: u64,
+        latest: u64,
+    ) -> DeltaResult<Snapshot> {
+        let current = self.version();
+        let commits = listing.commits();
         if target == current {
             return Ok(self.clone());
         }

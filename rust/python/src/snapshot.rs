@@ -115,6 +115,18 @@ impl RawSnapshot {
         Ok(RawSnapshot { snapshot })
     }
 
+    /// After this process committed `version`: the latest version, except that a
+    /// catalog-managed table whose log holds every commit up to `version` moves to it without
+    /// asking its catalog again (`Snapshot::advance_published`).
+    fn advance_published(&self, py: Python<'_>, version: i64) -> PyResult<Self> {
+        let version = to_version(Some(version))
+            .map_err(|e| to_py_err(py, e))?
+            .unwrap_or_default();
+        let snapshot = self.snapshot.clone();
+        let snapshot = block_on(py, async move { snapshot.advance_published(version).await })?;
+        Ok(RawSnapshot { snapshot })
+    }
+
     /// Whether this snapshot was opened through a catalog (its commits go through it).
     fn has_catalog(&self) -> bool {
         self.snapshot.catalog().is_some()

@@ -21,6 +21,7 @@ import json
 import os
 import threading
 import time
+import weakref
 from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, TypeVar
 
@@ -65,6 +66,10 @@ T = TypeVar("T")
 _TRANSIENT = {502, 503, 504}
 #: The page size asked for when listing.
 _PAGE = 1000
+#: The first page asked for when listing a table's held commits, newest first: a table holds
+#: few unpublished commits (usually none), and every version older than the first published
+#: one is of no interest, so a short first page spares both sides the table's whole history.
+_HELD_FIRST_PAGE = 8
 
 
 def _answer(e: ApiException) -> tuple[int | None, str, dict[str, str] | None]:
@@ -182,10 +187,16 @@ class RestCatalog(Catalog):
                 if e.status in _TRANSIENT and attempt + 1 < attempts:
                     time.sleep(0.05 * 2**attempt)
                     continue
-                error = translate(e, what)
+                error: Exception | None = translate(e, what)
                 if isinstance(error, _NoAnswer) and idempotent:
                     error = CatalogUnavailableError(str(error))
-                raise error from None
+                try:
+                    raise error from None  # type: ignore[misc]
+                finally:
+                    # Else this frame (in the error's traceback) and the error hold each
+                    # other: a cycle per conflict, left to the cyclic collector, whose full
+                    # collections cost contended writers milliseconds a commit.
+                    error = None
             except urllib3.exceptions.HTTPError as e:
                 if attempt + 1 < attempts:
                     time.sleep(0.05 * 2**attempt)
@@ -512,7 +523,7 @@ class RestCatalog(Catalog):
                 p.encode_id(names),
                 descending=True,
                 page_token=token,
-                limit=_PAGE,
+                limit=_PAGE if token else _HELD_FIRST_PAGE,
                 idempotent=True,
             )
             if latest is None:
@@ -542,8 +553,14 @@ class RestCatalog(Catalog):
         )
         return answer.version
 
-    def _ratify(self, entries: list[tuple[list[str], int, str | None, bytes | None]]) -> None:
-        """Ratifies ``(names, version, staged name, inline content)`` entries together.
+    def _ratify(
+        self,
+        entries: list[tuple[list[str], int, str | None, bytes | None]],
+        published_through: int | None = None,
+    ) -> None:
+        """Ratifies ``(names, version, staged name, inline content)`` entries together;
+        ``published_through``: a single entry's report that its table's commits are published
+        through that version (:data:`~deltalog.catalog.rest.protocol.CTX_PUBLISHED_THROUGH`).
 
         A proposal whose answer is lost is sent again, identical: the catalog answers a
         replay of the commit it ratified for that version as a success (never ratifying it
@@ -556,7 +573,14 @@ class RestCatalog(Catalog):
         if len(entries) == 1:
             names, version, _, _ = entries[0]
             fields = wire_entries[0]
-            request = m.CreateTableVersionRequest(id=names, version=version, **fields)
+            context = (
+                {p.CTX_PUBLISHED_THROUGH: str(published_through)}
+                if published_through is not None
+                else None
+            )
+            request = m.CreateTableVersionRequest(
+                id=names, version=version, context=context, **fields
+            )
             call: Callable[[], Any] = lambda: self._call(  # noqa: E731
                 what,
                 t_api.create_table_version,
@@ -657,6 +681,7 @@ class RestCatalog(Catalog):
         )
 
     def _forget(self, names: list[str], version: int) -> None:
+        """``version/delete`` of the published commits through ``version``."""
         _, t_api = self._apis()
         request = m.BatchDeleteTableVersionsRequest(
             id=names, ranges=[m.VersionRange(start_version=0, end_version=version + 1)]
@@ -710,10 +735,34 @@ def _commit_of(v: m.TableVersion) -> RatifiedCommit | None:
     return RatifiedCommit(v.version, path=name, timestamp=v.timestamp_millis, sha256=sha256)
 
 
+class _Unreported:
+    """The newest version a :class:`RestTableClient` published but has not reported yet."""
+
+    __slots__ = ("version",)
+
+    def __init__(self) -> None:
+        self.version: int | None = None
+
+
+def _report(catalog: RestCatalog, names: list[str], unreported: _Unreported) -> None:
+    """Reports what a client published and never got to report (its last commit: the client
+    is collected, or the interpreter exits). Best effort: a report is a hint, and the next
+    writer's publishing covers the commit anyway."""
+    version, unreported.version = unreported.version, None
+    if version is None:
+        return
+    try:
+        catalog._forget(names, version)
+    except Exception:  # at exit, nothing is left to tell
+        pass
+
+
 class RestTableClient:
     """The :class:`~deltalog.catalog.CatalogClient` of one catalog-managed table of a
     :class:`RestCatalog`: ratified commits from ``version/list``, ratification by
-    ``version/create``, publishing by ``version/delete``."""
+    ``version/create``; what the client published is reported to the catalog with its next
+    ``version/create`` (or by ``version/delete`` when the client is collected or the
+    interpreter exits), not by a request of its own per commit."""
 
     max_inline_commit_bytes = MAX_INLINE_COMMIT_BYTES
 
@@ -726,6 +775,10 @@ class RestTableClient:
         #: After this client ratified version v on top of ``_last``: the commits held up to v,
         #: which publishing v asks for right away (one round trip fewer per commit).
         self._after_commit: RatifiedCommits | None = None
+        #: Published, not reported yet: sent with the next commit (one round trip fewer per
+        #: commit), else when this client goes away.
+        self._unreported = _Unreported()
+        self._report_at_exit: weakref.finalize | None = None
 
     def get_ratified_commits(
         self, start_version: int | None = None, end_version: int | None = None
@@ -755,19 +808,45 @@ class RestTableClient:
         # protocol / metadata are not sent: the server reads them from the commit itself.
         with self._lock:
             before, self._after_commit = self._last, None
+            reported = self._unreported.version
         try:
-            self._catalog._ratify([(self._names, version, path, content)])
+            self._catalog._ratify([(self._names, version, path, content)], reported)
+            self._reported(reported)
+        except CommitConflictError as e:
+            self._reported(reported)
+            # The answer holds the commits the catalog holds from this version on and the
+            # latest version; with those this client knew before it, every held commit (the
+            # older ones can only have been published since): what the retry at the next
+            # free version publishes after it, without asking again.
+            won = e.ratified
+            if won is not None and before is not None and before.latest_version == version - 1:
+                older = [
+                    c
+                    for c in before.commits
+                    if c.version < version and (reported is None or c.version > reported)
+                ]
+                newer = [c for c in won.commits if c.version >= version]
+                with self._lock:
+                    self._last = RatifiedCommits([*older, *newer], won.latest_version)
+            raise
         except CatalogThrottledError:
+            self._reported(reported)
             # The table holds as many unpublished commits as the catalog allows (writers
-            # that died before publishing): publish them ("Publishing Commits"), then retry.
+            # that died before publishing): publish them ("Publishing Commits"), then retry
+            # with the report, which frees them first.
             if not self._publish_held():
                 raise
-            self._catalog._ratify([(self._names, version, path, content)])
+            with self._lock:
+                reported = self._unreported.version
+            self._catalog._ratify([(self._names, version, path, content)], reported)
+            self._reported(reported)
             return
         with self._lock:
             if before is not None and before.latest_version == version - 1:
+                # Less what this client reported published (the catalog just forgot them).
+                held = [c for c in before.commits if reported is None or c.version > reported]
                 mine = RatifiedCommit(version, path=path, content=content)
-                self._after_commit = RatifiedCommits([*before.commits, mine], version)
+                self._after_commit = RatifiedCommits([*held, mine], version)
 
     def _publish_held(self) -> bool:
         """Publishes every ratified commit the catalog holds; whether there were any."""
@@ -780,8 +859,20 @@ class RestTableClient:
         _native.publish(location, held.commits[-1].version, self, self._catalog.storage_options)
         return True
 
+    def _reported(self, version: int | None) -> None:
+        """The catalog answered a request reporting ``version`` published."""
+        with self._lock:
+            if version is not None and self._unreported.version == version:
+                self._unreported.version = None
+
     def published(self, version: int) -> None:
-        self._catalog._forget(self._names, version)
+        with self._lock:
+            if self._unreported.version is None or version > self._unreported.version:
+                self._unreported.version = version
+            if self._report_at_exit is None:
+                self._report_at_exit = weakref.finalize(
+                    self, _report, self._catalog, self._names, self._unreported
+                )
 
 
 class _RestStore:

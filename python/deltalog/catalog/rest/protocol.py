@@ -25,7 +25,8 @@ namespace's table and table-version routes.
 * A conflict (``409``, code 14) carries what the writer needs to rebase in the error's
   ``context``: :data:`CTX_LATEST_VERSION` and :data:`CTX_RATIFIED` (a JSON list of the commits
   held from the proposed version on, ``{"version", "path" | "content", "timestamp"}``).
-* ``BatchDeleteTableVersions`` forgets published commits ("Publishing Commits").
+* ``BatchDeleteTableVersions`` forgets published commits ("Publishing Commits"); so does a
+  ``CreateTableVersion`` whose ``context`` reports them (:data:`CTX_PUBLISHED_THROUGH`).
 """
 
 from __future__ import annotations
@@ -108,6 +109,12 @@ META_METADATA = "delta.metaData"
 #: ``BatchDeleteTableVersionsRequest.context`` key: ``"true"`` asks an admin's rollback of the
 #: newest unpublished versions the ranges cover (never a side effect of forgetting).
 CTX_ROLLBACK = "delta.rollback"
+
+#: ``CreateTableVersionRequest.context`` key: the writer published every commit through this
+#: version since its last request ("Publishing Commits"); the catalog forgets those whose
+#: ``<v>.json`` holds the ratified content, as ``BatchDeleteTableVersions`` would (a writer's
+#: report of its previous commit rides on its next one: a request fewer per commit).
+CTX_PUBLISHED_THROUGH = "delta.publishedThrough"
 
 #: Response / error ``context`` keys.
 CTX_LATEST_VERSION = "delta.latestVersion"

@@ -281,6 +281,9 @@ class VersionRoutes:
     def create_table_version(self, r: Request) -> m.CreateTableVersionResponse:
         body: m.CreateTableVersionRequest = r.body
         record = self._managed(r.names)
+        # First: the commits it frees count no more against the table's cap of unpublished
+        # commits.
+        self.forget_reported(record, body.context)
         proposal = self._proposal(
             r.principal, r.names, record, body.version, body.manifest_path, body.metadata
         )
@@ -344,6 +347,50 @@ class VersionRoutes:
         except (DeltaError, OSError) as e:
             raise _error(p.SERVICE_UNAVAILABLE, f"cannot check the published log: {e}") from e
 
+    def _published_through(
+        self, record: TableRecord, held: Sequence[RatifiedCommit], highest: int
+    ) -> tuple[int, int | None]:
+        """How far (at most ``highest``) the held commits are published, each ``<v>.json``
+        checked against the content ratified for ``v``, and the first version whose
+        published file differs from it (or ``None``)."""
+        published_upto = held[0].version - 1 if held else highest
+        for c in held:
+            if c.version > highest:
+                break
+            found = self._published_content(record, c.version)
+            if found is None:
+                break  # not published yet: neither is any later version ("in order")
+            if c.sha256 and ratification.sha256_hex(found) != c.sha256:
+                return published_upto, c.version
+            published_upto = c.version
+        return published_upto, None
+
+    def forget_reported(self, record: TableRecord, context: dict[str, str] | None) -> None:
+        """Forgets the commits a writer reports published (``context[CTX_PUBLISHED_THROUGH]``
+        of its next ``version/create``: one request fewer per commit than ``version/delete``),
+        those whose ``<v>.json`` holds the ratified content; anything else is left as it is
+        (a report is a hint: the commit it comes with does not depend on it)."""
+        reported = (context or {}).get(p.CTX_PUBLISHED_THROUGH)
+        if reported is None:
+            return
+        try:
+            through = int(reported)
+        except ValueError as e:
+            raise _error(p.INVALID_INPUT, f"{p.CTX_PUBLISHED_THROUGH} is {reported!r}") from e
+        through = min(through, record.latest_version)
+        held = self.store.commits(record.id, None, through).commits
+        if not held:
+            return
+        from deltalog.catalog.rest.service import RestError
+
+        try:
+            published_upto, _ = self._published_through(record, held, through)
+        except RestError as e:
+            _log.warning("%s: cannot check published commits: %s", record.location, e)
+            return
+        if published_upto >= held[0].version:
+            self.store.forget(record.id, published_upto)
+
     def delete_table_versions(self, r: Request) -> m.BatchDeleteTableVersionsResponse:
         """Forgets published commits (each ``<v>.json`` checked against the content ratified
         for ``v``); an admin's range covering the newest unpublished versions rolls them
@@ -365,18 +412,7 @@ class VersionRoutes:
         if not targets:
             return m.BatchDeleteTableVersionsResponse(deleted_count=0)
         highest = targets[-1].version
-        published_upto = held[0].version - 1  # every version before the held ones is published
-        differs: int | None = None
-        for c in held:
-            if c.version > highest:
-                break
-            found = self._published_content(record, c.version)
-            if found is None:
-                break  # not published yet: neither is any later version ("in order")
-            if c.sha256 and ratification.sha256_hex(found) != c.sha256:
-                differs = c.version
-                break
-            published_upto = c.version
+        published_upto, differs = self._published_through(record, held, highest)
         if published_upto >= highest:
             return m.BatchDeleteTableVersionsResponse(
                 deleted_count=self.store.forget(record.id, highest)
