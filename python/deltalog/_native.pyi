@@ -6,6 +6,25 @@ import pyarrow as pa
 
 __version__: str
 
+class RawHeader:
+    """A table's protocol and metadata at one version, as its catalog cached them."""
+
+    def __init__(
+        self,
+        uri: str,
+        version: int,
+        protocol: str,
+        metadata: str,
+        storage_options: dict[str, str] | None = None,
+    ) -> None: ...
+    def table_uri(self) -> str: ...
+    def version(self) -> int: ...
+    def protocol(self) -> tuple[int, int, list[str] | None, list[str] | None]: ...
+    def metadata(self) -> dict[str, Any]: ...
+    def schema(self) -> pa.Schema: ...
+    def physical_schema(self) -> pa.Schema: ...
+    def column_mapping_mode(self) -> str: ...
+
 class RawSnapshot:
     """One loaded version of a table, held by the Rust core."""
 
@@ -15,10 +34,12 @@ class RawSnapshot:
         version: int | None = None,
         storage_options: dict[str, str] | None = None,
         catalog_client: Any = None,
+        header: RawHeader | None = None,
     ) -> RawSnapshot:
         """Opens a version; of a catalog-managed table through ``catalog_client`` (a
         ``deltalog.catalog.CatalogClient``), which the snapshot keeps for later versions and
-        commits."""
+        commits, starting from what the catalog cached (``header``) when that is the version
+        opened."""
     @staticmethod
     def resolve_timestamp(
         uri: str,

@@ -39,6 +39,7 @@ if TYPE_CHECKING:
     import pyarrow as pa
 
     from deltalog.alter import TableAlterer
+    from deltalog.catalog.managed import TableRecord
     from deltalog.merge import TableMerger
     from deltalog.optimize import TableOptimizer
     from deltalog.transaction import Transaction
@@ -176,7 +177,9 @@ class DeltaTable(TableDML, TableMaintenance):
                     self._storage_options = dict(storage_options) if storage_options else None
                     self._catalog_client = catalog_client
                     self._published_only = bool(published_only)
-                    self._set(loaded._raw)
+                    # As loaded (perhaps from the catalog's cached state, not opened yet).
+                    self._loaded, self._header = loaded._loaded, loaded._header
+                    self._protocol = loaded._protocol
                     return
         self._uri = str(table_uri)
         self._storage_options = dict(storage_options) if storage_options else None
@@ -189,6 +192,64 @@ class DeltaTable(TableDML, TableMaintenance):
             )
         self._set(self._open(version))
 
+    @classmethod
+    def _of_catalog(
+        cls,
+        record: TableRecord,
+        catalog_client: CatalogClient,
+        storage_options: Mapping[str, str] | None = None,
+    ) -> DeltaTable:
+        """The latest version of a catalog-managed table as its catalog describes it
+        (``record``): with the protocol and metadata the catalog cached, the object answers
+        :meth:`version`, :meth:`protocol`, :meth:`metadata` and :meth:`schema` from them
+        alone, and opens the snapshot of that version (from the cached state: its replay
+        skips the first pass) only when something needs the log or the files. Without them,
+        the snapshot is opened now."""
+        header = None
+        if record.protocol and record.metadata and record.latest_version >= 0:
+            try:
+                header = _native.RawHeader(
+                    record.location,
+                    record.latest_version,
+                    record.protocol,
+                    record.metadata,
+                    dict(storage_options) if storage_options else None,
+                )
+            except DeltaError:
+                header = None  # not usable: the log answers
+        if header is None:
+            return cls(
+                record.location, storage_options=storage_options, catalog_client=catalog_client
+            )
+        table = cls.__new__(cls)
+        table._uri = record.location
+        table._storage_options = dict(storage_options) if storage_options else None
+        table._catalog_client = catalog_client
+        table._published_only = False
+        table._loaded = None
+        table._header = header
+        table._check(Protocol(*header.protocol()))
+        return table
+
+    @property
+    def _raw(self) -> _native.RawSnapshot:
+        """The snapshot; a table opened from its catalog's cached state opens it now, at the
+        version the catalog described."""
+        loaded = self._loaded
+        if loaded is None:
+            header = self._header
+            loaded = _native.RawSnapshot.open(
+                self._uri, header.version(), self._storage_options, self._catalog_client, header
+            )
+            self._set(loaded)
+        return loaded
+
+    @property
+    def _state(self) -> _native.RawSnapshot | _native.RawHeader:
+        """What answers the version, protocol, metadata and schema: the snapshot, or the
+        catalog's cached state until the snapshot is opened."""
+        return self._loaded if self._loaded is not None else self._header
+
     def _open(self, version: int | None) -> _native.RawSnapshot:
         """Opens ``version`` (the latest when ``None``), through the catalog when there is
         one."""
@@ -197,7 +258,12 @@ class DeltaTable(TableDML, TableMaintenance):
         )
 
     def _set(self, raw: _native.RawSnapshot) -> None:
-        protocol = Protocol(*raw.protocol())
+        self._check(Protocol(*raw.protocol()))
+        self._loaded = raw
+        self._header = None
+
+    def _check(self, protocol: Protocol) -> None:
+        """Checks that this object may read a table with ``protocol``, and keeps it."""
         features.check_readable(protocol)
         if features.is_catalog_managed(protocol):
             # catalogManaged RFC, "Reader Requirements for Catalog-managed tables".
@@ -220,7 +286,6 @@ class DeltaTable(TableDML, TableMaintenance):
                 f"the table at {self._uri} is not catalog-managed (no catalogManaged table "
                 "feature), so it takes no catalog_client"
             )
-        self._raw = raw
         self._protocol = protocol
 
     # -- loading -------------------------------------------------------------------------
@@ -306,11 +371,11 @@ class DeltaTable(TableDML, TableMaintenance):
     @property
     def table_uri(self) -> str:
         """The table root as a URI."""
-        return self._raw.table_uri()
+        return self._state.table_uri()
 
     def version(self) -> int:
         """The loaded version."""
-        return self._raw.version()
+        return self._state.version()
 
     def protocol(self) -> Protocol:
         """The protocol in force."""
@@ -318,7 +383,7 @@ class DeltaTable(TableDML, TableMaintenance):
 
     def metadata(self) -> Metadata:
         """The metadata in force."""
-        d = self._raw.metadata()
+        d = self._state.metadata()
         return Metadata(
             id=d["id"],
             name=d["name"],
@@ -333,15 +398,15 @@ class DeltaTable(TableDML, TableMaintenance):
 
     def schema(self) -> pa.Schema:
         """The logical schema (column metadata, e.g. column-mapping ids, kept)."""
-        return self._raw.schema()
+        return self._state.schema()
 
     def physical_schema(self) -> pa.Schema:
         """The schema of the data files: physical names, and field ids in id mode."""
-        return self._raw.physical_schema()
+        return self._state.physical_schema()
 
     def column_mapping_mode(self) -> str:
         """``"none"``, ``"name"`` or ``"id"`` (spec: "Column Mapping")."""
-        return self._raw.column_mapping_mode()
+        return self._state.column_mapping_mode()
 
     def timestamp(self) -> int | None:
         """When the loaded version was committed, in milliseconds since the epoch."""

@@ -495,6 +495,10 @@ class ManagedCatalog(Catalog):
         if not record.managed:
             return DeltaTable(record.location, version=version)
         client = TableCatalogClient(self._store, record.id)
+        if version is None:
+            # The latest version, from what the catalog caches of it: no log replay until
+            # something needs the files.
+            return DeltaTable._of_catalog(record, client)
         return DeltaTable(record.location, version=version, catalog_client=client)
 
     def describe_table(self, name: Identifier) -> TableDescription:

@@ -29,6 +29,7 @@ pub mod dml;
 pub mod error;
 pub mod expr;
 pub mod files;
+pub mod header;
 pub mod json_scan;
 pub mod layout;
 pub mod log;

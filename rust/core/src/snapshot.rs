@@ -23,6 +23,7 @@ use futures::TryStreamExt;
 
 use crate::error::{DeltaError, DeltaResult};
 use crate::files::FileBatch;
+use crate::header::{data_file_schema, logical_schema, mapping_mode, stats_schema_of, TableHeader};
 use crate::log::actions::names;
 use crate::log::catalog::{CatalogClient, CatalogCommits};
 use crate::log::checkpoint_reader::open_checkpoint;
@@ -34,7 +35,7 @@ use crate::log::segment::{
 };
 use crate::model::{DomainMetadata, Metadata, Protocol, Txn};
 use crate::nulls::filter_compact;
-use crate::schema::{parse_schema_string, physical_schema, ColumnMappingMode};
+use crate::schema::ColumnMappingMode;
 use crate::stats::parse::StatsSchema;
 use crate::storage::Storage;
 
@@ -101,7 +102,7 @@ async fn first_pass(storage: &Storage, newest_first: &[Delta]) -> DeltaResult<Re
 impl Snapshot {
     /// Opens version `version` (the latest when `None`) of the table in `storage`.
     pub async fn try_new(storage: Storage, version: Option<u64>) -> DeltaResult<Self> {
-        Self::open(storage, version, None).await
+        Self::open(storage, version, None, None).await
     }
 
     /// Opens `version` (the latest ratified one when `None`) of a catalog-managed table
@@ -112,8 +113,23 @@ impl Snapshot {
         version: Option<u64>,
         client: Arc<dyn CatalogClient>,
     ) -> DeltaResult<Self> {
+        Self::try_new_from_header(storage, version, client, None).await
+    }
+
+    /// [`Snapshot::try_new_with_catalog_client`], starting from what the catalog cached of the
+    /// table (`header`): when that is the version opened, its protocol and metadata type the
+    /// statistics from the start and the first pass over the newest commits is skipped
+    /// (catalogManaged RFC, "Catalog Responsibilities": the catalog's copy lets clients skip
+    /// replay). Replay still finds them in the log, and replays again should they differ: a
+    /// stale or wrong header costs time, never a wrong snapshot.
+    pub async fn try_new_from_header(
+        storage: Storage,
+        version: Option<u64>,
+        client: Arc<dyn CatalogClient>,
+        header: Option<&TableHeader>,
+    ) -> DeltaResult<Self> {
         let commits = client.ratified_commits(None, None).await?;
-        let mut snapshot = Self::open(storage, version, Some(&commits)).await?;
+        let mut snapshot = Self::open(storage, version, Some(&commits), header).await?;
         snapshot.catalog = Some(client);
         Ok(snapshot)
     }
@@ -138,11 +154,16 @@ impl Snapshot {
         storage: Storage,
         version: Option<u64>,
         catalog: Option<&CatalogCommits>,
+        header: Option<&TableHeader>,
     ) -> DeltaResult<Self> {
         let (segment, listing) = match catalog {
             Some(catalog) => load_catalog_segment(&storage, version, catalog).await?,
             None => load_segment(&storage, version).await?,
         };
+        if let Some(header) = header.filter(|h| h.version == segment.version) {
+            let known = FirstPass::Known(Arc::new(header.stats_schema()));
+            return Self::replay(storage, segment, known).await;
+        }
         // The version's checksum file, when there is one, names the protocol and metadata:
         // the first pass over the newest commits is not needed (replay still checks them).
         let has_checksum = listing.files.iter().any(|f| {
@@ -573,38 +594,22 @@ impl Snapshot {
 
     /// The logical schema.
     pub fn schema(&self) -> DeltaResult<SchemaRef> {
-        let metadata = self.metadata()?;
-        let text = metadata.schema_string.as_deref().ok_or_else(|| {
-            DeltaError::corrupt(
-                "_delta_log",
-                Some(self.version()),
-                "the metaData action has no schemaString (spec: \"Change Metadata\")",
-            )
-        })?;
-        parse_schema_string(text).map(Arc::new).map_err(|e| {
-            if e.is_too_deep() {
-                return DeltaError::Unsupported(format!("version {}: {e}", self.version()));
-            }
-            DeltaError::corrupt(
-                "_delta_log",
-                Some(self.version()),
-                format!("invalid schemaString: {e} (spec: \"Schema Serialization Format\")"),
-            )
-        })
+        logical_schema(self.metadata()?, self.version())
     }
 
     /// The column mapping mode in force ("Column Mapping": the property is honoured only when
     /// the protocol supports the `columnMapping` feature).
     pub fn column_mapping_mode(&self) -> DeltaResult<ColumnMappingMode> {
-        column_mapping_mode_of(&self.protocol, &self.configuration())
-            .map_err(|e| DeltaError::corrupt("_delta_log", Some(self.version()), e.0))
+        mapping_mode(&self.protocol, &self.configuration(), self.version())
     }
 
     /// The schema of the data files (physical names; field ids in id mode).
     pub fn physical_schema(&self) -> DeltaResult<Schema> {
-        let mode = self.column_mapping_mode()?;
-        physical_schema(self.schema()?.as_ref(), mode)
-            .map_err(|e| DeltaError::corrupt("_delta_log", Some(self.version()), e.0))
+        data_file_schema(
+            self.schema()?.as_ref(),
+            self.column_mapping_mode()?,
+            self.version(),
+        )
     }
 
     /// The latest `txn` per application id.
@@ -661,28 +666,6 @@ impl Snapshot {
     }
 }
 
-/// The column mapping mode of a protocol and table properties ("Column Mapping": honoured only
-/// on reader version 2, or 3 with `columnMapping` among the reader features).
-fn column_mapping_mode_of(
-    p: &Protocol,
-    config: &BTreeMap<String, String>,
-) -> Result<ColumnMappingMode, crate::schema::SchemaError> {
-    let supported = p.min_reader_version == 2
-        || (p.min_reader_version >= 3
-            && p.reader_features
-                .as_ref()
-                .is_some_and(|f| f.iter().any(|n| n == "columnMapping")));
-    if !supported {
-        return Ok(ColumnMappingMode::None);
-    }
-    ColumnMappingMode::from_property(
-        config
-            .get(crate::schema::COLUMN_MAPPING_MODE_KEY)
-            .map(String::as_str),
-    )
-}
-
-/// The statistics types of a table; counts only when the schema is missing or unusable.
 /// The statistics schema the protocol and metadata of version `version`'s checksum file
 /// ("Version Checksum File") give; `None` when the file is unreadable or lacks them.
 async fn checksum_stats_schema(storage: &Storage, version: u64) -> Option<StatsSchema> {
@@ -695,16 +678,6 @@ async fn checksum_stats_schema(storage: &Storage, version: u64) -> Option<StatsS
     let protocol = Protocol::from_json(crc.get("protocol")?)?;
     let metadata = Metadata::from_json(crc.get("metadata")?)?;
     Some(stats_schema_of(Some(&protocol), Some(&metadata)))
-}
-
-fn stats_schema_of(protocol: Option<&Protocol>, metadata: Option<&Metadata>) -> StatsSchema {
-    let typed = || {
-        let logical = parse_schema_string(metadata?.schema_string.as_deref()?).ok()?;
-        let mode = column_mapping_mode_of(protocol?, &metadata?.configuration).ok()?;
-        let physical = physical_schema(&logical, mode).ok()?;
-        Some(StatsSchema::new(&physical, &logical))
-    };
-    typed().unwrap_or_else(StatsSchema::empty)
 }
 
 fn missing_metadata_rule(version: u64) -> String {

@@ -11,6 +11,7 @@ mod commit;
 mod dml;
 mod errors;
 mod expressions;
+mod header;
 mod layout;
 mod maintenance;
 mod runtime;
@@ -27,6 +28,7 @@ use codecs::*;
 use commit::*;
 use dml::*;
 use expressions::*;
+use header::RawHeader;
 use maintenance::*;
 use scan::{RawBatchStream, RawScan};
 use snapshot::RawSnapshot;
@@ -70,6 +72,7 @@ pub static MALLOC_CONF: Option<&'static std::ffi::c_char> = {
 fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     warnings::install();
     m.add_class::<RawSnapshot>()?;
+    m.add_class::<RawHeader>()?;
     m.add_class::<RawScan>()?;
     m.add_class::<RawBatchStream>()?;
     m.add_function(wrap_pyfunction!(json_checksum, m)?)?;

@@ -17,6 +17,7 @@ use pyo3::types::PyDict;
 
 use crate::catalog::PyCatalogClient;
 use crate::errors::to_py_err;
+use crate::header::{metadata_dict, protocol_tuple, ProtocolTuple, RawHeader};
 use crate::runtime::block_on;
 use crate::scan::RawScan;
 
@@ -47,25 +48,27 @@ pub(crate) struct RawSnapshot {
 impl RawSnapshot {
     /// Opens `version` (latest when None) of the table at `uri`; of a catalog-managed table
     /// through `catalog_client` (a `deltalog.catalog.CatalogClient`), which the snapshot keeps
-    /// for later versions and commits.
+    /// for later versions and commits, starting from what the catalog cached of it (`header`)
+    /// when that is the version opened (`Snapshot::try_new_from_header`).
     #[staticmethod]
-    #[pyo3(signature = (uri, version=None, storage_options=None, catalog_client=None))]
+    #[pyo3(signature = (uri, version=None, storage_options=None, catalog_client=None, header=None))]
     fn open(
         py: Python<'_>,
         uri: &str,
         version: Option<i64>,
         storage_options: Option<HashMap<String, String>>,
         catalog_client: Option<Py<PyAny>>,
+        header: Option<PyRef<'_, RawHeader>>,
     ) -> PyResult<Self> {
         let storage = open_storage(uri, storage_options).map_err(|e| to_py_err(py, e))?;
         let version = to_version(version).map_err(|e| to_py_err(py, e))?;
+        let header = header.map(|h| h.header.clone());
         let snapshot = match catalog_client {
             Some(client) => {
                 let client = PyCatalogClient::shared(py, client, &storage)?;
-                block_on(
-                    py,
-                    Snapshot::try_new_with_catalog_client(storage, version, client),
-                )?
+                block_on(py, async move {
+                    Snapshot::try_new_from_header(storage, version, client, header.as_ref()).await
+                })?
             }
             None => block_on(py, Snapshot::try_new(storage, version))?,
         };
@@ -166,30 +169,14 @@ impl RawSnapshot {
     }
 
     /// `(min_reader_version, min_writer_version, reader_features, writer_features)`.
-    fn protocol(&self) -> (i32, i32, Option<Vec<String>>, Option<Vec<String>>) {
-        let p = self.snapshot.protocol();
-        (
-            p.min_reader_version,
-            p.min_writer_version,
-            p.reader_features.clone(),
-            p.writer_features.clone(),
-        )
+    fn protocol(&self) -> ProtocolTuple {
+        protocol_tuple(self.snapshot.protocol())
     }
 
     /// The metadata as a dict of its fields.
     fn metadata<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
         let m = self.snapshot.metadata().map_err(|e| to_py_err(py, e))?;
-        let d = PyDict::new(py);
-        d.set_item("id", &m.id)?;
-        d.set_item("name", &m.name)?;
-        d.set_item("description", &m.description)?;
-        d.set_item("format_provider", &m.format_provider)?;
-        d.set_item("format_options", m.format_options.clone())?;
-        d.set_item("schema_string", &m.schema_string)?;
-        d.set_item("partition_columns", m.partition_columns.clone())?;
-        d.set_item("created_time", m.created_time)?;
-        d.set_item("configuration", m.configuration.clone())?;
-        Ok(d)
+        metadata_dict(py, m)
     }
 
     /// The logical schema as a `pyarrow.Schema`.

@@ -464,6 +464,10 @@ class RestCatalog(Catalog):
                 record.location, version=version, storage_options=self.storage_options
             )
         client = RestTableClient(self, list(record.id))  # type: ignore[call-overload]
+        if version is None:
+            # The latest version, from what the catalog caches of it (describe's metadata):
+            # no log replay until something needs the files.
+            return DeltaTable._of_catalog(record, client, self.storage_options)
         return DeltaTable(
             record.location,
             version=version,
