@@ -17,11 +17,19 @@
    commit p50 <= 10 ms (issue #18); a UC commit p50 within 1.2x of the Lance REST commit
    (issue #32; compared with ``rest-staged``, the same kind of commit, and with
    ``rest-inline``). ``--only unity`` runs the REST and UC modes alone.
-2. Opening a catalog-managed table by name (``catalog.load_table``: the catalog's answer and
-   the snapshot), p50/p99, on each catalog.
+   - ``rest-*`` and ``uc-staged`` run against a server with ``--server-workers`` (2) worker
+     processes over one SQLite database.
+   Also: the statements the PostgreSQL store sends per ratification (issue #34: at most two).
+2. ``catalog.load_table`` of a catalog-managed table by name, p50, on each catalog: with
+   ``schema()`` (answered from the catalog's cached protocol and metadata, issue #34) and with
+   ``files()`` (the snapshot opened, from that cached state).
 3. Throughput: ``--writers`` processes each making ``--commits`` 1-row appends to one
    catalog-managed table, on SQLite, on PostgreSQL and through the REST server; commits per
-   second over the run.
+   second from the moment every writer is ready (a barrier) to the last commit. Target (issue
+   #34): >= 80 commits/s through the REST server.
+Parts 1-3 run ``--runs`` times (3) on new tables; a summary prints each figure's median beside
+the figure before issue #34 (or an earlier run's, ``--previous FILE`` of a ``--save FILE``)
+and the issue's targets.
 4. The Lance Namespace routes (create, describe, exists, list namespaces; declare, describe,
    list tables; drop), the same raw HTTP requests to deltalog's server and to pylance's
    reference REST adapter (``lance.namespace.RestAdapter`` over a directory), p50 per route.
@@ -38,8 +46,9 @@ started like the tests' (tests/postgres_server.py; Debian's ``postgresql`` packa
 skipped with a note. deltalog only (deltalake cannot write catalog-managed tables). Usage::
 
     python benches/catalog.py [--appends 300] [--writers 8] [--commits 25] [--postgresql URI]
-                              [--opens 200] [--route-calls 300]
-                              [--duckdb-rows 1000000] [--duckdb-runs 15] [--only duckdb]
+                              [--opens 200] [--route-calls 300] [--runs 3] [--server-workers 2]
+                              [--save FILE] [--previous FILE]
+                              [--duckdb-rows 1000000] [--duckdb-runs 15] [--only duckdb|unity]
 """
 
 from __future__ import annotations
@@ -60,6 +69,9 @@ from typing import Any
 import pyarrow as pa
 
 import deltalog as dl
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+import catalog_summary  # benches/ is not a package: found through sys.path
 
 
 def row(i: int) -> pa.Table:
@@ -83,9 +95,9 @@ def append_latencies(tables: dict[str, dl.DeltaTable], appends: int) -> dict[str
     return out
 
 
-def _writer(config: dict[str, str], k: int, commits: int, start: Any, done: Any) -> None:
+def _writer(config: dict[str, str], name: str, k: int, commits: int, start: Any, done: Any) -> None:
     cat = dl.connect_catalog(config)
-    t = cat.load_table("shared")
+    t = cat.load_table(name)
     # pyarrow imports pandas on the first pa.table() (its DataFrame check): ~250 ms of
     # imports, and the collections they set off, outside the timed part.
     row(0)
@@ -99,15 +111,19 @@ def _writer(config: dict[str, str], k: int, commits: int, start: Any, done: Any)
     done.put(None)
 
 
-def throughput(config: dict[str, str], writers: int, commits: int) -> tuple[float, int]:
-    """Seconds for ``writers`` processes to make ``commits`` appends each, and the version."""
+def throughput(
+    config: dict[str, str], writers: int, commits: int, name: str = "shared"
+) -> tuple[float, int]:
+    """Seconds for ``writers`` processes to make ``commits`` appends each to a new table
+    ``name``, and its version."""
     cat = dl.connect_catalog(config)
-    cat.create_table("shared", pa.schema({"id": pa.int64()}))
+    cat.create_table(name, pa.schema({"id": pa.int64()}))
     ctx = multiprocessing.get_context("spawn")
     start = ctx.Barrier(writers + 1)
     done = ctx.Queue()
     workers = [
-        ctx.Process(target=_writer, args=(config, k, commits, start, done)) for k in range(writers)
+        ctx.Process(target=_writer, args=(config, name, k, commits, start, done))
+        for k in range(writers)
     ]
     for w in workers:
         w.start()
@@ -120,35 +136,37 @@ def throughput(config: dict[str, str], writers: int, commits: int) -> tuple[floa
         w.join()
     if failures or any(w.exitcode != 0 for w in workers):
         raise RuntimeError(f"a writer failed: {failures}")
-    version = cat.load_table("shared").version()
+    version = cat.load_table(name).version()
     assert version == writers * commits, (version, writers * commits)
     return elapsed, version
 
 
-def rest_tables(config: dict[str, str], prefix: str) -> dict[str, dl.DeltaTable]:
-    """A catalog's ``staged`` (every commit staged) and ``inline`` tables, new."""
+def rest_tables(config: dict[str, str], prefix: str, suffix: str = "") -> dict[str, dl.DeltaTable]:
+    """A catalog's ``staged`` (every commit staged) and ``inline`` tables, new (their names
+    ending in ``suffix``)."""
     cat = dl.connect_catalog(config)
     schema = pa.schema({"id": pa.int64()})
-    cat.create_table("staged", schema)
-    staged = cat.catalog_client("staged")
+    cat.create_table("staged" + suffix, schema)
+    staged = cat.catalog_client("staged" + suffix)
     staged.max_inline_commit_bytes = 0
-    location = cat.load_table("staged").table_uri
-    cat.create_table("inline", schema)
+    location = cat.load_table("staged" + suffix).table_uri
+    cat.create_table("inline" + suffix, schema)
     return {
         prefix + "staged": dl.DeltaTable(location, catalog_client=staged),
-        prefix + "inline": cat.load_table("inline"),
+        prefix + "inline": cat.load_table("inline" + suffix),
     }
 
 
-def unity_tables(url: str) -> dict[str, dl.DeltaTable]:
+def unity_tables(url: str, suffix: str = "") -> dict[str, dl.DeltaTable]:
     """A table of the server's Unity Catalog API (catalog ``uc``, schema ``bench``), opened
     with deltalog's ``unity`` client."""
     rest = dl.connect_catalog({"type": "rest", "uri": url})
-    rest.create_namespace("uc")
-    rest.create_namespace("uc.bench")
+    if not rest.namespace_exists("uc.bench"):
+        rest.create_namespace("uc")
+        rest.create_namespace("uc.bench")
     unity = dl.connect_catalog({"type": "unity", "uri": url, "catalog": "uc", "schema": "bench"})
-    unity.create_table("staged", pa.schema({"id": pa.int64()}))
-    return {"uc-staged": unity.load_table("staged")}
+    unity.create_table("staged" + suffix, pa.schema({"id": pa.int64()}))
+    return {"uc-staged": unity.load_table("staged" + suffix)}
 
 
 def print_appends(results: dict[str, list[float]], appends: int) -> None:
@@ -175,14 +193,24 @@ def print_unity_target(results: dict[str, list[float]]) -> None:
     )
 
 
-def open_latencies(catalogs: dict[str, Any], opens: int) -> dict[str, list[float]]:
-    """Milliseconds of each ``load_table("inline")`` (with its snapshot), interleaved."""
-    out: dict[str, list[float]] = {kind: [] for kind in catalogs}
+def open_latencies(
+    catalogs: dict[str, Any], opens: int, name: str = "inline"
+) -> dict[str, dict[str, list[float]]]:
+    """Milliseconds of ``load_table(name)``, interleaved, two ways per catalog: ``schema``
+    (what the catalog caches answers: version and schema) and ``open`` (the snapshot opened
+    too: its files listed)."""
+    out: dict[str, dict[str, list[float]]] = {"schema": {}, "open": {}}
+    for kind in catalogs:
+        out["schema"][kind], out["open"][kind] = [], []
     for _ in range(opens):
         for kind, cat in catalogs.items():
             began = time.perf_counter()
-            cat.load_table("inline").version()
-            out[kind].append((time.perf_counter() - began) * 1000)
+            t = cat.load_table(name)
+            t.version(), t.schema()
+            out["schema"][kind].append((time.perf_counter() - began) * 1000)
+            began = time.perf_counter()
+            cat.load_table(name).files()
+            out["open"][kind].append((time.perf_counter() - began) * 1000)
     return out
 
 
@@ -224,12 +252,14 @@ def route_latencies(servers: dict[str, str], calls: int) -> dict[str, dict[str, 
 
 
 @contextlib.contextmanager
-def rest_server(root: Path) -> Iterator[str]:
-    """deltalog's catalog server over SQLite, started as the tests start it."""
+def rest_server(root: Path, workers: int = 1) -> Iterator[str]:
+    """deltalog's catalog server over SQLite (``--workers``), started as the tests start it."""
     sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
     import catalog_server
 
-    with catalog_server.running(root / "rest", warehouse=str(root / "rest-wh")) as server:
+    with catalog_server.running(
+        root / "rest", warehouse=str(root / "rest-wh"), args=["--workers", str(workers)]
+    ) as server:
         yield server.url
 
 
@@ -486,9 +516,16 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--duckdb-rows", type=int, default=1_000_000, help="0: skip part 5")
     p.add_argument("--duckdb-runs", type=int, default=15)
     p.add_argument("--only", choices=["duckdb", "unity"], help="run only this part")
+    p.add_argument("--runs", type=int, default=3, help="runs of parts 1-3 (medians reported)")
+    p.add_argument("--server-workers", type=int, default=2, help="the REST server's --workers")
+    p.add_argument("--save", help="write the medians to this JSON file")
+    p.add_argument("--previous", help="a file --save wrote: its figures beside the new ones")
     args = p.parse_args(argv)
     if args.only == "unity":
-        with tempfile.TemporaryDirectory() as tmp, rest_server(Path(tmp)) as url:
+        with (
+            tempfile.TemporaryDirectory() as tmp,
+            rest_server(Path(tmp), args.server_workers) as url,
+        ):
             tables = rest_tables({"type": "rest", "uri": url}, "rest-")
             tables |= unity_tables(url)
             results = append_latencies(tables, args.appends)
@@ -503,7 +540,7 @@ def main(argv: list[str] | None = None) -> int:
         tmp = stack.enter_context(tempfile.TemporaryDirectory())
         pg = stack.enter_context(postgresql(args.postgresql))
         root = Path(tmp)
-        rest = stack.enter_context(rest_server(root))
+        rest = stack.enter_context(rest_server(root, args.server_workers))
         configs = {
             "sqlite": {
                 "type": "sqlite",
@@ -514,34 +551,8 @@ def main(argv: list[str] | None = None) -> int:
         if pg is not None:
             configs["postgresql"] = {"type": "postgresql", "uri": pg, "warehouse": str(root / "pg")}
         configs["rest"] = {"type": "rest", "uri": rest}
-        dl.write_table(str(root / "fs"), row(-1))
-        tables = {"filesystem": dl.DeltaTable(str(root / "fs"))}
-        catalogs = {}
-        for kind, config in configs.items():
-            prefix = {"sqlite": "", "postgresql": "pg-", "rest": "rest-"}[kind]
-            catalogs[kind] = dl.connect_catalog(config)
-            tables |= rest_tables(config, prefix)
-        tables |= unity_tables(rest)
-        results = append_latencies(tables, args.appends)
-        print_appends(results, args.appends)
-        base = statistics.median(results["filesystem"])
-        worst = max(statistics.median(results[m]) for m in ("staged", "inline")) / base
-        print(
-            f"target (issue #16): SQLite catalog-managed within 2x: "
-            f"{'met' if worst <= 2 else 'MISSED'} ({worst:.2f}x)"
-        )
-        rest_p50 = max(statistics.median(results[m]) for m in ("rest-staged", "rest-inline"))
-        print(
-            f"target (issue #18): REST commit p50 <= 10 ms: "
-            f"{'met' if rest_p50 <= 10 else 'MISSED'} ({rest_p50:.2f} ms)"
-        )
-        print_unity_target(results)
-
-        opens = open_latencies(catalogs, args.opens)
-        print(f"\nopening a catalog-managed table by name, {args.opens} opens (ms)")
-        print(f"{'catalog':<12}{'p50':>8}{'p99':>8}")
-        for kind, values in opens.items():
-            print(f"{kind:<12}{statistics.median(values):8.2f}{percentile(values, 99):8.2f}")
+        catalogs = {kind: dl.connect_catalog(config) for kind, config in configs.items()}
+        runs = [measure_run(run, args, root, configs, catalogs, rest) for run in range(args.runs)]
 
         ref = stack.enter_context(reference_adapter(root))
         if ref is not None:
@@ -556,23 +567,121 @@ def main(argv: list[str] | None = None) -> int:
                 print(f"{label:<20}{ours:10.3f}{theirs:11.3f}{ours / theirs:7.2f}x")
             verdict = "met" if not slower else "MISSED (" + ", ".join(slower) + ")"
             print(f"target (issue #18): no slower than the reference adapter: {verdict}")
-
-        print()
-        for kind, config in configs.items():
-            shared = dict(config)
-            if kind == "rest":
-                shared = {**config}
-            else:
-                shared["warehouse"] = str(root / f"shared-{kind}")
-            elapsed, version = throughput(shared, args.writers, args.commits)
-            total = args.writers * args.commits
-            print(
-                f"{args.writers} writers x {args.commits} commits on {kind}: {total} commits "
-                f"in {elapsed:.2f} s = {total / elapsed:.0f} commits/s (version {version})"
-            )
+        catalog_summary.report(runs, catalog_summary.load_previous(args.previous), args.save)
         if args.duckdb_rows:
             duckdb_read(rest, root, args.duckdb_rows, args.duckdb_runs)
     return 0
+
+
+def measure_run(
+    run: int,
+    args: argparse.Namespace,
+    root: Path,
+    configs: dict[str, dict[str, str]],
+    catalogs: dict[str, Any],
+    rest: str,
+) -> dict[str, float]:
+    """One run of parts 1-3 on new tables; its figures by name (catalog_summary)."""
+    print(f"\n=== run {run + 1} of {args.runs} ===")
+    figures: dict[str, float] = {}
+    suffix = f"_{run}"
+    fs = root / f"fs{suffix}"
+    dl.write_table(str(fs), row(-1))
+    tables = {"filesystem": dl.DeltaTable(str(fs))}
+    for kind, config in configs.items():
+        prefix = {"sqlite": "", "postgresql": "pg-", "rest": "rest-"}[kind]
+        tables |= rest_tables(config, prefix, suffix)
+    tables |= unity_tables(rest, suffix)
+    results = append_latencies(tables, args.appends)
+    print_appends(results, args.appends)
+    for mode, values in results.items():
+        figures[f"append p50 ms: {mode}"] = statistics.median(values)
+    base = statistics.median(results["filesystem"])
+    worst = max(statistics.median(results[m]) for m in ("staged", "inline")) / base
+    print(
+        f"target (issue #16): SQLite catalog-managed within 2x: "
+        f"{'met' if worst <= 2 else 'MISSED'} ({worst:.2f}x)"
+    )
+    rest_p50 = max(statistics.median(results[m]) for m in ("rest-staged", "rest-inline"))
+    print(
+        f"target (issue #18): REST commit p50 <= 10 ms: "
+        f"{'met' if rest_p50 <= 10 else 'MISSED'} ({rest_p50:.2f} ms)"
+    )
+    print_unity_target(results)
+    if "postgresql" in catalogs:
+        figures["pg statements per ratification"] = pg_statements(
+            catalogs["postgresql"], "inline" + suffix, 20
+        )
+
+    opens = open_latencies(catalogs, args.opens, "inline" + suffix)
+    print(f"\nload_table of a catalog-managed table by name, {args.opens} times (ms)")
+    print(f"{'catalog':<12}{'schema p50':>12}{'open p50':>10}{'open p99':>10}")
+    for kind in catalogs:
+        cached, opened = opens["schema"][kind], opens["open"][kind]
+        figures[f"load_table + schema() p50 ms: {kind}"] = statistics.median(cached)
+        figures[f"load_table + files() p50 ms: {kind}"] = statistics.median(opened)
+        print(
+            f"{kind:<12}{statistics.median(cached):12.3f}{statistics.median(opened):10.2f}"
+            f"{percentile(opened, 99):10.2f}"
+        )
+
+    print()
+    for kind, config in configs.items():
+        shared = dict(config)
+        if kind != "rest":
+            shared["warehouse"] = str(root / f"shared-{kind}")
+        elapsed, version = throughput(shared, args.writers, args.commits, "shared" + suffix)
+        total = args.writers * args.commits
+        figures[f"commits/s: {kind}"] = total / elapsed
+        print(
+            f"{args.writers} writers x {args.commits} commits on {kind}: {total} commits "
+            f"in {elapsed:.2f} s = {total / elapsed:.0f} commits/s (version {version})"
+        )
+    return figures
+
+
+def pg_statements(catalog: Any, name: str, appends: int) -> float:
+    """Statements (``execute`` and ``commit`` calls, each a round trip) the PostgreSQL store
+    sends per ratification, over ``appends`` 1-row appends to ``name``."""
+    import psycopg
+
+    from deltalog.catalog.postgresql import PostgresStore
+
+    counted = [0]
+    inside = [False]
+    execute, commit, ratify = (
+        psycopg.Connection.execute,
+        psycopg.Connection.commit,
+        PostgresStore.ratify_all,
+    )
+
+    def counted_execute(self: Any, *a: Any, **kw: Any) -> Any:
+        counted[0] += inside[0]
+        return execute(self, *a, **kw)
+
+    def counted_commit(self: Any) -> None:
+        counted[0] += inside[0]
+        commit(self)
+
+    def counted_ratify(self: Any, proposals: Any) -> Any:
+        inside[0] = True
+        try:
+            return ratify(self, proposals)
+        finally:
+            inside[0] = False
+
+    psycopg.Connection.execute = counted_execute  # type: ignore[method-assign]
+    psycopg.Connection.commit = counted_commit  # type: ignore[method-assign]
+    PostgresStore.ratify_all = counted_ratify  # type: ignore[method-assign]
+    try:
+        t = catalog.load_table(name)
+        for i in range(appends):
+            dl.write_table(t, row(i), mode="append")
+    finally:
+        psycopg.Connection.execute = execute  # type: ignore[method-assign]
+        psycopg.Connection.commit = commit  # type: ignore[method-assign]
+        PostgresStore.ratify_all = ratify  # type: ignore[method-assign]
+    return counted[0] / appends
 
 
 if __name__ == "__main__":

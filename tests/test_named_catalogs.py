@@ -260,13 +260,15 @@ def test_table_commands_take_a_catalog_table(home: Path, tmp_path: Path) -> None
     assert any("catalogManaged" in line for line in out.splitlines() if "reader features" in line)
     code, out, err = cli("files", "-c", "local", "sales.orders", env=env)
     assert len(out.splitlines()) == 3
-    code, out, err = cli("optimize", "-c", "local", "sales.orders", "--json", env=env)
+    # Not a terminal: no bar unless asked for.
+    code, out, err = cli("optimize", "-c", "local", "sales.orders", "--json", "--progress", env=env)
     assert code == 0, err
     assert json.loads(out)["numFilesRemoved"] == 3
+    assert "OPTIMIZE" in err and ("1/1 units" in err or "100%" in err), err
     code, out, err = cli("files", "-c", "local", "sales.orders", env=env)
     assert len(out.splitlines()) == 1
     assert catalog.load_table("sales.orders").version() == 3  # one catalog commit
-    code, out, err = cli("vacuum", "-c", "local", "sales.orders", env=env)
+    code, out, err = cli("vacuum", "-c", "local", "sales.orders", "--no-progress", env=env)
     assert code == 0, err
     code, out, err = cli("info", "-c", "local", "sales.nope", env=env)
     one_line_error(code, err, "sales.nope")

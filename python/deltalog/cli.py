@@ -7,9 +7,10 @@ deltalog files PATH [--version N]
 deltalog history PATH [--limit N]
 deltalog checkpoint PATH [--kind classic|v2-parquet|v2-json] [--sidecars N]
 deltalog optimize PATH [--z-order COLS] [--partition-filter SQL] [--target-size BYTES]
+                       [--[no-]progress]
 deltalog compact-log PATH [--start N] [--end N]
 deltalog cleanup PATH
-deltalog vacuum PATH [--retention-hours H] [--force] [--apply]
+deltalog vacuum PATH [--retention-hours H] [--force] [--apply] [--[no-]progress]
 deltalog catalog serve [--db sqlite:///FILE | postgresql://…] [--warehouse URI] [--host H]
                        [--port P] [--workers N] [--tokens FILE] [--storage-option KEY=VALUE]
                        [--s3-role-arn ARN [--s3-external-id ID] [--sts-endpoint URL]
@@ -196,6 +197,8 @@ def _vacuum(args: argparse.Namespace) -> None:
             args.retention_hours,
             dry_run=not args.apply,
             enforce_retention_duration=not args.force,
+            # By default a bar when stderr is a terminal and more than 1,000 files go.
+            progress=args.progress,
         )
     except InvalidArgumentError as e:
         # The refusal of a short retention names the Python argument; say the flag instead.
@@ -207,19 +210,36 @@ def _vacuum(args: argparse.Namespace) -> None:
     print(f"{verb} {result.num_files} file(s), {result.bytes} bytes", file=sys.stderr)
 
 
+def _shows_progress(args: argparse.Namespace) -> bool:
+    """``--progress`` / ``--no-progress``; by default, when stderr is a terminal."""
+    return args.progress if args.progress is not None else sys.stderr.isatty()
+
+
 def _optimize(args: argparse.Namespace) -> None:
     t = _table(args)
+    progress = _shows_progress(args)
     if args.z_order:
         columns = [c.strip() for c in args.z_order.split(",") if c.strip()]
-        metrics = t.optimize.z_order(columns, args.partition_filter, args.target_size)
+        metrics = t.optimize.z_order(
+            columns, args.partition_filter, args.target_size, progress=progress
+        )
     else:
-        metrics = t.optimize.compact(args.partition_filter, args.target_size)
+        metrics = t.optimize.compact(args.partition_filter, args.target_size, progress=progress)
     if args.json:
         print(json.dumps(metrics, indent=2, default=str))
         return
     from deltalog.cli_browse import table
 
     table(["METRIC", "VALUE"], [[k, json.dumps(v, default=str)] for k, v in metrics.items()])
+
+
+def _progress_argument(p: argparse.ArgumentParser) -> None:
+    p.add_argument(
+        "--progress",
+        action=argparse.BooleanOptionalAction,
+        default=None,
+        help="a progress bar on stderr (default: when stderr is a terminal)",
+    )
 
 
 def _table_argument(p: argparse.ArgumentParser) -> None:
@@ -517,6 +537,7 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--partition-filter", help="only these partitions (SQL predicate)")
     p.add_argument("--target-size", type=_positive, help="target file size in bytes")
     p.add_argument("--json", action="store_true", help="print the metrics as JSON")
+    _progress_argument(p)
     p.set_defaults(fn=_optimize)
     text = "write a log compaction file of a range of commits (not data files: see optimize)"
     p = sub.add_parser("compact-log", help=text, description=text)
@@ -540,6 +561,7 @@ def main(argv: list[str] | None = None) -> int:
     )
     p.add_argument("--force", action="store_true", help="allow a shorter retention")
     p.add_argument("--apply", action="store_true", help="delete instead of listing")
+    _progress_argument(p)
     p.set_defaults(fn=_vacuum)
     _add_catalog_commands(sub)
     args = parser.parse_args(argv)

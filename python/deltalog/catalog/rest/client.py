@@ -175,14 +175,23 @@ class RestCatalog(Catalog):
                 self._pid = os.getpid()
             return NamespaceApi(self._client), TableApi(self._client)
 
-    def _call(self, what: str, fn: Callable[..., T], *args: Any, idempotent: bool, **kw: Any) -> T:
-        """``fn`` with the timeout; reads retried on transient failures; errors translated. A
-        read that gets no answer raises :class:`CatalogUnavailableError`; a call that changes
-        something raises the internal ``_NoAnswer`` for its caller to resolve."""
+    def _call(
+        self,
+        what: str,
+        fn: Callable[..., T],
+        *args: Any,
+        idempotent: bool,
+        timeout: float | None = None,
+        **kw: Any,
+    ) -> T:
+        """``fn`` with the timeout (``timeout``, else the catalog's); reads retried on
+        transient failures; errors translated. A read that gets no answer raises
+        :class:`CatalogUnavailableError`; a call that changes something raises the internal
+        ``_NoAnswer`` for its caller to resolve."""
         attempts = 1 + (self.retries if idempotent else 0)
         for attempt in range(attempts):
             try:
-                return fn(*args, _request_timeout=self.timeout, delimiter="$", **kw)
+                return fn(*args, _request_timeout=timeout or self.timeout, delimiter="$", **kw)
             except ApiException as e:
                 if e.status in _TRANSIENT and attempt + 1 < attempts:
                     time.sleep(0.05 * 2**attempt)
@@ -684,8 +693,9 @@ class RestCatalog(Catalog):
             idempotent=True,
         )
 
-    def _forget(self, names: list[str], version: int) -> None:
-        """``version/delete`` of the published commits through ``version``."""
+    def _forget(self, names: list[str], version: int, once: bool = False) -> None:
+        """``version/delete`` of the published commits through ``version``; ``once``: one
+        attempt with a short timeout (a report at exit must not hold the interpreter up)."""
         _, t_api = self._apis()
         request = m.BatchDeleteTableVersionsRequest(
             id=names, ranges=[m.VersionRange(start_version=0, end_version=version + 1)]
@@ -695,7 +705,8 @@ class RestCatalog(Catalog):
             t_api.batch_delete_table_versions,
             p.encode_id(names),
             request,
-            idempotent=True,
+            idempotent=not once,
+            timeout=min(self.timeout, 2.0) if once else None,
         )
 
 
@@ -756,7 +767,7 @@ def _report(catalog: RestCatalog, names: list[str], unreported: _Unreported) -> 
     if version is None:
         return
     try:
-        catalog._forget(names, version)
+        catalog._forget(names, version, once=True)
     except Exception:  # at exit, nothing is left to tell
         pass
 
