@@ -15,6 +15,7 @@ BEFORE_34: dict[str, str] = {
     "append p50 ms: rest-inline": "7.5-10",
     "append p50 ms: pg-inline": "5.52",
     "append p50 ms: pg-staged": "6.00",
+    "append p50 ms: uc-staged": "11.7",
     "pg statements per ratification": "5",
     "commits/s: sqlite": "87-96",
     "commits/s: postgresql": "51-58",

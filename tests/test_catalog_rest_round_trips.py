@@ -177,3 +177,45 @@ def test_a_conflict_leaves_no_reference_cycle(server: Any) -> None:
         gc.garbage.clear()
         gc.enable()
     assert frames == []
+
+
+def served(server: Any, since: int) -> collections.Counter[str]:
+    """The requests the server logged after the first ``since`` log lines, by method and
+    the path's last part."""
+    lines = server.log.read_text().splitlines()[since:]
+    out: collections.Counter[str] = collections.Counter()
+    for line in lines:
+        if line.startswith("{") and '"path"' in line:
+            entry = json.loads(line)
+            out[f"{entry['method']} {entry['path'].rsplit('/', 1)[-1]}"] += 1
+    return out
+
+
+def test_a_unity_catalog_append_is_two_requests(server: Any) -> None:
+    """The same through the server's Unity Catalog API with deltalog's ``unity`` client:
+    ``loadTable``, then one ``updateTable`` with ``add-commit`` and, before it, the previous
+    commit's ``set-latest-backfilled-version``."""
+    rest = dl.connect_catalog({"type": "rest", "uri": server.url})
+    rest.create_namespace("main")
+    rest.create_namespace("main.default")
+    uc = dl.connect_catalog(
+        {"type": "unity", "uri": server.url, "catalog": "main", "schema": "default"}
+    )
+    uc.create_table("t", pa.schema({"id": pa.int64()}))
+    t = uc.load_table("t")
+    dl.write_table(t, rows(0), mode="append")
+    time.sleep(0.2)  # the log is written as requests finish
+    before = len(server.log.read_text().splitlines())
+    for i in range(1, 4):
+        dl.write_table(t, rows(i), mode="append")
+    time.sleep(0.2)
+    assert served(server, before) == {"GET t": 3, "POST t": 3}
+    assert held(rest, "main.default.t") == [4]  # the same table, through the Lance routes
+    del t
+    gc.collect()
+    assert held(rest, "main.default.t") == []
+    assert ids_of(uc.load_table("t")) == [0, 1, 2, 3]
+
+
+def ids_of(t: dl.DeltaTable) -> list[int]:
+    return sorted(t.to_pyarrow_table().column("id").to_pylist())

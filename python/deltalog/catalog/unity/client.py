@@ -19,7 +19,9 @@ the Delta API (catalogManaged RFC, ``000_…``, "Commit Protocol"):
   :class:`~deltalog.CommitConflictError` with the winners; a lost answer is resent identically
   (the server answers a replay as a success), and when no answer ever comes the commits are
   asked whether it landed;
-* ``published``: ``updateTable`` with ``set-latest-backfilled-version``.
+* ``published``: ``set-latest-backfilled-version``, sent before the ``add-commit`` in the
+  ``updateTable`` of the client's next commit, or alone when the client is collected or the
+  interpreter exits.
 
 A new table is made as the Delta API says: ``createStagingTable`` (the server allocates its id
 and location), version 0 written and published at that location (with the staging table's id

@@ -10,6 +10,7 @@ import logging
 import os
 import threading
 import time
+import weakref
 from typing import TYPE_CHECKING, Any
 
 from deltalog.catalog.client import RatifiedCommit, RatifiedCommits
@@ -25,6 +26,55 @@ if TYPE_CHECKING:
     from deltalog.catalog.unity.client import UnityCatalog
 
 _log = logging.getLogger("deltalog.catalog.unity")
+
+
+class _Unreported:
+    """The newest version a :class:`UnityTableClient` published but has not reported."""
+
+    __slots__ = ("version",)
+
+    def __init__(self) -> None:
+        self.version: int | None = None
+
+
+def _backfilled(version: int) -> dict[str, Any]:
+    return {"action": "set-latest-backfilled-version", "latest-published-version": version}
+
+
+def _update_table(
+    catalog: UnityCatalog,
+    schema: str,
+    table: str,
+    table_uuid: str,
+    what: str,
+    updates: list[dict[str, Any]],
+) -> Any:
+    """``updateTable`` of ``schema.table`` (asserting its UUID) with ``updates``."""
+    request = catalog.model(
+        "DeltaUpdateTableRequest",
+        {
+            "requirements": [{"type": "assert-table-uuid", "uuid": table_uuid}],
+            "updates": updates,
+        },
+    )
+    return catalog.call(
+        what, "delta", "update_table", catalog.catalog, schema, table, request, idempotent=False
+    )
+
+
+def _report(
+    catalog: UnityCatalog, schema: str, table: str, table_uuid: str, unreported: _Unreported
+) -> None:
+    """Reports what a client published and never got to report (its last commit: the client
+    is collected, or the interpreter exits). Best effort: the next writer's report covers it."""
+    version, unreported.version = unreported.version, None
+    if version is None:
+        return
+    what = f"report version {version} of {schema}.{table} published"
+    try:
+        _update_table(catalog, schema, table, table_uuid, what, [_backfilled(version)])
+    except Exception:  # at exit, nothing is left to tell
+        pass
 
 
 def _local(location: str) -> str | None:
@@ -62,6 +112,11 @@ class UnityTableClient:
         self._primed: RatifiedCommits | None = None
         self._after_commit: RatifiedCommits | None = None
         self._lock = threading.Lock()
+        #: Published, not reported yet: ``set-latest-backfilled-version`` goes in the same
+        #: ``updateTable`` as the next ``add-commit`` (one round trip fewer per commit), else
+        #: on its own when this client goes away.
+        self._unreported = _Unreported()
+        self._report_at_exit: weakref.finalize | None = None
 
     @property
     def name(self) -> str:
@@ -147,23 +202,7 @@ class UnityTableClient:
         }
 
     def _update(self, what: str, updates: list[dict[str, Any]]) -> Any:
-        request = self.catalog.model(
-            "DeltaUpdateTableRequest",
-            {
-                "requirements": [{"type": "assert-table-uuid", "uuid": self.table_uuid}],
-                "updates": updates,
-            },
-        )
-        return self.catalog.call(
-            what,
-            "delta",
-            "update_table",
-            self.catalog.catalog,
-            self.schema,
-            self.table,
-            request,
-            idempotent=False,
-        )
+        return _update_table(self.catalog, self.schema, self.table, self.table_uuid, what, updates)
 
     def commit(
         self,
@@ -192,15 +231,23 @@ class UnityTableClient:
     def _add(self, what: str, commit: dict[str, Any]) -> None:
         version = commit["version"]
         last: Exception | None = None
+        with self._lock:
+            reported = self._unreported.version
+        updates = [{"action": "add-commit", "commit": commit}]
+        if reported is not None:
+            # Reported first: what it frees counts no more against the unpublished cap.
+            updates.insert(0, _backfilled(reported))
         for attempt in range(1 + self.catalog._transport.retries):
             try:
-                answer = self._update(what, [{"action": "add-commit", "commit": commit}])
+                answer = self._update(what, updates)
+                self._reported(reported)
                 # The answer is loadTable's view with this commit: publishing it asks for the
                 # commits up to it right away (one round trip fewer per commit).
                 with self._lock:
                     self._after_commit = self._commits(answer)
                 return
             except UcConflict as e:
+                self._reported(reported)  # the server answered: it took the report
                 if e.kind == "UpdateRequirementConflictException":
                     raise CatalogError(
                         f"{what}: the table is no longer the one loaded (its UUID changed: it was "
@@ -301,16 +348,26 @@ class UnityTableClient:
         )
         self._creating, self._pending = False, None
 
+    def _reported(self, version: int | None) -> None:
+        """The catalog answered a request reporting ``version`` published."""
+        with self._lock:
+            if version is not None and self._unreported.version == version:
+                self._unreported.version = None
+
     def published(self, version: int) -> None:
         if self._creating:
             return  # version 0 of a new table: published before createTable
-        try:
-            self._update(
-                f"report version {version} of {self.name} published",
-                [{"action": "set-latest-backfilled-version", "latest-published-version": version}],
-            )
-        except CatalogError as e:
-            # The commit is ratified and published; the catalog forgets it on a later report.
-            _log.warning(
-                "%s: the catalog was not told version %d is published: %s", self.name, version, e
-            )
+        # Reported with the next add-commit, or when this client goes away.
+        with self._lock:
+            if self._unreported.version is None or version > self._unreported.version:
+                self._unreported.version = version
+            if self._report_at_exit is None:
+                self._report_at_exit = weakref.finalize(
+                    self,
+                    _report,
+                    self.catalog,
+                    self.schema,
+                    self.table,
+                    self.table_uuid,
+                    self._unreported,
+                )

@@ -158,13 +158,17 @@ class DeltaApi(TableLifecycle):
             _native.publish(record.location, inline[-1], client, self.service.storage_options)
 
     def _staged_file(self, record: TableRecord, name: str) -> tuple[int, int]:
-        """(size, modification time in ms) of a staged commit file."""
+        """(size, modification time in ms) of a staged commit file; (0, 0) when it is gone (a
+        damaged table: the catalog still answers, and a reader fails on the file, naming it)."""
         location = record.location
         if "://" not in location or location.startswith("file:"):
             path = os.path.join(
                 location.removeprefix("file://"), "_delta_log", "_staged_commits", name
             )
-            info = os.stat(path)
+            try:
+                info = os.stat(path)
+            except FileNotFoundError:
+                return 0, 0
             return info.st_size, int(info.st_mtime * 1000)
         from deltalog.catalog import ratification
 
@@ -278,10 +282,16 @@ class DeltaApi(TableLifecycle):
                 "not current): reload it",
             )
         self.catalogs.require(r.principal, "writer", "update a table")
+        backfill = updates.get("set-latest-backfilled-version")
+        if add is not None and backfill is not None:
+            # A writer's report of its previous commit, riding on its next one: applied first
+            # (what it frees counts no more against the cap of unbackfilled commits), and as a
+            # hint: a version not published, or published with other content, stays held.
+            self._backfilled(names, record, backfill.latest_published_version, strict=False)
+            backfill = None
         if add is not None:
             self._add_commit(r, names, record, add.commit)
             record = self.store.table_by_id(record.id) or record
-        backfill = updates.get("set-latest-backfilled-version")
         if backfill is not None:
             self._backfilled(names, record, backfill.latest_published_version)
         return self.load(self.store.table_by_id(record.id) or record)
@@ -325,32 +335,44 @@ class DeltaApi(TableLifecycle):
             )
         self.service._ratify([proposal], [names])
 
-    def _backfilled(self, names: list[str], record: TableRecord, version: int) -> None:
+    def _backfilled(
+        self, names: list[str], record: TableRecord, version: int, strict: bool = True
+    ) -> None:
         """``set-latest-backfilled-version``: forgets the held commits through ``version``,
-        each checked to be published with its ratified content."""
+        each checked to be published with its ratified content; not ``strict`` (a report
+        riding on an ``add-commit``), it forgets those that are, up to the first that is not,
+        and refuses nothing."""
         from deltalog.catalog import ratification
 
         if version > record.latest_version:
+            if not strict:
+                return
             raise UcError(
                 "InvalidParameterValueException",
                 f"latest-published-version {version} is past the latest ratified version "
                 f"{record.latest_version}",
             )
         held = [c for c in self.store.commits(record.id, None, version).commits]
+        through = None
         for c in held:
             found = self.service._published_content(record, c.version)
             if found is None:
+                if not strict:
+                    break
                 raise UcError(
                     "BadRequestException",
                     f"version {c.version} of {'.'.join(names)} is not published "
                     f"(_delta_log/{c.version:020d}.json does not exist): the catalog keeps it",
                 )
             if c.sha256 and ratification.sha256_hex(found) != c.sha256:
+                if not strict:
+                    break
                 raise UcError(
                     "BadRequestException",
                     f"_delta_log/{c.version:020d}.json of {'.'.join(names)} differs from the "
                     "commit the catalog ratified for that version (catalogManaged RFC, "
                     '"Publishing Commits": the content of a ratified commit is immutable)',
                 )
-        if held:
-            self.store.forget(record.id, version)
+            through = c.version
+        if through is not None:
+            self.store.forget(record.id, through)
