@@ -26,6 +26,7 @@ from lance_namespace_urllib3_client import models as m
 
 import catalog_server
 import deltalog as dl
+from deltalog.catalog import reports
 
 JSON = {"Content-Type": "application/json"}
 
@@ -337,6 +338,7 @@ def test_pylance_rest_namespace(server: Any, tmp_path: Path) -> None:
     # ... until the writer's client goes away (here; else at exit), which reports it.
     del t
     gc.collect()
+    reports.flush()  # a collected client's report goes from the reporting thread
     versions = client.list_table_versions(ln.ListTableVersionsRequest(id=["lake", "managed"]))
     assert all(v.metadata["delta.published"] == "true" for v in versions.versions)
     with pytest.raises(errors.TableNotFoundError):

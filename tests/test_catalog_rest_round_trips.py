@@ -25,6 +25,7 @@ import urllib3
 
 import catalog_server
 import deltalog as dl
+from deltalog.catalog import reports
 
 JSON = {"Content-Type": "application/json"}
 
@@ -78,6 +79,7 @@ def test_an_append_is_two_requests(server: Any, requests: collections.Counter[st
     requests.clear()
     del t
     gc.collect()
+    assert reports.flush()  # sent from the reporting thread
     assert requests == {"version/delete": 1}
     assert held(cat, "t") == []
     assert dl.DeltaTable(str(log.parent), published_only=True).version() == 6
@@ -149,6 +151,7 @@ def test_a_report_is_checked_not_trusted(server: Any) -> None:
     assert held(cat, "t") == [1, 2, 3]  # reported with the client's next commit, or...
     del client
     gc.collect()  # ... when it goes away
+    assert reports.flush()
     assert held(cat, "t") == []
     assert cat.load_table("t").version() == 3
 
@@ -179,19 +182,9 @@ def test_a_conflict_leaves_no_reference_cycle(server: Any) -> None:
     assert frames == []
 
 
-def served(server: Any, since: int) -> collections.Counter[str]:
-    """The requests the server logged after the first ``since`` log lines, by method and
-    the path's last part."""
-    lines = server.log.read_text().splitlines()[since:]
-    out: collections.Counter[str] = collections.Counter()
-    for line in lines:
-        if line.startswith("{") and '"path"' in line:
-            entry = json.loads(line)
-            out[f"{entry['method']} {entry['path'].rsplit('/', 1)[-1]}"] += 1
-    return out
-
-
-def test_a_unity_catalog_append_is_two_requests(server: Any) -> None:
+def test_a_unity_catalog_append_is_two_requests(
+    server: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """The same through the server's Unity Catalog API with deltalog's ``unity`` client:
     ``loadTable``, then one ``updateTable`` with ``add-commit`` and, before it, the previous
     commit's ``set-latest-backfilled-version``."""
@@ -204,18 +197,57 @@ def test_a_unity_catalog_append_is_two_requests(server: Any) -> None:
     uc.create_table("t", pa.schema({"id": pa.int64()}))
     t = uc.load_table("t")
     dl.write_table(t, rows(0), mode="append")
-    time.sleep(0.2)  # the log is written as requests finish
-    before = len(server.log.read_text().splitlines())
+    from deltalog.catalog.unity.transport import Transport
+
+    calls: collections.Counter[str] = collections.Counter()
+    call = Transport.call
+
+    def counted(self: Any, what: str, api: Any, method: str, *args: Any, **kw: Any) -> Any:
+        calls[method] += 1
+        return call(self, what, api, method, *args, **kw)
+
+    monkeypatch.setattr(Transport, "call", counted)
     for i in range(1, 4):
         dl.write_table(t, rows(i), mode="append")
-    time.sleep(0.2)
-    assert served(server, before) == {"GET t": 3, "POST t": 3}
+    assert calls == {"load_table": 3, "update_table": 3}
     assert held(rest, "main.default.t") == [4]  # the same table, through the Lance routes
     del t
     gc.collect()
+    assert reports.flush()
     assert held(rest, "main.default.t") == []
     assert ids_of(uc.load_table("t")) == [0, 1, 2, 3]
 
 
 def ids_of(t: dl.DeltaTable) -> list[int]:
     return sorted(t.to_pyarrow_table().column("id").to_pylist())
+
+
+def test_a_report_never_runs_inside_a_cyclic_collection(
+    server: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A client freed by the cyclic collector (which may run in any thread, holding any lock)
+    reports from the reporting thread; one freed in the main thread reports at once."""
+    from deltalog.catalog.rest import client as rest_client
+
+    threads: list[str] = []
+    report = rest_client._report
+
+    def recorded(*args: Any) -> None:
+        import threading
+
+        threads.append(threading.current_thread().name)
+        report(*args)
+
+    monkeypatch.setattr(rest_client, "_report", recorded)
+    cat = dl.connect_catalog({"type": "rest", "uri": server.url})
+    cat.create_table("t", pa.schema({"id": pa.int64()}))
+    threads.clear()
+    dl.write_table(cat.load_table("t"), rows(1), mode="append")  # freed at once
+    assert threads == ["MainThread"] and held(cat, "t") == []
+    t = cat.load_table("t")
+    dl.write_table(t, rows(2), mode="append")
+    t.cycle = t  # type: ignore[attr-defined]
+    del t
+    gc.collect()
+    assert reports.flush()
+    assert threads == ["MainThread", "deltalog-reports"] and held(cat, "t") == []

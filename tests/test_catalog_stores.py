@@ -27,7 +27,7 @@ import pytest
 import catalog_server
 import deltalog as dl
 import processes
-from deltalog.catalog import Catalog, Proposal, TableCatalogClient, sql
+from deltalog.catalog import Catalog, Proposal, TableCatalogClient, reports, sql
 from deltalog.catalog.rest.client import RestTableClient
 from deltalog.catalog.sql import SqlStore
 from deltalog.catalog.unity.client import UnityTableClient
@@ -193,6 +193,7 @@ def test_catalog_managed_tables(config: Config, tmp_path: Path) -> None:
     assert all((location / "_delta_log" / f"{v:020}.json").exists() for v in range(4))
     del t
     gc.collect()
+    reports.flush()  # a collected client's report goes from the reporting thread
     assert scalar(config, "SELECT COUNT(*) FROM commits") == 0
     assert scalar(config, "SELECT latest_version FROM tables") == 3
     # The table opens by path only with the published-only opt-in.

@@ -26,6 +26,7 @@ import pytest
 import catalog_server
 import deltalog as dl
 import processes
+from deltalog.catalog import reports
 from deltalog.catalog.rest.auth import add_token
 from unity_helpers import duckdb_attached
 
@@ -131,6 +132,7 @@ def test_duckdb_reads_what_deltalog_writes(server: Any, case: str) -> None:
     t = cat.load_table(name)
     dl.write_table(t, table([10, 11, 12]), mode="append")
     del t  # its client reports its commit published (else it would with its next commit)
+    reports.flush()
     if case == "deletion_vectors":
         cat.load_table(name).delete("id % 4 = 1")
     if case == "column_mapping":

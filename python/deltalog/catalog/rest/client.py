@@ -16,6 +16,7 @@ when it landed).
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import json
 import os
@@ -30,6 +31,7 @@ from lance_namespace_urllib3_client import ApiClient, Configuration, NamespaceAp
 from lance_namespace_urllib3_client import models as m
 from lance_namespace_urllib3_client.exceptions import ApiException
 
+from deltalog.catalog import reports
 from deltalog.catalog.base import Catalog, Identifier
 from deltalog.catalog.client import RatifiedCommit, RatifiedCommits
 from deltalog.catalog.managed import (
@@ -777,7 +779,8 @@ class RestTableClient:
     :class:`RestCatalog`: ratified commits from ``version/list``, ratification by
     ``version/create``; what the client published is reported to the catalog with its next
     ``version/create`` (or by ``version/delete`` when the client is collected or the
-    interpreter exits), not by a request of its own per commit."""
+    interpreter exits: :mod:`deltalog.catalog.reports`), not by a request of its own per
+    commit."""
 
     max_inline_commit_bytes = MAX_INLINE_COMMIT_BYTES
 
@@ -885,9 +888,16 @@ class RestTableClient:
             if self._unreported.version is None or version > self._unreported.version:
                 self._unreported.version = version
             if self._report_at_exit is None:
-                self._report_at_exit = weakref.finalize(
-                    self, _report, self._catalog, self._names, self._unreported
-                )
+                # Sent when this client is collected, else at exit (deltalog.catalog.reports:
+                # never from inside a cyclic collection).
+                job = functools.partial(_report, self._catalog, self._names, self._unreported)
+                self._report_at_exit = weakref.finalize(self, reports.when_collected, job)
+                self._report_at_exit.atexit = False
+                reports.watch(self)
+
+    def report_unreported(self) -> None:
+        """Reports what this client published and has not reported yet (at exit)."""
+        _report(self._catalog, self._names, self._unreported)
 
 
 class _RestStore:

@@ -5,6 +5,7 @@ the module docs of :mod:`deltalog.catalog.unity.client` say how)."""
 
 from __future__ import annotations
 
+import functools
 import json
 import logging
 import os
@@ -13,6 +14,7 @@ import time
 import weakref
 from typing import TYPE_CHECKING, Any
 
+from deltalog.catalog import reports
 from deltalog.catalog.client import RatifiedCommit, RatifiedCommits
 from deltalog.catalog.unity.transport import NoAnswer, UcConflict
 from deltalog.exceptions import (
@@ -362,8 +364,10 @@ class UnityTableClient:
             if self._unreported.version is None or version > self._unreported.version:
                 self._unreported.version = version
             if self._report_at_exit is None:
-                self._report_at_exit = weakref.finalize(
-                    self,
+                # Sent when this client is collected, else at exit (deltalog.catalog.reports:
+                # never from inside a cyclic collection, which may run on the transport's own
+                # event loop).
+                job = functools.partial(
                     _report,
                     self.catalog,
                     self.schema,
@@ -371,3 +375,10 @@ class UnityTableClient:
                     self.table_uuid,
                     self._unreported,
                 )
+                self._report_at_exit = weakref.finalize(self, reports.when_collected, job)
+                self._report_at_exit.atexit = False
+                reports.watch(self)
+
+    def report_unreported(self) -> None:
+        """Reports what this client published and has not reported yet (at exit)."""
+        _report(self.catalog, self.schema, self.table, self.table_uuid, self._unreported)

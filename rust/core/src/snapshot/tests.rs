@@ -28,6 +28,15 @@ fn remove(path: &str, dv: Option<&str>) -> Value {
     r
 }
 
+/// The `protocol` and `metaData` of a new table with `schema` (a schemaString).
+fn created(schema: &str) -> Vec<Value> {
+    vec![
+        json!({"protocol": {"minReaderVersion": 1, "minWriterVersion": 2}}),
+        json!({"metaData": {"id": "x", "format": {"provider": "parquet", "options": {}},
+           "schemaString": schema, "partitionColumns": [], "configuration": {}}}),
+    ]
+}
+
 async fn commit(storage: &Storage, read: Option<u64>, actions: Vec<Value>) -> u64 {
     let mut t = Transaction::new(storage.clone(), read, "WRITE", Isolation::ReadsData);
     t.add_actions(actions);
@@ -56,15 +65,11 @@ async fn advance_equals_a_fresh_load() {
     let v0 = commit(
         &storage,
         None,
-        vec![
-            json!({"protocol": {"minReaderVersion": 1, "minWriterVersion": 2}}),
-            json!({"metaData": {"id": "x", "format": {"provider": "parquet", "options": {}},
-               "schemaString": "{\"type\":\"struct\",\"fields\":[]}",
-               "partitionColumns": [], "configuration": {}}}),
-            add("a", None),
-            add("b", None),
-            add("c", None),
-        ],
+        [
+            created("{\"type\":\"struct\",\"fields\":[]}"),
+            vec![add("a", None), add("b", None), add("c", None)],
+        ]
+        .concat(),
     )
     .await;
     let loaded = Snapshot::try_new(storage.clone(), None).await.unwrap();
@@ -165,12 +170,7 @@ async fn a_published_version_and_a_cached_header_spare_the_catalog_and_the_first
     let v0 = commit(
         &storage,
         None,
-        vec![
-            json!({"protocol": {"minReaderVersion": 1, "minWriterVersion": 2}}),
-            json!({"metaData": {"id": "x", "format": {"provider": "parquet", "options": {}},
-               "schemaString": schema, "partitionColumns": [], "configuration": {}}}),
-            add("a", None),
-        ],
+        [created(schema), vec![add("a", None)]].concat(),
     )
     .await;
     let v1 = commit(&storage, Some(v0), vec![add("b", None)]).await;
