@@ -244,6 +244,15 @@ class DeltaTable(TableDML, TableMaintenance):
             self._set(loaded)
         return loaded
 
+    def _latest(self) -> _native.RawSnapshot:
+        """The latest version: the loaded snapshot advanced; a table not opened yet opens the
+        latest version at once (not its described version first, then the rest)."""
+        if self._loaded is None:
+            return _native.RawSnapshot.open(
+                self._uri, None, self._storage_options, self._catalog_client, self._header
+            )
+        return self._loaded.advance(None)
+
     @property
     def _state(self) -> _native.RawSnapshot | _native.RawHeader:
         """What answers the version, protocol, metadata and schema: the snapshot, or the
@@ -364,7 +373,7 @@ class DeltaTable(TableDML, TableMaintenance):
         does a table deleted and created again at the same location (the loaded version's
         commit gone or another file): the object then shows the new table. A catalog-managed
         table asks its catalog for the latest ratified commits (replayed the same way)."""
-        self._set(self._raw.advance(None))
+        self._set(self._latest())
 
     # -- state ---------------------------------------------------------------------------
 
@@ -717,7 +726,7 @@ class DeltaTable(TableDML, TableMaintenance):
         Returns:
             ``version``, ``num_restored_files``, ``num_removed_files``.
         """
-        latest = self._raw.advance(None)
+        latest = self._latest()
         check_snapshot_writable(latest)
         if isinstance(target, int) and not isinstance(target, bool):
             version = _args.version("version", target)

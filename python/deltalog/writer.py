@@ -377,7 +377,7 @@ def write_table(
         storage_options or None
     ):
         # The latest version, from the loaded one: only the commits since are read.
-        existing = table_or_uri._raw.advance(None)
+        existing = table_or_uri._latest()
     else:
         try:
             existing = _native.RawSnapshot.open(uri, None, options)
