@@ -41,6 +41,11 @@ and the issue's targets.
    ``ATTACH`` per run (its catalog calls are part of the time) and one reused attach.
    Target: the catalog read <= 1.1x ``delta_scan``. ``--only duckdb`` runs this part alone.
 
+The first line gives what creating a small file costs in the benchmark's directory (``TMPDIR``):
+every commit creates three or four, and on ext4 that cost moves tenfold and more with how many
+files its block group lost in the last few minutes (a test suite that just ran), moving every
+figure with it. Compare runs only at similar costs.
+
 PostgreSQL: ``--postgresql URI`` (a database the benchmark may fill), else a throwaway server
 started like the tests' (tests/postgres_server.py; Debian's ``postgresql`` package), else
 skipped with a note. deltalog only (deltalake cannot write catalog-managed tables). Usage::
@@ -58,6 +63,7 @@ import contextlib
 import math
 import multiprocessing
 import os
+import shutil
 import statistics
 import sys
 import tempfile
@@ -377,6 +383,21 @@ def path_twin(location: Path, twin: Path) -> None:
     (twin / "_delta_log" / f"{0:020d}.json").write_text("\n".join(actions) + "\n")
 
 
+def file_create_us(root: Path, files: int = 300) -> float:
+    """Microseconds to create a small file in ``root``: a commit creates three or four (data,
+    commit, checksum, staged commit), and on ext4 this cost swings from ~30 us to ~600 us
+    with how many files the same block group lost in the last minutes (the inode allocator
+    skips recently deleted inodes one by one), which moves every figure here with it."""
+    probe = root / "file-create-probe"
+    probe.mkdir()
+    began = time.perf_counter()
+    for i in range(files):
+        (probe / f"f{i}").write_bytes(b"x" * 512)
+    elapsed = time.perf_counter() - began
+    shutil.rmtree(probe)
+    return elapsed / files * 1e6
+
+
 def cpu_busy_s() -> float | None:
     """Busy CPU seconds of the whole machine so far (None without psutil)."""
     try:
@@ -540,6 +561,7 @@ def main(argv: list[str] | None = None) -> int:
         tmp = stack.enter_context(tempfile.TemporaryDirectory())
         pg = stack.enter_context(postgresql(args.postgresql))
         root = Path(tmp)
+        print(f"file creation in {root}: {file_create_us(root):.0f} us per file")
         rest = stack.enter_context(rest_server(root, args.server_workers))
         configs = {
             "sqlite": {

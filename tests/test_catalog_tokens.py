@@ -82,7 +82,13 @@ def test_tokens_are_created_listed_revoked_and_rotated_without_a_restart(tmp_pat
         # Revoked: 401 saying so, on both APIs; the others are untouched.
         code, out, err = token_cli("revoke", "--tokens", str(tokens), "--name", "etl")
         assert code == 0, err
-        eventually(lambda: all(status(unity, etl)[0] == 401 for _ in range(6)))
+        # Each worker reloads the file on its own (within a second): until both did, a
+        # request may reach one that has not.
+        eventually(
+            lambda: all(
+                status(unity, etl)[0] == 401 and status(lance, etl)[0] == 401 for _ in range(6)
+            )
+        )
         assert "'etl' was revoked at" in status(unity, etl)[1]
         assert "'etl' was revoked at" in status(lance, etl)[1]
         assert status(lance, admin)[0] == 200

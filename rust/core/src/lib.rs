@@ -51,3 +51,10 @@ pub mod writer_features;
 pub use error::{DeltaError, DeltaResult};
 pub use snapshot::Snapshot;
 pub use storage::Storage;
+
+/// The threads this process may run at once (`std::thread::available_parallelism`, read once:
+/// on Linux each call reads the cgroup's CPU quota files, several times per commit otherwise).
+pub fn available_threads() -> usize {
+    static THREADS: std::sync::OnceLock<usize> = std::sync::OnceLock::new();
+    *THREADS.get_or_init(|| std::thread::available_parallelism().map_or(2, |n| n.get()))
+}

@@ -149,6 +149,59 @@ pub fn filter_compact(
     )?))
 }
 
+/// `parts` (of one type) end to end, compacted like [`compact_nulls`]: a column null in every
+/// part becomes shared nulls of the total length without being copied, and the children of a
+/// struct are concatenated one by one so that each such child stays compact.
+pub fn concat_compact(parts: &[ArrayRef]) -> Result<ArrayRef, arrow::error::ArrowError> {
+    let Some(first) = parts.first() else {
+        return Err(arrow::error::ArrowError::InvalidArgumentError(
+            "nothing to concatenate".into(),
+        ));
+    };
+    let len: usize = parts.iter().map(|p| p.len()).sum();
+    if parts.iter().all(|p| p.logical_null_count() == p.len()) {
+        return Ok(shared_null_array(first.data_type(), len));
+    }
+    let DataType::Struct(fields) = first.data_type() else {
+        let refs: Vec<&dyn Array> = parts.iter().map(|p| p.as_ref()).collect();
+        return arrow::compute::concat(&refs);
+    };
+    let structs = parts
+        .iter()
+        .map(|p| {
+            p.as_struct_opt().ok_or_else(|| {
+                arrow::error::ArrowError::InvalidArgumentError(
+                    "cannot concatenate arrays of different types".into(),
+                )
+            })
+        })
+        .collect::<Result<Vec<_>, _>>()?;
+    let columns = (0..fields.len())
+        .map(|i| {
+            let children: Vec<ArrayRef> = structs.iter().map(|s| s.column(i).clone()).collect();
+            concat_compact(&children)
+        })
+        .collect::<Result<Vec<_>, _>>()?;
+    let nulls = if structs.iter().any(|s| s.null_count() > 0) {
+        let mut valid = arrow::array::BooleanBufferBuilder::new(len);
+        for s in &structs {
+            match s.nulls() {
+                Some(n) => valid.append_buffer(n.inner()),
+                None => valid.append_n(s.len(), true),
+            }
+        }
+        Some(arrow::buffer::NullBuffer::new(valid.finish()))
+    } else {
+        None
+    };
+    Ok(Arc::new(arrow::array::StructArray::try_new_with_length(
+        fields.clone(),
+        columns,
+        nulls,
+        len,
+    )?))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -284,5 +337,61 @@ mod tests {
                 ));
             }
         }
+    }
+
+    #[test]
+    fn concatenating_compacts_like_concat_then_compact() {
+        use arrow::array::{Int64Array, StringArray, StructArray};
+        let part = |paths: Vec<&str>, sizes: Vec<Option<i64>>, valid: Option<Vec<bool>>| {
+            let n = paths.len();
+            let inner = StructArray::try_new(
+                Fields::from(vec![
+                    Field::new("size", DataType::Int64, true),
+                    Field::new("none", DataType::Utf8, true),
+                ]),
+                vec![
+                    Arc::new(Int64Array::from(sizes)) as ArrayRef,
+                    Arc::new(StringArray::from(vec![None::<&str>; n])) as ArrayRef,
+                ],
+                valid.map(arrow::buffer::NullBuffer::from),
+            )
+            .unwrap();
+            Arc::new(StructArray::from(vec![
+                (
+                    Arc::new(Field::new("path", DataType::Utf8, true)),
+                    Arc::new(StringArray::from(paths)) as ArrayRef,
+                ),
+                (
+                    Arc::new(Field::new("inner", inner.data_type().clone(), true)),
+                    Arc::new(inner) as ArrayRef,
+                ),
+            ])) as ArrayRef
+        };
+        let parts = vec![
+            part(vec!["a", "b"], vec![Some(1), None], None),
+            part(vec!["c"], vec![None], Some(vec![false])),
+            part(
+                vec!["d", "e", "f"],
+                vec![Some(4), Some(5), None],
+                Some(vec![true, false, true]),
+            ),
+        ];
+        let refs: Vec<&dyn Array> = parts.iter().map(|p| p.as_ref()).collect();
+        let ours = concat_compact(&parts).unwrap();
+        ours.to_data().validate_full().unwrap();
+        assert_eq!(&ours, &arrow::compute::concat(&refs).unwrap());
+        // `inner.none` is null in every part: shared nulls, not copied.
+        let none = ours.as_struct().column(1).as_struct().column(1).clone();
+        assert!(same_first_buffer(
+            &none,
+            &shared_null_array(&DataType::Utf8, 6)
+        ));
+        // Parts null everywhere give shared nulls; no parts is an error.
+        let nulls = vec![
+            shared_null_array(&DataType::Int64, 3),
+            shared_null_array(&DataType::Int64, 2),
+        ];
+        assert_eq!(concat_compact(&nulls).unwrap().logical_null_count(), 5);
+        assert!(concat_compact(&[]).is_err());
     }
 }

@@ -31,7 +31,8 @@ use crate::log::path::CheckpointNaming;
 use crate::log::reader::{commit_info_batches, delta_stream, protocol_and_metadata};
 use crate::log::replay::{select_checkpoint_files, unseen, Origin, Reconciler, Selected};
 use crate::log::segment::{
-    build_segment, load_catalog_segment, load_segment, Delta, LogListing, LogSegment,
+    build_segment, last_checkpoint_hint, load_catalog_segment, load_segment, Delta, LogListing,
+    LogSegment,
 };
 use crate::model::{DomainMetadata, Metadata, Protocol, Txn};
 use crate::nulls::filter_compact;
@@ -71,6 +72,10 @@ enum FirstPass {
 /// [`Snapshot::advance`] replays at most this many commits onto a snapshot; a longer range is
 /// loaded afresh (from its newest checkpoint).
 pub const MAX_INCREMENTAL_COMMITS: u64 = 100;
+
+/// Updates look new commits up by name while the snapshot's segment holds fewer commits than
+/// this; a longer segment lists the log instead, to start again from its newest checkpoint.
+const PROBE_SEGMENT_DELTAS: usize = 256;
 
 /// Commits the first pass searches, newest first, for the protocol and metadata before it
 /// assumes that the oldest delta file holds those in force.
@@ -348,7 +353,7 @@ impl Snapshot {
                     removes.extend(r);
                 }
             }
-            snapshot.files = Arc::new(files);
+            snapshot.files = Arc::new(crate::files::coalesce(files));
             snapshot.removes = Arc::new(removes);
             snapshot.stats_schema = stats_schema;
             Ok(snapshot)
@@ -376,8 +381,10 @@ impl Snapshot {
             Some(client) => {
                 // The catalog knows the versions the listing does not ("Reading
                 // Catalog-managed Tables"): its commits joined with the newer part of the log.
-                let held = client.ratified_commits(None, None).await?;
-                let mut listing = LogListing::list(&self.storage, Some(current + 1)).await?;
+                // Only the commits after this version: those up to it are part of this
+                // snapshot already (and a staged one would be read again to be verified).
+                let held = client.ratified_commits(Some(current + 1), None).await?;
+                let mut listing = self.news(current + 1, None).await?;
                 held.apply(&self.storage, &mut listing)?;
                 (listing, held.latest_version.max(current))
             }
@@ -386,7 +393,26 @@ impl Snapshot {
                 // another file, the table was deleted and created again (or its log cleaned
                 // up past this version), and nothing of this snapshot carries over: the
                 // target is loaded afresh.
-                let listing = LogListing::list(&self.storage, Some(current)).await?;
+                let probed = match self.segment.last_commit {
+                    Some(_) if self.segment.deltas.len() < PROBE_SEGMENT_DELTAS => {
+                        LogListing::probe(&self.storage, current, None).await?
+                    }
+                    _ => None,
+                };
+                let listing = match probed {
+                    // Nothing new by name: the commits right after this version may be gone
+                    // (cleaned up: a newer checkpoint covers them) while newer ones stand.
+                    // The `_last_checkpoint` hint tells; past this version, list.
+                    Some(p)
+                        if p.latest_version().is_some_and(|v| v > current)
+                            || last_checkpoint_hint(&self.storage)
+                                .await
+                                .is_none_or(|hint| hint <= current) =>
+                    {
+                        p
+                    }
+                    _ => LogListing::list(&self.storage, Some(current)).await?,
+                };
                 let commits = listing.commits();
                 let loaded_stands = match (&self.segment.last_commit, commits.get(&current)) {
                     (Some(loaded), Some(listed)) => {
@@ -423,13 +449,26 @@ impl Snapshot {
         if self.catalog.is_none() || target <= current {
             return self.advance(None).await;
         }
-        let listing = LogListing::list(&self.storage, Some(current + 1)).await?;
+        let listing = self.news(current + 1, Some(target)).await?;
         let commits = listing.commits();
         if (current + 1..=target).any(|v| !commits.contains_key(&v)) {
             return self.advance(None).await;
         }
         drop(commits);
         self.replay_onto(listing, target, target).await
+    }
+
+    /// The log from version `from` on (up to `upto`), for an update of this snapshot: on a
+    /// local disk the new commits are looked up by name ([`LogListing::probe`]) while this
+    /// snapshot's segment is short, so that an update costs what is new, not the size of the
+    /// log; otherwise (and to pick up a newer checkpoint once the segment grew) a listing.
+    async fn news(&self, from: u64, upto: Option<u64>) -> DeltaResult<LogListing> {
+        if self.segment.deltas.len() < PROBE_SEGMENT_DELTAS {
+            if let Some(listing) = LogListing::probe(&self.storage, from, upto).await? {
+                return Ok(listing);
+            }
+        }
+        LogListing::list(&self.storage, Some(from)).await
     }
 
     /// `target` (at most `latest`), from this snapshot and the commits after it in
@@ -535,7 +574,7 @@ impl Snapshot {
             metadata: self.metadata.clone(),
             txns,
             domains: domains.into_values().collect(),
-            files: Arc::new(files),
+            files: Arc::new(crate::files::coalesce(files)),
             removes: Arc::new(removes),
             stats_schema,
             in_commit_timestamp,
@@ -748,11 +787,19 @@ async fn replay_deltas(
 }
 
 /// Parses the statistics of commit adds, spreading batches over blocking threads.
+/// Up to this many `add` rows are parsed on the calling thread.
+const INLINE_PARSE_ROWS: usize = 256;
+
 async fn parse_in_parallel(
     adds: Vec<Selected>,
     stats: &Arc<StatsSchema>,
 ) -> DeltaResult<Vec<FileBatch>> {
-    let threads = std::thread::available_parallelism().map_or(2, |n| n.get());
+    // A commit or two of a few files (an append's replay): parsed here, without a hand-off
+    // to another thread.
+    if adds.iter().map(|a| a.array.len()).sum::<usize>() <= INLINE_PARSE_ROWS {
+        return adds.into_iter().map(|a| FileBatch::new(a, stats)).collect();
+    }
+    let threads = crate::available_threads();
     let chunk = adds.len().div_ceil(threads).max(1);
     let mut chunks: Vec<Vec<Selected>> = Vec::new();
     let mut iter = adds.into_iter().peekable();

@@ -309,6 +309,46 @@ impl Storage {
         Ok(listed?)
     }
 
+    /// On a local disk: the commits `from`, `from + 1`, ... (up to `upto`, and until one is
+    /// missing), each preceded by its classic checkpoint if there is one, looked up by name
+    /// instead of reading the whole directory (which costs the log's size, not its news).
+    /// `None` on other stores, and when more than `cap` commits are found (a listing then
+    /// does better: it also finds the newest checkpoint of any kind).
+    pub async fn probe_log_commits(
+        &self,
+        from: u64,
+        upto: Option<u64>,
+        cap: u64,
+    ) -> DeltaResult<Option<Vec<ObjectMeta>>> {
+        let dir = self.log_dir();
+        let Some(local) = self.local_path(&dir) else {
+            return Ok(None);
+        };
+        let found = tokio::task::spawn_blocking(move || {
+            let mut out = Vec::new();
+            let mut version = from;
+            while upto.is_none_or(|u| version <= u) {
+                if version - from >= cap {
+                    return Ok(None);
+                }
+                let Some(commit) = local_meta(&local, &dir, &format!("{version:020}.json"))? else {
+                    break;
+                };
+                let checkpoint = format!("{version:020}.checkpoint.parquet");
+                out.extend(local_meta(&local, &dir, &checkpoint)?);
+                out.push(commit);
+                version += 1;
+            }
+            Ok::<_, object_store::Error>(Some(out))
+        })
+        .await
+        .map_err(|e| object_store::Error::Generic {
+            store: "LocalFileSystem",
+            source: Box::new(e),
+        })?;
+        Ok(found?)
+    }
+
     /// Lists `_delta_log/` (and `_delta_log/_staged_commits/`) with names `>= start_after`
     /// in lexicographic order when `start_after` is given.
     pub async fn list_log(&self, offset: Option<&str>) -> DeltaResult<Vec<ObjectMeta>> {
@@ -450,30 +490,47 @@ fn list_local_dir(
     names.sort();
     let mut out = Vec::with_capacity(names.len());
     for name in names {
-        let metadata = match std::fs::metadata(local.join(&name)) {
-            Ok(m) if m.is_file() => m,
-            Ok(_) => continue, // a folder (_staged_commits, _sidecars)
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => continue, // deleted meanwhile
-            Err(e) => return Err(io(e)),
-        };
-        let modified = metadata.modified().map_err(io)?;
-        let micros = modified
-            .duration_since(std::time::UNIX_EPOCH)
-            .unwrap_or_default()
-            .as_micros();
-        #[cfg(unix)]
-        let inode = std::os::unix::fs::MetadataExt::ino(&metadata);
-        #[cfg(not(unix))]
-        let inode = 0u64;
-        out.push(ObjectMeta {
-            location: dir.clone().join(name.as_str()),
-            last_modified: chrono::DateTime::<chrono::Utc>::from(modified),
-            size: metadata.len(),
-            e_tag: Some(format!("\"{inode:x}-{micros:x}-{:x}\"", metadata.len())),
-            version: None,
-        });
+        if let Some(meta) = local_meta(local, dir, &name)? {
+            out.push(meta);
+        }
     }
     Ok(out)
+}
+
+/// The metadata of the file `name` in the local directory `local` (the store's `dir`), as
+/// object_store's local store gives it (its e-tag included); `None` when there is no such file
+/// (or it is a folder).
+fn local_meta(
+    local: &std::path::Path,
+    dir: &Path,
+    name: &str,
+) -> Result<Option<ObjectMeta>, object_store::Error> {
+    let io = |e: std::io::Error| object_store::Error::Generic {
+        store: "LocalFileSystem",
+        source: Box::new(e),
+    };
+    let metadata = match std::fs::metadata(local.join(name)) {
+        Ok(m) if m.is_file() => m,
+        Ok(_) => return Ok(None), // a folder (_staged_commits, _sidecars)
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
+        Err(e) => return Err(io(e)),
+    };
+    let modified = metadata.modified().map_err(io)?;
+    let micros = modified
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap_or_default()
+        .as_micros();
+    #[cfg(unix)]
+    let inode = std::os::unix::fs::MetadataExt::ino(&metadata);
+    #[cfg(not(unix))]
+    let inode = 0u64;
+    Ok(Some(ObjectMeta {
+        location: dir.clone().join(name),
+        last_modified: chrono::DateTime::<chrono::Utc>::from(modified),
+        size: metadata.len(),
+        e_tag: Some(format!("\"{inode:x}-{micros:x}-{:x}\"", metadata.len())),
+        version: None,
+    }))
 }
 
 #[cfg(test)]

@@ -19,7 +19,7 @@ use crate::snapshot::open_storage;
 
 /// How many row groups decode at once.
 pub(crate) fn scan_concurrency() -> usize {
-    std::thread::available_parallelism().map_or(2, |n| n.get())
+    deltalog_core::available_threads()
 }
 
 /// A planned scan: the read spec and the file tasks, with the storage to read them from.

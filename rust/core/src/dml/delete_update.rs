@@ -341,7 +341,7 @@ pub async fn apply_change(
         },
         None,
     )?);
-    let concurrency = std::thread::available_parallelism().map_or(2, |n| n.get());
+    let concurrency = crate::available_threads();
     let keep_rows = writes_files;
     let reads = futures::stream::iter(tasks.clone())
         .map(|task| {

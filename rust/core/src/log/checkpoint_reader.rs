@@ -398,7 +398,7 @@ impl ParquetLogFile {
         let row_groups = kept.len();
         // Split the row groups into contiguous runs, one per core: more concurrent runs only
         // hold more decoded row groups in memory at once.
-        let cores = std::thread::available_parallelism().map_or(2, |n| n.get());
+        let cores = crate::available_threads();
         let tasks = row_groups.clamp(1, cores.max(1));
         let per_task = row_groups.div_ceil(tasks).max(1);
         let runs: Vec<Vec<usize>> = kept.chunks(per_task).map(<[usize]>::to_vec).collect();

@@ -105,7 +105,7 @@ pub(crate) fn decode_delta(
         LineOrder::NewestFirst => PARALLEL_CHUNK_BYTES,
         LineOrder::Unordered => usize::MAX,
     };
-    let threads = std::thread::available_parallelism().map_or(1, |n| n.get());
+    let threads = crate::available_threads();
     for (batch, parsed) in decode_lines_in_order(&rest, stats, name, version, min_chunk, threads)? {
         out.batches.push(batch);
         out.stats.push(parsed);

@@ -170,6 +170,9 @@ pub struct LogSegment {
     pub last_commit: Option<LogFile>,
 }
 
+/// [`LogListing::probe`] looks up at most this many new commits by name; beyond, a listing.
+const MAX_PROBED_COMMITS: u64 = 64;
+
 /// A listing of `_delta_log`, sorted by name, with every file classified.
 #[derive(Debug, Clone, Default)]
 pub struct LogListing {
@@ -212,6 +215,40 @@ impl LogListing {
             files,
             complete: from_version.unwrap_or(0) == 0,
         })
+    }
+
+    /// The commits from `from` on (to `upto` at most, and until one is missing) with their
+    /// classic checkpoints, looked up by name on a local disk
+    /// ([`Storage::probe_log_commits`]): what a listing from `from` would give an incremental
+    /// update, without reading the whole directory. `None` where a listing is needed instead.
+    pub async fn probe(
+        storage: &Storage,
+        from: u64,
+        upto: Option<u64>,
+    ) -> DeltaResult<Option<Self>> {
+        let Some(metas) = storage
+            .probe_log_commits(from, upto, MAX_PROBED_COMMITS)
+            .await?
+        else {
+            return Ok(None);
+        };
+        let files = metas
+            .into_iter()
+            .filter_map(|meta| {
+                let name = storage.relative_to_log(&meta.location)?;
+                let kind = classify(&name);
+                Some(LogFile {
+                    kind,
+                    name,
+                    meta,
+                    inline: None,
+                })
+            })
+            .collect();
+        Ok(Some(LogListing {
+            files,
+            complete: false,
+        }))
     }
 
     /// The commit files (`n.json`), ascending by version.
@@ -729,5 +766,58 @@ mod tests {
         let seg = build_segment(&l, None).unwrap();
         assert_eq!(seg.checkpoint.as_ref().unwrap().version, 1);
         assert_eq!(versions(&seg), vec![2]);
+    }
+
+    #[tokio::test]
+    async fn probing_finds_the_new_commits_by_name_as_a_listing_would() {
+        let dir = tempfile::tempdir().unwrap();
+        let log = dir.path().join("_delta_log");
+        std::fs::create_dir_all(&log).unwrap();
+        for v in [3u64, 4, 5, 6, 8] {
+            std::fs::write(log.join(format!("{v:020}.json")), "{}\n").unwrap();
+        }
+        std::fs::write(log.join(format!("{:020}.checkpoint.parquet", 5)), "x").unwrap();
+        std::fs::write(log.join(format!("{:020}.crc", 4)), "{}").unwrap();
+        let storage = Storage::open(dir.path().to_str().unwrap(), &HashMap::new()).unwrap();
+        let names = |l: &LogListing| l.files.iter().map(|f| f.name.clone()).collect::<Vec<_>>();
+        // From 4 until the first missing commit (7): checkpoints kept, checksums not looked for.
+        let probed = LogListing::probe(&storage, 4, None).await.unwrap().unwrap();
+        let listed = LogListing::list(&storage, Some(4)).await.unwrap();
+        assert_eq!(
+            names(&probed),
+            [
+                "00000000000000000004.json",
+                "00000000000000000005.checkpoint.parquet",
+                "00000000000000000005.json",
+                "00000000000000000006.json",
+            ]
+        );
+        for f in &probed.files {
+            let same = listed.files.iter().find(|l| l.name == f.name).unwrap();
+            assert_eq!(f.meta, same.meta, "{}", f.name);
+        }
+        assert!(!probed.complete);
+        // Up to a version; nothing found; more than the cap: a listing is needed.
+        let upto = LogListing::probe(&storage, 3, Some(4))
+            .await
+            .unwrap()
+            .unwrap();
+        assert_eq!(upto.commits().keys().copied().collect::<Vec<_>>(), [3, 4]);
+        assert!(LogListing::probe(&storage, 9, None)
+            .await
+            .unwrap()
+            .unwrap()
+            .files
+            .is_empty());
+        for v in 9..9 + MAX_PROBED_COMMITS + 1 {
+            std::fs::write(log.join(format!("{v:020}.json")), "{}\n").unwrap();
+        }
+        assert!(LogListing::probe(&storage, 8, None)
+            .await
+            .unwrap()
+            .is_none());
+        // Not a local disk: no probing.
+        let memory = Storage::open("memory:///t", &HashMap::new()).unwrap();
+        assert!(LogListing::probe(&memory, 0, None).await.unwrap().is_none());
     }
 }

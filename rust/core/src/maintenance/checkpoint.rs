@@ -378,9 +378,7 @@ impl ParquetOut {
         layout: &CheckpointLayout,
         mut units: impl Iterator<Item = Vec<Piece>>,
     ) -> DeltaResult<()> {
-        let threads = std::thread::available_parallelism()
-            .map_or(2, |n| n.get())
-            .clamp(1, 8);
+        let threads = crate::available_threads().clamp(1, 8);
         let mut in_flight: VecDeque<std::thread::JoinHandle<Encoded>> = VecDeque::new();
         let mut next_index = self.row_groups;
         let mut start = |unit: Vec<Piece>, this: &Self| -> DeltaResult<_> {

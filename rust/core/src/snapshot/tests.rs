@@ -214,3 +214,42 @@ async fn a_published_version_and_a_cached_header_spare_the_catalog_and_the_first
     assert_eq!(opened.schema().unwrap(), fresh.schema().unwrap());
     assert_eq!(files(&opened), files(&fresh));
 }
+
+#[tokio::test]
+async fn many_small_commits_leave_few_batches_and_the_same_files() {
+    let dir = tempfile::tempdir().unwrap();
+    let storage = Storage::open(dir.path().to_str().unwrap(), &HashMap::new()).unwrap();
+    // No automatic checkpoints: every version comes from the commits.
+    let mut first = created("{\"type\":\"struct\",\"fields\":[]}");
+    first[1]["metaData"]["configuration"] = json!({"delta.checkpointInterval": "1000"});
+    let mut version = commit(&storage, None, first).await;
+    let mut snapshot = Snapshot::try_new(storage.clone(), None).await.unwrap();
+    for i in 0..40 {
+        version = commit(&storage, Some(version), vec![add(&format!("f{i}"), None)]).await;
+        snapshot = snapshot.advance(None).await.unwrap();
+        assert!(
+            snapshot.files().len() < 10,
+            "{} batches",
+            snapshot.files().len()
+        );
+    }
+    // A remove and a DV update reach into the joined batches.
+    version = commit(
+        &storage,
+        Some(version),
+        vec![
+            remove("f3", None),
+            remove("f30", None),
+            add("f30", Some("dv1")),
+        ],
+    )
+    .await;
+    snapshot = snapshot.advance(None).await.unwrap();
+    let fresh = Snapshot::try_new(storage.clone(), Some(version))
+        .await
+        .unwrap();
+    assert_eq!(files(&snapshot), files(&fresh));
+    assert_eq!(snapshot.num_files(), 39);
+    // A fresh load of one-file commits is coalesced too.
+    assert!(fresh.files().len() < 10, "{} batches", fresh.files().len());
+}

@@ -242,7 +242,7 @@ type Key = Vec<Option<String>>;
 /// reaches the target size ("Data Files"; a sorted input gives files with disjoint key
 /// ranges, in order). Parallelism never reorders rows: a partition's rows go to its current
 /// row group in order, encoded as they arrive by [`ColumnEncoders`] (columns spread over
-/// `available_parallelism` threads), and row groups are appended to the partition's file in
+/// `crate::available_threads()` threads), and row groups are appended to the partition's file in
 /// the order they were completed. A row group that would take a file past the target size
 /// starts the next file.
 pub struct DataFileWriter {
@@ -372,7 +372,7 @@ impl DataFileWriter {
             .fields()
             .iter()
             .any(|f| has_floats(f.data_type()));
-        let parallelism = std::thread::available_parallelism().map_or(2, |n| n.get());
+        let parallelism = crate::available_threads();
         // Dictionaries that overflow are dropped for later row groups unless the caller's
         // settings say how dictionaries are used.
         let adaptive = options

@@ -122,7 +122,9 @@ pub struct EncodedGroup {
 
 /// The worker threads of one writer, and what they learned about the columns' costs.
 pub struct ColumnEncoders {
-    workers: Vec<mpsc::Sender<Job>>,
+    /// Each worker's queue; a worker's thread starts when it is first given work (a small
+    /// write, one row group of a column or two, starts one thread, not one per core).
+    workers: Vec<Option<mpsc::Sender<Job>>>,
     cancelled: Arc<AtomicBool>,
     factory: Arc<ArrowRowGroupWriterFactory>,
     /// The file schema, and the settings the factory was made from when they may change (see
@@ -231,16 +233,7 @@ impl ColumnEncoders {
             .map(|(f, &n)| guessed_cost(f.data_type(), n))
             .collect();
         let cancelled = Arc::new(AtomicBool::new(false));
-        let mut workers = Vec::new();
-        for i in 0..threads.max(1) {
-            let (sender, receiver) = mpsc::channel();
-            let (schema, cancelled) = (schema.clone(), cancelled.clone());
-            std::thread::Builder::new()
-                .name(format!("deltalog-encode-{i}"))
-                .spawn(move || work(receiver, schema, cancelled))
-                .map_err(|e| DeltaError::Internal(format!("starting an encoder thread: {e}")))?;
-            workers.push(sender);
-        }
+        let workers = (0..threads.max(1)).map(|_| None).collect();
         Ok(ColumnEncoders {
             workers,
             cancelled,
@@ -259,9 +252,28 @@ impl ColumnEncoders {
         })
     }
 
+    /// Starts `worker`'s thread unless it runs already.
+    fn start(&mut self, worker: usize) -> DeltaResult<()> {
+        let slot = self
+            .workers
+            .get_mut(worker)
+            .ok_or_else(|| DeltaError::Internal("no such encoder thread".into()))?;
+        if slot.is_none() {
+            let (sender, receiver) = mpsc::channel();
+            let (schema, cancelled) = (self.schema.clone(), self.cancelled.clone());
+            std::thread::Builder::new()
+                .name(format!("deltalog-encode-{worker}"))
+                .spawn(move || work(receiver, schema, cancelled))
+                .map_err(|e| DeltaError::Internal(format!("starting an encoder thread: {e}")))?;
+            *slot = Some(sender);
+        }
+        Ok(())
+    }
+
     fn send(&self, worker: usize, job: Job) -> DeltaResult<()> {
         self.workers
             .get(worker)
+            .and_then(Option::as_ref)
             .ok_or_else(|| DeltaError::Internal("no such encoder thread".into()))?
             .send(job)
             .map_err(|_| DeltaError::Internal("an encoder thread stopped".into()))
@@ -306,6 +318,7 @@ impl ColumnEncoders {
         let mut workers = Vec::new();
         for (worker, columns) in shares.into_iter().enumerate() {
             if !columns.is_empty() {
+                self.start(worker)?;
                 self.send(worker, Job::Open { group: id, columns })?;
                 workers.push(worker);
             }

@@ -259,7 +259,7 @@ pub async fn count_violations(snapshot: &crate::Snapshot, sql: &str) -> DeltaRes
             ..Default::default()
         },
     )?;
-    let concurrency = std::thread::available_parallelism().map_or(2, |n| n.get());
+    let concurrency = crate::available_threads();
     let mut batches = crate::scan::execute(
         snapshot.storage().clone(),
         scan.spec().clone(),

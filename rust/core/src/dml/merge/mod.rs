@@ -457,7 +457,7 @@ pub async fn merge(
         None,
     )?);
     let storage = snapshot.storage().clone();
-    let concurrency = std::thread::available_parallelism().map_or(2, |n| n.get());
+    let concurrency = crate::available_threads();
     let reads = futures::stream::iter(tasks.clone())
         .map(|task| {
             let (storage, spec) = (storage.clone(), read_spec.clone());

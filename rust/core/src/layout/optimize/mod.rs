@@ -320,7 +320,7 @@ async fn rewrite_plans(
     let all = spec(None, lineage)?;
     let concurrency = options
         .max_concurrent_tasks
-        .unwrap_or_else(|| std::thread::available_parallelism().map_or(2, |n| n.get()))
+        .unwrap_or_else(crate::available_threads)
         .max(1);
     let curve_columns = match &layout {
         Layout::ZOrder(columns) | Layout::Cluster { columns, .. } => Some(columns.clone()),
