@@ -91,20 +91,27 @@ impl FileBatch {
 }
 
 /// A batch of fewer files than this is small: [`coalesce`] joins it with its small neighbours.
-const SMALL_BATCH: usize = 4096;
+/// (A checkpoint's batches are larger, and left alone.)
+const SMALL_BATCH: usize = 256;
 
 /// [`coalesce`] joins a run of at least this many small batches (so that a run is copied once
 /// per this many commits, not at every one).
 const MIN_RUN: usize = 8;
 
-/// `batches` with each run of at least [`MIN_RUN`] adjacent small batches (of one type) joined
-/// into one batch; the order of the files is kept. A run that cannot be joined stays as it is.
+/// A joined batch holds at most this many files.
+const MAX_JOINED: usize = 4096;
+
+/// `batches` with each run of at least [`MIN_RUN`] adjacent small batches (of one type, at most
+/// [`MAX_JOINED`] files together) joined into one batch; the order of the files is kept. A run
+/// that cannot be joined stays as it is. Each file is copied a bounded number of times: a
+/// joined batch of [`SMALL_BATCH`] files or more is not small any more.
 pub fn coalesce(batches: Vec<FileBatch>) -> Vec<FileBatch> {
     if batches.iter().filter(|b| b.len() < SMALL_BATCH).count() < MIN_RUN {
         return batches;
     }
     let mut out: Vec<FileBatch> = Vec::with_capacity(batches.len());
     let mut run: Vec<FileBatch> = Vec::new();
+    let mut run_files = 0;
     let flush = |run: &mut Vec<FileBatch>, out: &mut Vec<FileBatch>| {
         if run.len() >= MIN_RUN {
             if let Ok(joined) = join(run) {
@@ -116,15 +123,19 @@ pub fn coalesce(batches: Vec<FileBatch>) -> Vec<FileBatch> {
         out.append(run);
     };
     for batch in batches {
-        let fits = batch.len() < SMALL_BATCH
+        let small = batch.len() < SMALL_BATCH;
+        let fits = small
+            && run_files + batch.len() <= MAX_JOINED
             && run.first().is_none_or(|first| {
                 first.adds.data_type() == batch.adds.data_type()
                     && first.stats.data_type() == batch.stats.data_type()
             });
         if !fits {
             flush(&mut run, &mut out);
+            run_files = 0;
         }
-        if batch.len() < SMALL_BATCH {
+        if small {
+            run_files += batch.len();
             run.push(batch);
         } else {
             out.push(batch);
@@ -216,6 +227,15 @@ mod tests {
             .column(0)
             .as_primitive::<arrow::datatypes::Int64Type>();
         assert_eq!(stats.values().to_vec(), (0..20).collect::<Vec<i64>>());
+        // A joined batch holds MAX_JOINED files at most: 40 batches of 200 give two of 4,000.
+        let many: Vec<FileBatch> = (0..40).map(|i| batch(i * 200, 200)).collect();
+        let before = paths(&many);
+        let joined = coalesce(many);
+        assert_eq!(
+            joined.iter().map(FileBatch::len).collect::<Vec<_>>(),
+            vec![4000, 4000]
+        );
+        assert_eq!(paths(&joined), before);
         // Few small batches: left alone.
         let few: Vec<FileBatch> = (0..MIN_RUN as i64 - 1).map(|i| batch(i, 1)).collect();
         assert_eq!(coalesce(few).len(), MIN_RUN - 1);

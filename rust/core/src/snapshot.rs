@@ -786,10 +786,10 @@ async fn replay_deltas(
     Ok(in_commit_timestamp)
 }
 
-/// Parses the statistics of commit adds, spreading batches over blocking threads.
 /// Up to this many `add` rows are parsed on the calling thread.
 const INLINE_PARSE_ROWS: usize = 256;
 
+/// Parses the statistics of commit adds, spreading batches over blocking threads.
 async fn parse_in_parallel(
     adds: Vec<Selected>,
     stats: &Arc<StatsSchema>,
