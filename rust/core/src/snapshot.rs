@@ -384,7 +384,7 @@ impl Snapshot {
                 // Only the commits after this version: those up to it are part of this
                 // snapshot already (and a staged one would be read again to be verified).
                 let held = client.ratified_commits(Some(current + 1), None).await?;
-                let mut listing = self.news(current + 1, None).await?;
+                let mut listing = self.news(current + 1, None, false).await?;
                 held.apply(&self.storage, &mut listing)?;
                 (listing, held.latest_version.max(current))
             }
@@ -393,25 +393,10 @@ impl Snapshot {
                 // another file, the table was deleted and created again (or its log cleaned
                 // up past this version), and nothing of this snapshot carries over: the
                 // target is loaded afresh.
-                let probed = match self.segment.last_commit {
-                    Some(_) if self.segment.deltas.len() < PROBE_SEGMENT_DELTAS => {
-                        LogListing::probe(&self.storage, current, None).await?
-                    }
-                    _ => None,
-                };
-                let listing = match probed {
-                    // Nothing new by name: the commits right after this version may be gone
-                    // (cleaned up: a newer checkpoint covers them) while newer ones stand.
-                    // The `_last_checkpoint` hint tells; past this version, list.
-                    Some(p)
-                        if p.latest_version().is_some_and(|v| v > current)
-                            || last_checkpoint_hint(&self.storage)
-                                .await
-                                .is_none_or(|hint| hint <= current) =>
-                    {
-                        p
-                    }
-                    _ => LogListing::list(&self.storage, Some(current)).await?,
+                let listing = if self.segment.last_commit.is_some() {
+                    self.news(current, None, true).await?
+                } else {
+                    LogListing::list(&self.storage, Some(current)).await?
                 };
                 let commits = listing.commits();
                 let loaded_stands = match (&self.segment.last_commit, commits.get(&current)) {
@@ -449,7 +434,7 @@ impl Snapshot {
         if self.catalog.is_none() || target <= current {
             return self.advance(None).await;
         }
-        let listing = self.news(current + 1, Some(target)).await?;
+        let listing = self.news(current + 1, Some(target), false).await?;
         let commits = listing.commits();
         if (current + 1..=target).any(|v| !commits.contains_key(&v)) {
             return self.advance(None).await;
@@ -462,10 +447,21 @@ impl Snapshot {
     /// local disk the new commits are looked up by name ([`LogListing::probe`]) while this
     /// snapshot's segment is short, so that an update costs what is new, not the size of the
     /// log; otherwise (and to pick up a newer checkpoint once the segment grew) a listing.
-    async fn news(&self, from: u64, upto: Option<u64>) -> DeltaResult<LogListing> {
+    /// With `check_gap`, finding nothing new by name is confirmed with the `_last_checkpoint`
+    /// hint: the commits right after this version may be gone (cleaned up behind a newer
+    /// checkpoint) while newer ones stand, and a hint past this version means listing.
+    async fn news(&self, from: u64, upto: Option<u64>, check_gap: bool) -> DeltaResult<LogListing> {
         if self.segment.deltas.len() < PROBE_SEGMENT_DELTAS {
             if let Some(listing) = LogListing::probe(&self.storage, from, upto).await? {
-                return Ok(listing);
+                let current = self.version();
+                if !check_gap
+                    || listing.latest_version().is_some_and(|v| v > current)
+                    || last_checkpoint_hint(&self.storage)
+                        .await
+                        .is_none_or(|hint| hint <= current)
+                {
+                    return Ok(listing);
+                }
             }
         }
         LogListing::list(&self.storage, Some(from)).await

@@ -300,13 +300,7 @@ impl Storage {
             return self.list_log(offset).await;
         }
         let offset = offset.map(str::to_string);
-        let listed = tokio::task::spawn_blocking(move || list_local_dir(&local, &dir, offset))
-            .await
-            .map_err(|e| object_store::Error::Generic {
-                store: "LocalFileSystem",
-                source: Box::new(e),
-            })?;
-        Ok(listed?)
+        Ok(on_blocking_thread(move || list_local_dir(&local, &dir, offset)).await?)
     }
 
     /// On a local disk: the commits `from`, `from + 1`, ... (up to `upto`, and until one is
@@ -324,7 +318,7 @@ impl Storage {
         let Some(local) = self.local_path(&dir) else {
             return Ok(None);
         };
-        let found = tokio::task::spawn_blocking(move || {
+        let found = on_blocking_thread(move || {
             let mut out = Vec::new();
             let mut version = from;
             while upto.is_none_or(|u| version <= u) {
@@ -339,14 +333,10 @@ impl Storage {
                 out.push(commit);
                 version += 1;
             }
-            Ok::<_, object_store::Error>(Some(out))
+            Ok(Some(out))
         })
-        .await
-        .map_err(|e| object_store::Error::Generic {
-            store: "LocalFileSystem",
-            source: Box::new(e),
-        })?;
-        Ok(found?)
+        .await?;
+        Ok(found)
     }
 
     /// Lists `_delta_log/` (and `_delta_log/_staged_commits/`) with names `>= start_after`
@@ -495,6 +485,21 @@ fn list_local_dir(
         }
     }
     Ok(out)
+}
+
+/// `f`'s result, run on a blocking thread (local file-system calls); a thread that failed is
+/// a storage error.
+async fn on_blocking_thread<T, F>(f: F) -> Result<T, object_store::Error>
+where
+    T: Send + 'static,
+    F: FnOnce() -> Result<T, object_store::Error> + Send + 'static,
+{
+    tokio::task::spawn_blocking(f)
+        .await
+        .map_err(|e| object_store::Error::Generic {
+            store: "LocalFileSystem",
+            source: Box::new(e),
+        })?
 }
 
 /// The metadata of the file `name` in the local directory `local` (the store's `dir`), as
