@@ -6,6 +6,9 @@ is not deltalog). The read/write/concurrency suite shared with the other catalog
 
 from __future__ import annotations
 
+import subprocess
+import sys
+import time
 from pathlib import Path
 from typing import Any
 
@@ -208,3 +211,38 @@ def test_lost_answers_never_commit_twice(server: Any, tmp_path: Path) -> None:
         assert ids(admin.load_table("sales.t")) == sorted([*acknowledged, 99])
     finally:
         proxy.close()
+
+
+def test_the_last_commit_is_reported_at_exit_without_waiting(server: Any) -> None:
+    """A process that only appends through the unity client and exits: its exit report
+    (``set-latest-backfilled-version`` of its last commit) reaches the server, and the exit
+    waits for that one request only (the transport's event loop was stopped before the
+    report was sent, which then waited for the full timeout)."""
+    uc = unity(server)
+    uc.create_namespace("sales")
+    uc.write_table("sales.orders", rows(1))
+    script = (
+        "import sys, pyarrow as pa, deltalog as dl\n"
+        "uc = dl.connect_catalog({'type': 'unity', 'uri': sys.argv[1], 'token': sys.argv[2],\n"
+        "                         'catalog': 'main', 'timeout': 30})\n"
+        "t = uc.load_table('sales.orders')\n"
+        "dl.write_table(t, pa.table({'id': pa.array([2], pa.int64())}), mode='append')\n"
+        "print(t.version(), flush=True)\n"
+    )
+    proc = subprocess.Popen(
+        [sys.executable, "-c", script, server.url, server.keys["writer"]],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    assert proc.stdout is not None
+    printed = proc.stdout.readline()
+    written = time.monotonic()
+    _, err = proc.communicate(timeout=120)
+    exiting = time.monotonic() - written
+    assert proc.returncode == 0 and printed.strip() == "1", err
+    assert exiting < 3.0, f"the exit took {exiting:.1f} s: {err}"
+    assert "was never awaited" not in err and "Task was destroyed" not in err, err
+    # The server got the report: it checked _delta_log/1.json and forgot the commit.
+    assert uc.load_response("sales", "orders").commits in (None, [])
+    assert uc.load_table("sales.orders").version() == 1

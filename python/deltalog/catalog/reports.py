@@ -9,7 +9,9 @@ holding any lock (a connection pool's; the Unity Catalog transport's event loop)
 request sent from there could wait on itself. Such reports are queued for one background
 thread. At exit, of the interpreter or of a ``multiprocessing`` worker (which skips
 ``atexit``), every report still owed (queued, or of a client still alive) is sent from the
-exiting thread. Every report is best effort: the next writer's publishing covers a lost one.
+exiting thread, before the Unity Catalog transport's event loop is shut down (its finalizer
+has a lower exit priority). Every report is best effort: the next writer's publishing covers a
+lost one.
 """
 
 from __future__ import annotations

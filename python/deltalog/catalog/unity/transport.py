@@ -8,10 +8,11 @@ kept alive across calls; a forked child starts its own loop. UC's errors become 
 from __future__ import annotations
 
 import asyncio
+import concurrent.futures
 import json
+import multiprocessing.util
 import os
 import threading
-import weakref
 from collections.abc import Callable
 from typing import Any
 
@@ -89,6 +90,24 @@ def translate(status: int, body: str | None, what: str) -> DeltaError:
     return NoAnswer(text)
 
 
+class _ExitSafeExecutor(concurrent.futures.ThreadPoolExecutor):
+    """The loop's default executor, where aiohttp looks up ``.netrc`` and resolves host names
+    for each request: a thread pool, and once the interpreter is exiting, the call itself on
+    the loop's thread. Python shuts every thread pool down before the ``atexit`` hooks run,
+    which is when the exit reports (:mod:`deltalog.catalog.reports`) are sent on this loop."""
+
+    def submit(self, fn: Callable[..., Any], /, *args: Any, **kwargs: Any) -> Any:
+        try:
+            return super().submit(fn, *args, **kwargs)
+        except RuntimeError:  # "cannot schedule new futures after (interpreter) shutdown"
+            future: concurrent.futures.Future[Any] = concurrent.futures.Future()
+            try:
+                future.set_result(fn(*args, **kwargs))
+            except BaseException as e:
+                future.set_exception(e)
+            return future
+
+
 class Transport:
     """The generated clients of one UC server, on a background event loop."""
 
@@ -111,16 +130,25 @@ class Transport:
 
     def _start(self) -> asyncio.AbstractEventLoop:
         with self._lock:
-            if self._loop is None or self._pid != os.getpid():
+            running = self._loop is not None and self._loop.is_running()
+            if not running or self._pid != os.getpid():
+                # (A loop shut down by its finalizer is not used again: a call on a stopped
+                # loop would wait for its whole timeout.)
                 loop = asyncio.new_event_loop()
+                loop.set_default_executor(_ExitSafeExecutor(thread_name_prefix="deltalog-unity"))
                 thread = threading.Thread(
                     target=loop.run_forever, name="deltalog-unity", daemon=True
                 )
                 thread.start()
                 self._loop, self._pid, self._clients = loop, os.getpid(), {}
                 # Closed when the transport is collected, or at exit (aiohttp warns about
-                # sessions left open, and the loop's thread would linger).
-                self._finalizer = weakref.finalize(self, _shut_down, loop, self._clients)
+                # sessions left open, and the loop's thread would linger) — at exit only
+                # after the exit reports (deltalog.catalog.reports, exit priority 0), which
+                # are sent on this loop: multiprocessing's exit hook runs its finalizers by
+                # priority, where weakref.finalize's atexit order is unrelated to it.
+                self._finalizer = multiprocessing.util.Finalize(
+                    self, _shut_down, (loop, self._clients, os.getpid()), exitpriority=-1
+                )
             return self._loop
 
     async def _client(self, delta: bool) -> Any:
@@ -193,9 +221,10 @@ class Transport:
         self._loop = None
 
 
-def _shut_down(loop: asyncio.AbstractEventLoop, clients: dict[str, Any]) -> None:
-    """Closes a transport's clients on its loop, then stops the loop (its own process only)."""
-    if not loop.is_running():
+def _shut_down(loop: asyncio.AbstractEventLoop, clients: dict[str, Any], pid: int) -> None:
+    """Closes a transport's clients on its loop, then stops the loop (its own process only:
+    a forked child's copy of the loop has no thread running it)."""
+    if pid != os.getpid() or not loop.is_running():
         return
 
     async def shut() -> None:
