@@ -587,3 +587,42 @@ def test_the_target_is_read_on_sparks_parquet_scan(
     expected = sorted_rows(dl.DeltaTable(copy).to_pyarrow_table())
     assert sorted_rows(dl.DeltaTable(uri).to_pyarrow_table()) == expected
     assert read_by_deltalake(uri) == expected
+
+
+@pytest.mark.parametrize("dv", [False, True], ids=["copy-on-write", "deletion-vectors"])
+def test_every_dml_logs_how_it_reads_its_target(
+    spark: Any, tmp_path: Path, caplog: pytest.LogCaptureFixture, dv: bool
+) -> None:
+    """Issue #42: DELETE, UPDATE and MERGE each log one ``DML target`` line (docs/spark.md),
+    on a table whose files carry deletion vectors (read through the data source, and the
+    line says why) as on one without (Spark's parquet scan); a DELETE of every row, which
+    reads nothing, says so."""
+    import logging
+
+    uri = str(tmp_path / "t")
+    data = pa.table({"id": pa.array(range(40), pa.int64()), "v": [float(i) for i in range(40)]})
+    dl.write_table(uri, data, configuration={"delta.enableDeletionVectors": str(dv).lower()})
+    if dv:
+        dl.DeltaTable(uri).delete("id = 0")  # a deletion vector on the table's one file
+    source = spark.createDataFrame([(i, -1.0) for i in range(30, 50)], "id long, v double")
+    with caplog.at_level(logging.INFO, logger="deltalog.spark"):
+        dls.delete(spark, uri, "id % 5 = 1")
+        dls.update(spark, uri, {"v": "v + 100"}, "id > 20")
+        (
+            dls.merge(uri, source, "target.id = source.id")
+            .when_matched_update_all()
+            .when_not_matched_insert_all()
+            .execute()
+        )
+        dls.delete(spark, uri)
+    lines = [r.getMessage() for r in caplog.records if r.getMessage().startswith("DML target")]
+    assert len(lines) == 4, lines
+    uri_text = dl.DeltaTable(uri).table_uri
+    assert all(line.startswith(f"DML target of {uri_text}: ") for line in lines)
+    for line in lines[:3]:
+        if dv:
+            assert "data source (deletion vectors on " in line, line
+        else:
+            assert line.endswith("native parquet scan"), line
+    assert lines[3].endswith("no rows read (every file is removed whole)")
+    assert dl.DeltaTable(uri).to_pyarrow_table().num_rows == 0

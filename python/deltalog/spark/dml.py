@@ -50,6 +50,7 @@ from deltalog.spark.rewrite import (
     _Rewrite,
     _spark_fields,
     _target_column,
+    log_target,
     target_frame,
 )
 from deltalog.spark.rewrite import SOURCE_MARK as SOURCE_MARK
@@ -93,6 +94,7 @@ def _predicate_rewrite(
     if predicate is None and updates is None:
         # DELETE of every row: the files go whole, nothing to read ("Remove File"; a change
         # feed reads removed files as deleted rows).
+        log_target(table, "no rows read (every file is removed whole)")
         version = None
         if files:
             tx = table.transaction(operation, predicate=None)

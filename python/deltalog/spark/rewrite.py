@@ -75,11 +75,17 @@ def target_frame(
     express the read and no file has a deletion vector (Spark prunes the columns the join
     does not need; a row is its file's ``_metadata.file_path`` and ``row_index``, which is its
     ordinal among the live rows when nothing is deleted); else read on the executors by
-    deltalog's reader (:func:`_source_target_frame`)."""
+    deltalog's reader (:func:`_source_target_frame`). Either way an INFO line on the
+    ``deltalog.spark`` logger says which (:func:`log_target`)."""
     from deltalog.spark import native_read as nr
 
     lineage = lineage_columns(table)
-    if files and not any(t.deletion_vector is not None for t in files):
+    with_dv = sum(1 for t in files if t.deletion_vector is not None)
+    if not files:
+        reason = "no file to read"
+    elif with_dv:
+        reason = f"deletion vectors on {with_dv} of {len(files)} files"
+    else:
         try:
             hidden = [(lineage[0], ROW_ID_COLUMN)] if lineage is not None else []
             frame = nr.plan_native_read(
@@ -87,11 +93,19 @@ def target_frame(
             )
             key = nr.file_key(table, files)
         except nr.NativeReadUnsupported as e:
-            nr.log.info("DML target of %s: data source (%s)", table.table_uri, e.reason)
+            reason = e.reason
         else:
-            nr.log.info("DML target of %s: native parquet scan", table.table_uri)
+            log_target(table, "native parquet scan")
             return frame, key
+    log_target(table, f"data source ({reason})")
     return _source_target_frame(spark, table, files, lineage), _same
+
+
+def log_target(table: DeltaTable, how: str) -> None:
+    """The INFO line of how a DML statement reads its target (docs/spark.md)."""
+    from deltalog.spark.native_read import log
+
+    log.info("DML target of %s: %s", table.table_uri, how)
 
 
 def _same(path: str) -> str:
