@@ -441,6 +441,29 @@ def test_workers_serve_one_catalog(tmp_path: Path) -> None:
         assert ids(cat.load_table("t")) == list(range(1, 12))
 
 
+def test_every_worker_logs_its_requests(tmp_path: Path) -> None:
+    """With ``--workers 2`` each worker process writes the JSON request lines on stderr, as
+    one worker does (worker processes start with logging unconfigured)."""
+    with catalog_server.running(tmp_path / "server", args=["--workers", "2"]) as server:
+        http = urllib3.PoolManager()
+        for i in range(20):  # a new connection each: the workers take turns accepting them
+            answer = http.request(
+                "POST",
+                f"{server.url}/v1/namespace/n{i}/create",
+                body=b"{}",
+                headers={**JSON, "Connection": "close"},
+            )
+            assert answer.status == 200
+    lines = [
+        json.loads(line)
+        for line in server.log_text().splitlines()
+        if line.startswith("{") and '"path"' in line
+    ]
+    assert sorted(r["path"] for r in lines if r["path"].endswith("/create")) == sorted(
+        f"/v1/namespace/n{i}/create" for i in range(20)
+    ), server.log_text()[-2000:]
+
+
 # -- operations --------------------------------------------------------------------------------
 
 

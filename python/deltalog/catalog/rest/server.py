@@ -502,6 +502,12 @@ def app_from_env() -> CatalogApp:
     from deltalog.catalog.rest.unity.credentials import vendor_from_config
 
     config = json.loads(os.environ[CONFIG_ENV])
+    # A worker process of --workers N starts with logging unconfigured (uvicorn configures
+    # only its own loggers): the request log lines need the root handler serve() sets up.
+    # (No-op in serve()'s own process, where it is configured already.)
+    logging.basicConfig(
+        level=str(config.get("log_level", "info")).upper(), format="%(message)s", stream=sys.stderr
+    )
     tokens = TokenStore.load(config["tokens"]) if config.get("tokens") else None
     catalog = open_catalog(config["db"], config["warehouse"])
     storage_options = config.get("storage_options") or None
@@ -560,6 +566,7 @@ def serve(
         "max_in_flight": limits.max_in_flight,
         "storage_options": dict(storage_options) if storage_options else None,
         "credentials": dict(credentials) if credentials else None,
+        "log_level": log_level,
     }
     os.environ[CONFIG_ENV] = json.dumps(config)
     logging.basicConfig(level=log_level.upper(), format="%(message)s", stream=sys.stderr)
