@@ -300,3 +300,41 @@ def test_delta_table_by_catalog_name(home: Path, tmp_path: Path) -> None:
     # A directory of that very name in the working directory is a location: it wins.
     dl.write_table("local.sales.orders", pa.table({"x": [9]}))
     assert dl.DeltaTable("local.sales.orders").schema().names == ["x"]
+
+
+def test_a_misspelled_catalog_name_is_explained(
+    home: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``DeltaTable("teamm.sales.orders")`` / ``deltalog info teamm.sales.orders`` with no such
+    local path and no catalog ``teamm``: the TableNotFoundError still says there is no table
+    at that path, and says the text looked like a catalog table name, which catalogs are
+    configured (the file's and the environment's) and which is the closest."""
+    (home / ".deltalog.yaml").write_text(
+        f"catalog:\n  team:\n    type: sqlite\n    path: {tmp_path / 'c.db'}\n"
+        f"    warehouse: {tmp_path / 'wh'}\n"
+    )
+    monkeypatch.setenv("DELTALOG_CATALOG__LAKE__TYPE", "dir")
+    monkeypatch.setenv("DELTALOG_CATALOG__LAKE__PATH", str(tmp_path / "lake"))
+    with pytest.raises(dl.TableNotFoundError) as raised:
+        dl.DeltaTable("teamm.sales.orders")
+    message = str(raised.value)
+    assert "no Delta table at file://" in message and "teamm.sales.orders" in message
+    assert "catalog table name" in message and "lake, team" in message, message
+    assert "did you mean 'team.sales.orders'" in message, message
+    with pytest.raises(dl.TableNotFoundError, match=r"did you mean 'lake\.orders'"):
+        dl.DeltaTable("lak.orders")  # two parts: catalog.table
+    code, _, err = cli("info", "teamm.sales.orders", env={**os.environ})
+    one_line_error(
+        code, err, "TableNotFoundError", "no Delta table at", "did you mean 'team.sales.orders'"
+    )
+    # Nothing configured: said so, with where the configuration comes from.
+    (home / ".deltalog.yaml").unlink()
+    monkeypatch.delenv("DELTALOG_CATALOG__LAKE__TYPE")
+    monkeypatch.delenv("DELTALOG_CATALOG__LAKE__PATH")
+    with pytest.raises(dl.TableNotFoundError, match="no catalogs are configured"):
+        dl.DeltaTable("teamm.sales.orders")
+    # A path that exists is a location, explained as before (no catalog hint).
+    (tmp_path / "some.dir").mkdir()
+    with pytest.raises(dl.TableNotFoundError) as raised:
+        dl.DeltaTable("some.dir")
+    assert "catalog table name" not in str(raised.value)

@@ -24,6 +24,7 @@ from deltalog.exceptions import (
     CatalogRequiredError,
     DeltaError,
     InvalidArgumentError,
+    TableNotFoundError,
     VersionNotFoundError,
 )
 from deltalog.expressions import Expr, FilterLike, to_predicate
@@ -185,12 +186,23 @@ class DeltaTable(TableDML, TableMaintenance):
         self._storage_options = dict(storage_options) if storage_options else None
         self._catalog_client = catalog_client
         self._published_only = bool(published_only)
-        if timestamp is not None:
-            # A catalog-managed table's unpublished commits count (by in-commit timestamps).
-            version = _native.RawSnapshot.resolve_timestamp(
-                self._uri, _timestamp_ms(timestamp), self._storage_options, catalog_client
-            )
-        self._set(self._open(version))
+        try:
+            if timestamp is not None:
+                # A catalog-managed table's unpublished commits count (by in-commit timestamps).
+                version = _native.RawSnapshot.resolve_timestamp(
+                    self._uri, _timestamp_ms(timestamp), self._storage_options, catalog_client
+                )
+            self._set(self._open(version))
+        except TableNotFoundError as e:
+            # "teamm.sales.orders": no such path, and perhaps a misspelled catalog name.
+            hint = None
+            if isinstance(table_uri, str) and catalog_client is None and storage_options is None:
+                from deltalog.catalog.named import not_a_catalog
+
+                hint = not_a_catalog(table_uri)
+            if hint is None:
+                raise
+            raise TableNotFoundError(f"{e}; {hint}") from e
 
     @classmethod
     def _of_catalog(

@@ -181,6 +181,40 @@ def table_of_catalog(text: str, version: int | None = None) -> DeltaTable | None
     return load_catalog(first).load_table(rest, version)
 
 
+def not_a_catalog(text: str) -> str | None:
+    """Why ``text``, which :func:`table_of_catalog` took for a location that holds no table,
+    may have been meant as a table of a named catalog: it has two or three dotted parts
+    (``catalog.table``, ``catalog.namespace.table``), no scheme or path separator, no local
+    path of that name, and its first part is no configured catalog. Says which catalogs are
+    configured and suggests the closest name; None when ``text`` does not look like one."""
+    import difflib
+
+    if "://" in text or "/" in text or "\\" in text or os.path.exists(text):
+        return None
+    parts = text.split(".")
+    if len(parts) not in (2, 3) or not all(parts) or not _NAME.fullmatch(parts[0]):
+        return None
+    looks = f"{text!r} looks like a catalog table name (catalog.namespace.table)"
+    try:
+        config = read_config()
+    except InvalidArgumentError as e:
+        return f"{looks}, but the catalog configuration cannot be read: {e}"
+    first = parts[0].lower()
+    if first in config.catalogs:
+        return None  # a configured catalog: loaded through it, its own error said why
+    if not config.catalogs:
+        where = f"file: {config.file}" if config.file is not None else f"no {FILE_NAME} found"
+        return (
+            f"{looks}, but no catalogs are configured ({where} in ${ENV_HOME}, ~ or the "
+            f"working directory; no {ENV_PREFIX}<NAME>__TYPE variables)"
+        )
+    closest = difflib.get_close_matches(first, sorted(config.catalogs), n=1, cutoff=0.6)
+    meant = ""
+    if closest:
+        meant = f": did you mean {'.'.join([closest[0], *parts[1:]])!r}?"
+    return f"{looks}, but {parts[0]!r} is not a configured catalog ({config._configured()}){meant}"
+
+
 def _read_file(file: Path, catalogs: dict[str, NamedCatalog]) -> str | None:
     try:
         import yaml
@@ -294,6 +328,7 @@ __all__ = [
     "NamedCatalog",
     "config_files",
     "load_catalog",
+    "not_a_catalog",
     "read_config",
     "table_of_catalog",
 ]
