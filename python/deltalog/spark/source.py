@@ -128,7 +128,12 @@ class DeltaDataSource(DataSource):
 
     def schema(self) -> StructType:
         table = self._table()
-        if _flag(self._options(), "readChangeFeed") or self._columns() is not None:
+        if _flag(self._options(), "readChangeFeed"):
+            # The change feed's columns do not depend on its range (a stream's
+            # startingVersion may be "latest", which no batch plan takes).
+            cdf = table.scan_cdf(starting_version=table.version(), columns=self._columns())
+            return spark_schema(cdf.schema)
+        if self._columns() is not None:
             return spark_schema(self._plan(table).schema)
         return spark_schema(table.schema())
 

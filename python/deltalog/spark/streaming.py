@@ -21,6 +21,16 @@ Offsets are ``{"version", "index", "snapshot"}``: everything up to and including
 ``index`` of ``version`` (of the initial snapshot when ``snapshot``) is delivered. A version's
 files and a snapshot's order are fixed, so a restarted query (Spark keeps the offsets in its
 checkpoint) plans exactly the batches it planned before: nothing lost, nothing twice.
+
+The initial offset is the one offset Spark does not keep: it asks the source for it again
+whenever it needs the start of batch 0 (when planning it, when running it, and after a restart
+before batch 0 committed), and a table that was appended to in between would give another
+answer (the stream's starting snapshot, or ``startingVersion=latest``, would move). So the
+initial offset is a marker (``"initial": true``) whose position this reader decides once (the
+first call's), and batch 0 never leaves that first unit (the starting snapshot, or the
+starting version): its end offset, which Spark writes to the checkpoint's offset log before
+running it, names the unit, and :meth:`DeltaStreamReader.partitions` reads batch 0's start
+from it. Every plan is then a function of logged offsets alone.
 ``maxFilesPerTrigger`` (default 1000) and ``maxBytesPerTrigger`` bound a batch (at least one
 file); ``Trigger.AvailableNow`` reads what exists when the query starts, in such batches.
 
@@ -154,6 +164,8 @@ class DeltaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         self._version_tasks: dict[int, list[ScanTask]] = {}
         self._snapshot_tasks: tuple[int, list[ScanTask]] | None = None
         self._spec: str | None = None
+        #: The initial offset, decided once (:meth:`initialOffset`).
+        self._initial: dict | None = None
 
     # -- the table -------------------------------------------------------------------------
 
@@ -217,13 +229,29 @@ class DeltaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
     # -- offsets ---------------------------------------------------------------------------
 
     def initialOffset(self) -> dict:
-        table = self._latest()
-        start = self._starting_version(table)
-        if start is not None:
-            return {"version": start, "index": -1, "snapshot": False}
-        if self._cdf:
-            raise ValueError("readChangeFeed needs startingVersion or startingTimestamp")
-        return {"version": table.version(), "index": -1, "snapshot": True}
+        """Where the stream starts: decided on the first call and the same on every later one
+        (see the module docs), with the ``initial`` marker."""
+        if self._initial is None:
+            table = self._latest()
+            start = self._starting_version(table)
+            if start is not None:
+                self._initial = _initial(start, snapshot=False)
+            elif self._cdf:
+                raise ValueError("readChangeFeed needs startingVersion or startingTimestamp")
+            else:
+                self._initial = _initial(table.version(), snapshot=True)
+        return dict(self._initial)
+
+    def _start_of(self, start: dict, end: dict | None = None) -> dict:
+        """The position ``start`` stands for. An initial offset names no position Spark kept:
+        batch 0's end does (its unit is where the stream started), else (planning batch 0)
+        this reader's own first answer."""
+        if not start.get("initial"):
+            return start
+        if end is not None and not end.get("initial"):
+            return {"version": end["version"], "index": -1, "snapshot": bool(end["snapshot"])}
+        first = self.initialOffset()
+        return {"version": first["version"], "index": -1, "snapshot": first["snapshot"]}
 
     def _starting_version(self, table: DeltaTable) -> int | None:
         text = self._options.get("startingversion")
@@ -253,13 +281,17 @@ class DeltaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         latest = self._latest().version()
         if self._until is not None:
             latest = min(latest, self._until)
+        # Batch 0 (from the initial offset) stays in the stream's first unit, so that its end
+        # offset alone says where the stream started (module docs).
+        first_batch = bool(start.get("initial"))
+        position = self._start_of(start)
         if self._cdf:
-            return self._latest_cdf(start, latest, limit)
+            return self._latest_cdf(start, position, latest, limit, first_batch)
         max_files = limit.max_files if isinstance(limit, ReadMaxFiles) else None
         max_bytes = limit.max_bytes if isinstance(limit, ReadMaxBytes) else None
         taken, size = 0, 0
         end = dict(start)
-        version, index, snapshot = start["version"], start["index"], start["snapshot"]
+        version, index, snapshot = position["version"], position["index"], position["snapshot"]
         while snapshot or version <= latest:
             files = self._snapshot(version) if snapshot else self._files(version)
             for i in range(index + 1, len(files)):
@@ -274,16 +306,22 @@ class DeltaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
                 end = {"version": version, "index": i, "snapshot": snapshot}
             # This version (or the snapshot) is delivered whole by this batch.
             end = {"version": version, "index": len(files) - 1, "snapshot": snapshot}
+            if first_batch:
+                return end
             # After the snapshot of v0 comes version v0 + 1; after version v, v + 1.
             version, index, snapshot = version + 1, -1, False
         return end
 
-    def _latest_cdf(self, start: dict, latest: int, limit: ReadLimit) -> dict:
-        first = start["version"] if start["index"] == -1 else start["version"] + 1
+    def _latest_cdf(
+        self, start: dict, position: dict, latest: int, limit: ReadLimit, first_batch: bool
+    ) -> dict:
+        first = position["version"] if position["index"] == -1 else position["version"] + 1
         if first > latest:
             return start
         max_versions = limit.max_files if isinstance(limit, ReadMaxFiles) else None
         last = latest if max_versions is None else min(latest, first + max_versions - 1)
+        if first_batch:
+            last = first  # batch 0: the starting version alone (module docs)
         return {"version": last, "index": 0, "snapshot": False}
 
     # -- batches ---------------------------------------------------------------------------
@@ -294,6 +332,7 @@ class DeltaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         tasks: list[ScanTask] = []
         if start == end:
             return []
+        start = self._start_of(start, end)
         version, index, snapshot = start["version"], start["index"], start["snapshot"]
         last_unit = (end["version"], end["snapshot"])
         while snapshot or version <= end["version"]:
@@ -307,6 +346,9 @@ class DeltaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         return _packed(tasks)
 
     def _cdf_partitions(self, start: dict, end: dict) -> list[InputPartition]:
+        if start == end:
+            return []
+        start = self._start_of(start, end)
         first = start["version"] if start["index"] == -1 else start["version"] + 1
         if first > end["version"]:
             return []
@@ -338,6 +380,11 @@ class DeltaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
     def stop(self) -> None:
         self._version_tasks.clear()
         self._snapshot_tasks = None
+
+
+def _initial(version: int, snapshot: bool) -> dict[str, Any]:
+    """An initial offset: the stream's first unit, nothing of it delivered."""
+    return {"version": version, "index": -1, "snapshot": snapshot, "initial": True}
 
 
 def _task_of(add: dict[str, Any]) -> dict[str, Any]:
