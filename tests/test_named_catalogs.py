@@ -91,7 +91,7 @@ def test_three_catalogs_by_name_from_python_and_the_cli(home: Path, tmp_path: Pa
             # (A directory catalog holds tables only: "Lance Directory Catalog".)
             where = {"lake": "", "local": "sales", "remote": "sales"}
             for name, namespace in where.items():
-                catalog = dl.load_catalog(name)
+                catalog = dl.load_catalog(name, create=True)  # new: created on purpose
                 if namespace:
                     catalog.create_namespace(namespace)
                 full = f"{namespace}.orders" if namespace else "orders"
@@ -196,10 +196,10 @@ def test_the_environment_adds_and_overrides(
     with pytest.raises(dl.InvalidArgumentError, match="no default catalog"):
         dl.load_catalog()
     monkeypatch.setenv("DELTALOG_DEFAULT_CATALOG", "TWO")
-    catalog = dl.load_catalog()
+    catalog = dl.load_catalog(create=True)  # a new catalog: created on purpose
     catalog.create_namespace("n")
     assert dl.load_catalog("two").list_namespaces() == ["n"]
-    dl.load_catalog("one").write_table("t", pa.table({"x": [1]}))
+    dl.load_catalog("one", create=True).write_table("t", pa.table({"x": [1]}))
     assert (tmp_path / "second" / "t" / "_delta_log").is_dir()  # the environment's path won
     monkeypatch.setenv("DELTALOG_CATALOG__BAD", "x")
     with pytest.raises(dl.InvalidArgumentError, match="DELTALOG_CATALOG__BAD: expected"):
@@ -229,7 +229,7 @@ def test_table_commands_take_a_catalog_table(home: Path, tmp_path: Path) -> None
         f"catalog:\n  local:\n    type: sqlite\n    path: {tmp_path / 'c.db'}\n"
         f"    warehouse: {tmp_path / 'wh'}\n"
     )
-    catalog = dl.load_catalog("local")
+    catalog = dl.load_catalog("local", create=True)
     catalog.create_namespace("sales")
     for i in range(3):
         catalog.write_table(
@@ -284,7 +284,7 @@ def test_delta_table_by_catalog_name(home: Path, tmp_path: Path) -> None:
         f"catalog:\n  local:\n    type: sqlite\n    path: {tmp_path / 'c.db'}\n"
         f"    warehouse: {tmp_path / 'wh'}\n"
     )
-    catalog = dl.load_catalog("local")
+    catalog = dl.load_catalog("local", create=True)
     catalog.create_namespace("sales")
     catalog.write_table("sales.orders", pa.table({"id": pa.array([1], pa.int64())}))
     catalog.write_table("sales.orders", pa.table({"id": pa.array([2], pa.int64())}), mode="append")

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 from collections.abc import Sequence
 from typing import Any
 
@@ -37,6 +38,14 @@ def add_browse_commands(commands: Any) -> None:
     )
     _output(p)
     p.set_defaults(fn=_tables)
+    text = (
+        "create a configured catalog that does not exist yet (its directory, SQLite database "
+        "file or PostgreSQL schema); other commands never create one"
+    )
+    p = commands.add_parser("create", help=text, description=text)
+    _which(p)
+    _output(p)
+    p.set_defaults(fn=_create)
 
 
 def _which(p: argparse.ArgumentParser) -> None:
@@ -136,6 +145,37 @@ def _tables(args: argparse.Namespace) -> None:
     table(["NAMESPACE", "TABLE"], [[ns or "(top level)", t] for ns, t in found])
     if truncated:
         print(f"(stopped after {MAX_LISTED} tables)")
+
+
+def _create(args: argparse.Namespace) -> None:
+    from deltalog.catalog.existence import CatalogNotFoundError, local_directory
+    from deltalog.catalog.named import load_catalog, read_config
+    from deltalog.exceptions import InvalidArgumentError
+
+    named = read_config(args.config).get(args.catalog)
+    if named.type not in ("dir", "sqlite", "postgresql"):
+        raise InvalidArgumentError(
+            f"catalog {named.name!r} is a {named.type or 'untyped'} catalog: its server holds "
+            "it, there is nothing to create here"
+        )
+    try:
+        load_catalog(named.name, path=args.config)
+        created = False
+    except CatalogNotFoundError:
+        catalog = load_catalog(named.name, path=args.config, create=True)
+        directory = local_directory(getattr(catalog, "path", "")) if named.type == "dir" else None
+        if directory is not None:
+            os.makedirs(directory, exist_ok=True)
+        created = True
+    if args.json:
+        print(json.dumps({"name": named.name, "type": named.type, "created": created}))
+        return
+    where = f"{named.type} at {named.location}"
+    print(
+        f"created catalog {named.name} ({where})"
+        if created
+        else (f"catalog {named.name} exists already ({where})")
+    )
 
 
 def _walk(catalog: Any, namespace: str | None, recursive: bool, out: list[tuple[str, str]]) -> bool:

@@ -41,6 +41,7 @@ from deltalog.exceptions import InvalidArgumentError, UnsupportedFeatureError
 
 if TYPE_CHECKING:
     from deltalog.catalog.directory import DirectoryCatalog
+    from deltalog.catalog.existence import CatalogNotFoundError
     from deltalog.catalog.managed import (
         ManagedCatalog,
         Proposal,
@@ -68,6 +69,7 @@ _LAZY = {
     "ProposalError": "deltalog.catalog.ratification",
     "SqliteStore": "deltalog.catalog.sqlite",
     "CatalogTransaction": "deltalog.catalog.transaction",
+    "CatalogNotFoundError": "deltalog.catalog.existence",
 }
 
 
@@ -89,6 +91,7 @@ __all__ = [
     "MAINTENANCE_OPERATIONS",
     "Catalog",
     "CatalogClient",
+    "CatalogNotFoundError",
     "CatalogTransaction",
     "DirectoryCatalog",
     "Identifier",
@@ -116,7 +119,9 @@ _STORES = {
 
 
 def connect_catalog(
-    config: Mapping[str, str], storage_options: Mapping[str, str] | None = None
+    config: Mapping[str, str],
+    storage_options: Mapping[str, str] | None = None,
+    create: bool = True,
 ) -> Catalog:
     """Opens a catalog from its configuration (Lance catalog specification:
     "Configurations"): ``type`` (``dir``, ``sqlite`` or ``postgresql``); ``path`` (the
@@ -126,11 +131,19 @@ def connect_catalog(
     rest catalog's per-call timeout); ``warehouse`` (where a sqlite or
     postgresql catalog's tables live); an optional ``delimiter`` for string identifiers.
 
+    ``create``: a SQLite or PostgreSQL catalog that does not exist yet is created (its
+    database file, its schema), as a brand-new embedded catalog is; with ``create=False`` a
+    catalog that does not exist (its local directory, database file or deltalog schema) is
+    refused and nothing is created (:mod:`deltalog.catalog.existence`; named catalogs are
+    opened so).
+
     Raises:
         InvalidArgumentError: a missing or unknown key.
         UnsupportedFeatureError: a catalog type deltalog does not provide yet, or psycopg is
             not installed for a postgresql catalog.
         CatalogError: the catalog database cannot be reached, or has a newer schema.
+        CatalogNotFoundError: ``create=False`` and the catalog does not exist (a
+            :class:`~deltalog.CatalogError`).
     """
     from deltalog.catalog.directory import DirectoryCatalog, _directory_uri
     from deltalog.catalog.managed import ManagedCatalog
@@ -150,6 +163,10 @@ def connect_catalog(
         path = config.get("path")
         if not path:
             raise InvalidArgumentError('a directory catalog needs "path" (Lance catalog spec)')
+        if not create:
+            from deltalog.catalog.existence import require_directory
+
+            require_directory(_directory_uri(path))
         return DirectoryCatalog(path, storage_options=storage_options, delimiter=delimiter)
     if kind in _STORES:
         key, what = _STORES[kind]
@@ -163,6 +180,13 @@ def connect_catalog(
             raise InvalidArgumentError(
                 f'a {kind} catalog needs "{key}" ({what}) and "warehouse" (where its tables live)'
             )
+        if not create:  # an existing catalog only: nothing created, no schema migrated in
+            from deltalog.catalog import existence
+
+            if kind == "sqlite":
+                existence.require_sqlite_catalog(os.path.abspath(where))
+            else:
+                existence.require_postgresql_catalog(where)
         store = SqliteStore(os.path.abspath(where)) if kind == "sqlite" else PostgresStore(where)
         return ManagedCatalog(store, _directory_uri(warehouse), delimiter=delimiter)
     if kind == "rest":

@@ -140,24 +140,33 @@ def read_config(
 def load_catalog(
     name: str | None = None,
     path: str | os.PathLike[str] | None = None,
+    create: bool = False,
     **properties: str,
 ) -> Catalog:
     """The catalog configured as ``name`` (the default catalog when None), connected: see
     the module documentation for the file and the environment variables. ``properties``
-    override the configured ones (``load_catalog("prod", timeout="5")``).
+    override the configured ones (``load_catalog("prod", timeout="5")``). A configured
+    catalog is opened, never created by mistake: ``create=True`` (or ``deltalog catalog
+    create``) creates one that does not exist yet.
 
     Raises:
         InvalidArgumentError: no such catalog, no default, an unreadable file, a variable a
             value refers to that is not set, or a secret written literally in the file.
+        CatalogNotFoundError: the catalog's directory, database file or deltalog schema does
+            not exist (without ``create``).
     """
     from deltalog.catalog import connect_catalog
+    from deltalog.catalog.existence import CatalogNotFoundError
 
     config = read_config(path)
     named = config.get(name)
     merged = {**named.properties, **{k.lower(): str(v) for k, v in properties.items()}}
     resolved = {k: _expand(named.name, k, v) for k, v in merged.items()}
     storage = {k: _expand(named.name, k, v) for k, v in named.storage_options.items()}
-    return connect_catalog(resolved, storage or None)
+    try:
+        return connect_catalog(resolved, storage or None, create=create)
+    except CatalogNotFoundError as e:
+        raise e.named(named.name) from None
 
 
 def table_of_catalog(text: str, version: int | None = None) -> DeltaTable | None:
