@@ -130,10 +130,11 @@ class Transport:
 
     def _start(self) -> asyncio.AbstractEventLoop:
         with self._lock:
-            running = self._loop is not None and self._loop.is_running()
-            if not running or self._pid != os.getpid():
-                # (A loop shut down by its finalizer is not used again: a call on a stopped
-                # loop would wait for its whole timeout.)
+            finalizer = getattr(self, "_finalizer", None)
+            shut = finalizer is None or not finalizer.still_active()
+            if self._loop is None or shut or self._pid != os.getpid():
+                # (A loop its finalizer shut down is not used again: a call on a stopped loop
+                # would wait for its whole timeout.)
                 loop = asyncio.new_event_loop()
                 loop.set_default_executor(_ExitSafeExecutor(thread_name_prefix="deltalog-unity"))
                 thread = threading.Thread(
