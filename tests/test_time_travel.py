@@ -4,14 +4,18 @@ and history()."""
 from __future__ import annotations
 
 import datetime as dt
+import json
+import os
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+import pyarrow as pa
 import pytest
 
 import deltalog as dl
 from conftest import BASE_MS, LogWriter, add, commit_info, metadata, protocol
+from deltalog.cli import main
 
 UTC = dt.timezone.utc
 PLUS2 = dt.timezone(dt.timedelta(hours=2))
@@ -329,3 +333,38 @@ def test_ict_from_creation(
     assert dl.DeltaTable(str(root), timestamp=ms).version() == expected
     h = dl.DeltaTable(str(root)).history()
     assert [e["timestamp"] for e in h] == ICT_FROM_START[::-1]
+
+
+# --- a version loaded from its own checkpoint (issue #42) --------------------------------------
+
+
+@pytest.mark.parametrize("commit_file", ["kept", "cleaned-up"])
+def test_ict_of_version_loaded_from_checkpoint(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], commit_file: str
+) -> None:
+    """A version whose state comes from a checkpoint at that version still has its in-commit
+    timestamp as its timestamp ("Recommendations for Readers of Tables with In-Commit
+    Timestamps"): from the commit file when it is there, from the version checksum file's
+    ``inCommitTimestampOpt`` once the commit is gone; never the commit file's mtime."""
+    root = tmp_path / "t"
+    conf = {"delta.enableInCommitTimestamps": "true"}
+    dl.write_table(str(root), pa.table({"a": [1]}), configuration=conf)
+    dl.write_table(str(root), pa.table({"a": [2]}), mode="append")
+    table = dl.DeltaTable(str(root))
+    ict = table.history(limit=1)[0]["inCommitTimestamp"]
+    assert table.timestamp() == ict
+    table.create_checkpoint()
+    commit = root / "_delta_log" / f"{1:020}.json"
+    far = ict - 400 * 86_400_000
+    os.utime(commit, ns=(far * 1_000_000, far * 1_000_000))
+    if commit_file == "cleaned-up":
+        # What metadata cleanup leaves: the checkpoint and checksum of version 1, no commits.
+        for v in (0, 1):
+            (root / "_delta_log" / f"{v:020}.json").unlink()
+    loaded = dl.DeltaTable(str(root))
+    assert loaded.version() == 1
+    assert loaded.timestamp() == ict
+    if commit_file == "kept":
+        assert [e["timestamp"] for e in loaded.history(limit=1)] == [ict]
+    assert main(["info", str(root), "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["timestamp"] == ict

@@ -323,6 +323,13 @@ impl Snapshot {
                 .await;
             }
 
+            // Loaded from a checkpoint of its own version: its in-commit timestamp still counts.
+            if crate::log::timeline::ict_applies(&snapshot.configuration(), snapshot.version()) {
+                let ict =
+                    crate::log::timeline::unreplayed_ict(&snapshot.storage, &snapshot.segment);
+                snapshot.in_commit_timestamp = snapshot.in_commit_timestamp.or(ict.await?);
+            }
+
             // The commits' keys are only needed to filter a checkpoint; free them otherwise.
             let seen = reconciler.take_seen();
             let seen = checkpoint.is_some().then_some(seen);

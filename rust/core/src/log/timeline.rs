@@ -18,7 +18,10 @@ use crate::log::catalog::{joined_listing, CatalogClient};
 use crate::log::checkpoint_reader::open_checkpoint;
 use crate::log::reader::protocol_and_metadata;
 use crate::log::replay::Origin;
-use crate::log::segment::{build_segment, not_a_table, LogFile, LogListing, SegmentError};
+use crate::log::segment::{
+    build_segment, not_a_table, LogFile, LogListing, LogSegment, SegmentError,
+};
+use crate::maintenance::version_checksum::checksum_file_name;
 use crate::snapshot::Snapshot;
 use crate::storage::Storage;
 
@@ -111,6 +114,37 @@ async fn read_ict(storage: &Storage, file: &LogFile, version: u64) -> DeltaResul
                  Timestamps\")",
             )
         })
+}
+
+/// The in-commit timestamp of `segment.version` when replay read no commit of that version (the
+/// snapshot starts at a checkpoint of that version): "Recommendations for Readers of Tables
+/// with In-Commit Timestamps" make it the timestamp of the version whichever file the state
+/// came from. It is taken from the version's commit file `<v>.json` when listed; else (the
+/// commit was cleaned up) from the version checksum file's `inCommitTimestampOpt` (a checkpoint
+/// holds no `commitInfo`: "Checkpoints" must not preserve commit provenance information).
+/// `None` when neither has one, or when a commit of that version was replayed (its own
+/// `commitInfo` was read then).
+pub async fn unreplayed_ict(storage: &Storage, segment: &LogSegment) -> DeltaResult<Option<i64>> {
+    let replayed = segment
+        .deltas
+        .last()
+        .is_some_and(|d| d.end_version() >= segment.version);
+    if replayed {
+        return Ok(None);
+    }
+    if let Some(file) = &segment.last_commit {
+        return Ok(read_commit_info(storage, file, segment.version)
+            .await?
+            .and_then(|ci| ci.get("inCommitTimestamp").and_then(Value::as_i64)));
+    }
+    // The checksum file is a hint: unreadable or malformed, it gives no timestamp.
+    let crc = checksum_file_name(segment.version);
+    let Ok(bytes) = storage.get(&storage.log_path(&crc)).await else {
+        return Ok(None);
+    };
+    Ok(serde_json::from_slice::<Value>(&bytes)
+        .ok()
+        .and_then(|v| v.get("inCommitTimestampOpt").and_then(Value::as_i64)))
 }
 
 /// The version to load for "the table as of `timestamp_ms`": the latest version committed at
