@@ -16,7 +16,12 @@
 //! - "Add File and Remove File", "Add CDC File", "Deletion Vectors": every path is inside the
 //!   table's root (relative without `..`, or absolute under the root), every `add`'s and `cdc`'s
 //!   file exists with the size the action says, and every deletion vector file exists (checked
-//!   concurrently); inline deletion vectors decode.
+//!   concurrently); inline deletion vectors decode. A file is looked for where the reader opens
+//!   it ([`Storage::file_location`]: the path URI-decoded once, its name taken verbatim, so a
+//!   Hive-escaped partition directory `region=a b%2Fc`, logged as `region=a%20b%252Fc`, is found
+//!   on disk as it is). On the local file system a file must be a regular file, not a symbolic
+//!   link, whose real path (every link of its directories resolved) lies under the table's real
+//!   root: a link would make the table show another table's rows.
 //!
 //! What the catalog itself knows (the previous commit's in-commit timestamp, the txnIds it has
 //! ratified, the governance over protocol, metadata and domains) it checks with the
@@ -25,7 +30,6 @@
 use std::collections::HashSet;
 
 use futures::{StreamExt, TryStreamExt};
-use object_store::path::Path;
 use serde_json::Value;
 use sha2::{Digest, Sha256};
 
@@ -33,7 +37,7 @@ use crate::deletion_vector::{DvDescriptor, DvLocation};
 use crate::error::{DeltaError, DeltaResult};
 use crate::log::reader::{decode_delta, LineOrder};
 use crate::paths::decode_uri_path;
-use crate::storage::Storage;
+use crate::storage::{FileLocation, Storage};
 
 /// The actions a commit may carry ("Actions"; `sidecar` and `checkpointMetadata` belong to
 /// checkpoints only).
@@ -104,8 +108,8 @@ pub async fn check_proposal(
         sha256: sha256_hex(content),
         ..Default::default()
     };
-    let mut to_check: Vec<(Path, Option<u64>, String)> = Vec::new();
-    let mut seen_paths: HashSet<Path> = HashSet::new();
+    let mut to_check: Vec<(FileLocation, Option<u64>, String)> = Vec::new();
+    let mut seen_paths: HashSet<String> = HashSet::new();
     for (number, line) in text.split('\n').enumerate() {
         let number = number + 1;
         if line.trim().is_empty() {
@@ -203,7 +207,7 @@ pub async fn check_proposal(
                 if kind == "remove" {
                     continue;
                 }
-                if !seen_paths.insert(location.clone()) && kind == "add" {
+                if !seen_paths.insert(location_key(&location)) && kind == "add" {
                     return Err(at(format!(
                         "{raw:?} is added twice in one commit (\"Add File and Remove File\")"
                     )));
@@ -238,31 +242,124 @@ pub async fn check_proposal(
 
 async fn stream_check(
     storage: &Storage,
-    files: Vec<(Path, Option<u64>, String)>,
+    files: Vec<(FileLocation, Option<u64>, String)>,
     bad: &(dyn Fn(String) -> DeltaError + Sync),
 ) -> DeltaResult<()> {
+    // The table's real root: a local file's real path must lie under it.
+    let root = storage
+        .url()
+        .to_file_path()
+        .ok()
+        .map(|p| std::fs::canonicalize(&p).unwrap_or(p));
+    let root = root.as_deref();
     futures::stream::iter(files)
         .map(|(location, size, what)| async move {
-            match storage.head(&location).await {
-                Ok(meta) => match size {
-                    Some(expected) if meta.size != expected => Err(bad(format!(
-                        "{what} is {} bytes, not the {expected} the action says (\"Add File \
-                         and Remove File\": size)",
-                        meta.size
-                    ))),
-                    _ => Ok(()),
+            let found = match location {
+                FileLocation::Store(location) => match storage.head(&location).await {
+                    Ok(meta) => Ok(meta.size),
+                    Err(object_store::Error::NotFound { .. }) => Err(format!(
+                        "{what} names a file that does not exist ({location}): a reader could \
+                         not read the table"
+                    )),
+                    Err(e) => return Err(DeltaError::Storage(e)),
                 },
-                Err(object_store::Error::NotFound { .. }) => Err(bad(format!(
-                    "{what} names a file that does not exist ({location}): a reader could not \
-                     read the table"
+                FileLocation::Local(file) => {
+                    let root = root.map(std::path::Path::to_path_buf);
+                    let what = what.clone();
+                    tokio::task::spawn_blocking(move || local_file(root.as_deref(), &file, &what))
+                        .await
+                        .map_err(|e| {
+                            DeltaError::Internal(format!("checking a proposed file failed: {e}"))
+                        })??
+                }
+            };
+            match (found, size) {
+                (Err(rule), _) => Err(bad(rule)),
+                (Ok(actual), Some(expected)) if actual != expected => Err(bad(format!(
+                    "{what} is {actual} bytes, not the {expected} the action says (\"Add File \
+                     and Remove File\": size)"
                 ))),
-                Err(e) => Err(DeltaError::Storage(e)),
+                _ => Ok(()),
             }
         })
         .buffer_unordered(CONCURRENCY)
         .try_collect::<Vec<()>>()
         .await?;
     Ok(())
+}
+
+/// The size of the local file `file` a proposal names, or the rule it breaks (`Ok(Err)`): it
+/// exists, is a regular file and not a symbolic link, and its real path lies under the table's
+/// real `root` (a link anywhere on the way, to another table's file or directory, is refused:
+/// the table would show that table's rows). An I/O failure other than "not found" is the
+/// storage's (`Err`).
+fn local_file(
+    root: Option<&std::path::Path>,
+    file: &std::path::Path,
+    what: &str,
+) -> DeltaResult<Result<u64, String>> {
+    let io = |e: std::io::Error| {
+        DeltaError::Storage(object_store::Error::Generic {
+            store: "LocalFileSystem",
+            source: format!("checking {}: {e}", file.display()).into(),
+        })
+    };
+    let meta = match std::fs::symlink_metadata(file) {
+        Ok(meta) => meta,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+            return Ok(Err(format!(
+                "{what} names a file that does not exist ({}): a reader could not read the \
+                 table",
+                file.display()
+            )))
+        }
+        Err(e) => return Err(io(e)),
+    };
+    if meta.file_type().is_symlink() {
+        return Ok(Err(format!(
+            "{what} is a symbolic link ({}): a catalog-managed table's files are its own \
+             regular files, never links (\"Add File and Remove File\": a path inside the \
+             table's root)",
+            file.display()
+        )));
+    }
+    if !meta.is_file() {
+        return Ok(Err(format!(
+            "{what} is not a regular file ({})",
+            file.display()
+        )));
+    }
+    if let Some(root) = root {
+        let real = match std::fs::canonicalize(file) {
+            Ok(real) => real,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+                return Ok(Err(format!(
+                    "{what} names a file that does not exist ({})",
+                    file.display()
+                )))
+            }
+            Err(e) => return Err(io(e)),
+        };
+        if !real.starts_with(root) || real == root {
+            return Ok(Err(format!(
+                "{what} ({}) resolves through a symbolic link to {}, outside the table's real \
+                 root {}: a catalog-managed table's files are its own (\"Add File and Remove \
+                 File\": a path inside the table's root)",
+                file.display(),
+                real.display(),
+                root.display()
+            )));
+        }
+    }
+    Ok(Ok(meta.len()))
+}
+
+/// A key naming one file, to find a file added twice.
+fn location_key(location: &FileLocation) -> String {
+    match location {
+        FileLocation::Local(path) => format!("local:{}", path.display()),
+        FileLocation::Store(path) => format!("store:{path}"),
+    }
 }
 
 /// The first integer of `value` outside the signed 64-bit range, as a JSON path.
@@ -285,10 +382,11 @@ fn oversized_integer(value: &Value, at: String) -> Option<String> {
     }
 }
 
-/// The location of a file action's `path` (URI-encoded, "Add File and Remove File") when it
-/// lies inside the table's root: relative without `..`, or an absolute path or URI under the
-/// root. Anything else is another table's file, or no file at all.
-fn inside_table(storage: &Storage, raw: &str) -> Result<Path, String> {
+/// Where a file action's `path` (URI-encoded, "Add File and Remove File") is, for the reader
+/// ([`Storage::file_location`]: decoded once, its name verbatim), when it lies inside the
+/// table's root: relative without `..`, or an absolute path or URI under the root. Anything
+/// else is another table's file, or no file at all.
+fn inside_table(storage: &Storage, raw: &str) -> Result<FileLocation, String> {
     if raw.is_empty() {
         return Err("the path is empty".into());
     }
@@ -296,6 +394,11 @@ fn inside_table(storage: &Storage, raw: &str) -> Result<Path, String> {
     if decoded.chars().any(|c| c == '\0' || c.is_control()) {
         return Err(format!("the path {raw:?} holds control characters"));
     }
+    let locate = |decoded: &str| {
+        storage
+            .file_location(decoded)
+            .map_err(|e| format!("{raw:?}: {e}"))
+    };
     let absolute =
         decoded.starts_with('/') || decoded.contains("://") || decoded.starts_with("file:");
     if !absolute {
@@ -304,7 +407,7 @@ fn inside_table(storage: &Storage, raw: &str) -> Result<Path, String> {
                 "the path {raw:?} leaves the table's directory ('..' or '.' segments)"
             ));
         }
-        return Ok(storage.table_path(&decoded));
+        return locate(&decoded);
     }
     if decoded.split('/').any(|p| p == "..") {
         return Err(format!("the path {raw:?} holds '..' segments"));
@@ -326,7 +429,7 @@ fn inside_table(storage: &Storage, raw: &str) -> Result<Path, String> {
             storage.url()
         ));
     }
-    Ok(resolved)
+    locate(&decoded)
 }
 
 /// The file of a deletion vector stored in a file (`u`, `p`), checked to lie inside the table;
@@ -335,7 +438,7 @@ fn deletion_vector_file(
     storage: &Storage,
     dv: &Value,
     data_file: &str,
-) -> Result<Option<Path>, String> {
+) -> Result<Option<FileLocation>, String> {
     let text = |field: &str| dv.get(field).and_then(Value::as_str).map(str::to_string);
     let int = |field: &str| dv.get(field).and_then(Value::as_i64);
     let descriptor = DvDescriptor {
@@ -491,5 +594,63 @@ mod tests {
             .await
             .unwrap();
         assert_eq!(report.files_checked, 0);
+    }
+
+    #[tokio::test]
+    async fn escaped_partition_directories_are_found_as_the_reader_finds_them() {
+        // "Add File and Remove File": the path is a URI; the Hive-escaped directory
+        // `region=a b%2Fc` is logged URI-encoded as `region=a%20b%252Fc`.
+        let (dir, storage) = table();
+        for (on_disk, logged) in [
+            ("region=a b%2Fc", "region=a%20b%252Fc"),
+            ("pct=50%25", "pct=50%2525"),
+            ("k=%3D%25x", "k=%253D%2525x"),
+            ("city=Z\u{fc}rich", "city=Z%C3%BCrich"),
+        ] {
+            std::fs::create_dir_all(dir.path().join(on_disk)).unwrap();
+            std::fs::write(dir.path().join(on_disk).join("p.parquet"), b"12").unwrap();
+            let text = format!("{INFO}\n{}\n", add(&format!("{logged}/p.parquet"), 2));
+            let report = check(&storage, &text)
+                .await
+                .unwrap_or_else(|e| panic!("{logged}: {e}"));
+            assert_eq!(report.files_checked, 1);
+        }
+        // Decoded one level too many, the file is not there.
+        let text = format!("{INFO}\n{}\n", add("region=a%20b%2Fc/p.parquet", 2));
+        assert!(check(&storage, &text).await.is_err());
+    }
+
+    #[cfg(unix)]
+    #[tokio::test]
+    async fn symbolic_links_are_refused() {
+        let (dir, storage) = table();
+        let other = tempfile::tempdir().unwrap();
+        std::fs::write(other.path().join("theirs.parquet"), b"123").unwrap();
+        std::fs::create_dir_all(other.path().join("part=1")).unwrap();
+        std::fs::write(other.path().join("part=1/x.parquet"), b"123").unwrap();
+        std::os::unix::fs::symlink(
+            other.path().join("theirs.parquet"),
+            dir.path().join("mine.parquet"),
+        )
+        .unwrap();
+        std::os::unix::fs::symlink(other.path().join("part=1"), dir.path().join("part=1")).unwrap();
+        std::fs::write(dir.path().join("own.parquet"), b"123").unwrap();
+        std::os::unix::fs::symlink(
+            dir.path().join("own.parquet"),
+            dir.path().join("alias.parquet"),
+        )
+        .unwrap();
+        for (path, needle) in [
+            ("mine.parquet", "symbolic link"),
+            ("alias.parquet", "symbolic link"),
+            ("part=1/x.parquet", "outside the table's real root"),
+        ] {
+            let text = format!("{INFO}\n{}\n", add(path, 3));
+            let err = check(&storage, &text).await.unwrap_err().to_string();
+            assert!(err.contains(needle), "{path}: {err}");
+            assert!(err.contains(path), "{path}: {err}");
+        }
+        let text = format!("{INFO}\n{}\n", add("own.parquet", 3));
+        assert_eq!(check(&storage, &text).await.unwrap().files_checked, 1);
     }
 }
