@@ -72,7 +72,7 @@ def test_a_version_1_database_is_upgraded(tmp_path: Path) -> None:
     db = sqlite3.connect(path)
     assert db.execute("SELECT version FROM schema_version").fetchall() == [(len(MIGRATIONS),)]
     columns = [r[1] for r in db.execute("PRAGMA table_info(tables)")]
-    assert columns[-8:] == [
+    assert columns[-9:] == [
         "protocol",
         "metadata",
         "properties",
@@ -81,7 +81,10 @@ def test_a_version_1_database_is_upgraded(tmp_path: Path) -> None:
         "uuid",
         "metadata_version",
         "metadata_ict",
+        "name_key",
     ]
+    # Migration 6: every name keyed (found in any case).
+    assert db.execute("SELECT name_key FROM tables").fetchall() == [("t",)]
     # Migration 4: every ratified version recorded (content hash, txnId, in-commit timestamp).
     assert db.execute("SELECT COUNT(*) FROM commit_log").fetchone() == (0,)
     assert "properties" in [r[1] for r in db.execute("PRAGMA table_info(namespaces)")]

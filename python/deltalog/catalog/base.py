@@ -60,11 +60,12 @@ class Catalog(abc.ABC):
     def _names(self, identifier: Identifier) -> list[str]:
         """The names of ``identifier``, each one a name every deltalog catalog accepts
         (:func:`deltalog.catalog.names.check_name`: no ``.``/``..``, ``/``, ``\\``, control
-        characters or delimiter)."""
-        names = parse_identifier(identifier, self.delimiter)
-        for name in names:
+        characters or delimiter, no invisible characters or mixed scripts), in Unicode
+        normalization form C."""
+        return [
             check_name(name, self.delimiter)
-        return names
+            for name in parse_identifier(identifier, self.delimiter)
+        ]
 
     # -- namespaces ----------------------------------------------------------------------
 

@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Any
 
 from deltalog import _native
 from deltalog.catalog.base import Catalog, Identifier
+from deltalog.catalog.names import ConfusableNameError, name_key, same_name
 from deltalog.exceptions import (
     InvalidArgumentError,
     TableNotFoundError,
@@ -72,10 +73,46 @@ class DirectoryCatalog(Catalog):
         (table,) = names  # each name checked by _names (deltalog.catalog.names)
         return table
 
+    def _directory(self, table: str) -> str | None:
+        """The sub-directory that is table ``table`` (its name in any case or normalization
+        form: :func:`deltalog.catalog.names.same_name`), or None."""
+        children = self.list_tables()
+        if table in children:
+            return table
+        return next((c for c in children if same_name(c, table)), None)
+
     def table_uri(self, name: Identifier) -> str:
-        """Where table ``name`` lives: its table directory."""
+        """Where table ``name`` lives: its table directory (an existing one whose name is
+        ``name`` in another case or form, else one named ``name``)."""
         table = self._table_name(name)
-        return f"{self.path}/{table}"
+        return f"{self.path}/{self._directory(table) or table}"
+
+    def _local(self, uri: str) -> str | None:
+        if "://" not in uri:
+            return uri
+        return uri[len("file://") :] if uri.startswith("file://") else None
+
+    def _new_table_uri(self, name: Identifier) -> str:
+        """The directory of a new table ``name``: refused when a sub-directory has a name
+        confusable with it (another spelling of the same name is the table itself), or when
+        it is a symbolic link (a table's directory is its own: a link would create the table
+        in another directory)."""
+        table = self._table_name(name)
+        key = name_key(table)
+        found = next((c for c in self.list_tables() if name_key(c) == key), None)
+        if found is not None and not same_name(found, table):
+            raise ConfusableNameError(table, found)
+        uri = f"{self.path}/{found or table}"
+        self._check_not_link(uri)
+        return uri
+
+    def _check_not_link(self, uri: str) -> None:
+        local = self._local(uri)
+        if local is not None and os.path.islink(local):
+            raise InvalidArgumentError(
+                f"{local} is a symbolic link (to {os.path.realpath(local)}): a directory "
+                "catalog's table is a directory of its own, never a link to another one"
+            )
 
     # -- namespaces: none ------------------------------------------------------------------
 
@@ -107,7 +144,7 @@ class DirectoryCatalog(Catalog):
             table = self._table_name(name)
         except InvalidArgumentError:
             return False  # no table has a name the catalog refuses
-        return table in self.list_tables()
+        return self._directory(table) is not None
 
     def create_table(
         self,
@@ -119,7 +156,7 @@ class DirectoryCatalog(Catalog):
     ) -> DeltaTable:
         from deltalog.table import DeltaTable
 
-        uri = self.table_uri(name)
+        uri = self._new_table_uri(name)
         return DeltaTable.create(
             uri,
             schema,
@@ -133,11 +170,19 @@ class DirectoryCatalog(Catalog):
         """The sub-directory a new table ``name`` is created in (a storage-managed table)."""
         if self.table_exists(name):
             raise InvalidArgumentError(f"the directory catalog {self.path} has a table {name!r}")
-        return self.table_uri(name), None
+        return self._new_table_uri(name), None
 
     def register_table(self, name: Identifier, location: str) -> DeltaTable:
         uri = self.table_uri(name)
-        if _directory_uri(location).rstrip("/") != uri:
+        given = _directory_uri(location).rstrip("/")
+        local, own = self._local(given), self._local(uri)
+        if local is not None and own is not None:
+            # One directory, compared by its real path; never a link to another one.
+            self._check_not_link(own)
+            same = os.path.realpath(local) == os.path.realpath(own)
+        else:
+            same = given == uri
+        if not same:
             raise InvalidArgumentError(
                 f"a directory catalog's tables are its sub-directories: table {name!r} lives at "
                 f"{uri}, not {location}"
@@ -173,6 +218,6 @@ class DirectoryCatalog(Catalog):
     def _create_from_data(self, name: Identifier, data: Any, mode: str, **kwargs: Any) -> int:
         from deltalog.writer import write_table
 
-        uri = self.table_uri(name)
+        uri = self._new_table_uri(name)
         kwargs.setdefault("storage_options", self.storage_options)
         return write_table(uri, data, mode=mode, **kwargs)  # type: ignore[arg-type,no-any-return]

@@ -16,12 +16,10 @@ from __future__ import annotations
 
 import abc
 import functools
-import os
-import threading
 from collections import Counter
-from collections.abc import Callable, Iterator, Mapping, Sequence
-from contextlib import AbstractContextManager, contextmanager
-from typing import Any, Generic, TypeVar
+from collections.abc import Callable, Mapping, Sequence
+from contextlib import AbstractContextManager
+from typing import Any, TypeVar
 
 from deltalog.catalog.client import RatifiedCommits
 from deltalog.catalog.managed import (
@@ -34,7 +32,16 @@ from deltalog.catalog.managed import (
     conflict,
     now_ms,
 )
-from deltalog.catalog.names import ancestors, canonical_location, overlaps
+from deltalog.catalog.migrations import NAME_KEY_MIGRATION as NAME_KEY_MIGRATION
+from deltalog.catalog.names import (
+    ConfusableNameError,
+    ancestors,
+    canonical_location,
+    name_key,
+    overlaps,
+    same_name,
+)
+from deltalog.catalog.pool import ConnectionPool as ConnectionPool
 from deltalog.exceptions import (
     AlreadyExistsError,
     CatalogError,
@@ -48,7 +55,6 @@ from deltalog.exceptions import (
 #: a serialization failure, a deadlock): the next try answers it with the checks below.
 RATIFY_ATTEMPTS = 5
 
-C = TypeVar("C")
 T = TypeVar("T")
 
 #: The migration both engines share that records every ratified version (``commit_log``: kept
@@ -80,59 +86,6 @@ _COLUMNS = (
 )
 
 
-class ConnectionPool(Generic[C]):
-    """The idle connections of a store, reused across calls and threads: deltalog calls a
-    catalog client from short-lived native threads, so a connection per thread would be a new
-    connection per call. A forked child starts with none of the parent's connections (they
-    are the parent's: using them from two processes corrupts the session)."""
-
-    def __init__(
-        self,
-        connect: Callable[[], C],
-        reusable: Callable[[C], bool],
-        close: Callable[[C], None],
-        max_idle: int = 8,
-    ) -> None:
-        self._connect = connect
-        self._reusable = reusable
-        self._close = close
-        self._max_idle = max_idle
-        self._idle: list[C] = []
-        self._lock = threading.Lock()
-        self._pid = os.getpid()
-
-    def take(self) -> C:
-        """An idle connection, or a new one."""
-        if self._pid != os.getpid():
-            self._idle, self._lock, self._pid = [], threading.Lock(), os.getpid()
-        with self._lock:
-            db = self._idle.pop() if self._idle else None
-        if db is None or not self._reusable(db):
-            db = self._connect()
-        return db
-
-    def release(self, db: C) -> None:
-        """Returns a connection taken with :meth:`take` (closed if it is not reusable, or
-        enough are idle)."""
-        if self._pid != os.getpid():
-            return  # taken before a fork: the parent's to close
-        if self._reusable(db):
-            with self._lock:
-                if len(self._idle) < self._max_idle:
-                    self._idle.append(db)
-                    return
-        self._close(db)
-
-    @contextmanager
-    def connection(self) -> Iterator[C]:
-        """A connection for the duration of the block."""
-        db = self.take()
-        try:
-            yield db
-        finally:
-            self.release(db)
-
-
 @functools.lru_cache(maxsize=256)
 def _pyformat(sql: str) -> str:
     return sql.replace("?", "%s")
@@ -142,8 +95,9 @@ class SqlStore(Store):
     """A :class:`Store` in a SQL database. Subclasses are the engines."""
 
     #: Schema migrations, applied in order; entry ``i`` takes the schema to version ``i + 1``.
-    #: ``schema_version`` holds the version applied.
-    MIGRATIONS: Sequence[Sequence[str]] = ()
+    #: ``schema_version`` holds the version applied. A step is a statement, or a function of
+    #: the store and the connection (rows rewritten by Python's rules).
+    MIGRATIONS: Sequence[Sequence[str | Callable[[Any, Any], None]]] = ()
 
     #: The placeholder the engine's driver takes: ``?`` (qmark) or ``%s`` (format).
     PLACEHOLDER = "?"
@@ -216,7 +170,10 @@ class SqlStore(Store):
                 )
             for statements in self.MIGRATIONS[applied:]:
                 for statement in statements:
-                    self._run(db, statement)
+                    if callable(statement):
+                        statement(self, db)
+                    else:
+                        self._run(db, statement)
             if row is None:
                 self._run(db, "INSERT INTO schema_version VALUES (?)", (known,))
             elif applied != known:
@@ -226,9 +183,39 @@ class SqlStore(Store):
 
     def namespace_id(self, parent: int, name: str) -> int | None:
         rows = self._read(
-            "SELECT id FROM namespaces WHERE parent_id = ? AND name = ?", (parent, name)
+            "SELECT id, name FROM namespaces WHERE parent_id = ? AND name_key = ?",
+            (parent, name_key(name)),
         )
-        return rows[0][0] if rows else None
+        return next((r[0] for r in rows if same_name(r[1], name)), None)
+
+    def holder(self, parent: int, name: str) -> tuple[str, str] | None:
+        key = name_key(name)
+        rows = self._read(
+            "SELECT 'table', name FROM tables WHERE namespace_id = ? AND name_key = ? UNION ALL "
+            "SELECT 'namespace', name FROM namespaces WHERE parent_id = ? AND name_key = ?",
+            (parent, key, parent, key),
+        )
+        return (str(rows[0][0]), str(rows[0][1])) if rows else None
+
+    def _claim(self, db: Any, parent: int, name: str, kind: str) -> None:
+        """Refuses a new ``kind`` (``namespace`` / ``table``) ``name`` in ``parent`` when the
+        parent holds a namespace or table of that name (any case or form: AlreadyExistsError)
+        or of a name it is confusable with (:class:`ConfusableNameError`)."""
+        key = name_key(name)
+        for what, sql in (
+            ("table", "SELECT name FROM tables WHERE namespace_id = ? AND name_key = ?"),
+            ("namespace", "SELECT name FROM namespaces WHERE parent_id = ? AND name_key = ?"),
+        ):
+            row = self._one(db, sql, (parent, key))
+            if row is None:
+                continue
+            if not same_name(row[0], name):
+                raise ConfusableNameError(name, row[0])
+            if what == kind == "table":
+                raise AlreadyExistsError(f"the catalog already has a table {row[0]!r}")
+            if what == kind:
+                raise AlreadyExistsError(f"the namespace {row[0]!r} already exists")
+            raise AlreadyExistsError(f"{name!r} is the name of a {what} ({row[0]!r})")
 
     def child_namespaces(self, parent: int) -> list[str]:
         rows = self._read(
@@ -241,10 +228,12 @@ class SqlStore(Store):
     ) -> None:
         try:
             with self._transaction() as db:
+                self._claim(db, parent, name, "namespace")
                 self._run(
                     db,
-                    "INSERT INTO namespaces (parent_id, name, properties) VALUES (?, ?, ?)",
-                    (parent, name, _properties_json(properties)),
+                    "INSERT INTO namespaces (parent_id, name, name_key, properties) "
+                    "VALUES (?, ?, ?, ?)",
+                    (parent, name, name_key(name), _properties_json(properties)),
                 )
         except self.integrity_errors as e:
             raise AlreadyExistsError(f"the namespace {name!r} already exists") from e
@@ -268,11 +257,13 @@ class SqlStore(Store):
     def drop_namespace(self, parent: int, name: str) -> None:
         with self._transaction() as db:
             row = self._one(
-                db, "SELECT id FROM namespaces WHERE parent_id = ? AND name = ?", (parent, name)
+                db,
+                "SELECT id, name FROM namespaces WHERE parent_id = ? AND name_key = ?",
+                (parent, name_key(name)),
             )
-            if row is None:
+            if row is None or not same_name(row[1], name):
                 raise NamespaceNotFoundError(f"the namespace {name!r} does not exist")
-            (nid,) = row
+            nid = row[0]
             busy = self._one(
                 db,
                 "SELECT (SELECT COUNT(*) FROM namespaces WHERE parent_id = ?) + "
@@ -337,12 +328,11 @@ class SqlStore(Store):
         )
 
     def table(self, namespace: int, name: str) -> TableRecord | None:
-        return self._record(
-            self._read(
-                f"SELECT {_COLUMNS} FROM tables WHERE namespace_id = ? AND name = ?",
-                (namespace, name),
-            )
+        rows = self._read(
+            f"SELECT {_COLUMNS} FROM tables WHERE namespace_id = ? AND name_key = ?",
+            (namespace, name_key(name)),
         )
+        return self._record([r for r in rows if same_name(r[2], name)])
 
     def table_by_id(self, table_id: int) -> TableRecord | None:
         return self._record(self._read(f"SELECT {_COLUMNS} FROM tables WHERE id = ?", (table_id,)))
@@ -368,18 +358,18 @@ class SqlStore(Store):
     def rename_table(self, table_id: int, name: str) -> None:
         try:
             with self._transaction() as db:
-                row = self._one(db, "SELECT namespace_id FROM tables WHERE id = ?", (table_id,))
+                row = self._one(
+                    db, "SELECT namespace_id, name FROM tables WHERE id = ?", (table_id,)
+                )
                 if row is None:
                     raise CatalogError(f"the table {table_id} is no longer in the catalog")
-                taken = self._one(
+                if name_key(row[1]) != name_key(name):  # not a new spelling of its own name
+                    self._claim(db, row[0], name, "table")
+                self._run(
                     db,
-                    "SELECT (SELECT COUNT(*) FROM tables WHERE namespace_id = ? AND name = ?) + "
-                    "(SELECT COUNT(*) FROM namespaces WHERE parent_id = ? AND name = ?)",
-                    (row[0], name, row[0], name),
-                )[0]
-                if taken:
-                    raise AlreadyExistsError(f"the namespace already has a {name!r}")
-                self._run(db, "UPDATE tables SET name = ? WHERE id = ?", (name, table_id))
+                    "UPDATE tables SET name = ?, name_key = ? WHERE id = ?",
+                    (name, name_key(name), table_id),
+                )
         except self.integrity_errors as e:
             raise AlreadyExistsError(f"the namespace already has a {name!r}") from e
 
@@ -433,18 +423,17 @@ class SqlStore(Store):
         location = canonical_location(location)
         try:
             with self._transaction() as db:
-                named = "SELECT id FROM tables WHERE namespace_id = ? AND name = ?"
-                if self._one(db, named, (namespace, name)) is not None:
-                    raise AlreadyExistsError(f"the catalog already has a table {name!r}")
+                self._claim(db, namespace, name, "table")
                 self._lock_locations(db)
                 self._check_location(db, location)
                 self._run(
                     db,
-                    "INSERT INTO tables (namespace_id, name, location, managed, created_ms, "
-                    "properties, uuid) VALUES (?, ?, ?, ?, ?, ?, ?)",
+                    "INSERT INTO tables (namespace_id, name, name_key, location, managed, "
+                    "created_ms, properties, uuid) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
                     (
                         namespace,
                         name,
+                        name_key(name),
                         location,
                         managed,
                         now_ms(),
@@ -523,18 +512,21 @@ class SqlStore(Store):
                 raise CatalogError(f"the table is not registered yet (version {p.version})")
             namespace, name, location = p.create
             taken = self._one(
-                db, "SELECT id FROM tables WHERE namespace_id = ? AND name = ?", (namespace, name)
+                db,
+                "SELECT id, name FROM tables WHERE namespace_id = ? AND name_key = ?",
+                (namespace, name_key(name)),
             )
-            if taken is not None:
+            if taken is not None and same_name(taken[1], name):
                 raise conflict(0, self._held(db, taken[0], 0, None))
+            self._claim(db, namespace, name, "table")
             location = canonical_location(location)
             self._lock_locations(db)
             self._check_location(db, location)
             table_id = self._insert(
                 db,
-                "INSERT INTO tables (namespace_id, name, location, managed, latest_version, "
-                "created_ms, uuid) VALUES (?, ?, ?, ?, -1, ?, ?)",
-                (namespace, name, location, True, now_ms(), _new_uuid()),
+                "INSERT INTO tables (namespace_id, name, name_key, location, managed, "
+                "latest_version, created_ms, uuid) VALUES (?, ?, ?, ?, ?, -1, ?, ?)",
+                (namespace, name, name_key(name), location, True, now_ms(), _new_uuid()),
             )
         self._adopt_uuid(db, table_id, p)
         latest = self._one(db, "SELECT latest_version FROM tables WHERE id = ?", (table_id,))

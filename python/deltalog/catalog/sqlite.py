@@ -17,6 +17,7 @@ from typing import Any
 
 from deltalog.catalog.sql import (
     COMMIT_LOG_MIGRATION,
+    NAME_KEY_MIGRATION,
     TABLE_UUID_MIGRATION,
     ConnectionPool,
     SqlStore,
@@ -24,7 +25,7 @@ from deltalog.catalog.sql import (
 from deltalog.exceptions import CatalogError
 
 #: Schema migrations, applied in order; entry ``i`` takes the schema to version ``i + 1``.
-MIGRATIONS: list[list[str]] = [
+MIGRATIONS: list[list[Any]] = [
     [
         "CREATE TABLE namespaces (id INTEGER PRIMARY KEY, parent_id INTEGER NOT NULL, "
         "name TEXT NOT NULL, UNIQUE (parent_id, name))",
@@ -51,6 +52,9 @@ MIGRATIONS: list[list[str]] = [
     COMMIT_LOG_MIGRATION,
     # Each table's UUID (Unity Catalog's table_id) and latest protocol/metadata version.
     TABLE_UUID_MIGRATION,
+    # Names case-insensitive and look-alike-free: each name's key, unique in its parent
+    # (docs/catalogs.md, "Names"; existing rows keyed, refused clearly when they collide).
+    NAME_KEY_MIGRATION,
 ]
 
 

@@ -33,6 +33,7 @@ from __future__ import annotations
 
 import json
 import re
+import unicodedata
 from typing import Any
 from urllib.parse import quote, unquote_to_bytes
 
@@ -158,7 +159,8 @@ def encode_id(names: list[str], delimiter: str = DEFAULT_DELIMITER) -> str:
 
 def decode_id(raw_segment: str, delimiter: str = DEFAULT_DELIMITER) -> list[str]:
     """The names of a raw (still percent-encoded) ``{id}`` path segment: percent-decoded as
-    UTF-8 (strictly), then split at the delimiter; the bare delimiter is the root (``[]``).
+    UTF-8 (strictly), then split at the delimiter, each name in Unicode normalization form C;
+    the bare delimiter is the root (``[]``).
 
     The Lance clients percent-encode the delimiter itself (``ns%24t``), so splitting happens
     after decoding: a name cannot contain the delimiter.
@@ -169,7 +171,8 @@ def decode_id(raw_segment: str, delimiter: str = DEFAULT_DELIMITER) -> list[str]
     text = unquote_to_bytes(raw_segment).decode("utf-8")  # strict: non-UTF-8 raises
     if text == delimiter:
         return []
-    names = text.split(delimiter)
+    # Names in normalization form C, as every catalog stores them (deltalog.catalog.names).
+    names = [unicodedata.normalize("NFC", n) for n in text.split(delimiter)]
     if any(not n for n in names):
         raise ValueError(f"the identifier {text!r} has an empty name")
     return names

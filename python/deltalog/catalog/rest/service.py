@@ -156,8 +156,8 @@ class CatalogService(VersionRoutes):
         return record
 
     def _location(self, location: str) -> str:
-        """A table location a request gives, canonical (``deltalog.catalog.names``), never the
-        warehouse or above it."""
+        """A table location a request gives, canonical (``deltalog.catalog.names``: a local
+        path's real path, every symbolic link resolved), never the warehouse or above it."""
         try:
             canonical = names.canonical_location(location)
             self.catalog.check_not_above_warehouse(canonical)
@@ -328,10 +328,15 @@ class CatalogService(VersionRoutes):
         body: m.DeclareTableRequest = r.body
         properties = self._check_properties(body.properties)
         pid = self._new_table_slot(r.names)
-        location = "/".join([self.catalog.warehouse, *r.names])
-        if body.location and self._location(body.location) != location:
+        derived = "/".join([self.catalog.warehouse, *r.names])
+        if body.location and self._location(body.location) != self._location(derived):
             self._require(r.principal, "admin", "declare a table outside the warehouse")
             location = self._location(body.location)
+        else:
+            try:  # the directory the catalog derives, not a link on the way
+                location = names.unlinked_location(derived, f"table {r.names!r}")
+            except InvalidArgumentError as e:
+                raise RestError(p.INVALID_INPUT, str(e)) from e
         try:
             record = self.store.register(pid, r.names[-1], location, properties, managed=True)
         except AlreadyExistsError as e:

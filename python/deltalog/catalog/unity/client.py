@@ -264,8 +264,8 @@ class UnityCatalog(Catalog):
         return sorted(names)
 
     def table_exists(self, name: Identifier) -> bool:
-        schema, table = self._split(name)
         try:
+            schema, table = self._split(name)  # no table has a name the catalog refuses
             self.call(
                 f"check table {schema}.{table}",
                 "delta",

@@ -62,8 +62,20 @@ class CredentialVendor:
 
     def scoped(self, location: str, write: bool) -> dict[str, Any] | None:
         """The store's credential config for ``location`` (``None`` for a local location):
-        keys ``s3.access-key-id`` … and ``expiration-time-ms``."""
+        keys ``s3.access-key-id`` … and ``expiration-time-ms``.
+
+        Raises:
+            UcError: a local location that now resolves through a symbolic link elsewhere
+                (a table's directory replaced by a link): nothing is vended for it.
+        """
         if self.is_local(location):
+            from deltalog.catalog.names import unlinked_location
+            from deltalog.exceptions import InvalidArgumentError
+
+            try:
+                unlinked_location(location, "the location")
+            except InvalidArgumentError as e:
+                raise UcError("InvalidParameterValueException", str(e)) from e
             return None
         raise UcError(
             "NotImplementedException",
@@ -113,13 +125,23 @@ class CredentialVendor:
         from deltalog.exceptions import InvalidArgumentError
 
         try:
+            # The real path (every symbolic link resolved): a link in the warehouse to /etc is
+            # /etc, not a path of the warehouse.
             location = canonical_location(url)
+            named = canonical_location(url, resolve=False)
         except InvalidArgumentError as e:
             raise UcError("InvalidParameterValueException", str(e)) from e
         store = self.catalog._store
         tables = store.overlapping(location)
         inside_table = any(contains(t[1], location) for t in tables)
         if not inside_table and not contains(self.catalog.warehouse, location):
+            if named != location:
+                raise UcError(
+                    "InvalidParameterValueException",
+                    f"{url} resolves through a symbolic link to {location}, which is neither "
+                    "inside the catalog's warehouse nor a table of the catalog: credentials "
+                    "are vended for real paths only",
+                )
             raise UcError(
                 "PermissionDeniedException",
                 f"{url} is neither inside the catalog's warehouse nor a table of the catalog",
@@ -300,9 +322,7 @@ class S3CredentialVendor(CredentialVendor):
         self._lock = threading.Lock()
 
     def scoped(self, location: str, write: bool) -> dict[str, Any] | None:
-        if self.is_local(location):
-            return None
-        if location.split("://", 1)[0].lower() not in ("s3", "s3a"):
+        if self.is_local(location) or location.split("://", 1)[0].lower() not in ("s3", "s3a"):
             return super().scoped(location, write)
         key = (location, write)
         now_ms = int(time.time() * 1000)

@@ -72,8 +72,14 @@ class TableLifecycle:
         sid = self.catalogs.schema_id(catalog, schema)
         if self.store.namespace_id(sid, name) is not None:
             raise UcError("AlreadyExistsException", f"{name!r} is the name of a namespace")
-        location = "/".join([self.service.catalog.warehouse, catalog, schema, name])
+        from deltalog.catalog.names import unlinked_location
+
         try:
+            # The directory the catalog derives, not a link on the way.
+            location = unlinked_location(
+                "/".join([self.service.catalog.warehouse, catalog, schema, name]),
+                f"table {catalog}.{schema}.{name}",
+            )
             return self.store.register(sid, name, location, None, managed=True)
         except AlreadyExistsError as e:
             raise UcError("AlreadyExistsException", str(e)) from e
