@@ -155,10 +155,12 @@ def read_log(
 ) -> bytes | None:
     """The bytes of ``_delta_log/<relative>`` of the table at ``location``, or ``None`` when it
     does not exist. A local file must be a regular file (not a FIFO, device or symbolic link:
-    it is opened without blocking and without following links), of at most ``max_bytes``.
+    it is opened without blocking and without following links) whose real path lies under the
+    table's real root (no linked directory on the way), of at most ``max_bytes``.
 
     Raises:
-        InvalidArgumentError: not a regular file, or ``relative`` leaves ``_delta_log``.
+        InvalidArgumentError: not a regular file, a linked directory on the way, or
+            ``relative`` leaves ``_delta_log``.
         ProposalTooLargeError: larger than ``max_bytes``.
     """
     parts = relative.split("/")
@@ -188,6 +190,7 @@ def read_log(
             raise InvalidArgumentError(
                 f"_delta_log/{relative} is not a regular file (a commit is a file of the log)"
             )
+        _check_inside(fd, path, local, relative)
         if info.st_size > max_bytes:
             raise ProposalTooLargeError(
                 -1, f"_delta_log/{relative} is {info.st_size} bytes, more than {max_bytes}"
@@ -206,6 +209,27 @@ def read_log(
         return b"".join(chunks)
     finally:
         os.close(fd)
+
+
+def _check_inside(fd: int, path: str, root: str, relative: str) -> None:
+    """Refuses a log file opened at ``path`` whose real path (the directories' symbolic links
+    resolved: ``_delta_log`` or ``_staged_commits`` linked elsewhere) lies outside the table's
+    real root ``root``: the commit would be another table's file.
+
+    Raises:
+        InvalidArgumentError: naming the file, its real path and the rule.
+    """
+    try:  # the file opened, not a path that could change meanwhile (Linux)
+        real = os.readlink(f"/proc/self/fd/{fd}")
+    except OSError:
+        real = os.path.realpath(path)
+    real_root = os.path.realpath(root)
+    if os.path.commonpath([real, real_root]) != real_root or real == real_root:
+        raise InvalidArgumentError(
+            f"_delta_log/{relative} resolves through a symbolic link to {real}, outside the "
+            f"table's real root {real_root}: a catalog-managed table's commits are files of its "
+            "own log"
+        )
 
 
 def check_proposal(

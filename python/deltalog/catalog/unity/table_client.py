@@ -217,7 +217,20 @@ class UnityTableClient:
         if path is None:
             raise CatalogError(f"{self.name}: a UC commit is a staged file, not inline content")
         if self._creating:
-            self._create(version, path, metadata)
+            try:
+                self._create(version, path, metadata)
+            except Exception as e:
+                from deltalog.catalog.refused import discard_created_files, refused
+
+                if refused(e):  # a failed creation leaves no files behind
+                    discard_created_files(
+                        self.location,
+                        path,
+                        None,
+                        self.storage_options,
+                        published=self._pending is not None,  # published before createTable
+                    )
+                raise
             return
         commit = self._delta_commit(version, path)
         what = f"commit version {version} of {self.name}"
