@@ -22,11 +22,11 @@ from urllib.parse import quote
 
 import pyarrow as pa
 import pytest
-from test_unity_hostile import send, uc_shape
 
 import catalog_server
 import deltalog as dl
 from deltalog.catalog.names import InvalidNameError, check_name
+from test_unity_hostile import send, uc_shape
 
 Config = dict[str, str]
 
@@ -172,7 +172,7 @@ def test_the_routes_apply_the_rule(server: Any) -> None:
     routes 400 INVALID_ARGUMENT for every look-alike; another case of an existing name is that
     object (409 to create it again, found by any case)."""
     assert send(server, "POST", "/v1/namespace/main/create", b"{}")[0] == 200
-    for name, rule in REFUSED:
+    for name, _ in REFUSED:
         wire = quote(name, safe="")
         got = send(server, "POST", f"/v1/namespace/{wire}/create", b"{}")
         assert got[0] == 400 and got[1]["code"] == 13, (name, got)
@@ -290,7 +290,7 @@ def test_colliding_names_refuse_the_migration(
             ("INSERT INTO namespaces (parent_id, name) VALUES (0, ?)", ("ma\u200bin",)),
         ],
     )
-    with pytest.raises(dl.CatalogError, match="'Main' and 'main'.*one name") as e:
+    with pytest.raises(dl.CatalogError, match=r"'Main' and 'main'.*one name") as e:
         dl.connect_catalog(config)
     assert "invisible" in str(e.value)
     assert sorted(_old_store(kind, where).child_namespaces(0)) == sorted(

@@ -41,9 +41,12 @@ SCHEMA = pa.schema(
         "ts": pa.timestamp("us", tz="UTC"),
         "b": pa.bool_(),
         "dec": pa.decimal128(10, 2),
+        "f": pa.float64(),
+        "ntz": pa.timestamp("us"),
+        "bin": pa.binary(),
     }
 )
-PARTITIONS = ["s", "i", "d", "ts", "b", "dec"]
+PARTITIONS = ["s", "i", "d", "ts", "b", "dec", "f", "ntz", "bin"]
 
 
 def data(start: int, stop: int) -> pa.Table:
@@ -62,6 +65,16 @@ def data(start: int, stop: int) -> pa.Table:
             "b": [None if r % 4 == 2 else r % 2 == 0 for r in rows],
             # Not negative: deltalake 1.6.6 reads the partition value -1.15 as "-1.-15".
             "dec": [None if r % 8 == 6 else decimal.Decimal(r * 37) / 100 for r in rows],
+            "f": [
+                None if r % 9 == 7 else (-1.5) ** (r % 20) * 10.0 ** ((r % 20) * 15 - 150)
+                for r in rows
+            ],
+            "ntz": [
+                None if r % 6 == 1 else dt.datetime(1999, 12, 31, 23, 59, r % 60, r) for r in rows
+            ],
+            "bin": [
+                None if r % 5 == 0 else (STRINGS[r % len(STRINGS)] or "").encode() for r in rows
+            ],
         },
         schema=SCHEMA,
     )
@@ -117,17 +130,27 @@ def test_special_partition_values(
     assert cat.write_table("t", data(10, 20), mode="append") == 1
     t = cat.load_table("t")
     assert sorted_rows(t.to_pyarrow_table()) == expected
-    # One file per row, each under the directories of its six values.
+    # One file per row, each under the directories of its nine values.
     assert len(t.files()) == 20
     if config["type"] == "dir":
         assert sorted_rows(deltalake.DeltaTable(t.table_uri).to_pyarrow_table()) == expected
     if config["type"] == "unity":
         from unity_helpers import duckdb_attached
 
+        # DuckDB's delta extension has no timestamp_ntz (nor attaches a schema holding one):
+        # a table of the other columns, alone in its schema.
+        cat.drop_table("t")
+        names = [n for n in SCHEMA.names if n != "ntz"]
+        cat.write_table("k", data(0, 20).drop_columns(["ntz"]), partition_by=PARTITIONS[:-2])
+        ours = cat.load_table("k").to_pyarrow_table()
         con = duckdb_attached(config["uri"], "main", "default")
-        read = con.execute(f"SELECT {', '.join(SCHEMA.names)} FROM uc.default.t")
-        read = read.fetch_arrow_table()
-        assert sorted_rows(read) == expected
+        read = con.execute(f"SELECT {', '.join(names)} FROM uc.default.k").fetch_arrow_table()
+
+        def listed(table: pa.Table) -> list[tuple[Any, ...]]:
+            return sorted(zip(*(table.column(n).to_pylist() for n in names), strict=True))
+
+        assert listed(read) == listed(ours)
+        assert len(listed(ours)) == 20
 
 
 def test_a_refused_creation_leaves_no_files(config: Config, tmp_path: Path) -> None:

@@ -20,11 +20,11 @@ from typing import Any
 
 import pyarrow as pa
 import pytest
-from test_unity_hostile import send, uc_shape
 
 import catalog_server
 import deltalog as dl
 from deltalog.catalog.rest.auth import add_token
+from test_unity_hostile import send, uc_shape
 
 Config = dict[str, str]
 P = "/api/2.1/unity-catalog"
@@ -146,7 +146,7 @@ def test_a_staged_commit_through_a_linked_directory_is_refused(
         shutil.rmtree(staged)
     staged.symlink_to(outside)
     client = t._catalog_client
-    with pytest.raises(dl.InvalidArgumentError, match="_staged_commits.*symbolic link"):
+    with pytest.raises(dl.InvalidArgumentError, match=r"_staged_commits.*symbolic link"):
         client.commit(1, path=name)
     staged.unlink()
     assert ids(cat.load_table("mine")) == [1]
