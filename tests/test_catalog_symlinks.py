@@ -149,6 +149,11 @@ def test_a_staged_commit_through_a_linked_directory_is_refused(
     with pytest.raises(dl.InvalidArgumentError, match=r"_staged_commits.*symbolic link"):
         client.commit(1, path=name)
     staged.unlink()
+    # The staged file itself a link (to the forged commit outside).
+    staged.mkdir()
+    (staged / name).symlink_to(outside / name)
+    with pytest.raises(dl.InvalidArgumentError, match=f"{name} is a symbolic link"):
+        client.commit(1, path=name)
     assert ids(cat.load_table("mine")) == [1]
 
 
