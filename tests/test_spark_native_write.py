@@ -313,3 +313,35 @@ def test_decimal_partition_values(spark: Any, tmp_path: Path) -> None:
     got = dl.DeltaTable(str(uri)).to_pyarrow_table().sort_by("id").column("d").to_pylist()
     assert got == [r["d"] for r in sorted(df.collect(), key=lambda r: r["id"])]
     assert all(isinstance(v, decimal.Decimal) for v in got)
+
+
+def test_a_column_of_the_wrong_type_is_refused_before_the_job(spark: Any, tmp_path: Path) -> None:
+    """Issue #42: a string column where the table has int is refused on the driver with a
+    ``SchemaMismatchError`` naming the column, both types and the table, through
+    ``write_table`` and ``df.write``, and no Spark job runs; what deltalog's writer converts
+    without loss (a bigint whose values fit, a new column with ``mergeSchema``) still writes."""
+    uri = tmp_path / "t"
+    dl.write_table(str(uri), pa.table({"id": pa.array([1], pa.int32()), "s": ["a"]}))
+    wrong = spark.sql("SELECT CAST(id AS STRING) AS id, 'x' AS s FROM range(3)")
+    sc = spark.sparkContext
+    sc.setJobGroup("deltalog-schema-check", "the schema check runs no job")
+    try:
+        with pytest.raises(dl.SchemaMismatchError) as caught:
+            dls.write_table(wrong, str(uri), mode="append")
+        with pytest.raises(Exception, match="column 'id' is string in the DataFrame, int"):
+            wrong.write.format("deltalog").mode("append").save(str(uri))
+        assert list(sc.statusTracker().getJobIdsForGroup("deltalog-schema-check")) == []
+    finally:
+        sc.setJobGroup("", "")
+    e = caught.value
+    assert e.column == "id" and e.table is not None and str(uri) in e.table
+    assert "column 'id' is string in the DataFrame, int in the table" in str(e)
+    assert str(uri) in str(e)
+    assert dl.DeltaTable(str(uri)).version() == 0
+    fits = spark.sql("SELECT id, 'y' AS s FROM range(2)")  # bigint: deltalog casts, checked
+    dls.write_table(fits, str(uri), mode="append")
+    more = spark.sql("SELECT CAST(7 AS INT) AS id, 'z' AS s, true AS extra")
+    more.write.format("deltalog").mode("append").option("mergeSchema", "true").save(str(uri))
+    t = dl.DeltaTable(str(uri))
+    assert t.schema().names == ["id", "s", "extra"]
+    assert sorted(t.to_pyarrow_table().column("id").to_pylist()) == [0, 1, 1, 7]

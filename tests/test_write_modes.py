@@ -7,6 +7,7 @@ from pathlib import Path
 
 import deltalake
 import pyarrow as pa
+import pyarrow.parquet as pq
 import pytest
 
 import deltalog as dl
@@ -119,3 +120,72 @@ def test_alter_add_columns_under_column_mapping(tmp_path: Path) -> None:
     )
     rows = sorted(dl.DeltaTable(path).to_pyarrow_table().to_pylist(), key=lambda r: r["id"])
     assert rows == [{"id": 1, "s": None}, {"id": 2, "s": {"a": 5}}]
+
+
+# --- a directory of plain parquet files (issue #42) -------------------------------------------
+
+
+def parquet_directory(root: Path) -> Path:
+    """Parquet files without a ``_delta_log``, partitioned Hive-style, with hidden files."""
+    (root / "part=a").mkdir(parents=True)
+    pq.write_table(data([1, 2], "a").drop_columns(["part"]), root / "part=a" / "f0.parquet")
+    pq.write_table(data([3], "b"), root / "loose.parquet")
+    return root
+
+
+@pytest.mark.parametrize("mode", ["append", "overwrite", "error", "ignore"])
+def test_parquet_directory_is_not_silently_a_new_table(tmp_path: Path, mode: str) -> None:
+    """``write_table`` into a directory of parquet files without a log refuses, whatever the
+    mode, naming the files and ``convert_to_deltalake``; nothing is written. With
+    ``allow_unconverted_files=True`` it creates the table beside them, as before."""
+    root = parquet_directory(tmp_path / "pq")
+    before = sorted(p.relative_to(root) for p in root.rglob("*"))
+    with pytest.raises(dl.NotADeltaTableError, match="convert_to_deltalake") as caught:
+        dl.write_table(str(root), data([9], "z"), mode=mode)  # type: ignore[arg-type]
+    assert caught.value.files == ["loose.parquet", "part=a/f0.parquet"]
+    assert caught.value.table == str(root)
+    assert "not a Delta table" in str(caught.value) and "allow_unconverted_files" in str(
+        caught.value
+    )
+    assert sorted(p.relative_to(root) for p in root.rglob("*")) == before
+    dl.write_table(str(root), data([9], "z"), mode=mode, allow_unconverted_files=True)  # type: ignore[arg-type]
+    assert rows(root) == [(9, "z")]
+
+
+def test_hidden_parquet_files_and_converted_directories(tmp_path: Path) -> None:
+    """Files and directories named ``_...`` or ``.…`` are hidden and do not count, nor do
+    orphans of deltalog's own failed first write; a converted
+    directory is a table and takes appends; a new catalog-managed table whose location holds
+    parquet files is refused too."""
+    hidden = tmp_path / "hidden"
+    (hidden / "_staging").mkdir(parents=True)
+    pq.write_table(data([1], "a"), hidden / "_staging" / "x.parquet")
+    pq.write_table(data([1], "a"), hidden / ".tmp.parquet")
+    pq.write_table(data([1], "a"), hidden / "_SUCCESS.parquet")
+    dl.write_table(str(hidden), data([2], "b"), mode="append")
+    assert rows(hidden) == [(2, "b")]
+    # What a failed first write of deltalog leaves (its own file names, no log) is no parquet
+    # directory: the write is retried.
+    retried = tmp_path / "retried"
+    retried.mkdir()
+    for f in hidden.glob("part-*.parquet"):
+        (retried / f.name).write_bytes(f.read_bytes())
+    dl.write_table(str(retried), data([3], "c"), mode="append")
+    assert rows(retried) == [(3, "c")]
+
+    plain = tmp_path / "plain"
+    plain.mkdir()
+    pq.write_table(data([1, 3], "b"), plain / "f0.parquet")
+    dl.convert_to_deltalake(str(plain))
+    dl.write_table(str(plain), data([4], "a"), mode="append")
+    assert rows(plain) == [(1, "b"), (3, "b"), (4, "a")]
+
+    warehouse = tmp_path / "wh"
+    config = {"type": "sqlite", "path": str(tmp_path / "c.db"), "warehouse": str(warehouse)}
+    catalog = dl.connect_catalog(config)
+    catalog.create_namespace("db")
+    location, _ = catalog.new_table_target("db.t")
+    parquet_directory(Path(location.removeprefix("file://")))
+    with pytest.raises(dl.NotADeltaTableError):
+        catalog.write_table("db.t", data([5], "c"))
+    assert not catalog.table_exists("db.t")

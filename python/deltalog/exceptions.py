@@ -40,6 +40,18 @@ class CorruptLogError(DeltaError):
         self.rule = rule
 
 
+class LogIntegrityError(CorruptLogError):
+    """A published commit of a catalog-managed table is not the commit its catalog ratified
+    for that version (its SHA-256 differs from the one the catalog recorded): the file was
+    changed after it was published, by someone with write access to the table's storage. The
+    catalog's readers refuse it rather than take it for the table's state; an administrator
+    repairs the table (docs/catalogs.md, "Repairing a table").
+
+    Attributes:
+        file, version, rule: as :class:`CorruptLogError`.
+    """
+
+
 class CorruptDeletionVectorError(DeltaError):
     """A deletion vector is malformed or disagrees with its descriptor (magic number, size,
     CRC-32 checksum, bucket keys or cardinality; spec "Deletion Vector Format").
@@ -171,6 +183,53 @@ class InvalidArgumentError(DeltaError, ValueError):
     """An argument deltalog cannot honour: a malformed SQL expression, an unknown column, data
     that does not fit the table's schema, a write the table's rules forbid (append-only, NOT
     NULL). Also a ``ValueError``."""
+
+
+class SchemaMismatchError(InvalidArgumentError):
+    """Written data does not fit the table's schema: a column's type neither is the table's
+    nor converts to it without loss (widening, timestamp units, string encodings), or a column
+    the table lacks without schema merging. Raised before any data file is written.
+
+    Attributes:
+        table: the table's location.
+        column: the column that does not fit, when one is to blame.
+    """
+
+    def __init__(self, message: str, table: str | None = None, column: str | None = None) -> None:
+        super().__init__(message)
+        self.table = table
+        self.column = column
+
+
+class NotADeltaTableError(InvalidArgumentError):
+    """A write was pointed at a directory that holds data files but no ``_delta_log``: a plain
+    parquet directory, which a new Delta table beside its files would hide. Convert it
+    (:func:`deltalog.convert_to_deltalake`, ``CONVERT TO DELTA``) or pass
+    ``allow_unconverted_files=True`` to create the table anyway.
+
+    Attributes:
+        table: the directory.
+        files: a few of the data files found (relative paths).
+    """
+
+    def __init__(self, message: str, table: str | None = None, files: list[str] | None = None):
+        super().__init__(message)
+        self.table = table
+        self.files = list(files or [])
+
+
+class SparkWorkerPythonError(DeltaError):
+    """Spark's Python workers cannot import deltalog: they run another interpreter than the
+    one deltalog is installed in. Set ``PYSPARK_PYTHON`` (or ``spark.pyspark.python``) to one
+    that has deltalog.
+
+    Attributes:
+        worker_python: the interpreter the workers run, when known.
+    """
+
+    def __init__(self, message: str, worker_python: str | None = None) -> None:
+        super().__init__(message)
+        self.worker_python = worker_python
 
 
 class NamespaceNotFoundError(InvalidArgumentError):
@@ -310,6 +369,26 @@ class CommitOutcomeUnknownError(CatalogError):
         self.version = version
 
 
+class InterruptedAfterCommit(KeyboardInterrupt):
+    """An interrupt (Ctrl-C) that arrived after the operation's commit point: the change
+    *was committed* as ``version``; do not retry it. An interrupt before that point stops the
+    operation (nothing committed, its new files removed) and is raised as the plain
+    ``KeyboardInterrupt`` it was. A ``KeyboardInterrupt`` by class, so that ``except
+    KeyboardInterrupt`` and the interpreter's exit still treat it as one.
+
+    Attributes:
+        version: the version the operation committed (its last, if it made several).
+    """
+
+    def __init__(self, version: int, message: str | None = None) -> None:
+        super().__init__(
+            message
+            or f"interrupted after version {version} was committed: the change landed "
+            "(do not retry it)"
+        )
+        self.version = version
+
+
 __all__ = [
     "AlreadyExistsError",
     "CatalogAuthenticationError",
@@ -328,9 +407,14 @@ __all__ = [
     "DataFileNotFoundError",
     "DeltaError",
     "FeatureDropWaitError",
+    "InterruptedAfterCommit",
     "InvalidArgumentError",
+    "LogIntegrityError",
     "NamespaceNotEmptyError",
     "NamespaceNotFoundError",
+    "NotADeltaTableError",
+    "SchemaMismatchError",
+    "SparkWorkerPythonError",
     "StorageError",
     "TableNotFoundError",
     "UnsupportedFeatureError",

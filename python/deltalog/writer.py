@@ -8,12 +8,16 @@ later version when a concurrent commit does not conflict (spec "Creation of New 
 from __future__ import annotations
 
 import json
+import os
+import re
 import uuid
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
 from deltalog import _args, _native, features
+from deltalog._interrupts import Captured, after_commit, capturing
 from deltalog._lazy import lazy_module
 from deltalog.catalog.client import CatalogClient
 from deltalog.exceptions import InvalidArgumentError, TableNotFoundError
@@ -188,6 +192,15 @@ def new_table_protocol(
     return action, stored
 
 
+def _input(data: Any) -> tuple[pa.RecordBatchReader, Captured]:
+    """:func:`_reader`, keeping the exception a caller's own reader raises (a generator's
+    ``KeyboardInterrupt``) to raise it as itself (:mod:`deltalog._interrupts`)."""
+    reader = _reader(data)
+    if isinstance(data, pa.RecordBatchReader):
+        return capturing(reader)
+    return reader, Captured()
+
+
 def _reader(data: Any) -> pa.RecordBatchReader:
     """`data` as a RecordBatchReader: a pyarrow Table/RecordBatch/reader, a pandas DataFrame, or
     anything exporting ``__arrow_c_stream__`` (polars, duckdb results, ...)."""
@@ -209,19 +222,24 @@ def _reader(data: Any) -> pa.RecordBatchReader:
     )
 
 
-def check_not_a_file(uri: str) -> None:
-    """Refuses to write a table at a local location that is a regular file, or lies under one
-    (a table is a directory holding ``_delta_log/``: spec "Delta Table Specification"), before
-    any data file is written. Object store URIs have no files in their way."""
-    from pathlib import Path
+def _local_path(uri: str) -> Path | None:
+    """The local path of a path or ``file:`` URI; None for an object store URI."""
     from urllib.parse import unquote, urlparse
 
     parsed = urlparse(uri)
     if parsed.scheme == "file":
-        local = Path(unquote(parsed.path))
-    elif len(parsed.scheme) <= 1:  # a path (a drive letter on Windows)
-        local = Path(uri)
-    else:
+        return Path(unquote(parsed.path))
+    if len(parsed.scheme) <= 1:  # a path (a drive letter on Windows)
+        return Path(uri)
+    return None
+
+
+def check_not_a_file(uri: str) -> None:
+    """Refuses to write a table at a local location that is a regular file, or lies under one
+    (a table is a directory holding ``_delta_log/``: spec "Delta Table Specification"), before
+    any data file is written. Object store URIs have no files in their way."""
+    local = _local_path(uri)
+    if local is None:
         return
     for place in (local, *local.parents):
         if place.is_file():
@@ -231,6 +249,61 @@ def check_not_a_file(uri: str) -> None:
             )
         if place.exists():
             return
+
+
+#: How deltalog's writer names a data file (``<prefix>-<uuid>.c000.snappy.parquet``; Spark's and
+#: delta-rs's names put ``-c000`` after the uuid): without a log, such a file is what a failed
+#: first write of a table left behind, not a parquet directory's data.
+_DELTALOG_FILE = re.compile(
+    r"[A-Za-z0-9_]+-[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}"
+    r"\.c000\.snappy\.parquet"
+)
+
+
+def unconverted_parquet_files(uri: str, limit: int = 3) -> list[str]:
+    """Up to ``limit`` parquet files (relative paths) in the local directory ``uri`` when it has
+    no ``_delta_log``: a plain parquet directory, not a Delta table. Names starting with ``_``
+    or ``.`` are hidden, as Delta and Hive hide them ("Delta Table Specification"), and are not
+    looked into; files named as deltalog names its own data files (orphans of a failed first
+    write) do not count. Empty for object store URIs (not listed) and for a directory with a
+    log."""
+    local = _local_path(uri)
+    if local is None or not local.is_dir() or (local / "_delta_log").exists():
+        return []
+    found: list[str] = []
+    for directory, dirs, names in os.walk(local):
+        dirs[:] = sorted(d for d in dirs if not d.startswith(("_", ".")))
+        for name in sorted(names):
+            if name.startswith(("_", ".")) or _DELTALOG_FILE.fullmatch(name):
+                continue
+            if name.lower().endswith(".parquet"):
+                found.append(os.path.relpath(os.path.join(directory, name), local))
+                if len(found) >= limit:
+                    return found
+    return found
+
+
+def check_no_unconverted_files(uri: str, allow_unconverted_files: bool = False) -> None:
+    """Refuses to create a Delta table in a local directory of parquet files without a
+    ``_delta_log``, before any file is written: the new table would not see them (a Delta
+    table's files are those its log adds: "Delta Table Specification"), so an append or an
+    overwrite would silently leave them out. ``allow_unconverted_files`` creates it anyway."""
+    if allow_unconverted_files:
+        return
+    files = unconverted_parquet_files(uri)
+    if not files:
+        return
+    from deltalog.exceptions import NotADeltaTableError
+
+    raise NotADeltaTableError(
+        f"cannot write a Delta table at {uri}: the directory holds parquet files that are not "
+        f"a Delta table (no _delta_log; e.g. {', '.join(files)}), which a new table there would "
+        f"not include. Convert the directory in place with deltalog.convert_to_deltalake("
+        f"{uri!r}) (CONVERT TO DELTA) and write to the table it makes, or pass "
+        "allow_unconverted_files=True to create a table beside the files anyway",
+        table=uri,
+        files=files,
+    )
 
 
 def _target_file_size(size: int | None) -> int | None:
@@ -259,6 +332,7 @@ def write_table(
     target_file_size: int | None = None,
     catalog_client: CatalogClient | None = None,
     writer_properties: WriterProperties | None = None,
+    allow_unconverted_files: bool = False,
 ) -> int:
     """Writes ``data`` to the Delta table at ``table_or_uri`` and returns the new version.
 
@@ -298,6 +372,14 @@ def write_table(
         writer_properties: how the parquet files are encoded (compression and level, row
             group and page sizes, per column dictionaries, statistics and bloom filters; see
             :mod:`deltalog.writer_properties`).
+        allow_unconverted_files: create a table in a local directory that holds parquet files
+            but no ``_delta_log`` (a plain parquet directory, whose files the new table does
+            not include). Without it such a write, in any ``mode``, raises
+            :class:`~deltalog.exceptions.NotADeltaTableError`: convert the directory with
+            :func:`deltalog.convert_to_deltalake` instead. Files and directories whose names
+            start with ``_`` or ``.`` are hidden and do not count, nor do files named as
+            deltalog names its data files (``part-<uuid>.c000.snappy.parquet``: what a failed
+            first write leaves). Object store locations are not listed for this check.
 
     Returns:
         The version committed (for ``"ignore"`` on an existing table, or an application
@@ -314,6 +396,8 @@ def write_table(
     Raises:
         CommitConflictError: a concurrent commit conflicts with this one; nothing committed.
         InvalidArgumentError: the location is a regular file (or lies under one).
+        NotADeltaTableError: the location is a directory of parquet files without a
+            ``_delta_log`` (see ``allow_unconverted_files``).
         UnsupportedFeatureError: the table uses features deltalog cannot write.
         CatalogRequiredError: the table is catalog-managed and is written without its catalog
             (by path, or a table opened with ``published_only=True``).
@@ -345,6 +429,7 @@ def write_table(
                 target_file_size=target_file_size,
                 writer_properties=writer_properties,
             )
+        check_no_unconverted_files(str(table_or_uri), allow_unconverted_files)
         table_features = [
             *(table_features or ()),
             "catalogManaged",
@@ -385,6 +470,8 @@ def write_table(
             existing = None
     if existing is not None:
         check_snapshot_writable(existing)
+    elif catalog_client is None:
+        check_no_unconverted_files(uri, allow_unconverted_files)
     if schema_mode not in (None, "merge", "overwrite"):
         raise ValueError(f'schema_mode must be None, "merge" or "overwrite", not {schema_mode!r}')
     if schema_mode == "overwrite" and mode != "overwrite":
@@ -398,7 +485,7 @@ def write_table(
         properties.validate(configuration)
     props = commit_properties or CommitProperties()
     app = props.app_transaction()
-    reader = _reader(data)
+    reader, captured = _input(data)
     protocol = None
     if existing is None:
         wanted = list(table_features or ())
@@ -414,33 +501,35 @@ def write_table(
             )
         protocol = json.dumps(action)
         configuration = stored
-    version, _written = _native.write_table(
-        uri,
-        reader,
-        mode,
-        existing,
-        list(partition_by) if partition_by is not None else None,
-        dict(configuration) if configuration else None,
-        name,
-        description,
-        options,
-        app,
-        props.commit_info_json(),
-        schema_mode == "merge",
-        protocol,
-        schema_mode == "overwrite",
-        predicate,
-        list(clustering_columns) if clustering_columns and existing is None else None,
-        _target_file_size(target_file_size),
-        catalog_client,
-        None,
-        writer_properties.to_json() if writer_properties is not None else None,
-    )
+    with captured:  # the input's own exception (a generator's), raised as itself
+        version, _written = _native.write_table(
+            uri,
+            reader,
+            mode,
+            existing,
+            list(partition_by) if partition_by is not None else None,
+            dict(configuration) if configuration else None,
+            name,
+            description,
+            options,
+            app,
+            props.commit_info_json(),
+            schema_mode == "merge",
+            protocol,
+            schema_mode == "overwrite",
+            predicate,
+            list(clustering_columns) if clustering_columns and existing is None else None,
+            _target_file_size(target_file_size),
+            catalog_client,
+            None,
+            writer_properties.to_json() if writer_properties is not None else None,
+        )
     if isinstance(table_or_uri, DeltaTable):
-        if existing is not None:
-            # A catalog-managed table moves to the version just written and published,
-            # without asking its catalog again; any other table to the latest version.
-            table_or_uri._set(existing.advance_published(version))
-        else:
-            table_or_uri.update_incremental()
+        with after_commit(version if _written else None):
+            if existing is not None:
+                # A catalog-managed table moves to the version just written and published,
+                # without asking its catalog again; any other table to the latest version.
+                table_or_uri._set(existing.advance_published(version))
+            else:
+                table_or_uri.update_incremental()
     return version

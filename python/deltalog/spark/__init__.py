@@ -82,7 +82,9 @@ def register(spark: SparkSession, catalog: Mapping[str, Any] | str | None = None
     It also makes Spark's own ``df.write.format("deltalog").partitionBy(...)`` work, which
     Spark otherwise refuses before the source is called (:mod:`deltalog.spark.partitioning`)."""
     from deltalog.spark.partitioning import install
+    from deltalog.spark.workers import check_workers
 
+    check_workers(spark)  # the executors run deltalog: a clear error now, not in every task
     config: dict[str, Any] | None = None
     if isinstance(catalog, str):
         try:
@@ -132,6 +134,9 @@ _CATALOGS: dict[int, str] = {}
 
 def _ensure_registered(spark: SparkSession) -> None:
     if id(spark) in _REGISTERED:
+        from deltalog.spark.workers import check_workers
+
+        check_workers(spark)  # cached per SparkContext
         _activate(spark)
     else:
         register(spark)
@@ -294,6 +299,7 @@ def write_table(
     app_version: int | None = None,
     target_file_size: int | None = None,
     path: str = "auto",
+    allow_unconverted_files: bool = False,
 ) -> None:
     """Writes ``df`` to the Delta table at ``uri`` with one commit (``mode``: ``error``,
     ``append``, ``overwrite`` or ``ignore``, as ``deltalog.write_table``). ``error`` and
@@ -313,7 +319,12 @@ def write_table(
     - ``"source"``: the ``deltalog`` Python data source (deltalog's writer on the executors);
     - ``"auto"`` (default): native where it can, else the data source.
 
-    An INFO line on the ``deltalog.spark`` logger says which path a write took."""
+    An INFO line on the ``deltalog.spark`` logger says which path a write took.
+
+    A local directory of parquet files without a ``_delta_log`` is refused in every ``mode``
+    (:class:`~deltalog.exceptions.NotADeltaTableError`: convert it with
+    :func:`deltalog.convert_to_deltalake`) unless ``allow_unconverted_files`` (the data
+    source's ``allowUnconvertedFiles`` option) creates a table beside its files."""
     from deltalog.table import DeltaTable
 
     if mode not in ("error", "append", "overwrite", "ignore"):
@@ -339,6 +350,7 @@ def write_table(
         txnAppId=app_id,
         txnVersion=app_version,
         targetFileSize=target_file_size,
+        allowUnconvertedFiles=allow_unconverted_files or None,
     )
     reason = "path='source'"
     if path != "source":
@@ -440,7 +452,9 @@ def delete(
     computed by Spark with one deltalog commit. Returns the metrics of
     :meth:`deltalog.DeltaTable.delete`."""
     from deltalog.spark import dml
+    from deltalog.spark.workers import check_workers
 
+    check_workers(spark)
     table = _table(target, storage_options)
     result = dml.delete(spark, table, predicate, commit_properties, target_file_size)
     table.update_incremental()
@@ -462,7 +476,9 @@ def optimize(
     compaction (clustering on a clustered table), or Z-order by ``z_order_by``. Arguments and
     metrics as :meth:`deltalog.DeltaTable.optimize`'s ``compact`` / ``z_order``."""
     from deltalog.spark.maintenance import optimize as run
+    from deltalog.spark.workers import check_workers
 
+    check_workers(spark)
     table = _table(target, storage_options)
     return run(
         spark,
@@ -489,7 +505,9 @@ def update(
     computed by Spark with one deltalog commit. Returns the metrics of
     :meth:`deltalog.DeltaTable.update`."""
     from deltalog.spark import dml
+    from deltalog.spark.workers import check_workers
 
+    check_workers(spark)
     table = _table(target, storage_options)
     result = dml.update(spark, table, updates, predicate, commit_properties, target_file_size)
     table.update_incremental()

@@ -99,14 +99,15 @@ class DeltaWriter(DataSourceArrowWriter):
                     self._partition_by if "partitionby" in options else None,
                 )
             self._first_commit: str | None = None
+            self._check_fits(schema, table)
         else:
             self._read_version = None
             self._replace_where = None  # a new table: every row is written
             named = _catalog_table(options)
             managed = False
-            if named is None:
-                from deltalog.writer import check_not_a_file
+            from deltalog.writer import check_no_unconverted_files, check_not_a_file
 
+            if named is None:
                 check_not_a_file(self._uri)
             else:
                 # A new table of a catalog: at the location the catalog gives it; a
@@ -114,6 +115,8 @@ class DeltaWriter(DataSourceArrowWriter):
                 catalog, name = named
                 self._uri, client = catalog.new_table_target(name)
                 managed = client is not None
+            # A directory of parquet files is not a table: refused before any task runs.
+            check_no_unconverted_files(self._uri, _flag(options, "allowUnconvertedFiles"))
             self._first_commit = _first_commit(
                 schema, self._partition_by, options, catalog_managed=managed
             )
@@ -136,6 +139,54 @@ class DeltaWriter(DataSourceArrowWriter):
         if version is None:
             raise RuntimeError("the table's version read is unknown")
         return task_snapshot(self._uri, version, storage, held)
+
+    def _check_fits(self, schema: StructType, table: DeltaTable) -> None:
+        """The data's columns checked against the table's schema (with ``mergeSchema`` /
+        ``overwriteSchema`` applied) on the driver, before a task runs: deltalog's writer
+        given no rows in Spark's schema applies exactly the rules the tasks would (lossless
+        conversions and widening, new columns only when merged), and writes nothing.
+        Raises :class:`~deltalog.exceptions.SchemaMismatchError` naming the column, both types
+        and the table."""
+        from pyspark.sql.pandas.types import to_arrow_schema
+
+        from deltalog.exceptions import InvalidArgumentError, SchemaMismatchError
+
+        try:
+            arrow = to_arrow_schema(schema, timezone="UTC")
+        except Exception:  # a type Arrow does not carry: the tasks say so
+            return
+        # The version read (already loaded), or with the schema change the commit carries.
+        snapshot = table._raw if self._evolved is None else self._snapshot()
+
+        def fits(fields: list[pa.Field]) -> str | None:
+            empty = pa.RecordBatch.from_pylist([], schema=pa.schema(fields))
+            try:
+                write_to_files(lambda: snapshot, iter([empty]), None)
+            except InvalidArgumentError as e:
+                return str(e).removeprefix("invalid argument: ")
+            return None
+
+        problem = fits(list(arrow))
+        if problem is None:
+            return
+        table_types = {f.name.lower(): f for f in _table_spark_schema(snapshot)}
+        for given, arrow_field in zip(schema.fields, arrow, strict=True):
+            target = table_types.get(given.name.lower())
+            if target is None or target.dataType == given.dataType or fits([arrow_field]) is None:
+                continue
+            raise SchemaMismatchError(
+                f"cannot write to the Delta table at {self._uri}: column {given.name!r} is "
+                f"{given.dataType.simpleString()} in the DataFrame, "
+                f"{target.dataType.simpleString()} in the table, and deltalog's writer does not "
+                f"convert one to the other without loss ({problem}); cast the column, or "
+                "widen the table's type (mergeSchema with delta.enableTypeWidening) or replace "
+                "the schema (overwriteSchema)",
+                table=self._uri,
+                column=given.name,
+            )
+        raise SchemaMismatchError(
+            f"cannot write to the Delta table at {self._uri}: {problem}", table=self._uri
+        )
 
     def write(self, iterator: Iterator[pa.RecordBatch]) -> WrittenFiles:
         from deltalog.writer import _target_file_size
@@ -292,6 +343,16 @@ class DeltaStreamWriter(DataSourceStreamArrowWriter):
 
     def abort(self, messages: list[WriterCommitMessage | None], batchId: int) -> None:
         self._files.abort(messages)
+
+
+def _table_spark_schema(snapshot: Any) -> list[Any]:
+    """The table's columns as Spark fields (empty when a type has no Spark equivalent)."""
+    from deltalog.spark.types import spark_schema
+
+    try:
+        return list(spark_schema(snapshot.schema()).fields)
+    except TypeError:
+        return []
 
 
 def _copy_writer(writer: DeltaWriter, options: dict[str, str], first_commit: str | None) -> Any:
