@@ -10,6 +10,7 @@ from collections.abc import Iterable, Mapping
 from typing import TYPE_CHECKING, Any
 
 from deltalog import _native, features
+from deltalog._interrupts import after_commit
 from deltalog.writer import check_snapshot_writable
 
 if TYPE_CHECKING:
@@ -142,7 +143,8 @@ class AlterCommitter:
             table._raw,
             enabling_ict,
         )
-        table.update_incremental()
+        with after_commit(version):
+            table.update_incremental()
         return version
 
     def _commit_schema(

@@ -19,6 +19,7 @@ from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
 from deltalog import _native
+from deltalog._interrupts import after_commit
 from deltalog.writer import check_snapshot_writable
 
 if TYPE_CHECKING:
@@ -129,5 +130,6 @@ class TableMerger:
             self._target_file_size,
             self._merge_schema,
         )
-        table.update_incremental()
+        with after_commit(metrics.get("version")):
+            table.update_incremental()
         return metrics

@@ -14,6 +14,7 @@ file conflicts (Delta Spark's rule). The work is the native core's (``write::opt
 
 from __future__ import annotations
 
+import json
 import sys
 from collections.abc import Callable, Iterable
 from concurrent.futures import ThreadPoolExecutor, as_completed
@@ -22,7 +23,8 @@ from typing import TYPE_CHECKING, Any
 
 from deltalog import _native
 from deltalog._args import optional_integer
-from deltalog.exceptions import InvalidArgumentError
+from deltalog._interrupts import after_commit
+from deltalog.exceptions import InterruptedAfterCommit, InvalidArgumentError
 from deltalog.expressions import FilterLike, to_predicate
 
 if TYPE_CHECKING:
@@ -121,10 +123,11 @@ class TableOptimizer:
                 props.commit_info_json(),
                 writer_properties=parquet,
             )
-        table.update_incremental()
-        if cleanup and native["version"] is not None:
-            # deltalake's cleanup_expired_logs=True: "Metadata Cleanup" after the commit.
-            table.cleanup_metadata()
+        with after_commit(native["version"]):
+            table.update_incremental()
+            if cleanup and native["version"] is not None:
+                # deltalake's cleanup_expired_logs=True: "Metadata Cleanup" after the commit.
+                table.cleanup_metadata()
         return optimize_args.deltalake_metrics(native, reorders=reorders, max_bin_span_files=span)
 
     def compact(
@@ -368,6 +371,7 @@ def _run_units(
     info = props.commit_info_json()
     pending: list[tuple[int, tuple[list[str], int, int, int]]] = []
     commits: list[dict[str, Any]] = []
+    committed: set[int] = set()  # the results (by identity) of committed units
     last = time.monotonic()
 
     def commit() -> None:
@@ -375,16 +379,23 @@ def _run_units(
         done_units = [units[i] for i, _ in pending]
         part = (target, done_units, considered, partitions)
         results = [r for _, r in pending]
-        commits.append(
-            _native.optimize_commit(table._raw, layout, part, results, columns, full, sql, info)
-        )
+        try:
+            commits.append(
+                _native.optimize_commit(table._raw, layout, part, results, columns, full, sql, info)
+            )
+        except InterruptedAfterCommit:
+            committed.update(id(r) for r in results)
+            raise
+        committed.update(id(r) for r in results)
         pending.clear()
         last = time.monotonic()
 
     done = done_bytes = 0
     if report is not None:
         report(0, len(units), 0, total)
-    with ThreadPoolExecutor(max_workers=workers) as pool:
+    pool = ThreadPoolExecutor(max_workers=workers)
+    futures: dict[Any, int] = {}
+    try:
         futures = {
             pool.submit(
                 _native.optimize_rewrite,
@@ -407,8 +418,23 @@ def _run_units(
                 report(done, len(units), done_bytes, total)
             if interval is not None and time.monotonic() - last >= interval:
                 commit()
-    if pending or not commits:
-        commit()  # the rest (with no units at all: the metrics, and no commit)
+        if pending or not commits:
+            commit()  # the rest (with no units at all: the metrics, and no commit)
+    except KeyboardInterrupt as e:
+        # Ctrl-C: no unit starts any more, the running ones (native calls on the pool's
+        # threads, which signals do not reach) finish, and the files of every unit not
+        # committed are removed; units committed before stand (deltalog._interrupts).
+        pool.shutdown(wait=True, cancel_futures=True)
+        written = [
+            f.result() for f in futures if f.done() and not f.cancelled() and f.exception() is None
+        ]
+        _remove_written(table, [r for r in written if id(r) not in committed])
+        versions = [c["version"] for c in commits if c["version"] is not None]
+        if versions and not isinstance(e, InterruptedAfterCommit):
+            raise InterruptedAfterCommit(versions[-1]) from e
+        raise
+    finally:
+        pool.shutdown(wait=True)
     rewritten = sum(len(u) for u in units)
     added = merged_sizes([c["filesAdded"] for c in commits])
     removed = merged_sizes([c["filesRemoved"] for c in commits])
@@ -427,6 +453,18 @@ def _run_units(
         "spilledBytes": sum(c["spilledBytes"] for c in commits),
     }
     return metrics, max((len(u) for u in units), default=0)
+
+
+def _remove_written(table: DeltaTable, results: list[tuple[list[str], int, int, int]]) -> None:
+    """Deletes the new files of rewritten units that were not committed (best effort:
+    files no version references are never read, and VACUUM removes what stays)."""
+    actions = [json.loads(a) for result in results for a in result[0]]
+    paths = [a["add"]["path"] for a in actions if "add" in a]
+    if paths:
+        try:
+            _native.delete_files(table._raw, paths)
+        except Exception:
+            pass
 
 
 class _Bar:

@@ -11,6 +11,7 @@ from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
 from deltalog import _native
+from deltalog._interrupts import after_commit
 from deltalog.expressions import FilterLike, to_predicate
 from deltalog.writer import CommitProperties, _target_file_size, check_snapshot_writable
 
@@ -139,5 +140,6 @@ class TableDML:
             shown,
             _target_file_size(target_file_size),
         )
-        self.update_incremental()
+        with after_commit(metrics.get("version")):
+            self.update_incremental()
         return metrics

@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING, Any
 from urllib.parse import unquote
 
 from deltalog import _native
+from deltalog._interrupts import after_commit
 from deltalog.writer import check_snapshot_writable
 
 if TYPE_CHECKING:
@@ -144,5 +145,6 @@ class Transaction:
             self._table._raw,
         )
         self._committed = version
-        self._table.update_incremental()
+        with after_commit(version):
+            self._table.update_incremental()
         return version

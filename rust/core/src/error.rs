@@ -26,6 +26,16 @@ pub enum DeltaError {
         rule: String,
     },
 
+    /// A published commit of a catalog-managed table is not the commit its catalog ratified
+    /// for that version (its SHA-256 differs): the file was changed after publishing
+    /// ([`crate::log::published`]).
+    #[error("tampered Delta log: {file} (version {version}): {rule}")]
+    LogTampered {
+        file: String,
+        version: u64,
+        rule: String,
+    },
+
     /// A deletion vector is malformed or disagrees with its descriptor ("Deletion Vector
     /// Format", "Deletion Vector File Storage Format").
     #[error("corrupt deletion vector {file}: {reason}")]
@@ -97,6 +107,11 @@ pub enum DeltaError {
     /// A bug or a failed background task; never expected.
     #[error("internal error: {0}")]
     Internal(String),
+
+    /// The operation was interrupted before its commit point: nothing was committed and the
+    /// files it wrote were removed ([`crate::interrupt`]).
+    #[error("interrupted before the commit: nothing was committed")]
+    Interrupted,
 
     /// Failure of the underlying object store.
     #[error("storage error: {0}")]

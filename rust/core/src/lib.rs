@@ -16,6 +16,7 @@
 //! - [`writer_features`]: the rules table features impose on writers (constraints, identity,
 //!   column mapping, Iceberg compatibility);
 //! - [`commit`]: transactions, conflict checks, and the filesystem and catalog committers;
+//!   [`interrupt`]: an operation stopped before its commit point, or told it committed;
 //! - [`dml`]: DELETE, UPDATE, MERGE and RESTORE;
 //! - [`layout`]: OPTIMIZE (compaction, Z-order, liquid clustering);
 //! - [`table_operations`]: CONVERT TO DELTA, CLONE, FSCK REPAIR;
@@ -30,6 +31,7 @@ pub mod error;
 pub mod expr;
 pub mod files;
 pub mod header;
+pub mod interrupt;
 pub mod json_scan;
 pub mod layout;
 pub mod log;

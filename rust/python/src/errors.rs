@@ -30,6 +30,10 @@ pub(crate) fn to_py_err(py: Python<'_>, err: DeltaError) -> PyErr {
             wrapped.set_cause(py, raised);
             return Ok(wrapped);
         }
+        if let DeltaError::Interrupted = &err {
+            // Normally replaced by the interrupt that caused it (`runtime::block_on`).
+            return Ok(pyo3::exceptions::PyKeyboardInterrupt::new_err(message));
+        }
         let (class, kwargs) = match &err {
             DeltaError::TableNotFound { .. } => ("TableNotFoundError", None),
             DeltaError::CorruptLog {
@@ -42,6 +46,17 @@ pub(crate) fn to_py_err(py: Python<'_>, err: DeltaError) -> PyErr {
                 kw.set_item("version", version)?;
                 kw.set_item("rule", rule)?;
                 ("CorruptLogError", Some(kw))
+            }
+            DeltaError::LogTampered {
+                file,
+                version,
+                rule,
+            } => {
+                let kw = PyDict::new(py);
+                kw.set_item("file", file)?;
+                kw.set_item("version", version)?;
+                kw.set_item("rule", rule)?;
+                ("LogIntegrityError", Some(kw))
             }
             DeltaError::CorruptDeletionVector { file, reason } => {
                 let kw = PyDict::new(py);
@@ -96,9 +111,10 @@ pub(crate) fn to_py_err(py: Python<'_>, err: DeltaError) -> PyErr {
             DeltaError::Unsupported(_) => ("UnsupportedFeatureError", None),
             DeltaError::InvalidArgument(_) => ("InvalidArgumentError", None),
             DeltaError::Storage(_) => ("StorageError", None),
-            DeltaError::Arrow(_) | DeltaError::Parquet(_) | DeltaError::Internal(_) => {
-                ("DeltaError", None)
-            }
+            DeltaError::Arrow(_)
+            | DeltaError::Parquet(_)
+            | DeltaError::Internal(_)
+            | DeltaError::Interrupted => ("DeltaError", None),
         };
         let ty = module.getattr(class)?.cast_into::<PyType>()?;
         let instance = ty.call((message,), kwargs.as_ref())?;

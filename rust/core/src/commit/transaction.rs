@@ -290,8 +290,12 @@ impl Transaction {
         for _ in 0..MAX_ATTEMPTS {
             let text = self.commit_text(&txn_id, version, ict, mark)?;
             let written = text.clone();
+            // An interrupted operation stops here, before anything could be committed; from
+            // here on it runs to its end and says what it committed (`crate::interrupt`).
+            crate::interrupt::commit_point()?;
             match committer::attempt(&self.storage, catalog.as_ref(), version, text).await? {
                 Attempt::Committed { published } => {
+                    crate::interrupt::committed(version);
                     // "Maintenance Operations on Catalog-managed Tables": a checksum for any
                     // ratified version, checkpoints of published versions only, each if the
                     // catalog allows it.
@@ -397,6 +401,11 @@ impl Transaction {
             .filter(|i| *i > 0)
             .unwrap_or(DEFAULT_CHECKPOINT_INTERVAL);
         if version == 0 || !version.is_multiple_of(interval) {
+            return;
+        }
+        if crate::interrupt::interrupted() {
+            // The user asked to stop: the commit stands, the optional checkpoint waits for
+            // the next commit that is due one.
             return;
         }
         if !allowed(catalog, Maintenance::Checkpoint, version).await {

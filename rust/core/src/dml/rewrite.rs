@@ -610,9 +610,9 @@ impl Rewriter {
             if !in_file.is_empty() {
                 let (bytes, file_places) = dv_file(&in_file);
                 let id = uuid::Uuid::new_v4();
-                self.storage
-                    .put_file(&format!("deletion_vector_{id}.bin"), bytes.into())
-                    .await?;
+                let name = format!("deletion_vector_{id}.bin");
+                crate::interrupt::created(&self.storage, &name);
+                self.storage.put_file(&name, bytes.into()).await?;
                 encoded = z85_encode(id.as_bytes());
                 places = file_places.into_iter();
             }

@@ -69,6 +69,9 @@ fn absolute_uri(storage: &Storage, raw: &str) -> DeltaResult<String> {
 
 /// Copies the table-relative file `relative` from `source` to `target`; its size.
 async fn copy_file(source: &Storage, target: &Storage, relative: &str) -> DeltaResult<u64> {
+    crate::interrupt::check()?;
+    // A copy is the clone's own file: removed if the clone fails before its commit.
+    crate::interrupt::created(target, relative);
     match (
         source.file_location(relative)?,
         target.file_location(relative)?,

@@ -409,6 +409,9 @@ impl DataFileWriter {
 
     /// Writes one batch, split by partition.
     pub async fn write(&mut self, batch: &RecordBatch) -> DeltaResult<()> {
+        // Every batch written (a write's input, a rewrite's rows) is a point where an
+        // interrupted operation stops (`crate::interrupt`).
+        crate::interrupt::check()?;
         if batch.num_rows() == 0 {
             return Ok(());
         }
@@ -453,6 +456,8 @@ impl DataFileWriter {
     async fn push(&mut self, key: Key, mut batch: RecordBatch) -> DeltaResult<()> {
         let group_bytes = self.group_bytes();
         while batch.num_rows() > 0 {
+            // A large batch is many row groups: an interrupt stops between them.
+            crate::interrupt::check()?;
             let bytes_per_row = (batch_bytes(&batch) / batch.num_rows()).max(1);
             let columns = &self.options.partition_columns;
             let partition = self
@@ -617,6 +622,8 @@ impl DataFileWriter {
             .map(|p| p.partition_values.clone())
             .unwrap_or_default();
         let relative = file_path(&self.options, &partition_values);
+        // Removed again if the operation fails or is interrupted before its commit point.
+        crate::interrupt::created(&self.storage, &relative);
         let sink = match self.storage.file_location(&relative)? {
             crate::storage::FileLocation::Local(path) => {
                 if let Some(dir) = path.parent() {
