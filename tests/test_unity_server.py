@@ -627,3 +627,41 @@ def test_credential_routes_of_a_local_warehouse(server: Any) -> None:
         "PERMISSION_DENIED",
         403,
     )
+
+
+def test_a_forced_delete_removes_only_what_uc_sees(server: Any, tmp_path: Path) -> None:
+    """``DELETE schemas/{c.s}?force=true`` (and ``catalogs/{c}?force=true``) never deletes
+    what UC cannot see (namespaces below a schema and their tables, tables directly in a
+    catalog: Lance-only): it is refused as a non-empty schema, naming them. Otherwise force
+    drops the schema's own tables, deleting only managed tables' files."""
+    uc = Uc(server.url, server.keys["admin"])
+    cat = make_table(server, [1, 2])  # main.sales.orders, managed
+    orders = Path(cat.describe_table("main.sales.orders").location.removeprefix("file://"))
+    external = tmp_path / "external"
+    dl.write_table(str(external), pa.table({"id": pa.array([7], pa.int64())}))
+    cat.register_table("main.sales.ext", str(external))
+    cat.create_namespace("main.sales.archive")
+    cat.write_table("main.sales.archive.old", pa.table({"id": pa.array([3], pa.int64())}))
+    old = Path(cat.describe_table("main.sales.archive.old").location.removeprefix("file://"))
+    cat.write_table("main.loose", pa.table({"id": pa.array([4], pa.int64())}))
+
+    status, body = uc.error(SchemasApi, "delete_schema", "main.sales", force=True)
+    uc_error((status, body), "INVALID_ARGUMENT", 400)
+    assert "not empty" in body["message"] and "main.sales.archive" in body["message"]
+    assert "main.sales.archive.old" in body["message"], body
+    status, body = uc.error(CatalogsApi, "delete_catalog", "main", force=True)
+    uc_error((status, body), "INVALID_ARGUMENT", 400)
+    assert "main.loose" in body["message"] and "main.sales.archive" in body["message"], body
+    # Nothing was deleted.
+    assert cat.list_tables("main.sales") == ["ext", "orders"]
+    assert cat.list_tables("main.sales.archive") == ["old"]
+    assert (orders / "_delta_log").is_dir() and (old / "_delta_log").is_dir()
+
+    # Once only UC's own tables are left, force drops them: a managed one's files too, an
+    # external one's never.
+    cat.drop_table("main.sales.archive.old")
+    cat.drop_namespace("main.sales.archive")
+    uc(SchemasApi, "delete_schema", "main.sales", force=True)
+    assert cat.list_namespaces("main") == [] and not orders.exists()
+    assert dl.DeltaTable(str(external)).to_pyarrow_table().column("id").to_pylist() == [7]
+    assert cat.list_tables("main") == ["loose"]

@@ -35,6 +35,7 @@ class RawSnapshot:
         storage_options: dict[str, str] | None = None,
         catalog_client: Any = None,
         header: RawHeader | None = None,
+        vouched: bool = False,
     ) -> RawSnapshot:
         """Opens a version; of a catalog-managed table through ``catalog_client`` (a
         ``deltalog.catalog.CatalogClient``), which the snapshot keeps for later versions and
@@ -366,6 +367,9 @@ def read_log_file(
 ) -> bytes | None:
     """The bytes of ``_delta_log/<relative>`` of the table at ``uri`` (no ``..``, not
     absolute), or None when it does not exist."""
+
+def log_file_version(name: str) -> int | None:
+    """The version a ``_delta_log`` file name belongs to (a compaction's last), or None."""
 
 def optimize(
     snapshot: RawSnapshot,

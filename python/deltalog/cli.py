@@ -301,6 +301,7 @@ def _serve(args: argparse.Namespace) -> None:
         tokens=args.tokens,
         max_body_bytes=args.max_body_bytes,
         max_unpublished=args.max_unpublished,
+        max_clock_skew_ms=int(args.max_clock_skew * 1000),
         log_level=args.log_level,
         max_create_bytes=args.max_create_bytes,
         max_decoded_bytes=args.max_decoded_bytes,
@@ -464,6 +465,13 @@ def _add_catalog_commands(sub: Any) -> None:
         "--max-unpublished",
         type=_positive,
         help="most ratified commits a table may hold unpublished (default 1000); more: 429",
+    )
+    p.add_argument(
+        "--max-clock-skew",
+        type=float,
+        default=300.0,
+        help="seconds a commit's in-commit timestamp may be ahead of the server's clock "
+        "(default 300); later ones are refused (a far-future timestamp freezes a table)",
     )
     p.add_argument("--log-level", default="info", choices=["debug", "info", "warning", "error"])
     _add_limit_options(p)

@@ -250,8 +250,15 @@ class DeltaTable(TableDML, TableMaintenance):
         loaded = self._loaded
         if loaded is None:
             header = self._header
+            # The catalog's state vouches for the log (deltalog's catalogs record what they
+            # ratified): a log that disagrees with it was changed in storage.
             loaded = _native.RawSnapshot.open(
-                self._uri, header.version(), self._storage_options, self._catalog_client, header
+                self._uri,
+                header.version(),
+                self._storage_options,
+                self._catalog_client,
+                header,
+                vouched=True,
             )
             self._set(loaded)
         return loaded
@@ -261,7 +268,12 @@ class DeltaTable(TableDML, TableMaintenance):
         latest version at once (not its described version first, then the rest)."""
         if self._loaded is None:
             return _native.RawSnapshot.open(
-                self._uri, None, self._storage_options, self._catalog_client, self._header
+                self._uri,
+                None,
+                self._storage_options,
+                self._catalog_client,
+                self._header,
+                vouched=self._header is not None,
             )
         return self._loaded.advance(None)
 

@@ -3,7 +3,7 @@ Client API", "Getting Ratified Commits from the Catalog", "Commit Protocol")."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Protocol, runtime_checkable
 
@@ -61,18 +61,30 @@ class RatifiedCommits:
             and contiguous (possibly empty: everything was published).
         latest_version: the table's latest ratified version, authoritative: readers ignore
             any published file of a later version.
+        published: the SHA-256 (lowercase hex) the catalog recorded for published versions,
+            by version: any of those in the requested range (the rest come from
+            ``published_digests``). deltalog reads a published commit it has a digest for only
+            if its content still has that hash (:class:`deltalog.LogIntegrityError`
+            otherwise). ``None`` (the default): the catalog records none, and published
+            commits are read as they are.
     """
 
     commits: Sequence[RatifiedCommit] = field(default_factory=tuple)
     latest_version: int = -1
+    published: Mapping[int, str] | None = None
 
     def native(
         self,
-    ) -> tuple[int, list[tuple[int, str | None, bytes | None, int | None, str | None]]]:
+    ) -> tuple[
+        int,
+        list[tuple[int, str | None, bytes | None, int | None, str | None]],
+        dict[int, str] | None,
+    ]:
         """The form the native core takes."""
         return (
             self.latest_version,
             [(c.version, c.path, c.content, c.timestamp, c.sha256) for c in self.commits],
+            None if self.published is None else dict(self.published),
         )
 
 
@@ -101,6 +113,10 @@ class CatalogClient(Protocol):
 
     - ``max_inline_commit_bytes`` (attribute, default 0): commits up to that size are proposed
       inline instead of staged;
+    - ``published_digests(start_version, end_version) -> Mapping[int, str]``: the SHA-256
+      the catalog recorded for each published version in the range (see
+      :attr:`RatifiedCommits.published`), asked for the versions a reader replays that
+      ``get_ratified_commits`` left out;
     - ``allow_maintenance(operation, version) -> bool``: the catalog's maintenance policy,
       asked before every checkpoint, log compaction, checksum file, metadata cleanup and
       VACUUM (``operation`` is one of :data:`MAINTENANCE_OPERATIONS`); without it everything

@@ -20,7 +20,14 @@ from typing import TYPE_CHECKING, Any
 
 from deltalog.catalog.base import Catalog, Identifier
 from deltalog.catalog.client import RatifiedCommit, RatifiedCommits
-from deltalog.catalog.names import canonical_location, contains
+from deltalog.catalog.names import (
+    ConfusableNameError,
+    canonical_location,
+    contains,
+    name_key,
+    same_name,
+    unlinked_location,
+)
 from deltalog.exceptions import (
     AlreadyExistsError,
     CatalogError,
@@ -201,7 +208,22 @@ class Store(abc.ABC):
         """The tables directly in ``namespace``, by name."""
 
     @abc.abstractmethod
-    def table(self, namespace: int, name: str) -> TableRecord | None: ...
+    def table(self, namespace: int, name: str) -> TableRecord | None:
+        """The table of that name (in any case or normalization form:
+        :func:`deltalog.catalog.names.same_name`), or None."""
+
+    def holder(self, parent: int, name: str) -> tuple[str, str] | None:
+        """``("table" | "namespace", its name)`` of the object of ``parent`` whose name is
+        ``name`` or confusable with it (:func:`deltalog.catalog.names.name_key`), or None."""
+        key = name_key(name)
+        for kind, names in (
+            ("table", self.tables(parent)),
+            ("namespace", self.child_namespaces(parent)),
+        ):
+            found = next((n for n in names if name_key(n) == key), None)
+            if found is not None:
+                return kind, found
+        return None
 
     @abc.abstractmethod
     def table_by_id(self, table_id: int) -> TableRecord | None: ...
@@ -296,9 +318,10 @@ class Store(abc.ABC):
         """What the catalog recorded of the table's versions in ``[start, end]``, ascending."""
 
     @abc.abstractmethod
-    def rollback(self, table_id: int, version: int) -> list[int]:
+    def rollback(self, table_id: int, version: int, published: bool = False) -> list[int]:
         """Rolls the table back to ``version``: forgets its ratified, unpublished commits after
-        it (an administrator's repair of a table a bad commit damaged). Returns the versions
+        it (an administrator's repair of a table a bad commit damaged; with ``published``, its
+        published ones too: the caller moves their files aside). Returns the versions
         forgotten.
 
         Raises:
@@ -334,7 +357,19 @@ class TableCatalogClient:
     ) -> RatifiedCommits:
         if self._table_id is None:
             return RatifiedCommits((), -1)
-        return self._store.commits(self._table_id, start_version, end_version)
+        held = self._store.commits(self._table_id, start_version, end_version)
+        # The catalog recorded the SHA-256 of every commit it ratified: readers check each
+        # published commit they replay against it (`published_digests`; deltalog_core's
+        # log::published), so a log file rewritten in storage is refused, not read.
+        return RatifiedCommits(held.commits, held.latest_version, published={})
+
+    def published_digests(self, start_version: int, end_version: int) -> dict[int, str]:
+        """The SHA-256 the catalog recorded for each version in ``[start_version,
+        end_version]`` (see :class:`~deltalog.catalog.RatifiedCommits`)."""
+        if self._table_id is None:
+            return {}
+        records = self._store.commit_records(self._table_id, start_version, end_version)
+        return {r.version: r.sha256 for r in records if r.sha256}
 
     def commit(
         self,
@@ -351,8 +386,16 @@ class TableCatalogClient:
         if self._table_id is None:
             if version != 0 or self._create is None:
                 raise CatalogError(f"the table is not registered yet (version {version})")
-            proposal, _ = prepare(self._create[2], 0, path, content, None, create=self._create)
-            self._table_id = self._store.ratify_all([proposal])[0]
+            location = self._create[2]
+            try:
+                proposal, _ = prepare(location, 0, path, content, None, create=self._create)
+                self._table_id = self._store.ratify_all([proposal])[0]
+            except Exception as e:
+                from deltalog.catalog.refused import discard_created_files, refused
+
+                if refused(e):  # a failed creation leaves no files behind
+                    discard_created_files(location, path, content)
+                raise
             self._create = None
             return
         record = self._store.table_by_id(self._table_id)
@@ -396,6 +439,22 @@ class ManagedCatalog(Catalog):
         names = self._names(name)
         return names[:-1], names[-1]
 
+    def _check_free(self, pid: int, name: str, identifier: Identifier, kind: str) -> None:
+        """Refuses a new ``kind`` (``table`` / ``namespace``) ``name`` in namespace ``pid``
+        when the namespace holds an object of that name in any case or form
+        (AlreadyExistsError) or of a look-alike name (:class:`ConfusableNameError`)."""
+        held = self._store.holder(pid, name)
+        if held is None:
+            return
+        what, existing = held
+        if not same_name(existing, name):
+            raise ConfusableNameError(name, existing)
+        if what != kind:
+            raise AlreadyExistsError(f"{identifier!r} is the name of a {what} ({existing!r})")
+        if kind == "table":
+            raise AlreadyExistsError(f"the catalog already has a table {existing!r}")
+        raise AlreadyExistsError(f"the namespace {existing!r} already exists")
+
     def _record(self, name: Identifier) -> TableRecord:
         parent, table = self._split(name)
         record = self._store.table(self._namespace(parent), table)
@@ -412,8 +471,7 @@ class ManagedCatalog(Catalog):
     def create_namespace(self, namespace: Identifier) -> None:
         parent, name = self._split(namespace)
         pid = self._namespace(parent)
-        if self._store.table(pid, name) is not None:
-            raise AlreadyExistsError(f"{namespace!r} is the name of a table")
+        self._check_free(pid, name, namespace, "namespace")
         self._store.create_namespace(pid, name)
 
     def drop_namespace(self, namespace: Identifier) -> None:
@@ -447,11 +505,11 @@ class ManagedCatalog(Catalog):
     def _new_table(self, name: Identifier) -> tuple[tuple[int, str, str], TableCatalogClient]:
         parent, table = self._split(name)
         pid = self._namespace(parent)
-        if self._store.table(pid, table) is not None:
-            raise AlreadyExistsError(f"the catalog already has a table {name!r}")
-        if self._store.namespace_id(pid, table) is not None:
-            raise AlreadyExistsError(f"{name!r} is the name of a namespace")
-        location = "/".join([self.warehouse, *parent, table])
+        self._check_free(pid, table, name, "table")
+        # The directory the catalog derives, not a link to another one on the way.
+        location = unlinked_location(
+            "/".join([self.warehouse, *parent, table]), f"the new table {name!r}"
+        )
         taken = self._store.overlapping(location)
         if taken:
             # Checked again when version 0 is ratified; refused here before any file is written.
@@ -483,8 +541,7 @@ class ManagedCatalog(Catalog):
         DeltaTable(location)  # must be a readable (filesystem) Delta table
         parent, table = self._split(name)
         pid = self._namespace(parent)
-        if self._store.namespace_id(pid, table) is not None:
-            raise AlreadyExistsError(f"{name!r} is the name of a namespace")
+        self._check_free(pid, table, name, "table")
         self._store.register(pid, table, location)
         return self.load_table(name)
 
@@ -517,21 +574,51 @@ class ManagedCatalog(Catalog):
             metadata=json.loads(record.metadata) if record.metadata else None,
         )
 
-    def rollback_table(self, name: Identifier, version: int) -> list[int]:
+    def rollback_table(self, name: Identifier, version: int, published: bool = False) -> list[int]:
         """Rolls the catalog-managed table ``name`` back to ``version``: the catalog forgets its
-        ratified commits after it, which must all be unpublished (an administrator's repair of
-        a table that a bad commit damaged; a published commit is the table's history for good).
+        ratified commits after it (an administrator's repair of a table that a bad commit
+        damaged). Without ``published`` they must all be unpublished (a published commit is
+        the table's history); with it, published versions go too, and their log files
+        (commits, checksums, checkpoints, compactions) are moved to
+        ``_delta_log/_rolled_back/<time>/``: the last resort for a history that cannot be
+        repaired, such as a commit whose in-commit timestamp lies years ahead (docs/catalogs.md,
+        "Repairing a table"). Readers holding a later version must load the table again.
         Returns the versions forgotten.
 
         Raises:
-            CatalogError: a version after ``version`` is published already.
+            CatalogError: a version after ``version`` is published already (without
+                ``published``).
         """
+        from deltalog.catalog import integrity
+
         record = self._record(name)
         if not record.managed:
             raise InvalidArgumentError(f"{name!r} is storage-managed: the catalog holds no commits")
-        rolled = self._store.rollback(record.id, version)
+        if published:
+            integrity._require_local(record.location, "rolling back published versions")
+        rolled = self._store.rollback(record.id, version, published=published)
+        # The catalog first (readers ignore files past its latest version), then the files.
+        if rolled:
+            integrity.quarantine_after(record.location, version)
         self.refresh_cached_state(record.id)
         return rolled
+
+    def repair_table(self, name: Identifier) -> dict[str, list[int]]:
+        """Puts back the ratified content of every published commit of ``name`` that was
+        changed in storage (of the versions readers replay), where the catalog can still find
+        it (the staged commit it ratified); the changed files are kept in
+        ``_delta_log/_tampered/``. Returns ``{"republished": [...], "unrepairable": [...]}``:
+        roll the table back to before an unrepairable version (``rollback_table(...,
+        published=True)``)."""
+        from deltalog.catalog import integrity
+
+        record = self._record(name)
+        if not record.managed:
+            raise InvalidArgumentError(f"{name!r} is storage-managed: the catalog holds no commits")
+        repaired, left = integrity.republish(self._store, record)
+        if repaired:
+            self.refresh_cached_state(record.id)
+        return {"republished": repaired, "unrepairable": [t.version for t in left]}
 
     def refresh_cached_state(self, table_id: int) -> None:
         """Sets the table's cached protocol, metadata and clustering domain from its latest
@@ -585,11 +672,18 @@ class ManagedCatalog(Catalog):
         """
         try:
             location = canonical_location(record.location)
+            named = canonical_location(record.location, resolve=False)
         except InvalidArgumentError as e:
             raise PurgeRefusedError(
                 f"table {record.name!r} is recorded at {record.location!r}, not a location the "
                 f"catalog can check: its files are not deleted (drop it with purge=False): {e}"
             ) from e
+        if named != location:
+            raise PurgeRefusedError(
+                f"table {record.name!r} is recorded at {named}, which now resolves through a "
+                f"symbolic link to {location}: its files are not deleted (drop it with "
+                "purge=False)"
+            )
         if contains(location, self.warehouse):
             raise PurgeRefusedError(
                 f"table {record.name!r} is recorded at {record.location}, the catalog's warehouse "

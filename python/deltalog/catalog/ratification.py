@@ -24,11 +24,13 @@ catalog itself check every later copy of the commit against it.
 
 from __future__ import annotations
 
+import errno
 import hashlib
 import json
 import os
 import re
 import stat
+import time
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -40,6 +42,13 @@ if TYPE_CHECKING:
 #: The largest staged commit a catalog reads (a larger one is refused). An OPTIMIZE of 100,000
 #: files writes a commit of about 50 MB.
 MAX_STAGED_COMMIT_BYTES = 64 * 1024 * 1024
+
+#: How far ahead of the catalog's own clock a commit's in-commit timestamp may be, by default
+#: (5 minutes): a writer's clock may run a little fast, but a timestamp far ahead would pin
+#: every later commit's timestamp after it ("In-Commit Timestamps": each is later than the
+#: previous one), and one at 2^63 - 1 would leave no later timestamp at all, freezing the table
+#: for every writer. `deltalog catalog serve --max-clock-skew`.
+MAX_ICT_SKEW_MS = 5 * 60 * 1000
 
 #: The domain of a clustered table's clustering columns ("Clustered Table"): changing it changes
 #: the table's layout definition, as metadata does.
@@ -183,6 +192,11 @@ def read_log(
     except FileNotFoundError:
         return None
     except OSError as e:
+        if e.errno == errno.ELOOP:  # O_NOFOLLOW
+            raise InvalidArgumentError(
+                f"_delta_log/{relative} is a symbolic link: a catalog-managed table's commits "
+                "are regular files of its own log"
+            ) from e
         raise InvalidArgumentError(f"_delta_log/{relative} cannot be opened: {e.strerror}") from e
     try:
         info = os.fstat(fd)
@@ -239,9 +253,12 @@ def check_proposal(
     state: TableState,
     storage_options: dict[str, str] | None = None,
     check_files: bool = True,
+    max_clock_skew_ms: int | None = None,
 ) -> CheckedProposal:
     """Checks ``content`` proposed as ``version`` of the catalog-managed table at ``location``
-    (see the module docs).
+    (see the module docs). Its in-commit timestamp may be at most ``max_clock_skew_ms`` ahead
+    of this process's clock (the catalog's; default :data:`MAX_ICT_SKEW_MS`, which ``deltalog
+    catalog serve --max-clock-skew`` sets for every route of the server).
 
     Raises:
         ProposalError: what the catalog must not ratify, naming the version and the rule.
@@ -271,6 +288,16 @@ def check_proposal(
         )
     if txn_id is None:
         raise bad('commitInfo needs a txnId (catalogManaged RFC, "Commit Provenance Information")')
+    now = int(time.time() * 1000)
+    if max_clock_skew_ms is None:
+        max_clock_skew_ms = MAX_ICT_SKEW_MS
+    if ict > now + max_clock_skew_ms:
+        raise bad(
+            f"inCommitTimestamp {ict} is {_ahead(ict - now)} ahead of the catalog's clock "
+            f"({now}), more than the {max_clock_skew_ms} ms it allows: every later commit "
+            'would have to be later still ("In-Commit Timestamps": monotonically increasing), '
+            "so one far-future timestamp freezes the table's history; check the writer's clock"
+        )
     if state.last_ict is not None and ict <= state.last_ict:
         raise bad(
             f"inCommitTimestamp {ict} is not later than the previous commit's "
@@ -304,6 +331,14 @@ def check_proposal(
         changes=tuple(changes),
         content=bytes(content),
     )
+
+
+def _ahead(ms: int) -> str:
+    """``ms`` as a human duration."""
+    for unit, size in (("years", 365 * 86_400_000), ("days", 86_400_000), ("hours", 3_600_000)):
+        if ms >= 2 * size:
+            return f"{ms // size:,} {unit}"
+    return f"{ms / 60_000:,.1f} minutes"
 
 
 def _check_features(version: int, protocol: Any, metadata: Any, bad: Any) -> None:
@@ -377,6 +412,7 @@ def prepare(
     create: tuple[Any, str, str] | None = None,
     storage_options: dict[str, str] | None = None,
     max_staged_bytes: int = MAX_STAGED_COMMIT_BYTES,
+    max_clock_skew_ms: int | None = None,
 ) -> tuple[Proposal, CheckedProposal]:
     """A commit proposed for ``version`` of the table at ``location`` (``record``: the
     catalog's record of it, ``None`` for a table ``create`` registers), checked
@@ -404,7 +440,14 @@ def prepare(
         body = found
     else:
         body = bytes(content or b"")
-    checked = check_proposal(location, version, body, state_of(record), storage_options)
+    checked = check_proposal(
+        location,
+        version,
+        body,
+        state_of(record),
+        storage_options,
+        max_clock_skew_ms=max_clock_skew_ms,
+    )
     proposal = Proposal(
         table_id=None if record is None else record.id,
         version=version,

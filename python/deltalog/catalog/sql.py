@@ -643,7 +643,7 @@ class SqlStore(Store):
         )
         return [CommitRecord(*row) for row in rows]
 
-    def rollback(self, table_id: int, version: int) -> list[int]:
+    def rollback(self, table_id: int, version: int, published: bool = False) -> list[int]:
         with self._transaction() as db:
             self._lock_tables(db, [table_id])
             row = self._one(db, "SELECT latest_version FROM tables WHERE id = ?", (table_id,))
@@ -663,7 +663,7 @@ class SqlStore(Store):
                     (table_id, version),
                 ).fetchall()
             ]
-            if held != list(range(version + 1, latest + 1)):
+            if not published and held != list(range(version + 1, latest + 1)):
                 first = held[0] if held else latest + 1
                 raise CatalogError(
                     f"cannot roll back to version {version}: version {first - 1} is published "
@@ -683,6 +683,8 @@ class SqlStore(Store):
                 "SELECT ict FROM commit_log WHERE table_id = ? AND version = ?",
                 (table_id, version),
             )
+            if published:
+                held = list(range(version + 1, latest + 1))
             # The cached state belonged to the versions forgotten: the caller sets it anew.
             self._run(
                 db,

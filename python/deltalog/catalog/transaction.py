@@ -86,15 +86,27 @@ class _DeferringClient:
             if self._table_id is None
             else store.commits(self._table_id, start_version, end_version)
         )
+        # Published commits are checked against what the catalog recorded (published_digests).
+        published = held.published if held.published is not None else {}
         pending = self._pending()
         if pending is None or pending.proposal.version != held.latest_version + 1:
-            return held
+            return RatifiedCommits(held.commits, held.latest_version, published=published)
         # The transaction's own commit reads as ratified inside it.
         p = pending.proposal
         commits = list(held.commits)
         if end_version is None or p.version <= end_version:
             commits.append(RatifiedCommit(p.version, path=p.path, content=p.content))
-        return RatifiedCommits(commits, p.version)
+        return RatifiedCommits(commits, p.version, published=published)
+
+    def published_digests(self, start_version: int, end_version: int) -> dict[int, str]:
+        """The SHA-256 the catalog recorded for each version in the range."""
+        store: Any = self._tx._catalog._store
+        if self._table_id is None:
+            return {}
+        if hasattr(store, "published_digests"):
+            return dict(store.published_digests(self._table_id, start_version, end_version))
+        records = store.commit_records(self._table_id, start_version, end_version)
+        return {r.version: r.sha256 for r in records if r.sha256}
 
     def commit(
         self,

@@ -28,6 +28,7 @@ use crate::log::actions::names;
 use crate::log::catalog::{CatalogClient, CatalogCommits};
 use crate::log::checkpoint_reader::open_checkpoint;
 use crate::log::path::CheckpointNaming;
+use crate::log::published::verify_published;
 use crate::log::reader::{commit_info_batches, delta_stream, protocol_and_metadata};
 use crate::log::replay::{select_checkpoint_files, unseen, Origin, Reconciler, Selected};
 use crate::log::segment::{
@@ -107,7 +108,7 @@ async fn first_pass(storage: &Storage, newest_first: &[Delta]) -> DeltaResult<Re
 impl Snapshot {
     /// Opens version `version` (the latest when `None`) of the table in `storage`.
     pub async fn try_new(storage: Storage, version: Option<u64>) -> DeltaResult<Self> {
-        Self::open(storage, version, None, None).await
+        Self::open(storage, version, None, None, None).await
     }
 
     /// Opens `version` (the latest ratified one when `None`) of a catalog-managed table
@@ -134,7 +135,8 @@ impl Snapshot {
         header: Option<&TableHeader>,
     ) -> DeltaResult<Self> {
         let commits = client.ratified_commits(None, None).await?;
-        let mut snapshot = Self::open(storage, version, Some(&commits), header).await?;
+        let mut snapshot =
+            Self::open(storage, version, Some(&commits), Some(&client), header).await?;
         snapshot.catalog = Some(client);
         Ok(snapshot)
     }
@@ -159,10 +161,22 @@ impl Snapshot {
         storage: Storage,
         version: Option<u64>,
         catalog: Option<&CatalogCommits>,
+        client: Option<&Arc<dyn CatalogClient>>,
         header: Option<&TableHeader>,
     ) -> DeltaResult<Self> {
         let (segment, listing) = match catalog {
-            Some(catalog) => load_catalog_segment(&storage, version, catalog).await?,
+            Some(catalog) => {
+                let (mut segment, listing) =
+                    load_catalog_segment(&storage, version, catalog).await?;
+                // The published commits replayed are the ones the catalog ratified
+                // (`log::published`), read once from the bytes checked.
+                let files = segment.deltas.iter_mut().filter_map(|d| match d {
+                    Delta::Commit { file, .. } => Some(file),
+                    Delta::Compaction { .. } => None,
+                });
+                verify_published(&storage, catalog, client, files.collect()).await?;
+                (segment, listing)
+            }
             None => load_segment(&storage, version).await?,
         };
         if let Some(header) = header.filter(|h| h.version == segment.version) {
@@ -393,6 +407,12 @@ impl Snapshot {
                 let held = client.ratified_commits(Some(current + 1), None).await?;
                 let mut listing = self.news(current + 1, None, false).await?;
                 held.apply(&self.storage, &mut listing)?;
+                // The new published commits as the catalog ratified them (`log::published`).
+                let new = listing
+                    .files
+                    .iter_mut()
+                    .filter(|f| f.kind.version().is_some_and(|v| v > current));
+                verify_published(&self.storage, &held, Some(client), new.collect()).await?;
                 (listing, held.latest_version.max(current))
             }
             None => {

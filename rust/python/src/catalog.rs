@@ -27,8 +27,14 @@ pub(crate) type PyRatifiedCommit = (
     Option<String>,
 );
 
-/// The catalog's answer as Python passes it: `(latest_version, commits)`.
-pub(crate) type PyCatalogCommits = (i64, Vec<PyRatifiedCommit>);
+/// The catalog's answer as Python passes it: `(latest_version, commits, published)`, where
+/// `published` maps published versions to the SHA-256 the catalog recorded (None: it records
+/// none).
+pub(crate) type PyCatalogCommits = (
+    i64,
+    Vec<PyRatifiedCommit>,
+    Option<std::collections::BTreeMap<i64, String>>,
+);
 
 fn version(v: i64) -> Result<u64, DeltaError> {
     u64::try_from(v).map_err(|_| {
@@ -40,7 +46,7 @@ fn version(v: i64) -> Result<u64, DeltaError> {
 
 /// Converts the catalog's answer; a commit must be either staged or inline.
 pub(crate) fn catalog_commits(answer: PyCatalogCommits) -> Result<CatalogCommits, DeltaError> {
-    let (latest, commits) = answer;
+    let (latest, commits, published) = answer;
     let commits = commits
         .into_iter()
         .map(|(v, path, content, timestamp, sha256)| {
@@ -61,9 +67,18 @@ pub(crate) fn catalog_commits(answer: PyCatalogCommits) -> Result<CatalogCommits
             })
         })
         .collect::<Result<Vec<_>, _>>()?;
+    let published = published
+        .map(|digests| {
+            digests
+                .into_iter()
+                .map(|(v, digest)| Ok((version(v)?, digest)))
+                .collect::<Result<_, DeltaError>>()
+        })
+        .transpose()?;
     Ok(CatalogCommits {
         commits,
         latest_version: version(latest)?,
+        published,
     })
 }
 
@@ -76,6 +91,8 @@ pub(crate) struct PyCatalogClient {
     max_inline: usize,
     /// Whether the client has maintenance policies (an `allow_maintenance` method).
     has_policy: bool,
+    /// Whether the client answers `published_digests` (the digests of published versions).
+    has_digests: bool,
 }
 
 /// What a client's `commit` answers for a proposal it ratifies later, in a transaction over
@@ -91,11 +108,13 @@ impl PyCatalogClient {
             _ => 0,
         };
         let has_policy = client.bind(py).hasattr("allow_maintenance")?;
+        let has_digests = client.bind(py).hasattr("published_digests")?;
         Ok(PyCatalogClient {
             client: Arc::new(client),
             table,
             max_inline,
             has_policy,
+            has_digests,
         })
     }
 
@@ -272,6 +291,24 @@ impl CatalogClient for PyCatalogClient {
         })
     }
 
+    fn published_digests(
+        &self,
+        start: u64,
+        end: u64,
+    ) -> BoxFuture<'_, DeltaResult<std::collections::BTreeMap<u64, String>>> {
+        if !self.has_digests {
+            return Box::pin(async { Ok(Default::default()) });
+        }
+        self.call("published_digests", move |py, client| {
+            let answer = client.call_method1(py, "published_digests", (start, end))?;
+            let digests: std::collections::BTreeMap<i64, String> = answer.extract(py)?;
+            Ok(digests
+                .into_iter()
+                .map(|(v, digest)| Ok((version(v)?, digest)))
+                .collect::<Result<_, DeltaError>>()?)
+        })
+    }
+
     fn max_inline_bytes(&self) -> usize {
         self.max_inline
     }
@@ -363,6 +400,14 @@ pub(crate) fn read_log_file<'py>(
         }
     })?;
     Ok(bytes.map(|b| PyBytes::new(py, &b)))
+}
+
+/// The table version a `_delta_log` file name belongs to (a commit's, checksum's or
+/// checkpoint's version; a compaction's last version), or `None` for any other name
+/// (`deltalog_core::log::path::classify`).
+#[pyfunction]
+pub(crate) fn log_file_version(name: &str) -> Option<u64> {
+    deltalog_core::log::path::classify(name).version()
 }
 
 /// Checks a commit proposed as `version` of the table at `uri` as deltalog's reader will read

@@ -124,6 +124,7 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(catalog::delete_tree, m)?)?;
     m.add_function(wrap_pyfunction!(catalog::publish, m)?)?;
     m.add_function(wrap_pyfunction!(catalog::read_log_file, m)?)?;
+    m.add_function(wrap_pyfunction!(catalog::log_file_version, m)?)?;
     m.add_function(wrap_pyfunction!(catalog::check_proposal, m)?)?;
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;
     Ok(())

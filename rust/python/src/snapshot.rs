@@ -49,9 +49,12 @@ impl RawSnapshot {
     /// Opens `version` (latest when None) of the table at `uri`; of a catalog-managed table
     /// through `catalog_client` (a `deltalog.catalog.CatalogClient`), which the snapshot keeps
     /// for later versions and commits, starting from what the catalog cached of it (`header`)
-    /// when that is the version opened (`Snapshot::try_new_from_header`).
+    /// when that is the version opened (`Snapshot::try_new_from_header`). With `vouched`, the
+    /// header is the state of a catalog that records what it ratified: the log must agree with
+    /// it (`log::published::check_header`; a rewritten checkpoint is refused), where it
+    /// otherwise only spares work.
     #[staticmethod]
-    #[pyo3(signature = (uri, version=None, storage_options=None, catalog_client=None, header=None))]
+    #[pyo3(signature = (uri, version=None, storage_options=None, catalog_client=None, header=None, vouched=false))]
     fn open(
         py: Python<'_>,
         uri: &str,
@@ -59,6 +62,7 @@ impl RawSnapshot {
         storage_options: Option<HashMap<String, String>>,
         catalog_client: Option<Py<PyAny>>,
         header: Option<PyRef<'_, RawHeader>>,
+        vouched: bool,
     ) -> PyResult<Self> {
         let storage = open_storage(uri, storage_options).map_err(|e| to_py_err(py, e))?;
         let version = to_version(version).map_err(|e| to_py_err(py, e))?;
@@ -67,7 +71,13 @@ impl RawSnapshot {
             Some(client) => {
                 let client = PyCatalogClient::shared(py, client, &storage)?;
                 block_on(py, async move {
-                    Snapshot::try_new_from_header(storage, version, client, header.as_ref()).await
+                    let snapshot =
+                        Snapshot::try_new_from_header(storage, version, client, header.as_ref())
+                            .await?;
+                    if let (true, Some(header)) = (vouched, &header) {
+                        deltalog_core::log::published::check_header(&snapshot, header)?;
+                    }
+                    Ok(snapshot)
                 })?
             }
             None => block_on(py, Snapshot::try_new(storage, version))?,

@@ -429,7 +429,7 @@ class RestCatalog(Catalog):
     def _new_table(self, name: Identifier) -> tuple[tuple[Any, str, str], RestTableClient]:
         names = self._wire_names(self._names(name))
         location = self._declare(names)
-        client = RestTableClient(self, names)
+        client = RestTableClient(self, names, creating_at=location)
         return (tuple(names[:-1]), names[-1], location), client
 
     def new_table_target(self, name: Identifier) -> tuple[str, Any | None]:
@@ -529,6 +529,7 @@ class RestCatalog(Catalog):
         and the latest version: ``version/list`` newest first, until a published version."""
         _, t_api = self._apis()
         held: list[RatifiedCommit] = []
+        digests: dict[int, str] = {}
         latest: int | None = None
         token: str | None = None
         while True:
@@ -548,13 +549,44 @@ class RestCatalog(Catalog):
                 commit = _commit_of(v)
                 if commit is None:  # published: so is every older version
                     done = True
-                    break
-                held.append(commit)
+                    # The page's published versions come with what the catalog ratified
+                    # (readers check those files against it: RatifiedCommits.published).
+                    digest = (v.metadata or {}).get(p.META_SHA256)
+                    if digest:
+                        digests[v.version] = digest
+                    continue
+                if not done:
+                    held.append(commit)
             token = page.page_token
             if done or not token:
                 break
         held.sort(key=lambda c: c.version)
-        return RatifiedCommits(_within(held, start, end), -1 if latest is None else latest)
+        return RatifiedCommits(
+            _within(held, start, end), -1 if latest is None else latest, published=digests
+        )
+
+    def _digests(self, names: list[str], start: int, end: int) -> dict[int, str]:
+        """The SHA-256 the catalog recorded for each version in ``[start, end]``:
+        ``version/list`` ascending from ``start``."""
+        _, t_api = self._apis()
+        digests: dict[int, str] = {}
+        token: str | None = str(start - 1) if start > 0 else None
+        while True:
+            page = self._call(
+                f"list versions of {names!r}",
+                t_api.list_table_versions,
+                p.encode_id(names),
+                page_token=token,
+                limit=min(_PAGE, max(1, end - start + 1)),
+                idempotent=True,
+            )
+            for v in page.versions:
+                digest = (v.metadata or {}).get(p.META_SHA256)
+                if start <= v.version <= end and digest:
+                    digests[v.version] = digest
+            token = page.page_token
+            if not token or not page.versions or page.versions[-1].version >= end:
+                return digests
 
     def _version(self, names: list[str], version: int) -> m.TableVersion:
         """What the catalog says of ``version`` (also once published)."""
@@ -675,17 +707,21 @@ class RestCatalog(Catalog):
         digest = metadata.get(p.META_SHA256)
         return digest is not None and digest == hashlib.sha256(content).hexdigest()
 
-    def rollback_table(self, name: Identifier, version: int) -> None:
+    def rollback_table(self, name: Identifier, version: int, published: bool = False) -> None:
         """Rolls the catalog-managed table ``name`` back to ``version``: the catalog forgets its
-        ratified, unpublished commits after it (``version/delete`` of the newest versions,
-        which needs the admin role; a published commit cannot be rolled back). The repair of
-        a table that a bad commit damaged."""
+        ratified commits after it (``version/delete`` of the newest versions, which needs the
+        admin role). Without ``published`` only unpublished commits can be rolled back; with
+        it published ones too, their log files moved aside (the last resort: docs/catalogs.md,
+        "Repairing a table"). The repair of a table that a bad commit damaged."""
         _, t_api = self._apis()
         names, wire = self._id(name)
+        context = {p.CTX_ROLLBACK: "true"}
+        if published:
+            context[p.CTX_ROLLBACK_PUBLISHED] = "true"
         request = m.BatchDeleteTableVersionsRequest(
             id=names,
             ranges=[m.VersionRange(start_version=version + 1, end_version=-1)],
-            context={p.CTX_ROLLBACK: "true"},
+            context=context,
         )
         self._call(
             f"roll back {name!r} to version {version}",
@@ -693,6 +729,21 @@ class RestCatalog(Catalog):
             wire,
             request,
             idempotent=True,
+        )
+
+    def repair_table(self, name: Identifier) -> None:
+        """Has the catalog put back the ratified content of every published commit of ``name``
+        changed in storage (admin; ``version/delete`` with ``delta.repair``). Raises
+        ``CatalogError`` naming the versions it has no ratified copy of."""
+        _, t_api = self._apis()
+        names, wire = self._id(name)
+        request = m.BatchDeleteTableVersionsRequest(
+            id=names,
+            ranges=[m.VersionRange(start_version=0, end_version=-1)],
+            context={p.CTX_REPAIR: "true"},
+        )
+        self._call(
+            f"repair {name!r}", t_api.batch_delete_table_versions, wire, request, idempotent=True
         )
 
     def _forget(self, names: list[str], version: int, once: bool = False) -> None:
@@ -784,9 +835,13 @@ class RestTableClient:
 
     max_inline_commit_bytes = MAX_INLINE_COMMIT_BYTES
 
-    def __init__(self, catalog: RestCatalog, names: list[str]) -> None:
+    def __init__(
+        self, catalog: RestCatalog, names: list[str], creating_at: str | None = None
+    ) -> None:
         self._catalog = catalog
         self._names = list(names)
+        #: The location of the table this client creates (its version 0 not ratified yet).
+        self._creating_at = creating_at
         self._lock = threading.Lock()
         #: The catalog's last complete answer (every held commit and the latest version).
         self._last: RatifiedCommits | None = None
@@ -812,8 +867,15 @@ class RestTableClient:
         with self._lock:
             self._last = answer
         return RatifiedCommits(
-            _within(answer.commits, start_version, end_version), answer.latest_version
+            _within(answer.commits, start_version, end_version),
+            answer.latest_version,
+            published=answer.published,
         )
+
+    def published_digests(self, start_version: int, end_version: int) -> dict[int, str]:
+        """The SHA-256 the catalog recorded for each version in ``[start_version,
+        end_version]`` (see :class:`~deltalog.catalog.RatifiedCommits`)."""
+        return self._catalog._digests(self._names, start_version, end_version)
 
     def commit(
         self,
@@ -823,6 +885,19 @@ class RestTableClient:
         protocol: str | None = None,
         metadata: str | None = None,
     ) -> None:
+        try:
+            self._commit(version, path, content)
+        except Exception as e:
+            if version == 0 and self._creating_at is not None:
+                from deltalog.catalog.refused import discard_created_files, refused
+
+                if refused(e):  # a failed creation leaves no files behind
+                    discard_created_files(
+                        self._creating_at, path, content, self._catalog.storage_options
+                    )
+            raise
+
+    def _commit(self, version: int, path: str | None, content: bytes | None) -> None:
         # protocol / metadata are not sent: the server reads them from the commit itself.
         with self._lock:
             before, self._after_commit = self._last, None
@@ -909,6 +984,9 @@ class _RestStore:
 
     def commits(self, table_id: Any, start: int | None, end: int | None) -> RatifiedCommits:
         return self._catalog._held(list(table_id), start, end)
+
+    def published_digests(self, table_id: Any, start: int, end: int) -> dict[int, str]:
+        return self._catalog._digests(list(table_id), start, end)
 
     def ratify_all(self, proposals: Sequence[Proposal]) -> list[Any]:
         entries = []

@@ -91,7 +91,7 @@ PROP_FORMAT = "format"
 #: The table property saying whether the catalog manages the table's commits.
 PROP_CATALOG_MANAGED = "delta.catalogManaged"
 #: Properties the server sets; a request cannot.
-RESERVED_PROPERTIES = frozenset({PROP_FORMAT, PROP_CATALOG_MANAGED})
+RESERVED_PROPERTIES = frozenset({PROP_FORMAT, PROP_CATALOG_MANAGED, "delta.logIntegrity"})
 
 #: ``TableVersion.metadata`` key of an inline commit's content.
 META_INLINE = "delta.inlineCommit"
@@ -110,6 +110,17 @@ META_METADATA = "delta.metaData"
 #: ``BatchDeleteTableVersionsRequest.context`` key: ``"true"`` asks an admin's rollback of the
 #: newest unpublished versions the ranges cover (never a side effect of forgetting).
 CTX_ROLLBACK = "delta.rollback"
+#: With :data:`CTX_ROLLBACK`: ``"true"`` lets the rollback go over published versions too (their
+#: log files moved to ``_delta_log/_rolled_back/``): the last resort for a published history
+#: that cannot be repaired (docs/catalogs.md, "Repairing a table").
+CTX_ROLLBACK_PUBLISHED = "delta.rollbackPublished"
+#: ``BatchDeleteTableVersionsRequest.context`` key: ``"true"`` asks an admin's repair instead of
+#: a deletion: every published commit changed in storage is replaced by the ratified content
+#: where the catalog still has it (nothing is forgotten).
+CTX_REPAIR = "delta.repair"
+#: ``DescribeTableResponse.properties`` key (reserved), present only when the table's published
+#: log is not what the catalog ratified: which version differs, and how.
+PROP_INTEGRITY = "delta.logIntegrity"
 
 #: ``CreateTableVersionRequest.context`` key: the writer published every commit through this
 #: version since its last request ("Publishing Commits"); the catalog forgets those whose

@@ -509,6 +509,11 @@ def app_from_env() -> CatalogApp:
         level=str(config.get("log_level", "info")).upper(), format="%(message)s", stream=sys.stderr
     )
     tokens = TokenStore.load(config["tokens"]) if config.get("tokens") else None
+    if config.get("max_clock_skew_ms") is not None:
+        # Every route's ratification checks in-commit timestamps against this process's clock.
+        from deltalog.catalog import ratification
+
+        ratification.MAX_ICT_SKEW_MS = int(config["max_clock_skew_ms"])
     catalog = open_catalog(config["db"], config["warehouse"])
     storage_options = config.get("storage_options") or None
     app = create_app(
@@ -544,6 +549,7 @@ def serve(
     limits: ConnectionLimits | None = None,
     storage_options: dict[str, str] | None = None,
     credentials: dict[str, Any] | None = None,
+    max_clock_skew_ms: int | None = None,
 ) -> None:
     """Runs the server until SIGTERM/SIGINT. Prints where it listens (``port`` 0: a free
     port) as its first line on stdout. ``limits``: connection timeouts and caps, per worker
@@ -563,6 +569,7 @@ def serve(
         "max_create_bytes": max_create_bytes,
         "max_decoded_bytes": max_decoded_bytes,
         "max_unpublished": max_unpublished,
+        "max_clock_skew_ms": max_clock_skew_ms,
         "max_in_flight": limits.max_in_flight,
         "storage_options": dict(storage_options) if storage_options else None,
         "credentials": dict(credentials) if credentials else None,

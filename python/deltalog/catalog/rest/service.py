@@ -442,6 +442,15 @@ class CatalogService(VersionRoutes):
         if metadata_json:
             metadata[p.META_METADATA] = metadata_json
         flag = _flag(r.query, "with_table_uri") or bool(body.with_table_uri)
+        properties = self._properties(record)
+        if record.managed and not declared:
+            # The published log checked against what the catalog ratified: a mismatch is
+            # reported, never hidden (deltalog.catalog.integrity).
+            from deltalog.catalog import integrity
+
+            tampered = integrity.check_published(self.store, record, self.storage_options)
+            if tampered is not None:
+                properties[p.PROP_INTEGRITY] = tampered.describe()
         return m.DescribeTableResponse(
             table=r.names[-1],
             namespace=r.names[:-1],
@@ -449,7 +458,7 @@ class CatalogService(VersionRoutes):
             location=record.location,
             table_uri=_uri(record.location) if flag else None,
             metadata=metadata,
-            properties=self._properties(record),
+            properties=properties,
             managed_versioning=record.managed,
             is_only_declared=declared,
         )

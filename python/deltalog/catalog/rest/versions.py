@@ -407,8 +407,35 @@ class VersionRoutes:
         def requested(v: int) -> bool:
             return any(lo <= v <= hi for lo, hi in spans)
 
+        context = body.context or {}
+        rollback = context.get(p.CTX_ROLLBACK) == "true"
+        if context.get(p.CTX_REPAIR) == "true":
+            self._require(r.principal, "admin", "repair a table's published log")
+            return self._repair(record, r.names)
         held = self.store.commits(record.id, None, None).commits
         targets = [c for c in held if requested(c.version)]
+        if rollback and spans:
+            lowest = min(lo for lo, _ in spans)
+            first_held = held[0].version if held else record.latest_version + 1
+            if lowest < first_held:
+                # A range over published versions: the catalog never rolls them back as a side
+                # effect (it used to answer success and change nothing).
+                self._require(r.principal, "admin", "roll back a table's published versions")
+                if context.get(p.CTX_ROLLBACK_PUBLISHED) != "true":
+                    raise _error(
+                        p.INVALID_TABLE_STATE,
+                        f"version {lowest} of {'.'.join(r.names)} is published: a rollback "
+                        "over published versions rewrites the table's history and needs "
+                        f"context {{{p.CTX_ROLLBACK_PUBLISHED!r}: 'true'}} as well "
+                        '(docs/catalogs.md, "Repairing a table")',
+                    )
+                if not all(requested(v) for v in range(lowest, record.latest_version + 1)):
+                    raise _error(
+                        p.INVALID_INPUT,
+                        "a rollback covers every version from its first through the latest",
+                    )
+                rolled = self.rollback(record, lowest - 1, published=True)
+                return m.BatchDeleteTableVersionsResponse(deleted_count=len(rolled))
         if not targets:
             return m.BatchDeleteTableVersionsResponse(deleted_count=0)
         highest = targets[-1].version
@@ -419,7 +446,6 @@ class VersionRoutes:
             )
         first_unpublished = published_upto + 1
         tail = all(requested(v) for v in range(first_unpublished, record.latest_version + 1))
-        rollback = (body.context or {}).get(p.CTX_ROLLBACK) == "true"
         if rollback and not _is_admin(r.principal):
             self._require(r.principal, "admin", "roll back a table's ratified commits")
         if rollback and tail:
@@ -448,14 +474,49 @@ class VersionRoutes:
             f"versions through the latest, with context {{{p.CTX_ROLLBACK!r}: 'true'}})",
         )
 
-    def rollback(self, record: TableRecord, version: int) -> list[int]:
+    def _repair(self, record: TableRecord, names: list[str]) -> m.BatchDeleteTableVersionsResponse:
+        """An admin's repair (:func:`deltalog.catalog.integrity.republish`): nothing forgotten;
+        409 naming the versions it could not repair."""
+        from deltalog.catalog import integrity
+
+        try:
+            repaired, left = integrity.republish(self.store, record, self.storage_options)
+        except InvalidArgumentError as e:
+            raise _error(p.INVALID_INPUT, str(e)) from e
+        if repaired:
+            self.catalog.refresh_cached_state(record.id)
+        if left:
+            raise _error(
+                p.INVALID_TABLE_STATE,
+                f"{'.'.join(names)}: republished {repaired or 'nothing'}; the catalog has no "
+                f"ratified copy left of {[t.version for t in left]} ({left[0].describe()}): "
+                "roll the table back to the version before the first of them (version/delete "
+                f"with context {p.CTX_ROLLBACK!r} and {p.CTX_ROLLBACK_PUBLISHED!r})",
+            )
+        return m.BatchDeleteTableVersionsResponse(deleted_count=0)
+
+    def rollback(self, record: TableRecord, version: int, published: bool = False) -> list[int]:
         """Rolls ``record`` back to ``version`` (its newer, unpublished commits forgotten);
         published files of the forgotten versions are deleted where the storage is local (they
-        are not the table's: readers ignore them, and they would block the next publisher)."""
+        are not the table's: readers ignore them, and they would block the next publisher).
+        With ``published``, published versions go too, their files moved aside
+        (:func:`deltalog.catalog.integrity.quarantine_after`)."""
+        from deltalog.catalog import integrity
+
+        if published:
+            try:
+                integrity._require_local(record.location, "rolling back published versions")
+            except InvalidArgumentError as e:
+                raise _error(p.INVALID_INPUT, str(e)) from e
         try:
-            rolled = self.store.rollback(record.id, version)
+            rolled = self.store.rollback(record.id, version, published=published)
         except CatalogError as e:
             raise _error(p.INVALID_TABLE_STATE, str(e)) from e
+        if published and rolled:
+            moved = integrity.quarantine_after(record.location, version)
+            _log.warning("rollback of %s to %d: moved %s aside", record.name, version, moved)
+            self.catalog.refresh_cached_state(record.id)
+            return rolled
         local = (
             record.location[len("file://") :]
             if record.location.startswith("file://")

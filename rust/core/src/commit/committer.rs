@@ -228,6 +228,7 @@ mod tests {
                 Ok(CatalogCommits {
                     commits,
                     latest_version: latest,
+                    published: None,
                 })
             })
         }
@@ -252,6 +253,7 @@ mod tests {
                         .cloned()
                         .collect(),
                     latest_version: state.1,
+                    published: None,
                 })
             } else {
                 let source = match proposal {

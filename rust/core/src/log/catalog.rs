@@ -142,6 +142,18 @@ pub trait CatalogClient: Send + Sync + std::fmt::Debug {
         0
     }
 
+    /// The SHA-256 the catalog recorded for each published version in `[start, end]` it has
+    /// one for (for [`crate::log::published`]: the versions a reader replays that
+    /// [`CatalogCommits::published`] left out). Catalogs that record none answer nothing.
+    fn published_digests(
+        &self,
+        start: u64,
+        end: u64,
+    ) -> BoxFuture<'_, DeltaResult<std::collections::BTreeMap<u64, String>>> {
+        let _ = (start, end);
+        Box::pin(async { Ok(Default::default()) })
+    }
+
     /// Whether the catalog allows `operation` on the table at `version` now. Catalogs
     /// without maintenance policies allow everything.
     fn allows(&self, operation: Maintenance, version: u64) -> BoxFuture<'_, DeltaResult<bool>> {
@@ -202,6 +214,14 @@ impl CatalogClient for VerifyingClient {
         self.inner.published(version)
     }
 
+    fn published_digests(
+        &self,
+        start: u64,
+        end: u64,
+    ) -> BoxFuture<'_, DeltaResult<std::collections::BTreeMap<u64, String>>> {
+        self.inner.published_digests(start, end)
+    }
+
     fn max_inline_bytes(&self) -> usize {
         self.inner.max_inline_bytes()
     }
@@ -243,6 +263,11 @@ pub struct CatalogCommits {
     pub commits: Vec<RatifiedCommit>,
     /// The table's latest ratified version.
     pub latest_version: u64,
+    /// The SHA-256 (lowercase hex) the catalog recorded for published versions: some of those
+    /// the request covered (the catalog may leave any out; [`CatalogClient::published_digests`]
+    /// gives the rest). `None`: the catalog records none, and published commits are read
+    /// unchecked ([`crate::log::published`]).
+    pub published: Option<std::collections::BTreeMap<u64, String>>,
 }
 
 impl CatalogCommits {
@@ -338,9 +363,13 @@ impl CatalogCommits {
         self.validate(&table)?;
         let latest = self.latest_version;
         let held = self.versions();
+        // A catalog that records what it ratified has every published commit read and checked
+        // ([`crate::log::published`]), never a compaction standing for some of them.
+        let checked = self.published.is_some();
         listing.files.retain(|f| {
             let past = f.kind.version().is_some_and(|v| v > latest);
             let overridden = match (&f.kind, held) {
+                (LogFileKind::Compaction { .. }, _) if checked => true,
                 (LogFileKind::Commit { version }, Some((lo, hi))) => (lo..=hi).contains(version),
                 (LogFileKind::Compaction { start, end }, Some((lo, hi))) => {
                     *start <= hi && lo <= *end
@@ -538,6 +567,7 @@ mod tests {
                 },
             ],
             latest_version: 9,
+            published: None,
         };
         catalog.apply(&storage, &mut listing).unwrap();
         let kept: Vec<(&str, bool)> = listing
@@ -575,12 +605,14 @@ mod tests {
         let gap = CatalogCommits {
             commits: vec![staged(3, U8), staged(5, U8)],
             latest_version: 5,
+            published: None,
         };
         let err = gap.apply(&storage, &mut LogListing::default()).unwrap_err();
         assert!(err.to_string().contains("contiguous"), "{err}");
         let past = CatalogCommits {
             commits: vec![staged(3, U8)],
             latest_version: 2,
+            published: None,
         };
         assert!(past.validate("t").is_err());
         // The staged file's name must be of its own version.
@@ -592,6 +624,7 @@ mod tests {
                 sha256: None,
             }],
             latest_version: 4,
+            published: None,
         };
         let err = wrong
             .apply(&storage, &mut LogListing::default())
@@ -606,6 +639,7 @@ mod tests {
                 sha256: None,
             }],
             latest_version: 4,
+            published: None,
         };
         assert!(outside.apply(&storage, &mut LogListing::default()).is_err());
         // A full URI inside the table is accepted.
@@ -621,6 +655,7 @@ mod tests {
                 sha256: None,
             }],
             latest_version: 4,
+            published: None,
         };
         let mut listing = LogListing::default();
         full.apply(&storage, &mut listing).unwrap();
@@ -644,6 +679,7 @@ mod tests {
                 sha256: Some(sha256.to_string()),
             }],
             latest_version: 1,
+            published: None,
         };
         // A staged file that still holds what was ratified is read once and kept.
         let checked = commits(&good, RatifiedSource::Staged(name.clone()))

@@ -22,6 +22,7 @@ pub mod file_keys;
 pub mod last_checkpoint;
 pub mod path;
 pub mod proposal;
+pub mod published;
 pub mod reader;
 pub mod replay;
 pub mod segment;

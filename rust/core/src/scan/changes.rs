@@ -122,6 +122,12 @@ pub async fn change_tasks(snapshot: &Snapshot, start: u64) -> DeltaResult<Vec<Fi
              available in that range is {first}); the change feed cannot be read from there"
         )));
     }
+    // A catalog that records what it ratified: each published commit read here must be the
+    // ratified one (`log::published`), checked on the bytes read.
+    let digests = match snapshot.catalog() {
+        Some(client) => client.published_digests(start, end).await?,
+        None => Default::default(),
+    };
     let config = snapshot.configuration();
     let mut tasks = Vec::new();
     // Whether each version recorded its changes, decided after the loop: the property in
@@ -131,6 +137,9 @@ pub async fn change_tasks(snapshot: &Snapshot, start: u64) -> DeltaResult<Vec<Fi
     for (version, file_time, file) in commits {
         let name = format!("_delta_log/{}", file.name);
         let bytes = file.read(storage).await?;
+        if let (None, Some(expected)) = (&file.inline, digests.get(&version)) {
+            crate::log::published::check_digest(&file.name, version, &bytes, expected)?;
+        }
         let (mut adds, mut removes, mut cdcs) = (Vec::new(), Vec::new(), Vec::new());
         let mut ict = None;
         for line in bytes.split(|b| *b == b'\n') {

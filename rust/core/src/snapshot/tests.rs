@@ -139,6 +139,7 @@ impl CatalogClient for Published {
             Ok(CatalogCommits {
                 commits: Vec::new(),
                 latest_version: latest,
+                published: None,
             })
         })
     }

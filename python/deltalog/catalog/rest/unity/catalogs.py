@@ -144,10 +144,26 @@ class UnityCatalogs:
 
         try:
             names.check_name(name, ".")
-            names.check_name(name, "$")
+            return names.check_name(name, "$")  # in normalization form C
         except (InvalidArgumentError, TypeError) as e:
             raise UcError("InvalidParameterValueException", f"invalid {what} name: {e}") from e
-        return str(name)
+
+    def spelled(self, names: list[str]) -> list[str]:
+        """``names`` (catalog, schema) as the catalog stores them: names are found in any case
+        or normalization form, and answered as they were created."""
+        from deltalog.catalog.names import same_name
+
+        out, parent = [], self.store.ROOT
+        for name in names:
+            stored = next(
+                (n for n in self.store.child_namespaces(parent) if same_name(n, name)), None
+            )
+            found = self.store.namespace_id(parent, name)
+            if stored is None or found is None:
+                return [*out, *names[len(out) :]]
+            out.append(stored)
+            parent = found
+        return out
 
     def catalog_id(self, catalog: str) -> int:
         found = self.store.namespace_id(self.store.ROOT, catalog)
@@ -230,7 +246,7 @@ class UnityCatalogs:
 
     def get_catalog(self, r: UcRequest) -> dict[str, Any]:
         name = r.params["name"]
-        return self._catalog_info(name, self.catalog_id(name))
+        return self._catalog_info(self.spelled([name])[0], self.catalog_id(name))
 
     def delete_catalog(self, r: UcRequest) -> dict[str, Any]:
         self.require(r.principal, "admin", "delete a catalog")
@@ -242,7 +258,21 @@ class UnityCatalogs:
         nid = self.catalog_id(names[0]) if len(names) == 1 else self.schema_id(names[0], names[1])
         parent = self.store.ROOT if len(names) == 1 else self.catalog_id(names[0])
         if query.get("force", "false").lower() == "true":
-            self.service._drop_contents(names, nid)
+            # UC API, deleteCatalog / deleteSchema: "force: Force deletion even if the
+            # catalog is not empty" — of what UC holds there; what only the Lance routes see
+            # (docs/catalogs.md, "Names") is never deleted through UC.
+            hidden = self._hidden(names, nid)
+            if hidden:
+                shown = ", ".join(hidden[:20]) + (
+                    f" and {len(hidden) - 20} more" if len(hidden) > 20 else ""
+                )
+                raise UcError(
+                    "BadRequestException",
+                    f"{'.'.join(names)} is not empty: it holds what Unity Catalog cannot see "
+                    f"({shown}), which force=true does not delete: drop those through the "
+                    "catalog's namespace (Lance) routes first",
+                )
+            self._drop_visible(names, nid)
         try:
             self.store.drop_namespace(parent, names[-1])
         except NamespaceNotEmptyError as e:
@@ -251,6 +281,47 @@ class UnityCatalogs:
                 f"{'.'.join(names)} is not empty (delete it with force=true)",
             ) from e
         return {}
+
+    def _hidden(self, names: list[str], nid: int) -> list[str]:
+        """What deleting catalog or schema ``names`` would remove that UC cannot see: tables
+        directly in a catalog, namespaces below a schema and everything in them (deltalog's
+        names, as the Lance routes' clients give them)."""
+        found: list[str] = []
+
+        def below(path: list[str], namespace: int) -> None:
+            found.extend(".".join([*path, t]) for t in self.store.tables(namespace))
+            for child in self.store.child_namespaces(namespace):
+                child_id = self.store.namespace_id(namespace, child)
+                found.append(f"namespace {'.'.join([*path, child])}")
+                if child_id is not None:
+                    below([*path, child], child_id)
+
+        if len(names) == 2:
+            for child in self.store.child_namespaces(nid):
+                child_id = self.store.namespace_id(nid, child)
+                found.append(f"namespace {'.'.join([*names, child])}")
+                if child_id is not None:
+                    below([*names, child], child_id)
+            return found
+        found.extend(".".join([*names, t]) for t in self.store.tables(nid))
+        for schema in self.store.child_namespaces(nid):
+            schema_id = self.store.namespace_id(nid, schema)
+            if schema_id is not None:
+                found.extend(self._hidden([*names, schema], schema_id))
+        return found
+
+    def _drop_visible(self, names: list[str], nid: int) -> None:
+        """Drops what UC shows in catalog or schema ``names`` (its schemas, their tables):
+        managed tables with their files, external ones from the catalog only."""
+        if len(names) == 2:
+            for record in self.store.table_records(nid):
+                self.drop(record, [*names, record.name])
+            return
+        for schema in self.store.child_namespaces(nid):
+            schema_id = self.store.namespace_id(nid, schema)
+            if schema_id is not None:
+                self._drop_visible([*names, schema], schema_id)
+                self.store.drop_namespace(nid, schema)
 
     # -- schemas -----------------------------------------------------------------------------
 
@@ -272,6 +343,7 @@ class UnityCatalogs:
         if not catalog:
             raise UcError("InvalidParameterValueException", "catalog_name is required")
         cid = self.catalog_id(catalog)
+        (catalog,) = self.spelled([catalog])
         names, token = _page(self.store.child_namespaces(cid), r.query, "schemas")
         schemas = []
         for n in names:
@@ -286,11 +358,13 @@ class UnityCatalogs:
         name = self.check_name(body.name, "schema")
         _no_storage_root(body.storage_root)
         cid = self.catalog_id(body.catalog_name)
-        return self._create_namespace(cid, name, body.comment, body.properties, body.catalog_name)
+        (catalog,) = self.spelled([body.catalog_name])
+        return self._create_namespace(cid, name, body.comment, body.properties, catalog)
 
     def get_schema(self, r: UcRequest) -> dict[str, Any]:
         catalog, schema = self.split(r.params["full_name"], 2, "schema")
-        return self._schema_info(catalog, schema, self.schema_id(catalog, schema))
+        nid = self.schema_id(catalog, schema)
+        return self._schema_info(*self.spelled([catalog, schema]), nid)
 
     def delete_schema(self, r: UcRequest) -> dict[str, Any]:
         self.require(r.principal, "admin", "delete a schema")
@@ -305,6 +379,7 @@ class UnityCatalogs:
                 "InvalidParameterValueException", "catalog_name and schema_name are required"
             )
         sid = self.schema_id(catalog, schema)
+        catalog, schema = self.spelled([catalog, schema])
         records = {t.name: t for t in self.store.table_records(sid) if not views.is_staging(t)}
         names, token = _page(list(records), r.query, "tables")
         infos = [views.table_info(self.service, catalog, schema, records[n]) for n in names]
@@ -313,7 +388,7 @@ class UnityCatalogs:
     def get_table(self, r: UcRequest) -> dict[str, Any]:
         catalog, schema, name = self.split(r.params["full_name"], 3, "table")
         record = self.table(catalog, schema, name)
-        return views.table_info(self.service, catalog, schema, record)
+        return views.table_info(self.service, *self.spelled([catalog, schema]), record)
 
     def delete_table(self, r: UcRequest) -> dict[str, Any]:
         self.require(r.principal, "admin", "delete a table")
@@ -387,7 +462,7 @@ class UnityCatalogs:
         from deltalog.exceptions import AlreadyExistsError, DeltaError, TableNotFoundError
         from deltalog.table import DeltaTable
 
-        self.check_name(name, "table")
+        name = self.check_name(name, "table")
         sid = self.schema_id(catalog, schema)
         try:
             canonical = self.service._location(location)

@@ -227,7 +227,20 @@ class DeltaApi(TableLifecycle):
         )
 
     def load_table(self, r: UcRequest) -> dict[str, Any]:
-        return self.load(self._record(r))
+        record = self._record(r)
+        if record.managed:
+            # A UC engine reads the published commits itself: a table whose published log is
+            # not what the catalog ratified is refused, not handed out (it would read the
+            # changed files as the table; deltalog.catalog.integrity).
+            from deltalog.catalog import integrity
+
+            tampered = integrity.check_published(self.store, record, self.service.storage_options)
+            if tampered is not None:
+                raise UcError(
+                    "InternalServerErrorException",
+                    f"table {'.'.join(self._names(r))}: {tampered.describe()}",
+                )
+        return self.load(record)
 
     def table_exists(self, r: UcRequest) -> None:
         self._record(r)
@@ -272,6 +285,9 @@ class DeltaApi(TableLifecycle):
                 "BadRequestException",
                 "update-metadata-snapshot-version is for external tables only",
             )
+        # The role first: a reader's replay of an accepted commit is refused like any update
+        # (it used to be answered as the no-op it is, 200).
+        self.catalogs.require(r.principal, "writer", "update a table")
         if add is not None and self._is_replay(record, add.commit):
             return self.load(record)  # the accepted commit again: a whole-request no-op
         etag_req = requirements.get("assert-etag")
