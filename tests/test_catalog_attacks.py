@@ -513,3 +513,32 @@ def test_a_readers_replay_of_an_accepted_commit_is_refused(server: Server) -> No
     status, _ = server.request("POST", f"/v1/table/{quoted}/version/create", request, "reader")
     assert status == 403
     assert server.latest("p") == 1
+
+
+def test_a_link_to_another_tables_file_is_refused_on_every_route(
+    server: Server, tmp_path: Path
+) -> None:
+    """Item 5 on the same routes: a proposal adding a data file that is a symbolic link to
+    another table's file (or lies under a linked directory) is refused, naming the link,
+    whichever way it reaches the catalog (test_catalog_symlinks.py covers the clients)."""
+    server.writer.write_table("main.sales.secret", rows(42))
+    secret = server.location("secret")
+    theirs = next(secret.glob("*.parquet"))
+    refused: dict[str, list[str]] = {}
+    for route, (location, propose) in freeze_routes(server, tmp_path).items():
+        link = f"link-{uuid.uuid4()}.parquet"
+        (location / link).symlink_to(theirs)
+        linked_dir = f"dir-{uuid.uuid4()}"
+        (location / linked_dir).symlink_to(secret)
+        for what, path in (("link", link), ("linked directory", f"{linked_dir}/{theirs.name}")):
+            ict = int(time.time() * 1000)
+            status, body = propose(1, commit(info(ict), add(path, theirs.stat().st_size)))
+            text = json.dumps(body)
+            assert status == 400 and ("symbolic link" in text or "real root" in text), (
+                route,
+                what,
+                status,
+                body,
+            )
+            refused.setdefault(route, []).append(what)
+    assert len(refused) == 5 and all(len(v) == 2 for v in refused.values()), refused
