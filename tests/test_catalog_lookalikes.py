@@ -25,10 +25,9 @@ import pytest
 
 import catalog_server
 import deltalog as dl
+from catalog_configs import Config, new_catalog
 from deltalog.catalog.names import InvalidNameError, check_name
 from test_unity_hostile import send, uc_shape
-
-Config = dict[str, str]
 
 NFD_CAFE = unicodedata.normalize("NFD", "café")
 NFC_CAFE = unicodedata.normalize("NFC", "café")
@@ -66,23 +65,8 @@ def test_the_rule() -> None:
 
 @pytest.fixture(params=["dir", "sqlite", "postgresql", "rest", "unity"])
 def config(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Config]:
-    warehouse = str(tmp_path / "wh")
-    if request.param == "dir":
-        yield {"type": "dir", "path": warehouse}
-    elif request.param == "sqlite":
-        yield {"type": "sqlite", "path": str(tmp_path / "catalog.db"), "warehouse": warehouse}
-    elif request.param == "postgresql":
-        uri = request.getfixturevalue("postgres_uri")
-        yield {"type": "postgresql", "uri": uri, "warehouse": warehouse}
-    else:
-        with catalog_server.running(tmp_path / "server", warehouse=warehouse) as server:
-            config = {"type": request.param, "uri": server.url}
-            if request.param == "unity":
-                rest = dl.connect_catalog({"type": "rest", "uri": server.url})
-                rest.create_namespace("main")
-                rest.create_namespace("main.default")
-                config |= {"catalog": "main", "schema": "default"}
-            yield config
+    with new_catalog(request.param, request, tmp_path) as config:
+        yield config
 
 
 def rows(*ids: int) -> pa.Table:

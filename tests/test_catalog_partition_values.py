@@ -22,10 +22,8 @@ import deltalake
 import pyarrow as pa
 import pytest
 
-import catalog_server
 import deltalog as dl
-
-Config = dict[str, str]
+from catalog_configs import Config, new_catalog
 
 #: Values a partition directory must escape or encode: `%`, `/`, space, `=`, non-ASCII, the
 #: escape sequences themselves, an empty string, null.
@@ -87,23 +85,8 @@ def sorted_rows(table: pa.Table) -> list[tuple[Any, ...]]:
 
 @pytest.fixture(params=["dir", "sqlite", "postgresql", "rest", "unity"])
 def config(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Config]:
-    warehouse = str(tmp_path / "wh")
-    if request.param == "dir":
-        yield {"type": "dir", "path": warehouse}
-    elif request.param == "sqlite":
-        yield {"type": "sqlite", "path": str(tmp_path / "catalog.db"), "warehouse": warehouse}
-    elif request.param == "postgresql":
-        uri = request.getfixturevalue("postgres_uri")
-        yield {"type": "postgresql", "uri": uri, "warehouse": warehouse}
-    else:
-        with catalog_server.running(tmp_path / "server", warehouse=warehouse) as server:
-            config = {"type": request.param, "uri": server.url}
-            if request.param == "unity":
-                rest = dl.connect_catalog({"type": "rest", "uri": server.url})
-                rest.create_namespace("main")
-                rest.create_namespace("main.default")
-                config |= {"catalog": "main", "schema": "default"}
-            yield config
+    with new_catalog(request.param, request, tmp_path) as config:
+        yield config
 
 
 @pytest.fixture(scope="module")

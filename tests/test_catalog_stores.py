@@ -24,9 +24,9 @@ import deltalake
 import pyarrow as pa
 import pytest
 
-import catalog_server
 import deltalog as dl
 import processes
+from catalog_configs import Config, new_catalog
 from deltalog.catalog import Catalog, Proposal, TableCatalogClient, reports, sql
 from deltalog.catalog.rest.client import RestTableClient
 from deltalog.catalog.sql import SqlStore
@@ -34,33 +34,13 @@ from deltalog.catalog.unity.client import UnityTableClient
 
 SCHEMA = pa.schema({"id": pa.int64()})
 
-Config = dict[str, str]
-
 
 @pytest.fixture(params=["sqlite", "postgresql", "rest", "unity"])
 def config(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Config]:
     """The configuration of a new, empty catalog of each kind. Keys starting with ``_`` are
     the test's own: for ``rest``, the server's SQLite database and warehouse."""
-    warehouse = str(tmp_path / "wh")
-    if request.param == "sqlite":
-        yield {"type": "sqlite", "path": str(tmp_path / "catalog.db"), "warehouse": warehouse}
-    elif request.param == "postgresql":
-        uri = request.getfixturevalue("postgres_uri")
-        yield {"type": "postgresql", "uri": uri, "warehouse": warehouse}
-    else:
-        with catalog_server.running(tmp_path / "server", warehouse=warehouse) as server:
-            config = {
-                "type": request.param,
-                "uri": server.url,
-                "_path": str(tmp_path / "server" / "catalog.db"),
-                "_warehouse": warehouse,
-            }
-            if request.param == "unity":
-                rest = dl.connect_catalog({"type": "rest", "uri": server.url})
-                rest.create_namespace("main")
-                rest.create_namespace("main.default")
-                config |= {"catalog": "main", "schema": "default"}
-            yield config
+    with new_catalog(request.param, request, tmp_path, private=True) as config:
+        yield config
 
 
 def connect(config: Config) -> Any:

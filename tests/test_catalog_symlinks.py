@@ -23,10 +23,10 @@ import pytest
 
 import catalog_server
 import deltalog as dl
+from catalog_configs import Config, new_catalog
 from deltalog.catalog.rest.auth import add_token
 from test_unity_hostile import send, uc_shape
 
-Config = dict[str, str]
 P = "/api/2.1/unity-catalog"
 
 
@@ -34,21 +34,8 @@ P = "/api/2.1/unity-catalog"
 def managed(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Config]:
     """A new catalog that manages its tables (``unity``: the server's UC routes, tables in
     ``main.default``)."""
-    warehouse = str(tmp_path / "wh")
-    if request.param == "sqlite":
-        yield {"type": "sqlite", "path": str(tmp_path / "catalog.db"), "warehouse": warehouse}
-    elif request.param == "postgresql":
-        uri = request.getfixturevalue("postgres_uri")
-        yield {"type": "postgresql", "uri": uri, "warehouse": warehouse}
-    else:
-        with catalog_server.running(tmp_path / "server", warehouse=warehouse) as server:
-            config = {"type": request.param, "uri": server.url}
-            if request.param == "unity":
-                rest = dl.connect_catalog({"type": "rest", "uri": server.url})
-                rest.create_namespace("main")
-                rest.create_namespace("main.default")
-                config |= {"catalog": "main", "schema": "default"}
-            yield config
+    with new_catalog(request.param, request, tmp_path) as config:
+        yield config
 
 
 def rows(*ids: int) -> pa.Table:

@@ -40,7 +40,7 @@ from typing import TYPE_CHECKING
 from deltalog.exceptions import InvalidArgumentError
 
 if TYPE_CHECKING:
-    from deltalog.catalog.managed import Store, TableRecord
+    from deltalog.catalog.managed import CommitRecord, Store, TableRecord
 
 #: The most published versions after the newest checkpoint that are checked (with version 0).
 RECENT = 100
@@ -154,6 +154,19 @@ def replayed_versions(
     return ([0] if first_held > 0 else []) + list(range(start, first_held))
 
 
+def _recorded(store: Store, record: TableRecord, versions: list[int]) -> dict[int, CommitRecord]:
+    """What the catalog recorded of ``versions`` (version 0, then a contiguous run, as
+    :func:`replayed_versions` gives them): two range reads."""
+    if not versions:
+        return {}
+    records = {r.version: r for r in store.commit_records(record.id, 0, 0)}
+    if len(versions) > 1:
+        records.update(
+            (r.version, r) for r in store.commit_records(record.id, versions[1], versions[-1])
+        )
+    return records
+
+
 def check_published(
     store: Store,
     record: TableRecord,
@@ -169,14 +182,9 @@ def check_published(
     versions = replayed_versions(record, first_held, storage_options)
     if not versions:
         return None
-    recorded = {r.version: r.sha256 for r in store.commit_records(record.id, 0, 0)}
-    if len(versions) > 1:
-        recorded.update(
-            (r.version, r.sha256)
-            for r in store.commit_records(record.id, versions[1], versions[-1])
-        )
+    recorded = _recorded(store, record, versions)
     for v in versions:
-        expected = recorded.get(v)
+        expected = recorded[v].sha256 if v in recorded else None
         if not expected:
             continue
         found = _digest_of(record.location, v, storage_options)
@@ -185,7 +193,7 @@ def check_published(
     return None
 
 
-def _require_local(location: str, what: str) -> str:
+def require_local(location: str, what: str) -> str:
     local = _local(location)
     if local is None:
         raise InvalidArgumentError(
@@ -204,7 +212,7 @@ def republish(
     repair (no ratified copy left: roll the table back to the version before them)."""
     from deltalog.catalog import ratification
 
-    local = _require_local(record.location, "republishing")
+    local = require_local(record.location, "republishing")
     if storage_options:
         raise InvalidArgumentError("republishing works on local storage without options")
     held = store.commits(record.id, None, None).commits
@@ -229,8 +237,10 @@ def republish(
 
         _native.publish(record.location, held[-1].version, TableCatalogClient(store, record.id))
         repaired.extend(foreign)
-    for v in replayed_versions(record, first_held, None):
-        rec = store.commit_record(record.id, v)
+    versions = replayed_versions(record, first_held, None)
+    records = _recorded(store, record, versions)
+    for v in versions:
+        rec = records.get(v)
         if rec is None or not rec.sha256:
             continue
         found = _digest_of(record.location, v, None)
@@ -272,7 +282,7 @@ def quarantine_after(location: str, version: int) -> list[str]:
     ``_delta_log/_rolled_back/<time>/``; returns the names moved."""
     from deltalog import _native
 
-    local = _require_local(location, "rolling back published versions")
+    local = require_local(location, "rolling back published versions")
     log = os.path.join(local, "_delta_log")
     stamp = time.strftime("%Y%m%dT%H%M%SZ", time.gmtime())
     aside = os.path.join(log, ROLLED_BACK_DIR, stamp)

@@ -595,7 +595,7 @@ class ManagedCatalog(Catalog):
         if not record.managed:
             raise InvalidArgumentError(f"{name!r} is storage-managed: the catalog holds no commits")
         if published:
-            integrity._require_local(record.location, "rolling back published versions")
+            integrity.require_local(record.location, "rolling back published versions")
         rolled = self._store.rollback(record.id, version, published=published)
         # The catalog first (readers ignore files past its latest version), then the files.
         if rolled:

@@ -32,7 +32,7 @@ tokio::task_local! {
 }
 
 /// One operation's interrupt state (see the module docs).
-#[derive(Debug, Default)]
+#[derive(Debug)]
 pub struct Operation {
     interrupted: AtomicBool,
     commit_started: AtomicBool,
@@ -46,8 +46,10 @@ pub struct Operation {
 impl Operation {
     pub fn new() -> Arc<Self> {
         Arc::new(Self {
+            interrupted: AtomicBool::new(false),
+            commit_started: AtomicBool::new(false),
             committed: AtomicI64::new(-1),
-            ..Self::default()
+            created: Mutex::new(Vec::new()),
         })
     }
 

@@ -40,24 +40,18 @@ pub(crate) fn to_py_err(py: Python<'_>, err: DeltaError) -> PyErr {
                 file,
                 version,
                 rule,
-            } => {
-                let kw = PyDict::new(py);
-                kw.set_item("file", file)?;
-                kw.set_item("version", version)?;
-                kw.set_item("rule", rule)?;
-                ("CorruptLogError", Some(kw))
-            }
+            } => (
+                "CorruptLogError",
+                Some(log_kwargs(py, file, *version, rule)?),
+            ),
             DeltaError::LogTampered {
                 file,
                 version,
                 rule,
-            } => {
-                let kw = PyDict::new(py);
-                kw.set_item("file", file)?;
-                kw.set_item("version", version)?;
-                kw.set_item("rule", rule)?;
-                ("LogIntegrityError", Some(kw))
-            }
+            } => (
+                "LogIntegrityError",
+                Some(log_kwargs(py, file, Some(*version), rule)?),
+            ),
             DeltaError::CorruptDeletionVector { file, reason } => {
                 let kw = PyDict::new(py);
                 kw.set_item("file", file)?;
@@ -121,4 +115,18 @@ pub(crate) fn to_py_err(py: Python<'_>, err: DeltaError) -> PyErr {
         Ok(PyErr::from_value(instance))
     };
     build().unwrap_or_else(|e| e)
+}
+
+/// The attributes of a `CorruptLogError` (and its subclass `LogIntegrityError`).
+fn log_kwargs<'py>(
+    py: Python<'py>,
+    file: &str,
+    version: Option<u64>,
+    rule: &str,
+) -> PyResult<Bound<'py, PyDict>> {
+    let kw = PyDict::new(py);
+    kw.set_item("file", file)?;
+    kw.set_item("version", version)?;
+    kw.set_item("rule", rule)?;
+    Ok(kw)
 }

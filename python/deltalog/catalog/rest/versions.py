@@ -505,7 +505,7 @@ class VersionRoutes:
 
         if published:
             try:
-                integrity._require_local(record.location, "rolling back published versions")
+                integrity.require_local(record.location, "rolling back published versions")
             except InvalidArgumentError as e:
                 raise _error(p.INVALID_INPUT, str(e)) from e
         try:
