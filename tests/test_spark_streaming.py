@@ -260,14 +260,13 @@ def test_initial_offset_is_decided_once(tmp_path: Path, cdf: bool) -> None:
 
 
 def test_appends_racing_the_start_are_delivered_once(spark: Any, tmp_path: Path) -> None:
-    """The outside trial's race, 20 times with random timings (2 queries at a time): a query
+    """The outside trial's race, 8 times with random timings: a query
     without startingVersion whose first snapshot has more files than a batch takes, appends
     landing while it starts, every batch limit, and in some trials a stop and restart from the
     checkpoint; the sink holds every row exactly once. (Before issue #42: 3,000 rows came out
     as 4,900.)"""
     import random
     import threading
-    from concurrent.futures import ThreadPoolExecutor
 
     def trial(n: int) -> tuple[list[int], list[int], str]:
         rng = random.Random(n)
@@ -276,25 +275,24 @@ def test_appends_racing_the_start_are_delivered_once(spark: Any, tmp_path: Path)
         dl.write_table(table, rows(0))
         for i in range(1, initial):
             dl.write_table(table, rows(i), mode="append")
-        appended = list(range(100, 100 + rng.randint(12, 20)))
+        appended: list[int] = []
         source = spark.readStream.format("deltalog")
         if rng.random() < 0.5:
             limit = f"maxFilesPerTrigger={rng.randint(1, initial - 1)}"
         else:
             limit = f"maxBytesPerTrigger={rng.choice([1, 1500, 2500])}"
         source = source.option(*limit.split("="))
-        # Appends start with the query and keep landing while it starts (its source runner
-        # takes a second or two to start), plans and runs its first batches: Spark asks for
-        # the initial offset in both steps.
-        delay, pause = rng.uniform(0, 0.5), rng.uniform(0.05, 0.2)
+        pause = rng.uniform(0, 0.02)
+        out, checkpoint = tmp_path / f"out{n}", tmp_path / f"ck{n}"
 
         def append() -> None:
-            time.sleep(delay)
-            for i in appended:
-                dl.write_table(table, rows(i), mode="append")
+            # Appends land one after another from before the query starts until its batch 0
+            # is committed (at most 60): some land between Spark planning batch 0 and running
+            # it, when Spark asks for the initial offset again.
+            while len(appended) < 60 and not (checkpoint / "commits" / "0").exists():
+                dl.write_table(table, rows(100 + len(appended)), mode="append")
+                appended.append(100 + len(appended))
                 time.sleep(pause)
-
-        out, checkpoint = tmp_path / f"out{n}", tmp_path / f"ck{n}"
 
         def start() -> Any:
             return (
@@ -310,7 +308,15 @@ def test_appends_racing_the_start_are_delivered_once(spark: Any, tmp_path: Path)
         appender.start()
         query = start()
         if n % 3 == 0:  # a restart from the checkpoint while appends land
-            time.sleep(rng.uniform(0.5, 2.0))
+            # Once batch 0 is in the offset log: a stop that interrupts Spark's own write of
+            # the first offset file leaves a temporary file, and Spark then refuses to start
+            # the query anew (STATE_STORE_CHECKPOINT_LOCATION_NOT_EMPTY, Spark 4.3's
+            # verifyNewCheckpointDirectory); a restart before batch 0 committed is covered
+            # by test_initial_offset_is_decided_once.
+            deadline = time.monotonic() + 60
+            while not (checkpoint / "offsets" / "0").exists() and time.monotonic() < deadline:
+                time.sleep(0.01)
+            time.sleep(rng.uniform(0.0, 1.5))
             query.stop()
             query = start()
         appender.join()
@@ -318,6 +324,8 @@ def test_appends_racing_the_start_are_delivered_once(spark: Any, tmp_path: Path)
         query.stop()
         return ids_in(spark, out), sorted([*range(initial), *appended]), limit
 
-    with ThreadPoolExecutor(2) as pool:
-        for n, (got, expected, limit) in enumerate(pool.map(trial, range(20))):
-            assert got == expected, (n, limit)
+    # One query at a time: queries planned concurrently in one session sometimes fail in
+    # Spark's own task deserialization (java.io.OptionalDataException, Spark 4.3).
+    for n in range(8):
+        got, expected, limit = trial(n)
+        assert got == expected, (n, limit)
