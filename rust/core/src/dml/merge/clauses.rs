@@ -1,6 +1,7 @@
 //! MERGE's clauses: compiled against the joined target and source columns
-//! (`<alias>.<column>`), the first clause whose condition holds chosen per row, and the rows
-//! each kind of clause produces (updated, inserted, kept); a target file's matched rows acted on.
+//! (`<alias>.<column>`) and grouped by kind, the first clause whose condition holds chosen per
+//! row, and the rows each kind of clause produces (updated, inserted, kept); a target file's
+//! matched rows acted on.
 //!
 //! Spec: as [`crate::dml::rewrite`]; "Row Tracking" (updated rows keep their row ids).
 
@@ -18,8 +19,9 @@ use crate::expr::{eval, Expr};
 use crate::predicate::Literal;
 use crate::schema::name_key;
 use crate::writer_features::constraints::TableRules;
+use crate::writer_features::identity::IdentityColumns;
 
-use super::{ClauseKind, MergeMetrics};
+use super::{ClauseAction, ClauseKind, MergeClause, MergeMetrics};
 
 /// A clause compiled against the joined columns.
 pub(super) struct Compiled {
@@ -29,6 +31,153 @@ pub(super) struct Compiled {
     /// Per target column (table order): its new value, or `None` to keep (update) / null
     /// (insert).
     pub(super) values: Vec<Option<Expr>>,
+}
+
+/// The compiled clauses by kind, each in the statement's order.
+pub(super) struct Clauses {
+    pub(super) matched: Vec<Compiled>,
+    pub(super) not_matched: Vec<Compiled>,
+    pub(super) by_source: Vec<Compiled>,
+}
+
+impl Clauses {
+    pub(super) fn by_kind(compiled: Vec<Compiled>) -> Clauses {
+        let mut clauses = Clauses {
+            matched: Vec::new(),
+            not_matched: Vec::new(),
+            by_source: Vec::new(),
+        };
+        for clause in compiled {
+            match clause.kind {
+                ClauseKind::Matched => clauses.matched.push(clause),
+                ClauseKind::NotMatched => clauses.not_matched.push(clause),
+                ClauseKind::NotMatchedBySource => clauses.by_source.push(clause),
+            }
+        }
+        clauses
+    }
+}
+
+/// Compiles the statement's clauses against the joined columns: each clause's action checked
+/// against its kind, its condition and values compiled reading only the sides it has rows of;
+/// `UPDATE SET *` / `INSERT *` take the source's column of each target column's name
+/// (generated columns may lack one).
+pub(super) fn compile(
+    clauses: &[MergeClause],
+    names: &Names,
+    rules: &TableRules,
+) -> DeltaResult<Vec<Compiled>> {
+    let data_schema = &names.target;
+    let n_target = data_schema.fields().len();
+    let (ta, sa) = (
+        format!("{}.", names.target_alias),
+        format!("{}.", names.source_alias),
+    );
+    let mut compiled: Vec<Compiled> = Vec::new();
+    for clause in clauses {
+        let (allow_target, allow_source) = match clause.kind {
+            ClauseKind::Matched => (true, true),
+            ClauseKind::NotMatched => (false, true),
+            ClauseKind::NotMatchedBySource => (true, false),
+        };
+        let valid = matches!(
+            (clause.kind, clause.action),
+            (
+                ClauseKind::Matched,
+                ClauseAction::Update | ClauseAction::UpdateAll | ClauseAction::Delete
+            ) | (
+                ClauseKind::NotMatched,
+                ClauseAction::Insert | ClauseAction::InsertAll
+            ) | (
+                ClauseKind::NotMatchedBySource,
+                ClauseAction::Update | ClauseAction::Delete
+            )
+        );
+        if !valid {
+            return Err(bad(format!(
+                "a {:?} clause cannot {:?}",
+                clause.kind, clause.action
+            )));
+        }
+        let predicate = clause
+            .predicate
+            .as_deref()
+            .map(|p| names.compile(p, allow_target, allow_source))
+            .transpose()?;
+        let mut values: Vec<Option<Expr>> = vec![None; n_target];
+        match clause.action {
+            ClauseAction::Update | ClauseAction::Insert => {
+                for (column, sql) in &clause.set {
+                    let target = column.strip_prefix(&ta).unwrap_or(column);
+                    let index = data_schema
+                        .fields()
+                        .iter()
+                        .position(|f| f.name() == target)
+                        .or_else(|| {
+                            data_schema
+                                .fields()
+                                .iter()
+                                .position(|f| name_key(f.name()) == name_key(target))
+                        })
+                        .ok_or_else(|| bad(format!("MERGE sets an unknown column {column:?}")))?;
+                    if values[index].is_some() {
+                        return Err(bad(format!("MERGE sets column {column:?} twice")));
+                    }
+                    values[index] = Some(names.compile(sql, allow_target, allow_source)?);
+                }
+            }
+            ClauseAction::UpdateAll | ClauseAction::InsertAll => {
+                for (i, f) in data_schema.fields().iter().enumerate() {
+                    let from = names
+                        .source
+                        .fields()
+                        .iter()
+                        .find(|s| name_key(s.name()) == name_key(f.name()));
+                    match from {
+                        Some(s) => values[i] = Some(Expr::Column(format!("{}{}", sa, s.name()))),
+                        None if rules.is_generated(i) => {}
+                        None => {
+                            return Err(bad(format!(
+                                "the source has no column {:?} for UPDATE SET * / INSERT *",
+                                f.name()
+                            )))
+                        }
+                    }
+                }
+            }
+            ClauseAction::Delete => {}
+        }
+        compiled.push(Compiled {
+            kind: clause.kind,
+            delete: clause.action == ClauseAction::Delete,
+            predicate,
+            values,
+        });
+    }
+    Ok(compiled)
+}
+
+/// A MATCHED or NOT MATCHED BY SOURCE clause may not set an identity column that refuses
+/// explicit values (it would update the column's generated values; "Identity Columns").
+pub(super) fn check_identity_updates(
+    compiled: &[Compiled],
+    identities: &IdentityColumns,
+    data_schema: &SchemaRef,
+) -> DeltaResult<()> {
+    let n_target = data_schema.fields().len();
+    for clause in compiled {
+        if clause.kind != ClauseKind::NotMatched {
+            if let Some(i) =
+                (0..n_target).find(|&i| clause.values[i].is_some() && identities.refuses_values(i))
+            {
+                return Err(bad(format!(
+                    "MERGE cannot update identity column {:?} (its values are generated)",
+                    data_schema.field(i).name()
+                )));
+            }
+        }
+    }
+    Ok(())
 }
 
 pub(super) fn bad(message: String) -> DeltaError {
@@ -244,7 +393,7 @@ pub(super) fn row_ids_of(batch: &RecordBatch, targets: Vec<u32>) -> DeltaResult<
 /// For each row of `batch`, the index of the first clause of `clauses` whose condition holds
 /// (`None`: no clause acts).
 pub(super) fn first_clause(
-    clauses: &[&Compiled],
+    clauses: &[Compiled],
     batch: &RecordBatch,
 ) -> DeltaResult<Vec<Option<usize>>> {
     let mut chosen: Vec<Option<usize>> = vec![None; batch.num_rows()];
