@@ -18,7 +18,7 @@ import duckdb
 import pyarrow as pa
 
 import deltalog as dl
-from deltalog.features import reader_features_of, writer_features_of
+from deltalog.protocol.features import reader_features_of, writer_features_of
 
 UTC = dt.timezone.utc
 

@@ -115,7 +115,7 @@ def test_a_catalog_without_a_cached_state_opens_the_log(config: Config) -> None:
     from an existing log, a rollback): loading it reads them from the log."""
     lazy_catalogs(config)
     from deltalog.catalog.managed import TableRecord
-    from deltalog.table import DeltaTable
+    from deltalog.table.delta_table import DeltaTable
 
     cat = connect(config)
     cat.write_table("t", rows(1))

@@ -314,7 +314,7 @@ def test_vacuum_progress(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> 
 
 
 def test_command_line_maintenance(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    from deltalog.cli import main
+    from deltalog.cli.main import main
 
     uri, names = build_vacuum_table(tmp_path)
     assert main(["checkpoint", str(uri)]) == 0

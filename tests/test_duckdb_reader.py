@@ -27,7 +27,7 @@ import pyarrow as pa
 import pytest
 
 import deltalog as dl
-from deltalog.writer_properties import Compression
+from deltalog.write.properties import Compression
 from duckdb_delta import (
     UTC,
     assert_filters_agree,

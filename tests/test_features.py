@@ -1,4 +1,4 @@
-"""Tests of the table-feature registry (``deltalog.features``).
+"""Tests of the table-feature registry (``deltalog.protocol.features``).
 
 The registry is checked against the Delta protocol itself: the appendix "Valid Feature Names in
 Table Features" and the "Writer/Reader Version Requirements" tables are parsed out of the stored
@@ -18,9 +18,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from deltalog import features
 from deltalog.exceptions import CatalogRequiredError, CorruptLogError, UnsupportedFeatureError
-from deltalog.features import (
+from deltalog.protocol import features
+from deltalog.protocol.features import (
     FEATURES,
     check_readable,
     check_writable,

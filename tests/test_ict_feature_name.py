@@ -5,7 +5,7 @@ The stored protocol text ("In-Commit Timestamps": "The feature `inCommitTimestam
 in the table `protocol`'s `writerFeatures`") says ``inCommitTimestamps``; Delta Spark, delta-rs,
 delta-kernel-rs and the Unity Catalog Delta API say ``inCommitTimestamp`` (delta-io/delta issue
 #4466). deltalog used to write the plural, and no other engine could then write its tables
-(see :data:`deltalog.features.IN_COMMIT_TIMESTAMP`). Here:
+(see :data:`deltalog.protocol.features.IN_COMMIT_TIMESTAMP`). Here:
 
 * what deltalog writes, on every path that adds the feature;
 * independent evidence that the name matters: DuckDB's delta extension (delta-kernel-rs)
@@ -31,10 +31,10 @@ import pytest
 
 import deltalog as dl
 from conftest import BASE_MS, LogWriter, commit_info, metadata, protocol
-from deltalog import features
 from deltalog.catalog.ratification import ProposalError, TableState, check_proposal
 from deltalog.exceptions import InvalidArgumentError
-from deltalog.table import Protocol
+from deltalog.protocol import features
+from deltalog.table.delta_table import Protocol
 
 NEW, OLD = "inCommitTimestamp", "inCommitTimestamps"
 ICT_ON = {"delta.enableInCommitTimestamps": "true"}

@@ -19,6 +19,7 @@ import pytest
 
 import deltalog as dl
 import processes
+from deltalog.table.optimize import TableOptimizer
 
 
 def rows(start: int, n: int, part: str = "a") -> pa.Table:
@@ -419,7 +420,7 @@ def test_the_signatures_are_deltalakes() -> None:
 
     for method, first in (("compact", []), ("z_order", ["columns"])):
         theirs = inspect.signature(getattr(deltalake.table.TableOptimizer, method)).parameters
-        ours = inspect.signature(getattr(dl.optimize.TableOptimizer, method)).parameters
+        ours = inspect.signature(getattr(TableOptimizer, method)).parameters
         assert list(theirs)[1:] == [*first, *DELTALAKE_PARAMETERS, "args", *KEYWORD_ONLY]
         assert list(ours)[1 : len(theirs)] == list(theirs)[1:]
         for name in theirs:

@@ -230,7 +230,7 @@ def test_in_commit_timestamps_on_a_new_table(tmp_path: Path) -> None:
     for i in range(3):
         dl.write_table(path, table([i]), mode="append")
     t = dl.DeltaTable(path)
-    # Written as other writers spell it (deltalog.features.IN_COMMIT_TIMESTAMP).
+    # Written as other writers spell it (deltalog.protocol.features.IN_COMMIT_TIMESTAMP).
     assert "inCommitTimestamp" in (t.protocol().writer_features or [])
     assert "inCommitTimestamps" not in (t.protocol().writer_features or [])
     firsts = _commit_infos(path)

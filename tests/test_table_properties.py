@@ -15,7 +15,7 @@ import pyarrow as pa
 import pytest
 
 import deltalog as dl
-from deltalog import properties
+from deltalog.protocol import properties
 
 
 def _peer_config(path: Path) -> dict[str, str]:

@@ -15,7 +15,7 @@ import pytest
 
 import deltalog as dl
 from conftest import BASE_MS, LogWriter, add, commit_info, metadata, protocol
-from deltalog.cli import main
+from deltalog.cli.main import main
 
 UTC = dt.timezone.utc
 PLUS2 = dt.timezone(dt.timedelta(hours=2))

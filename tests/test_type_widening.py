@@ -22,8 +22,8 @@ import pyarrow.parquet as pq
 import pytest
 
 import deltalog as dl
-from deltalog.alter import _widening_allowed
 from deltalog.exceptions import FeatureDropWaitError, InvalidArgumentError
+from deltalog.table.alter.alterer import _widening_allowed
 
 D = decimal.Decimal
 

@@ -353,7 +353,7 @@ def test_without_boto3_the_server_does_not_start(
         S3CredentialVendor(None, ROLE)  # type: ignore[arg-type]
     code = (
         "import sys; sys.modules['boto3'] = None\n"
-        "from deltalog.cli import main\n"
+        "from deltalog.cli.main import main\n"
         "sys.exit(main(sys.argv[1:]))\n"
     )
     args = ["catalog", "serve", "--port", "0", "--db", f"sqlite://{tmp_path / 'c.db'}"]

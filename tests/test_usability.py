@@ -13,7 +13,7 @@ import pyarrow as pa
 import pytest
 
 import deltalog as dl
-from deltalog.cli import main
+from deltalog.cli.main import main
 
 BIG = 2**63
 
@@ -278,8 +278,8 @@ t.vacuum(retention_hours=0, enforce_retention_duration=False, dry_run=True)
 assert "pyarrow" not in sys.modules, "maintenance imported pyarrow"
 rows = t.to_pyarrow_table()
 import pyarrow
-import deltalog.table
-assert deltalog.table.pa.Table is pyarrow.Table
+import deltalog.table.delta_table
+assert deltalog.table.delta_table.pa.Table is pyarrow.Table
 assert isinstance(rows, pyarrow.Table) and rows.num_rows == 6
 print("ok")
 """

@@ -7,10 +7,9 @@
 
 from __future__ import annotations
 
-from deltalog import catalog, features
+from deltalog import catalog
 from deltalog._native import __version__
 from deltalog.catalog import connect_catalog, load_catalog
-from deltalog.convert import convert_to_deltalake
 from deltalog.exceptions import (
     AlreadyExistsError,
     CatalogAuthenticationError,
@@ -43,12 +42,14 @@ from deltalog.exceptions import (
     VersionNotFoundError,
 )
 from deltalog.expressions import Column, Expr, col
-from deltalog.optimize_args import PostCommitHookProperties
-from deltalog.scan import DeltaScan, ScanTask, read_task
-from deltalog.table import DeltaTable, Metadata, Protocol, VacuumResult
-from deltalog.transaction import Transaction, write_files
-from deltalog.writer import CommitProperties, write_table
-from deltalog.writer_properties import BloomFilterProperties, ColumnProperties, WriterProperties
+from deltalog.protocol import features
+from deltalog.table.delta_table import DeltaTable, Metadata, Protocol, VacuumResult
+from deltalog.table.optimize_args import PostCommitHookProperties
+from deltalog.table.scan import DeltaScan, ScanTask, read_task
+from deltalog.table.transaction import Transaction, write_files
+from deltalog.write.convert import convert_to_deltalake
+from deltalog.write.properties import BloomFilterProperties, ColumnProperties, WriterProperties
+from deltalog.write.writer import CommitProperties, write_table
 
 __all__ = [
     "AlreadyExistsError",

@@ -1,7 +1,7 @@
-"""``python -m deltalog``: the command line (:mod:`deltalog.cli`)."""
+"""``python -m deltalog``: the command line (:mod:`deltalog.cli.main`)."""
 
 import sys
 
-from deltalog.cli import main
+from deltalog.cli.main import main
 
 sys.exit(main())

@@ -25,7 +25,7 @@ from deltalog.exceptions import (
 if TYPE_CHECKING:
     import pyarrow as pa
 
-    from deltalog.table import DeltaTable
+    from deltalog.table.delta_table import DeltaTable
 
 _NO_NAMESPACES = (
     "a directory catalog holds tables only, no namespaces (Lance catalog specification: "
@@ -154,7 +154,7 @@ class DirectoryCatalog(Catalog):
         configuration: Mapping[str, str] | None = None,
         **kwargs: Any,
     ) -> DeltaTable:
-        from deltalog.table import DeltaTable
+        from deltalog.table.delta_table import DeltaTable
 
         uri = self._new_table_uri(name)
         return DeltaTable.create(
@@ -190,7 +190,7 @@ class DirectoryCatalog(Catalog):
         return self.load_table(name)
 
     def load_table(self, name: Identifier, version: int | None = None) -> DeltaTable:
-        from deltalog.table import DeltaTable
+        from deltalog.table.delta_table import DeltaTable
 
         uri = self.table_uri(name)
         if not self.table_exists(name):
@@ -216,7 +216,7 @@ class DirectoryCatalog(Catalog):
         _native.delete_tree(self.table_uri(name), self.storage_options)
 
     def _create_from_data(self, name: Identifier, data: Any, mode: str, **kwargs: Any) -> int:
-        from deltalog.writer import write_table
+        from deltalog.write.writer import write_table
 
         uri = self._new_table_uri(name)
         kwargs.setdefault("storage_options", self.storage_options)

@@ -39,7 +39,7 @@ from deltalog.exceptions import (
 
 if TYPE_CHECKING:
     from deltalog.catalog.transaction import CatalogTransaction
-    from deltalog.table import DeltaTable
+    from deltalog.table.delta_table import DeltaTable
 
 
 class PurgeRefusedError(CatalogError):
@@ -527,14 +527,14 @@ class ManagedCatalog(Catalog):
         return location, client
 
     def _create_from_data(self, name: Identifier, data: Any, mode: str, **kwargs: Any) -> int:
-        from deltalog.writer import write_table
+        from deltalog.write.writer import write_table
 
         (_, _, location), client = self._new_table(name)
         return write_table(location, data, mode=mode, catalog_client=client, **kwargs)
 
     def register_table(self, name: Identifier, location: str) -> DeltaTable:
         """Adds the Delta table at ``location`` as a storage-managed table."""
-        from deltalog.table import DeltaTable
+        from deltalog.table.delta_table import DeltaTable
 
         location = canonical_location(location)
         self.check_not_above_warehouse(location)
@@ -546,7 +546,7 @@ class ManagedCatalog(Catalog):
         return self.load_table(name)
 
     def load_table(self, name: Identifier, version: int | None = None) -> DeltaTable:
-        from deltalog.table import DeltaTable
+        from deltalog.table.delta_table import DeltaTable
 
         record = self._record(name)
         if not record.managed:
@@ -630,7 +630,7 @@ class ManagedCatalog(Catalog):
         if record is None or record.latest_version < 0:
             return
         try:
-            from deltalog.table import DeltaTable
+            from deltalog.table.delta_table import DeltaTable
 
             table = DeltaTable(
                 record.location, catalog_client=TableCatalogClient(self._store, table_id)

@@ -40,7 +40,7 @@ from deltalog.exceptions import InvalidArgumentError
 
 if TYPE_CHECKING:
     from deltalog.catalog.base import Catalog
-    from deltalog.table import DeltaTable
+    from deltalog.table.delta_table import DeltaTable
 
 FILE_NAME = ".deltalog.yaml"
 ENV_PREFIX = "DELTALOG_CATALOG__"

@@ -59,7 +59,7 @@ REQUIRED_READER_FEATURES = ("catalogManaged",)
 #: Each entry is met by any one of its names, the first the one deltalog writes: in-commit
 #: timestamps are `inCommitTimestamp` to Delta Spark, delta-rs, kernel-rs and the UC Delta API,
 #: `inCommitTimestamps` in the stored protocol text ("In-Commit Timestamps"); both are accepted
-#: (see deltalog.features.IN_COMMIT_TIMESTAMP).
+#: (see deltalog.protocol.features.IN_COMMIT_TIMESTAMP).
 REQUIRED_WRITER_FEATURES: tuple[tuple[str, ...], ...] = (
     ("catalogManaged",),
     ("inCommitTimestamp", "inCommitTimestamps"),

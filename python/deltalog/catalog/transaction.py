@@ -39,7 +39,7 @@ from deltalog.exceptions import CatalogError, InvalidArgumentError
 if TYPE_CHECKING:
     import pyarrow as pa
 
-    from deltalog.table import DeltaTable
+    from deltalog.table.delta_table import DeltaTable
 
 _log = logging.getLogger("deltalog")
 
@@ -180,7 +180,7 @@ class CatalogTransaction:
 
     def load_table(self, name: Identifier) -> DeltaTable:
         """The catalog-managed table ``name``; its writes join this transaction."""
-        from deltalog.table import DeltaTable
+        from deltalog.table.delta_table import DeltaTable
 
         self._check_open()
         key = self._key(name)
@@ -196,7 +196,7 @@ class CatalogTransaction:
     def write_table(self, name: Identifier, data: Any, mode: str = "append", **kwargs: Any) -> int:
         """Writes ``data`` to the table ``name`` (created as a catalog-managed table when it
         does not exist) as part of this transaction; returns the version it will have."""
-        from deltalog.writer import write_table
+        from deltalog.write.writer import write_table
 
         self._check_open()
         if self._catalog.table_exists(name):

@@ -39,12 +39,12 @@ from deltalog.spark.types import spark_schema, spark_type
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
 
-    from deltalog.scan import DeltaScan
     from deltalog.spark.dml import SparkMerger
     from deltalog.spark.native_read import ReadPath
-    from deltalog.table import DeltaTable
-    from deltalog.writer import CommitProperties
-    from deltalog.writer_properties import WriterProperties
+    from deltalog.table.delta_table import DeltaTable
+    from deltalog.table.scan import DeltaScan
+    from deltalog.write.properties import WriterProperties
+    from deltalog.write.writer import CommitProperties
 
 __all__ = [
     "NAME",
@@ -196,7 +196,7 @@ def read_table(
     ``df.explain(True)``); :func:`read_path` tells which path it took and why, and an INFO
     line on the ``deltalog.spark`` logger says so too."""
     from deltalog.spark import native_read as nr
-    from deltalog.table import DeltaTable
+    from deltalog.table.delta_table import DeltaTable
 
     if path not in ("auto", "native", "source"):
         raise ValueError(f"path must be 'auto', 'native' or 'source', not {path!r}")
@@ -325,14 +325,14 @@ def write_table(
     (:class:`~deltalog.exceptions.NotADeltaTableError`: convert it with
     :func:`deltalog.convert_to_deltalake`) unless ``allow_unconverted_files`` (the data
     source's ``allowUnconvertedFiles`` option) creates a table beside its files."""
-    from deltalog.table import DeltaTable
+    from deltalog.table.delta_table import DeltaTable
 
     if mode not in ("error", "append", "overwrite", "ignore"):
         raise ValueError(f"mode must be error, append, overwrite or ignore, not {mode!r}")
     if path not in ("auto", "native", "source"):
         raise ValueError(f"path must be 'auto', 'native' or 'source', not {path!r}")
     from deltalog.spark.source import looks_like_a_name
-    from deltalog.writer import check_not_a_file
+    from deltalog.write.writer import check_not_a_file
 
     if not looks_like_a_name(uri):
         check_not_a_file(uri)  # a typed error here, before the job (the source checks too)
@@ -402,7 +402,7 @@ def to_spark(scan: DeltaScan, spark: SparkSession) -> DataFrame:
 
 
 def _table(target: DeltaTable | str, storage_options: Mapping[str, str] | None) -> DeltaTable:
-    from deltalog.table import DeltaTable
+    from deltalog.table.delta_table import DeltaTable
 
     if isinstance(target, DeltaTable):
         return target

@@ -58,7 +58,7 @@ from deltalog.spark.rewrite import SOURCE_MARK as SOURCE_MARK
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
 
-    from deltalog.table import DeltaTable
+    from deltalog.table.delta_table import DeltaTable
 
 
 def _candidate_files(table: DeltaTable, predicate: str | None) -> list[Any]:

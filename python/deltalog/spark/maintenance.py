@@ -17,9 +17,9 @@ if TYPE_CHECKING:
     from pyspark.sql import SparkSession
 
     from deltalog.expressions import FilterLike
-    from deltalog.table import DeltaTable
-    from deltalog.writer import CommitProperties
-    from deltalog.writer_properties import WriterProperties
+    from deltalog.table.delta_table import DeltaTable
+    from deltalog.write.properties import WriterProperties
+    from deltalog.write.writer import CommitProperties
 
 
 def optimize(
@@ -35,11 +35,13 @@ def optimize(
     """OPTIMIZE of ``table`` (its loaded version) rewritten on Spark's executors: compaction
     (clustering on a clustered table), or Z-order by ``z_order_by``; the new files encoded
     with ``writer_properties`` when given (deltalog's or deltalake's, as ``t.optimize``
-    takes them). Returns the metrics of :meth:`deltalog.optimize.TableOptimizer.compact`
+    takes them). Returns the metrics of :meth:`deltalog.table.optimize.TableOptimizer.compact`
     (deltalake's keys and types)."""
-    from deltalog import _native, features, optimize_args
+    from deltalog import _native
     from deltalog.expressions import to_predicate
-    from deltalog.writer import check_snapshot_writable
+    from deltalog.protocol import features
+    from deltalog.table import optimize_args
+    from deltalog.write.writer import check_snapshot_writable
 
     check_snapshot_writable(table._raw)
     if features.is_catalog_managed(table.protocol()):

@@ -31,7 +31,7 @@ from deltalog.spark.rewrite import (
 if TYPE_CHECKING:
     from pyspark.sql import Column, DataFrame
 
-    from deltalog.table import DeltaTable
+    from deltalog.table.delta_table import DeltaTable
 
 
 @dataclass

@@ -55,8 +55,8 @@ if TYPE_CHECKING:
     from pyspark.sql import Column, DataFrame, SparkSession
     from pyspark.sql.types import DataType
 
-    from deltalog.scan import ScanTask
-    from deltalog.table import DeltaTable
+    from deltalog.table.delta_table import DeltaTable
+    from deltalog.table.scan import ScanTask
 
 log = logging.getLogger("deltalog.spark")
 

@@ -10,7 +10,7 @@ from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from deltalog.table import DeltaTable
+    from deltalog.table.delta_table import DeltaTable
 
 
 #: Where a source registered with a default catalog finds it among its options.
@@ -82,7 +82,7 @@ def _open(
 ) -> DeltaTable:
     """The table the options name: by location, or by name in a catalog (through its catalog
     when it is catalog-managed)."""
-    from deltalog.table import DeltaTable
+    from deltalog.table.delta_table import DeltaTable
 
     named = _catalog_table(options)
     if named is None:
@@ -100,7 +100,7 @@ def _open(
 
 
 def _exists(options: Mapping[str, str]) -> bool:
-    from deltalog.table import DeltaTable
+    from deltalog.table.delta_table import DeltaTable
 
     named = _catalog_table(options)
     if named is None:

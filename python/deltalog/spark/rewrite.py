@@ -20,7 +20,7 @@ from deltalog.exceptions import InvalidArgumentError, UnsupportedFeatureError
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
 
-    from deltalog.table import DeltaTable
+    from deltalog.table.delta_table import DeltaTable
 
 #: Columns the target frame carries besides the table's: the data file of each row and the
 #: row's ordinal among the file's (live) rows, which together identify a target row.
@@ -41,7 +41,7 @@ PRE = "_deltalog_pre_"
 
 def _check_rewritable(table: DeltaTable) -> None:
     """What this path cannot do correctly is refused up front."""
-    from deltalog.writer import check_snapshot_writable
+    from deltalog.write.writer import check_snapshot_writable
 
     check_snapshot_writable(table._raw)
 
@@ -164,7 +164,7 @@ class _Rewrite:
     def __init__(
         self, spark: SparkSession, table: DeltaTable, target_file_size: int | None
     ) -> None:
-        from deltalog.writer import _target_file_size
+        from deltalog.write.writer import _target_file_size
 
         self.spark = spark
         self.table = table

@@ -64,8 +64,8 @@ from deltalog.spark.types import conform, exchange_schema, spark_schema
 if TYPE_CHECKING:
     from pyspark.sql.types import StructType
 
-    from deltalog.scan import ScanTask
-    from deltalog.table import DeltaTable
+    from deltalog.table.delta_table import DeltaTable
+    from deltalog.table.scan import ScanTask
 
 NAME = "deltalog"
 MAX_PARTITION_BYTES = 128 * 1024 * 1024

@@ -34,7 +34,7 @@ from deltalog.spark.tasks import Held, held_commits, task_snapshot, write_to_fil
 if TYPE_CHECKING:
     from pyspark.sql.types import StructType
 
-    from deltalog.table import DeltaTable
+    from deltalog.table.delta_table import DeltaTable
 
 
 @dataclass
@@ -105,7 +105,7 @@ class DeltaWriter(DataSourceArrowWriter):
             self._replace_where = None  # a new table: every row is written
             named = _catalog_table(options)
             managed = False
-            from deltalog.writer import check_no_unconverted_files, check_not_a_file
+            from deltalog.write.writer import check_no_unconverted_files, check_not_a_file
 
             if named is None:
                 check_not_a_file(self._uri)
@@ -189,7 +189,7 @@ class DeltaWriter(DataSourceArrowWriter):
         )
 
     def write(self, iterator: Iterator[pa.RecordBatch]) -> WrittenFiles:
-        from deltalog.writer import _target_file_size
+        from deltalog.write.writer import _target_file_size
 
         size = _target_file_size(_int(self._options, "targetFileSize"))
         return WrittenFiles(
@@ -198,7 +198,7 @@ class DeltaWriter(DataSourceArrowWriter):
 
     def commit(self, messages: list[WriterCommitMessage | None]) -> None:
         from deltalog import _native
-        from deltalog.writer import CommitProperties, _target_file_size
+        from deltalog.write.writer import CommitProperties, _target_file_size
 
         actions = [a for m in messages if isinstance(m, WrittenFiles) for a in m.actions]
         storage = _storage_options(self._options)
@@ -421,7 +421,7 @@ def _first_commit(
 
     from pyspark.sql.pandas.types import to_arrow_schema
 
-    from deltalog.writer import write_table
+    from deltalog.write.writer import write_table
 
     configuration = json.loads(options.get("configuration", "{}") or "{}")
     arrow = to_arrow_schema(schema, timezone="UTC")

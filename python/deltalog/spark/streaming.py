@@ -62,8 +62,8 @@ from deltalog.exceptions import DeltaError, VersionNotFoundError
 if TYPE_CHECKING:
     from pyspark.sql.types import StructType
 
-    from deltalog.scan import ScanTask
-    from deltalog.table import DeltaTable
+    from deltalog.table.delta_table import DeltaTable
+    from deltalog.table.scan import ScanTask
 
 #: ``maxFilesPerTrigger``'s default (Delta's).
 MAX_FILES_PER_TRIGGER = 1000
@@ -206,7 +206,7 @@ class DeltaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
                 tasks = [t for t in self._at(version).scan().tasks() if t.path in wanted]
                 found = sorted(tasks, key=lambda t: wanted[t.path])
             else:
-                from deltalog.scan import ScanTask
+                from deltalog.table.scan import ScanTask
 
                 spec = self._read_spec(table)
                 found = [ScanTask(spec, json.dumps(_task_of(add))) for add in adds]
@@ -259,7 +259,7 @@ class DeltaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
             return table.version() + 1 if text.lower() == "latest" else int(text)
         stamp = self._options.get("startingtimestamp")
         if stamp is not None:
-            from deltalog.timestamps import _timestamp_ms
+            from deltalog.table.timestamps import _timestamp_ms
 
             # The first version committed at or after the timestamp (Delta's rule).
             wanted = int(stamp) if stamp.strip().isdigit() else _timestamp_ms(stamp)

@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Any
 import pyarrow as pa
 
 if TYPE_CHECKING:
-    from deltalog.table import DeltaTable
+    from deltalog.table.delta_table import DeltaTable
 
 
 def _storage_options_of(table: DeltaTable) -> dict[str, str] | None:

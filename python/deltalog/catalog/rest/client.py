@@ -60,7 +60,7 @@ from deltalog.exceptions import (
 
 if TYPE_CHECKING:
     from deltalog.catalog.transaction import CatalogTransaction
-    from deltalog.table import DeltaTable
+    from deltalog.table.delta_table import DeltaTable
 
 T = TypeVar("T")
 
@@ -440,7 +440,7 @@ class RestCatalog(Catalog):
         return location, client
 
     def _create_from_data(self, name: Identifier, data: Any, mode: str, **kwargs: Any) -> int:
-        from deltalog.writer import write_table
+        from deltalog.write.writer import write_table
 
         (_, _, location), client = self._new_table(name)
         return write_table(
@@ -467,7 +467,7 @@ class RestCatalog(Catalog):
         return self.load_table(name)
 
     def load_table(self, name: Identifier, version: int | None = None) -> DeltaTable:
-        from deltalog.table import DeltaTable
+        from deltalog.table.delta_table import DeltaTable
 
         record = self._record(name)
         if not record.managed:

@@ -379,7 +379,7 @@ class CatalogService(VersionRoutes):
                     "admin can roll it back to its last readable version first (version/delete "
                     "of its newest unpublished versions)",
                 ) from e
-            from deltalog.writer import write_table
+            from deltalog.write.writer import write_table
 
             version = write_table(loaded, table, mode="overwrite", schema_mode="overwrite")
         else:
@@ -391,7 +391,7 @@ class CatalogService(VersionRoutes):
         )
 
     def register_table(self, r: Request) -> m.RegisterTableResponse:
-        from deltalog.table import DeltaTable
+        from deltalog.table.delta_table import DeltaTable
 
         body: m.RegisterTableRequest = r.body
         mode = (body.mode or "create").lower()
@@ -466,7 +466,7 @@ class CatalogService(VersionRoutes):
     def _state_at(self, record: TableRecord, version: int) -> tuple[str, str]:
         """The protocol and metadata (JSON) of ``version`` of the table."""
         from deltalog.catalog.managed import TableCatalogClient, state_json
-        from deltalog.table import DeltaTable
+        from deltalog.table.delta_table import DeltaTable
 
         client = TableCatalogClient(self.store, record.id) if record.managed else None
         try:

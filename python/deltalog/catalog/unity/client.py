@@ -52,7 +52,7 @@ from deltalog.exceptions import (
 )
 
 if TYPE_CHECKING:
-    from deltalog.table import DeltaTable
+    from deltalog.table.delta_table import DeltaTable
 
 _log = logging.getLogger("deltalog.catalog.unity")
 
@@ -303,9 +303,9 @@ class UnityCatalog(Catalog):
         metadata are rebuilt from UC's view (columns, partition columns, properties with the
         server-derived keys taken out); UC's API does not carry Delta's ``metaData.id``. An
         external table's are ``None`` (the catalog does not ratify its commits)."""
-        from deltalog import features
         from deltalog.catalog.managed import TableDescription
         from deltalog.catalog.unity.columns import from_delta_api
+        from deltalog.protocol import features
 
         schema, table = self._split(name)
         loaded = self.load_response(schema, table)
@@ -386,7 +386,7 @@ class UnityCatalog(Catalog):
         return options
 
     def load_table(self, name: Identifier, version: int | None = None) -> DeltaTable:
-        from deltalog.table import DeltaTable
+        from deltalog.table.delta_table import DeltaTable
 
         schema, table = self._split(name)
         loaded = self.load_response(schema, table)
@@ -404,7 +404,7 @@ class UnityCatalog(Catalog):
         """Registers the Delta table at ``location`` as an EXTERNAL table (the Delta API's
         ``createTable``; the server decides who may)."""
         from deltalog.catalog.unity.columns import to_delta_api
-        from deltalog.table import DeltaTable
+        from deltalog.table.delta_table import DeltaTable
 
         schema, table = self._split(name)
         found = DeltaTable(location, storage_options=self.storage_options)
@@ -488,7 +488,7 @@ class UnityCatalog(Catalog):
         return location, client
 
     def _create_from_data(self, name: Identifier, data: Any, mode: str, **kwargs: Any) -> int:
-        from deltalog.writer import write_table
+        from deltalog.write.writer import write_table
 
         location, client = self.new_table_target(name)
         assert isinstance(client, UnityTableClient)

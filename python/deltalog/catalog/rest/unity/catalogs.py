@@ -460,7 +460,7 @@ class UnityCatalogs:
         """Adds the Delta table at ``location`` as an external (storage-managed) table."""
         from deltalog.catalog.rest.service import RestError
         from deltalog.exceptions import AlreadyExistsError, DeltaError, TableNotFoundError
-        from deltalog.table import DeltaTable
+        from deltalog.table.delta_table import DeltaTable
 
         name = self.check_name(name, "table")
         sid = self.schema_id(catalog, schema)

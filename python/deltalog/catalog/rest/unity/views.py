@@ -47,7 +47,7 @@ def state(service: CatalogService, record: TableRecord) -> tuple[dict[str, Any],
     if record.managed and record.protocol and record.metadata:
         return json.loads(record.protocol), json.loads(record.metadata)
     from deltalog.catalog.managed import TableCatalogClient, state_json
-    from deltalog.table import DeltaTable
+    from deltalog.table.delta_table import DeltaTable
 
     client = TableCatalogClient(service.store, record.id) if record.managed else None
     table = DeltaTable(

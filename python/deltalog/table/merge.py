@@ -20,11 +20,11 @@ from typing import TYPE_CHECKING, Any
 
 from deltalog import _native
 from deltalog._interrupts import after_commit
-from deltalog.writer import check_snapshot_writable
+from deltalog.write.writer import check_snapshot_writable
 
 if TYPE_CHECKING:
-    from deltalog.table import DeltaTable
-    from deltalog.writer import CommitProperties
+    from deltalog.table.delta_table import DeltaTable
+    from deltalog.write.writer import CommitProperties
 
 
 class TableMerger:
@@ -42,7 +42,7 @@ class TableMerger:
         target_file_size: int | None = None,
         merge_schema: bool = False,
     ) -> None:
-        from deltalog.writer import _reader, _target_file_size
+        from deltalog.write.writer import _reader, _target_file_size
 
         self._table = table
         self._source = _reader(source)
@@ -111,7 +111,7 @@ class TableMerger:
         ``num_target_files_scanned``/``_added``/``_removed``, ``num_deletion_vectors_added``,
         ``num_added_change_files``.
         """
-        from deltalog.writer import CommitProperties
+        from deltalog.write.writer import CommitProperties
 
         table = self._table
         check_snapshot_writable(table._raw)

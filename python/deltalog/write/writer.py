@@ -16,12 +16,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
-from deltalog import _args, _native, features
+from deltalog import _args, _native
 from deltalog._interrupts import Captured, after_commit, capturing
 from deltalog._lazy import lazy_module
 from deltalog.catalog.client import CatalogClient
 from deltalog.exceptions import InvalidArgumentError, TableNotFoundError
-from deltalog.writer_properties import WriterProperties
+from deltalog.protocol import features
+from deltalog.write.properties import WriterProperties
 
 if TYPE_CHECKING:
     import pyarrow as pa
@@ -69,7 +70,8 @@ class CommitProperties:
 
 
 def check_snapshot_writable(raw: _native.RawSnapshot) -> None:
-    """:func:`deltalog.features.check_writable` for a loaded snapshot: its protocol, with its
+    """:func:`deltalog.protocol.features.check_writable` for a loaded snapshot: its protocol, with
+    its
     schema and properties deciding whether unimplemented legacy writer features are in use.
 
     A catalog-managed table is writable through its catalog only (the snapshot was opened with
@@ -77,7 +79,7 @@ def check_snapshot_writable(raw: _native.RawSnapshot) -> None:
     cleanup, VACUUM) follows the same rule and is cleared with the catalog by the native
     core first, which also publishes the versions it covers (catalogManaged RFC: "Maintenance
     Operations on Catalog-managed Tables")."""
-    from deltalog.table import Protocol
+    from deltalog.table.delta_table import Protocol
 
     meta = raw.metadata()
     protocol = Protocol(*raw.protocol())
@@ -131,7 +133,7 @@ def new_table_protocol(
     """The ``protocol`` action of a new table and the configuration to store.
 
     The protocol is the smallest that supports every feature the table uses
-    (:func:`deltalog.features.min_protocol_for`: legacy versions where no table feature is
+    (:func:`deltalog.protocol.features.min_protocol_for`: legacy versions where no table feature is
     needed, reader 3 / writer 7 with explicit lists otherwise): features named in
     ``table_features`` or by ``delta.feature.<name>`` properties, features whose enablement
     property is set, and ``timestampNtz`` for timestamp columns without a time zone. Writer
@@ -140,7 +142,7 @@ def new_table_protocol(
     Raises:
         UnsupportedFeatureError: a feature deltalog cannot write (named in ``features``).
     """
-    from deltalog.table import Protocol
+    from deltalog.table.delta_table import Protocol
 
     needed, stored = features.features_for_configuration(configuration or {}, table_features)
     if any(_has_timestamp_ntz(f.type) for f in schema):
@@ -346,7 +348,8 @@ def write_table(
             Column names are case-insensitive, here and in the data: ``"ID"`` is the
             column ``id``, in the schema's spelling; names differing only in case are refused.
         configuration, name, description: table properties, name and description of a new
-            table. ``delta.*`` properties are checked by :mod:`deltalog.properties` (unknown
+            table. ``delta.*`` properties are checked by :mod:`deltalog.protocol.properties`
+            (unknown
             keys and invalid values refused); values are strings (booleans and numbers are
             converted, ``None`` is refused).
         storage_options: object store settings, as for ``DeltaTable``.
@@ -371,7 +374,7 @@ def write_table(
             such as ``delta.enableDeletionVectors=true`` add their feature themselves.
         writer_properties: how the parquet files are encoded (compression and level, row
             group and page sizes, per column dictionaries, statistics and bloom filters; see
-            :mod:`deltalog.writer_properties`).
+            :mod:`deltalog.write.properties`).
         allow_unconverted_files: create a table in a local directory that holds parquet files
             but no ``_delta_log`` (a plain parquet directory, whose files the new table does
             not include). Without it such a write, in any ``mode``, raises
@@ -406,7 +409,7 @@ def write_table(
             ``CommitOutcomeUnknownError``, ...) is raised as the client raised it.
         ValueError: the data does not fit the table, or the mode forbids the write.
     """
-    from deltalog.table import DeltaTable
+    from deltalog.table.delta_table import DeltaTable
 
     if catalog_client is not None:
         if isinstance(table_or_uri, DeltaTable):
@@ -480,7 +483,7 @@ def write_table(
         raise ValueError('a predicate (replaceWhere) needs mode="overwrite"')
     if configuration is not None:
         # Checked even where an existing table ignores them: a bad property is an error.
-        from deltalog import properties
+        from deltalog.protocol import properties
 
         properties.validate(configuration)
     props = commit_properties or CommitProperties()

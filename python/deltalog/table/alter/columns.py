@@ -1,4 +1,5 @@
-"""Column changes of ALTER TABLE (:mod:`deltalog.alter`): ADD, RENAME and DROP COLUMNS,
+"""Column changes of ALTER TABLE (:mod:`deltalog.table.alter.alterer`): ADD, RENAME and DROP
+COLUMNS,
 column metadata, DROP NOT NULL, and ALTER COLUMN ... TYPE.
 
 Renaming and dropping a column need "Column Mapping" (the files keep the physical names, so
@@ -13,21 +14,22 @@ import re
 from collections.abc import Iterable, Mapping
 from typing import TYPE_CHECKING, Any
 
-from deltalog import _native, features
+from deltalog import _native
 from deltalog._lazy import lazy_module
-from deltalog.alter_commit import _CONSTRAINT_PREFIX, AlterCommitter
 from deltalog.exceptions import InvalidArgumentError
+from deltalog.protocol import features
+from deltalog.table.alter.commit import _CONSTRAINT_PREFIX, AlterCommitter
 
 if TYPE_CHECKING:
     import pyarrow as pa
 
-    from deltalog.writer import CommitProperties
+    from deltalog.write.writer import CommitProperties
 else:
     pa = lazy_module("pyarrow")
 
 
 class ColumnAlterer(AlterCommitter):
-    """The column changes of :class:`deltalog.alter.TableAlterer`."""
+    """The column changes of :class:`deltalog.table.alter.alterer.TableAlterer`."""
 
     # -- helpers -------------------------------------------------------------------------
 
@@ -269,7 +271,7 @@ class ColumnAlterer(AlterCommitter):
             fields = [fields]
         schema = fields if isinstance(fields, pa.Schema) else pa.schema(list(fields))
         schema_string, config = _native.add_columns(self._table._raw, schema)
-        from deltalog.writer import _has_timestamp_ntz
+        from deltalog.write.writer import _has_timestamp_ntz
 
         # A timestamp without a time zone needs its feature ("Timestamp without timezone").
         needed = ["timestampNtz"] if any(_has_timestamp_ntz(f.type) for f in schema) else []

@@ -1,4 +1,5 @@
-"""How an ALTER TABLE change (:mod:`deltalog.alter`) is committed: its ``metaData`` action,
+"""How an ALTER TABLE change (:mod:`deltalog.table.alter.alterer`) is committed: its ``metaData``
+action,
 the ``protocol`` its features need, upgraded to the smallest protocol supporting the table's
 features plus the new ones (spec "Protocol Evolution"; never downgraded), and the one commit.
 """
@@ -9,22 +10,25 @@ import json
 from collections.abc import Iterable, Mapping
 from typing import TYPE_CHECKING, Any
 
-from deltalog import _native, features
+from deltalog import _native
 from deltalog._interrupts import after_commit
-from deltalog.writer import check_snapshot_writable
+from deltalog.protocol import features
+from deltalog.write.writer import check_snapshot_writable
 
 if TYPE_CHECKING:
-    from deltalog.table import DeltaTable
-    from deltalog.writer import CommitProperties
+    from deltalog.table.delta_table import DeltaTable
+    from deltalog.write.writer import CommitProperties
 
 _CONSTRAINT_PREFIX = "delta.constraints."
 _ICT = "delta.enableInCommitTimestamps"
 
 
 class AlterCommitter:
-    """The commit of each change of :class:`deltalog.alter.TableAlterer`, which inherits this
-    class (with the changes of :mod:`deltalog.alter_columns`, :mod:`deltalog.alter_properties`
-    and :mod:`deltalog.alter_drop_feature`)."""
+    """The commit of each change of :class:`deltalog.table.alter.alterer.TableAlterer`, which
+    inherits this
+    class (with the changes of :mod:`deltalog.table.alter.columns`,
+    :mod:`deltalog.table.alter.properties`
+    and :mod:`deltalog.table.alter.drop_feature`)."""
 
     def __init__(self, table: DeltaTable) -> None:
         self._table = table
@@ -86,7 +90,7 @@ class AlterCommitter:
     ) -> dict[str, Any]:
         """The ``protocol`` action of these versions and feature lists, once deltalog has
         checked that it can write a table with it (``table`` names the table in the error)."""
-        from deltalog.table import Protocol
+        from deltalog.table.delta_table import Protocol
 
         action: dict[str, Any] = {"minReaderVersion": reader, "minWriterVersion": writer}
         if reader_list is not None:
@@ -110,7 +114,7 @@ class AlterCommitter:
         extra_actions: Iterable[dict[str, Any]] = (),
         schema_string: str | None = None,
     ) -> int:
-        from deltalog.writer import CommitProperties
+        from deltalog.write.writer import CommitProperties
 
         table = self._table
         meta = table._raw.metadata()

@@ -1,4 +1,5 @@
-"""DROP FEATURE of ALTER TABLE (:mod:`deltalog.alter`): a table feature is removed from the
+"""DROP FEATURE of ALTER TABLE (:mod:`deltalog.table.alter.alterer`): a table feature is removed
+from the
 protocol once neither the table nor the history readers can reach uses it, as Delta Spark
 does: the one exception to the rule that clients do not remove a supported feature ("Table
 Features"; "Protocol Evolution").
@@ -12,14 +13,15 @@ import time
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
-from deltalog import _native, features
-from deltalog.alter_commit import _CONSTRAINT_PREFIX, _ICT
-from deltalog.alter_properties import PropertyAlterer
+from deltalog import _native
 from deltalog.exceptions import FeatureDropWaitError, InvalidArgumentError
-from deltalog.writer import check_snapshot_writable
+from deltalog.protocol import features
+from deltalog.table.alter.commit import _CONSTRAINT_PREFIX, _ICT
+from deltalog.table.alter.properties import PropertyAlterer
+from deltalog.write.writer import check_snapshot_writable
 
 if TYPE_CHECKING:
-    from deltalog.writer import CommitProperties
+    from deltalog.write.writer import CommitProperties
 
 _ICT_PROVENANCE = (
     "delta.inCommitTimestampEnablementVersion",
@@ -42,7 +44,8 @@ _DAY_MS = 86_400_000
 
 
 class FeatureDropper(PropertyAlterer):
-    """DROP FEATURE of :class:`deltalog.alter.TableAlterer`; it takes away some features' uses
+    """DROP FEATURE of :class:`deltalog.table.alter.alterer.TableAlterer`; it takes away some
+    features' uses
     with property changes (``delta.enableDeletionVectors``, ``delta.checkpointPolicy``)."""
 
     def drop_feature(
@@ -81,7 +84,8 @@ class FeatureDropper(PropertyAlterer):
         has then been committed, and a later call finishes the drop.
 
         A feature of two names is dropped by either (``inCommitTimestamp`` and
-        ``inCommitTimestamps``, :data:`deltalog.features.ALIASES`), and whichever the protocol
+        ``inCommitTimestamps``, :data:`deltalog.protocol.features.ALIASES`), and whichever the
+        protocol
         lists goes.
 
         Returns the version of the protocol change.

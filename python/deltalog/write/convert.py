@@ -21,7 +21,7 @@ from deltalog.exceptions import InvalidArgumentError, TableNotFoundError
 if TYPE_CHECKING:
     import pyarrow as pa
 
-    from deltalog.writer import CommitProperties
+    from deltalog.write.writer import CommitProperties
 else:
     pa = lazy_module("pyarrow")
 
@@ -67,8 +67,8 @@ def convert_to_deltalake(
             the directories or values that are not of their type, or a table already there.
         CorruptDataFileError: a file that is not parquet.
     """
-    from deltalog import properties
-    from deltalog.writer import CommitProperties, new_table_protocol
+    from deltalog.protocol import properties
+    from deltalog.write.writer import CommitProperties, new_table_protocol
 
     if mode not in ("error", "ignore"):
         raise InvalidArgumentError(f'mode must be "error" or "ignore", not {mode!r}')

@@ -23,7 +23,7 @@ import pyarrow.fs as pafs
 from deltalog.exceptions import UnsupportedFeatureError
 
 if TYPE_CHECKING:
-    from deltalog.table import DeltaTable
+    from deltalog.table.delta_table import DeltaTable
 
 
 def _typed(text: str, type_: pa.DataType) -> pa.Scalar:

@@ -7,7 +7,7 @@ Delta Spark refuses an unknown ``delta.*`` key and a value its property does not
 (``delta.appendOnly=maybe``, ``delta.checkpointInterval=0``), and so does deltalog, when a table
 is created (``write_table(configuration=...)``) and when properties are set
 (``alter.set_properties``). Two families have rules of their own: ``delta.feature.<name>``
-(a table feature to support; :func:`deltalog.features.features_for_configuration`) and
+(a table feature to support; :func:`deltalog.protocol.features.features_for_configuration`) and
 ``delta.constraints.<name>`` (CHECK constraints, "CHECK Constraints"; their expressions are
 checked by the core before anything is written).
 

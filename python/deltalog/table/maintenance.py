@@ -12,8 +12,8 @@ import sys
 from typing import TYPE_CHECKING, Any
 
 from deltalog import _args, _native
-from deltalog.timestamps import TimestampLike, _timestamp_ms
-from deltalog.writer import check_snapshot_writable
+from deltalog.table.timestamps import TimestampLike, _timestamp_ms
+from deltalog.write.writer import check_snapshot_writable
 
 
 class VacuumResult(list[str]):

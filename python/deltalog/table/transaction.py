@@ -21,11 +21,11 @@ from urllib.parse import unquote
 
 from deltalog import _native
 from deltalog._interrupts import after_commit
-from deltalog.writer import check_snapshot_writable
+from deltalog.write.writer import check_snapshot_writable
 
 if TYPE_CHECKING:
-    from deltalog.table import DeltaTable
-    from deltalog.writer import CommitProperties
+    from deltalog.table.delta_table import DeltaTable
+    from deltalog.write.writer import CommitProperties
 
 #: Actions a transaction may carry (spec "Actions"); `commitInfo` is written by deltalog.
 _ACTIONS = frozenset({"add", "remove", "cdc", "txn", "metaData", "protocol", "domainMetadata"})
@@ -42,7 +42,7 @@ def write_files(
     Files that are never committed are orphans a later VACUUM removes; they are never read.
     ``target_file_size`` as for :func:`deltalog.write_table`.
     """
-    from deltalog.writer import _reader, _target_file_size
+    from deltalog.write.writer import _reader, _target_file_size
 
     check_snapshot_writable(table._raw)
     texts = _native.write_files(table._raw, _reader(data), _target_file_size(target_file_size))
@@ -109,7 +109,7 @@ class Transaction:
         changes metadata or protocol conflicts with any concurrent data change
         (``CommitConflictError``, nothing committed).
         """
-        from deltalog.writer import CommitProperties
+        from deltalog.write.writer import CommitProperties
 
         if self._committed is not None:
             raise ValueError(f"the transaction already committed version {self._committed}")

@@ -2,7 +2,7 @@
 :mod:`deltalog.catalog.named` from a shell (issue #34, item 2).
 
 Output is an aligned table by default and JSON with ``--json`` (one document, for scripts).
-Errors are one line on stderr and exit status 1, through :func:`deltalog.cli.main`.
+Errors are one line on stderr and exit status 1, through :func:`deltalog.cli.main.main`.
 """
 
 from __future__ import annotations

@@ -22,8 +22,8 @@ from datetime import timedelta
 from typing import Any
 
 from deltalog.exceptions import InvalidArgumentError
-from deltalog.writer import CommitProperties
-from deltalog.writer_properties import BloomFilterProperties, ColumnProperties, WriterProperties
+from deltalog.write.properties import BloomFilterProperties, ColumnProperties, WriterProperties
+from deltalog.write.writer import CommitProperties
 
 
 @dataclass(frozen=True)

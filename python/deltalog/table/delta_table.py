@@ -2,10 +2,10 @@
 
 The heavy lifting (listing, parsing and replaying the log, building Arrow data) happens in
 Rust; this module converts arguments, applies the table-feature gate of
-:mod:`deltalog.features`, and shapes results for Python users.
+:mod:`deltalog.protocol.features`, and shapes results for Python users.
 
 Besides reading, :class:`DeltaTable` has methods from the classes it inherits: DELETE and
-UPDATE (:mod:`deltalog.table_dml`) and maintenance (:mod:`deltalog.table_maintenance`:
+UPDATE (:mod:`deltalog.table.dml`) and maintenance (:mod:`deltalog.table.maintenance`:
 checkpoints, log compaction, checksums, metadata cleanup, VACUUM).
 """
 
@@ -17,7 +17,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from deltalog import _args, _native, features
+from deltalog import _args, _native
 from deltalog._lazy import lazy_module
 from deltalog.catalog.client import CatalogClient
 from deltalog.exceptions import (
@@ -28,22 +28,23 @@ from deltalog.exceptions import (
     VersionNotFoundError,
 )
 from deltalog.expressions import Expr, FilterLike, to_predicate
-from deltalog.scan import DeltaScan
-from deltalog.table_dml import TableDML
-from deltalog.table_maintenance import TableMaintenance
-from deltalog.table_maintenance import VacuumResult as VacuumResult
-from deltalog.timestamps import TimestampLike, _timestamp_ms
-from deltalog.writer import CommitProperties, check_snapshot_writable
+from deltalog.protocol import features
+from deltalog.table.dml import TableDML
+from deltalog.table.maintenance import TableMaintenance
+from deltalog.table.maintenance import VacuumResult as VacuumResult
+from deltalog.table.scan import DeltaScan
+from deltalog.table.timestamps import TimestampLike, _timestamp_ms
+from deltalog.write.writer import CommitProperties, check_snapshot_writable
 
 if TYPE_CHECKING:
     import pandas as pd
     import pyarrow as pa
 
-    from deltalog.alter import TableAlterer
     from deltalog.catalog.managed import TableRecord
-    from deltalog.merge import TableMerger
-    from deltalog.optimize import TableOptimizer
-    from deltalog.transaction import Transaction
+    from deltalog.table.alter.alterer import TableAlterer
+    from deltalog.table.merge import TableMerger
+    from deltalog.table.optimize import TableOptimizer
+    from deltalog.table.transaction import Transaction
 else:
     pa = lazy_module("pyarrow")
 
@@ -346,7 +347,7 @@ class DeltaTable(TableDML, TableMaintenance):
         feature themselves. The protocol is the smallest that supports them all.
         ``clustering_columns`` makes a clustered table (spec "Clustered Table").
         """
-        from deltalog.writer import write_table
+        from deltalog.write.writer import write_table
 
         if not isinstance(schema, pa.Schema):
             if hasattr(schema, "__arrow_c_schema__"):
@@ -567,14 +568,14 @@ class DeltaTable(TableDML, TableMaintenance):
         one parquet fragment per file, partition values as fragment expressions, so engines
         taking a pyarrow dataset (DuckDB, Polars, Acero) push filters down. Tables with
         deletion vectors or column mapping raise ``UnsupportedFeatureError``: a dataset would
-        read them wrongly (see :mod:`deltalog.dataset`).
+        read them wrongly (see :mod:`deltalog.table.dataset`).
 
         Args:
             filesystem: a ``pyarrow.fs.FileSystem`` for the table's files (default: the local
                 file system, or the one pyarrow derives from the table's URI).
             parquet_read_options: ``pyarrow.dataset.ParquetReadOptions`` for the fragments.
         """
-        from deltalog.dataset import to_pyarrow_dataset
+        from deltalog.table.dataset import to_pyarrow_dataset
 
         return to_pyarrow_dataset(self, filesystem, parquet_read_options)
 
@@ -607,7 +608,7 @@ class DeltaTable(TableDML, TableMaintenance):
         ).to_pandas()
 
     # -- DML -----------------------------------------------------------------------------
-    # (DELETE and UPDATE: deltalog.table_dml.)
+    # (DELETE and UPDATE: deltalog.table.dml.)
 
     def merge(
         self,
@@ -623,12 +624,12 @@ class DeltaTable(TableDML, TableMaintenance):
         frame, or any Arrow stream) into the loaded version, matched by ``predicate`` (SQL
         over ``<target_alias>.col`` and ``<source_alias>.col``, with at least one equality
         between a target and a source column). Add ``when_*`` clauses, then ``execute()``
-        (see :mod:`deltalog.merge`). ``target_file_size`` as for
+        (see :mod:`deltalog.table.merge`). ``target_file_size`` as for
         :func:`deltalog.write_table`. ``merge_schema=True`` (deltalake's name; Delta Spark's
         ``autoMerge``) adds the source's columns the table lacks, as nullable columns at the
         end, in the MERGE's own commit, when a clause is ``when_matched_update_all`` or
         ``when_not_matched_insert_all``; existing rows read them as null."""
-        from deltalog.merge import TableMerger
+        from deltalog.table.merge import TableMerger
 
         return TableMerger(
             self,
@@ -717,22 +718,23 @@ class DeltaTable(TableDML, TableMaintenance):
     @property
     def optimize(self) -> TableOptimizer:
         """OPTIMIZE and REORG: compaction, Z-order, clustering and deletion vector purges (see
-        :mod:`deltalog.optimize`)."""
-        from deltalog.optimize import TableOptimizer
+        :mod:`deltalog.table.optimize`)."""
+        from deltalog.table.optimize import TableOptimizer
 
         return TableOptimizer(self)
 
     @property
     def alter(self) -> TableAlterer:
-        """Properties, CHECK constraints and table features (see :mod:`deltalog.alter`)."""
-        from deltalog.alter import TableAlterer
+        """Properties, CHECK constraints and table features (see
+        :mod:`deltalog.table.alter.alterer`)."""
+        from deltalog.table.alter.alterer import TableAlterer
 
         return TableAlterer(self)
 
     def transaction(self, operation: str = "WRITE", **parameters: Any) -> Transaction:
         """A transaction from the loaded version that commits actions produced anywhere (e.g.
         by :func:`deltalog.write_files` on Spark executors) as one version."""
-        from deltalog.transaction import Transaction
+        from deltalog.table.transaction import Transaction
 
         return Transaction(self, operation, parameters)
 

@@ -7,9 +7,10 @@ change or metadata change (``CommitConflictError``), as in Delta Spark: concurre
 not see the new rules.
 
 The changes live in modules of their own, whose classes :class:`TableAlterer` inherits: the
-commit of each (:mod:`deltalog.alter_commit`), column changes (:mod:`deltalog.alter_columns`),
-table properties (:mod:`deltalog.alter_properties`) and DROP FEATURE
-(:mod:`deltalog.alter_drop_feature`); CHECK constraints, clustering, metadata domains and the
+commit of each (:mod:`deltalog.table.alter.commit`), column changes
+(:mod:`deltalog.table.alter.columns`),
+table properties (:mod:`deltalog.table.alter.properties`) and DROP FEATURE
+(:mod:`deltalog.table.alter.drop_feature`); CHECK constraints, clustering, metadata domains and the
 table's name and description are here.
 """
 
@@ -20,14 +21,14 @@ from collections.abc import Iterable, Mapping
 from typing import TYPE_CHECKING, Any
 
 from deltalog import _native
-from deltalog.alter_columns import ColumnAlterer
-from deltalog.alter_columns import _widening_allowed as _widening_allowed
-from deltalog.alter_commit import _CONSTRAINT_PREFIX
-from deltalog.alter_drop_feature import FeatureDropper
 from deltalog.exceptions import ConstraintViolationError, InvalidArgumentError
+from deltalog.table.alter.columns import ColumnAlterer
+from deltalog.table.alter.columns import _widening_allowed as _widening_allowed
+from deltalog.table.alter.commit import _CONSTRAINT_PREFIX
+from deltalog.table.alter.drop_feature import FeatureDropper
 
 if TYPE_CHECKING:
-    from deltalog.writer import CommitProperties
+    from deltalog.write.writer import CommitProperties
 
 
 class TableAlterer(ColumnAlterer, FeatureDropper):

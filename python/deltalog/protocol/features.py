@@ -770,10 +770,10 @@ def features_for_configuration(
     Raises:
         ValueError: a ``delta.feature.*`` property with a value other than ``supported``.
         InvalidArgumentError: an unknown ``delta.*`` property or an invalid value
-            (:func:`deltalog.properties.validate`).
+            (:func:`deltalog.protocol.properties.validate`).
         UnsupportedFeatureError: an unknown feature name.
     """
-    from deltalog import properties
+    from deltalog.protocol import properties
 
     # Every key and value checked ("delta.*" keys by the property registry), as strings.
     configuration = properties.validate(configuration)

@@ -1,7 +1,7 @@
 """DELETE and UPDATE of a Delta table, methods of :class:`deltalog.DeltaTable`: the native
 core runs the statement against the loaded version and commits it (deletion vectors or
 rewritten files, change data files when the change data feed is on); MERGE is
-:class:`deltalog.merge.TableMerger`'s.
+:class:`deltalog.table.merge.TableMerger`'s.
 """
 
 from __future__ import annotations
@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Any
 from deltalog import _native
 from deltalog._interrupts import after_commit
 from deltalog.expressions import FilterLike, to_predicate
-from deltalog.writer import CommitProperties, _target_file_size, check_snapshot_writable
+from deltalog.write.writer import CommitProperties, _target_file_size, check_snapshot_writable
 
 
 class TableDML:

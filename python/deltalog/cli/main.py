@@ -31,7 +31,7 @@ import sys
 from typing import Any
 
 from deltalog.exceptions import DeltaError, InvalidArgumentError
-from deltalog.table import DeltaTable, _timestamp_ms
+from deltalog.table.delta_table import DeltaTable, _timestamp_ms
 
 
 def _non_negative(text: str) -> int:
@@ -117,7 +117,7 @@ def _info(args: argparse.Namespace) -> None:
     if args.json:
         print(json.dumps(info, indent=2, default=str))
         return
-    from deltalog.cli_browse import table
+    from deltalog.cli.browse import table
 
     meta = info["metadata"] if isinstance(info["metadata"], dict) else {}
     proto = info["protocol"]
@@ -158,7 +158,7 @@ def _history(args: argparse.Namespace) -> None:
         for entry in entries:
             print(json.dumps(entry, default=str))
         return
-    from deltalog.cli_browse import table
+    from deltalog.cli.browse import table
 
     table(
         ["VERSION", "TIMESTAMP", "OPERATION", "PARAMETERS"],
@@ -228,7 +228,7 @@ def _optimize(args: argparse.Namespace) -> None:
     if args.json:
         print(json.dumps(metrics, indent=2, default=str))
         return
-    from deltalog.cli_browse import table
+    from deltalog.cli.browse import table
 
     table(["METRIC", "VALUE"], [[k, json.dumps(v, default=str)] for k, v in metrics.items()])
 
@@ -327,7 +327,7 @@ def _token(args: argparse.Namespace) -> None:
         if args.json:
             print(json.dumps(rows, indent=2))
             return
-        from deltalog.cli_browse import table
+        from deltalog.cli.browse import table
 
         table(
             ["NAME", "ROLE", "STATE", "CREATED", "EXPIRES"],
@@ -442,7 +442,7 @@ def _add_catalog_commands(sub: Any) -> None:
     )
     catalog = sub.add_parser("catalog", help=text, description=text)
     commands = catalog.add_subparsers(dest="catalog_command", required=True, metavar="COMMAND")
-    from deltalog.cli_browse import add_browse_commands
+    from deltalog.cli.browse import add_browse_commands
 
     add_browse_commands(commands)
     text = "serve a catalog of Delta tables over HTTP until SIGTERM / Ctrl-C"

@@ -1,4 +1,5 @@
-"""Table properties of ALTER TABLE (:mod:`deltalog.alter`): SET and UNSET TBLPROPERTIES, and
+"""Table properties of ALTER TABLE (:mod:`deltalog.table.alter.alterer`): SET and UNSET
+TBLPROPERTIES, and
 table features added by name. A property may enable a feature (the protocol is upgraded with
 it), enable "Column Mapping" on an existing table (every column gets an id and its name as
 physical name, no file is rewritten) or remove it (every file rewritten), or enable "Row
@@ -12,16 +13,16 @@ import uuid
 from collections.abc import Iterable, Mapping
 from typing import TYPE_CHECKING, Any
 
-from deltalog import features
-from deltalog.alter_commit import _CONSTRAINT_PREFIX, AlterCommitter
 from deltalog.exceptions import InvalidArgumentError
+from deltalog.protocol import features
+from deltalog.table.alter.commit import _CONSTRAINT_PREFIX, AlterCommitter
 
 if TYPE_CHECKING:
-    from deltalog.writer import CommitProperties
+    from deltalog.write.writer import CommitProperties
 
 
 class PropertyAlterer(AlterCommitter):
-    """The table property changes of :class:`deltalog.alter.TableAlterer`."""
+    """The table property changes of :class:`deltalog.table.alter.alterer.TableAlterer`."""
 
     def set_properties(
         self,

@@ -28,10 +28,10 @@ from deltalog.exceptions import InterruptedAfterCommit, InvalidArgumentError
 from deltalog.expressions import FilterLike, to_predicate
 
 if TYPE_CHECKING:
-    from deltalog.optimize_args import PostCommitHookProperties
-    from deltalog.table import DeltaTable
-    from deltalog.writer import CommitProperties
-    from deltalog.writer_properties import WriterProperties
+    from deltalog.table.delta_table import DeltaTable
+    from deltalog.table.optimize_args import PostCommitHookProperties
+    from deltalog.write.properties import WriterProperties
+    from deltalog.write.writer import CommitProperties
 
 #: ``progress=``: ``True`` for a bar on stderr, or a callable getting ``(units done, units,
 #: bytes done, bytes)``.
@@ -45,7 +45,7 @@ _MEMORY_LIMIT = 128 * 1024 * 1024
 class TableOptimizer:
     """``DeltaTable.optimize``: the layout of a table's files. ``compact`` and ``z_order``
     take deltalake 1.6's parameters in its order (positionally or by keyword) and its argument
-    objects (:mod:`deltalog.optimize_args`), then deltalog's own keyword-only options."""
+    objects (:mod:`deltalog.table.optimize_args`), then deltalog's own keyword-only options."""
 
     def __init__(self, table: DeltaTable) -> None:
         self._table = table
@@ -66,8 +66,8 @@ class TableOptimizer:
         post_commithook_properties: Any = None,
         max_temp_directory_size: int | None = None,
     ) -> dict[str, Any]:
-        from deltalog import optimize_args
-        from deltalog.writer import check_snapshot_writable
+        from deltalog.table import optimize_args
+        from deltalog.write.writer import check_snapshot_writable
 
         table = self._table
         check_snapshot_writable(table._raw)
@@ -158,7 +158,7 @@ class TableOptimizer:
         (``commit_properties`` and ``post_commithook_properties`` may also come positionally
         after ``writer_properties``, as deltalake still takes them); deltalake's own
         ``CommitProperties``, ``WriterProperties`` and ``PostCommitHookProperties`` objects
-        are accepted (:mod:`deltalog.optimize_args`).
+        are accepted (:mod:`deltalog.table.optimize_args`).
 
         Args:
             partition_filters: only these partitions: ``[("day", "=", "2026-11-01")]``
@@ -186,7 +186,8 @@ class TableOptimizer:
             commit_properties: extra commitInfo fields (``custom_metadata``); application
                 transactions and ``max_commit_retries`` are refused.
             post_commithook_properties: ``cleanup_expired_logs=True`` cleans up expired log
-                files after the commit (:class:`deltalog.optimize_args.PostCommitHookProperties`).
+                files after the commit
+                (:class:`deltalog.table.optimize_args.PostCommitHookProperties`).
             full: clustered tables only: recluster every file.
             memory_limit: clustered tables only: see ``z_order``.
             progress: report progress on long runs: ``True`` draws a bar on stderr (tqdm's
@@ -210,8 +211,8 @@ class TableOptimizer:
                 ``full`` on a table that is not clustered, or a setting deltalog cannot honour.
             CommitConflictError: a concurrent commit removed a file being compacted.
         """
-        from deltalog.optimize_args import memory_limit as limit_of
-        from deltalog.optimize_args import split_commit_args
+        from deltalog.table.optimize_args import memory_limit as limit_of
+        from deltalog.table.optimize_args import split_commit_args
 
         commit_properties, post_commithook_properties = split_commit_args(
             "compact", args, commit_properties, post_commithook_properties
@@ -285,8 +286,8 @@ class TableOptimizer:
                 table (``compact`` clusters it); a setting deltalog cannot honour.
             CommitConflictError: a concurrent commit removed a file being rewritten.
         """
-        from deltalog.optimize_args import memory_limit as limit_of
-        from deltalog.optimize_args import split_commit_args
+        from deltalog.table.optimize_args import memory_limit as limit_of
+        from deltalog.table.optimize_args import split_commit_args
 
         commit_properties, post_commithook_properties = split_commit_args(
             "z_order", args, commit_properties, post_commithook_properties
@@ -358,7 +359,7 @@ def _run_units(
     import os
     import time
 
-    from deltalog.optimize_args import merged_sizes
+    from deltalog.table.optimize_args import merged_sizes
 
     plan = _native.optimize_plan(table._raw, layout, columns, full, sql, target_size)
     target, units, considered, partitions = plan
