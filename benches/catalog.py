@@ -689,7 +689,7 @@ def pg_statements(catalog: Any, name: str, appends: int) -> float:
     sends per ratification, over ``appends`` 1-row appends to ``name``."""
     import psycopg
 
-    from deltalog.catalog.postgresql import PostgresStore
+    from deltalog.catalog.stores.postgresql import PostgresStore
 
     counted = [0]
     inside = [False]

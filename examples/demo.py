@@ -231,7 +231,7 @@ def rest_catalog(tmp: str) -> None:
 
     import pyarrow as pa
 
-    from deltalog.catalog.rest.auth import add_token
+    from deltalog.server.auth import add_token
 
     print("\n== the same catalog served over HTTP: deltalog catalog serve")
     tokens = f"{tmp}/tokens.json"

@@ -33,7 +33,7 @@ import urllib3
 
 import catalog_server
 import deltalog as dl
-from deltalog.catalog.rest.auth import add_token
+from deltalog.server.auth import add_token
 from test_catalog_ratification import add, commit, info
 
 YEAR_MS = 365 * 86_400_000

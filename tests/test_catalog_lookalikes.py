@@ -138,7 +138,7 @@ def test_look_alike_namespaces(config: Config) -> None:
 
 @pytest.fixture(scope="module")
 def server(tmp_path_factory: pytest.TempPathFactory) -> Any:
-    from deltalog.catalog.rest.auth import add_token
+    from deltalog.server.auth import add_token
 
     base = tmp_path_factory.mktemp("lookalikes")
     tokens = base / "tokens.json"
@@ -190,13 +190,13 @@ def test_the_routes_apply_the_rule(server: Any) -> None:
 def _old_store(kind: str, where: str) -> Any:
     """A store of the schema before names were keyed (migrations 1-5 only)."""
     if kind == "sqlite":
-        from deltalog.catalog.sqlite import MIGRATIONS, SqliteStore
+        from deltalog.catalog.stores.sqlite import MIGRATIONS, SqliteStore
 
         class Old(SqliteStore):
             pass
 
     else:
-        from deltalog.catalog.postgresql import MIGRATIONS, PostgresStore
+        from deltalog.catalog.stores.postgresql import MIGRATIONS, PostgresStore
 
         class Old(PostgresStore):  # type: ignore[no-redef]
             pass

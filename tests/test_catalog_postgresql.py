@@ -21,7 +21,7 @@ import pytest
 import deltalog as dl
 import processes
 from deltalog.catalog import ManagedCatalog, PostgresStore, Proposal
-from deltalog.catalog.postgresql import MIGRATIONS
+from deltalog.catalog.stores.postgresql import MIGRATIONS
 
 SCHEMA = pa.schema({"id": pa.int64()})
 

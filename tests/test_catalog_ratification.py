@@ -29,7 +29,7 @@ import urllib3
 
 import catalog_server
 import deltalog as dl
-from deltalog.catalog.rest.auth import add_token
+from deltalog.server.auth import add_token
 
 
 def rows(*ids: int) -> pa.Table:
@@ -456,7 +456,7 @@ def test_a_damaged_table_is_repaired_without_500s(env: Env) -> None:
 def test_the_list_of_versions_is_every_version_in_capped_pages(env: Env) -> None:
     """``version/list`` lists the table's versions (not only unpublished ones), newest first on
     request, in pages that stay under the byte cap."""
-    from deltalog.catalog.rest.versions import MAX_LIST_BYTES
+    from deltalog.server.lance.versions import MAX_LIST_BYTES
 
     base = env.latest()
     ict = env.last_ict() + 1000

@@ -312,7 +312,7 @@ def test_the_malformed_requests_of_issue_30_are_400(server: catalog_server.Catal
 
 def _route_table() -> list[tuple[str, str, Any]]:
     """(method, path, request model) of every route in server.py's route table."""
-    from deltalog.catalog.rest import server
+    from deltalog.server import app as server
 
     routes = [
         (op.method, f"/v1/namespace/{{id}}/{name}", op.model)
@@ -448,8 +448,8 @@ def _attack_bodies() -> dict[str, bytes]:
 
 
 def test_decode_arrow_body_refuses_bodies_that_decode_past_the_cap() -> None:
-    from deltalog.catalog.rest.arrow_body import decode_arrow_body
-    from deltalog.catalog.rest.bodies import PayloadTooLarge
+    from deltalog.server.lance.arrow_body import decode_arrow_body
+    from deltalog.server.lance.bodies import PayloadTooLarge
 
     bodies = _attack_bodies()
     assert max(len(bodies[k]) for k in ("zstd", "run-end", "nulls")) < 64 * 1024
@@ -472,8 +472,8 @@ def test_decode_arrow_body_decodes_what_fits_to_plain_columns() -> None:
     pyarrow itself decodes them to, as plain columns."""
     import pyarrow.compute as pc
 
-    from deltalog.catalog.rest.arrow_body import BATCH_OVERHEAD, decode_arrow_body
-    from deltalog.catalog.rest.service import RestError
+    from deltalog.server.lance.arrow_body import BATCH_OVERHEAD, decode_arrow_body
+    from deltalog.server.lance.service import RestError
 
     words = pa.array(["a", None, "ccc", "a"]).dictionary_encode()
     runs = pa.RunEndEncodedArray.from_arrays(pa.array([2, 5], pa.int32()), pa.array(["x", None]))
@@ -546,7 +546,7 @@ def test_create_table_refuses_arrow_bombs_with_413(server: catalog_server.Catalo
 
 
 def test_redact_hides_every_form_of_a_database_password() -> None:
-    from deltalog.catalog.rest.redact import redact
+    from deltalog.server.redact import redact
 
     secret = "hunter2"
     forms = [

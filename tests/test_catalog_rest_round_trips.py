@@ -200,7 +200,7 @@ def test_a_unity_catalog_append_is_two_requests(
     uc.create_table("t", pa.schema({"id": pa.int64()}))
     t = uc.load_table("t")
     dl.write_table(t, rows(0), mode="append")
-    from deltalog.catalog.unity.transport import Transport
+    from deltalog.catalog.clients.unity.transport import Transport
 
     calls: collections.Counter[str] = collections.Counter()
     call = Transport.call
@@ -230,7 +230,7 @@ def test_a_report_never_runs_inside_a_cyclic_collection(
 ) -> None:
     """A client freed by the cyclic collector (which may run in any thread, holding any lock)
     reports from the reporting thread; one freed in the main thread reports at once."""
-    from deltalog.catalog.rest import client as rest_client
+    from deltalog.catalog.clients.rest import client as rest_client
 
     threads: list[str] = []
     report = rest_client._report

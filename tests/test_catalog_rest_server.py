@@ -23,7 +23,7 @@ from hypothesis import strategies as st
 import catalog_server
 import deltalog as dl
 import processes
-from deltalog.catalog.rest.auth import add_token
+from deltalog.server.auth import add_token
 
 JSON = {"Content-Type": "application/json"}
 

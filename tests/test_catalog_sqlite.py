@@ -12,7 +12,7 @@ import pytest
 
 import deltalog as dl
 from deltalog.catalog import SqliteStore
-from deltalog.catalog.sqlite import MIGRATIONS
+from deltalog.catalog.stores.sqlite import MIGRATIONS
 from test_catalog_stores import ids, rows
 
 #: The schema of version 1 (deltalog before the protocol / metadata cache), as it was written.

@@ -27,10 +27,11 @@ import pytest
 import deltalog as dl
 import processes
 from catalog_configs import Config, new_catalog
-from deltalog.catalog import Catalog, Proposal, TableCatalogClient, reports, sql
-from deltalog.catalog.rest.client import RestTableClient
-from deltalog.catalog.sql import SqlStore
-from deltalog.catalog.unity.client import UnityTableClient
+from deltalog.catalog import Catalog, Proposal, TableCatalogClient, reports
+from deltalog.catalog.clients.rest.client import RestTableClient
+from deltalog.catalog.clients.unity.client import UnityTableClient
+from deltalog.catalog.stores import sql
+from deltalog.catalog.stores.sql import SqlStore
 
 SCHEMA = pa.schema({"id": pa.int64()})
 

@@ -24,7 +24,7 @@ import pytest
 import catalog_server
 import deltalog as dl
 from catalog_configs import Config, new_catalog
-from deltalog.catalog.rest.auth import add_token
+from deltalog.server.auth import add_token
 from test_unity_hostile import send, uc_shape
 
 P = "/api/2.1/unity-catalog"

@@ -18,7 +18,7 @@ import pytest
 
 import catalog_server
 import deltalog as dl
-from deltalog.catalog.rest import auth
+from deltalog.server import auth
 
 
 def token_cli(*args: str) -> tuple[int, str, str]:

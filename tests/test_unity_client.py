@@ -17,7 +17,7 @@ import pytest
 
 import catalog_server
 import deltalog as dl
-from deltalog.catalog.rest.auth import add_token
+from deltalog.server.auth import add_token
 from unity_helpers import duckdb_attached
 
 

@@ -35,21 +35,21 @@ from unitycatalog.client.models import (
 
 import catalog_server
 import deltalog as dl
-from deltalog.catalog.rest.auth import add_token
-from deltalog.catalog.rest.unity.credentials import (
+from deltalog.catalog.clients.unity.errors import UcError
+from deltalog.catalog.clients.unity.generated import (
+    DeltaTablesApi,
+    DeltaTemporaryCredentialsApi,
+    delta_model,
+)
+from deltalog.exceptions import InvalidArgumentError
+from deltalog.server.auth import add_token
+from deltalog.server.unity.credentials import (
     CredentialVendor,
     S3CredentialVendor,
     s3_location,
     session_policy,
     vendor_from_config,
 )
-from deltalog.catalog.unity.errors import UcError
-from deltalog.catalog.unity.generated import (
-    DeltaTablesApi,
-    DeltaTemporaryCredentialsApi,
-    delta_model,
-)
-from deltalog.exceptions import InvalidArgumentError
 from unity_helpers import Uc, delta_error, uc_error
 
 BUCKET = "vended"
@@ -709,7 +709,7 @@ def test_the_unity_client_uses_vended_credentials(
     """deltalog's UC client opens an S3 table with the credentials the server vends for it
     (its own options name only the endpoint), creates tables with the staging table's, and
     asks again when they are about to expire."""
-    from deltalog.catalog.unity import client as unity_client
+    from deltalog.catalog.clients.unity import client as unity_client
 
     endpoint, _, _ = moto
     base = {"AWS_ENDPOINT_URL": endpoint, "AWS_ALLOW_HTTP": "true", "AWS_REGION": "us-east-1"}

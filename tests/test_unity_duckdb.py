@@ -27,7 +27,7 @@ import catalog_server
 import deltalog as dl
 import processes
 from deltalog.catalog import reports
-from deltalog.catalog.rest.auth import add_token
+from deltalog.server.auth import add_token
 from unity_helpers import duckdb_attached
 
 

@@ -15,7 +15,7 @@ import pytest
 
 import catalog_server
 import deltalog as dl
-from deltalog.catalog.rest.auth import add_token
+from deltalog.server.auth import add_token
 from unity_helpers import staged_commit
 
 P = "/api/2.1/unity-catalog"

@@ -26,13 +26,13 @@ from unitycatalog.client.models import (
 
 import catalog_server
 import deltalog as dl
-from deltalog.catalog.rest.auth import add_token
-from deltalog.catalog.unity.generated import (
+from deltalog.catalog.clients.unity.generated import (
     DeltaConfigurationApi,
     DeltaTablesApi,
     DeltaTemporaryCredentialsApi,
     delta_model,
 )
+from deltalog.server.auth import add_token
 from unity_helpers import Uc, commit_of, delta_error, staged_commit, uc_error
 
 

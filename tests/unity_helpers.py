@@ -19,7 +19,7 @@ from unitycatalog.client.api_client import ApiClient
 from unitycatalog.client.configuration import Configuration
 from unitycatalog.client.exceptions import ApiException
 
-import deltalog.catalog.unity.generated  # noqa: F401  (the Delta API package made whole)
+import deltalog.catalog.clients.unity.generated  # noqa: F401  (the Delta API package made whole)
 
 PREFIX = "/api/2.1/unity-catalog"
 
@@ -33,7 +33,7 @@ class Uc:
 
     def __call__(self, api: type[Any], method: str, *args: Any, **kwargs: Any) -> Any:
         """``api(client).method(*args, **kwargs)``, awaited."""
-        from deltalog.catalog.unity.generated import DeltaApiClient
+        from deltalog.catalog.clients.unity.generated import DeltaApiClient
 
         async def run() -> Any:
             config = Configuration(host=self.url + PREFIX)
@@ -58,7 +58,7 @@ class Uc:
 
 def delta_error(status_body: tuple[int, Any], kind: str, status: int) -> None:
     """Checks a Delta API error answer: ``DeltaErrorResponse`` of ``kind`` with ``status``."""
-    from deltalog.catalog.unity.generated import delta_model
+    from deltalog.catalog.clients.unity.generated import delta_model
 
     got_status, body = status_body
     assert got_status == status, status_body

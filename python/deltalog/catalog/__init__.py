@@ -16,7 +16,7 @@ This package holds:
   :class:`DirectoryCatalog` (``type: dir``) and :class:`ManagedCatalog`, whose tables are
   catalog-managed, over the embedded :class:`SqliteStore` (``type: sqlite``) or a
   :class:`PostgresStore` (``type: postgresql``; psycopg 3 is imported only then). Both stores
-  share their catalog logic (:class:`deltalog.catalog.sql.SqlStore`);
+  share their catalog logic (:class:`deltalog.catalog.stores.sql.SqlStore`);
 * :class:`CatalogTransaction` (``ManagedCatalog.transaction()``): commits to several
   catalog-managed tables ratified together, or none of them.
 """
@@ -40,8 +40,6 @@ from deltalog.catalog.named import load_catalog
 from deltalog.exceptions import InvalidArgumentError, UnsupportedFeatureError
 
 if TYPE_CHECKING:
-    from deltalog.catalog.directory import DirectoryCatalog
-    from deltalog.catalog.existence import CatalogNotFoundError
     from deltalog.catalog.managed import (
         ManagedCatalog,
         Proposal,
@@ -50,26 +48,28 @@ if TYPE_CHECKING:
         TableDescription,
     )
     from deltalog.catalog.names import InvalidNameError
-    from deltalog.catalog.postgresql import PostgresStore
     from deltalog.catalog.ratification import ProposalError
-    from deltalog.catalog.sqlite import SqliteStore
+    from deltalog.catalog.stores.directory import DirectoryCatalog
+    from deltalog.catalog.stores.existence import CatalogNotFoundError
+    from deltalog.catalog.stores.postgresql import PostgresStore
+    from deltalog.catalog.stores.sqlite import SqliteStore
     from deltalog.catalog.transaction import CatalogTransaction
 
 #: The catalogs and stores, imported on first use: ``import deltalog`` (and every table
 #: opened by path) does not pay for the SQL stores, ratification and the rest (about 60 ms).
 _LAZY = {
-    "DirectoryCatalog": "deltalog.catalog.directory",
+    "DirectoryCatalog": "deltalog.catalog.stores.directory",
     "ManagedCatalog": "deltalog.catalog.managed",
     "Proposal": "deltalog.catalog.managed",
     "PurgeRefusedError": "deltalog.catalog.managed",
     "TableCatalogClient": "deltalog.catalog.managed",
     "TableDescription": "deltalog.catalog.managed",
     "InvalidNameError": "deltalog.catalog.names",
-    "PostgresStore": "deltalog.catalog.postgresql",
+    "PostgresStore": "deltalog.catalog.stores.postgresql",
     "ProposalError": "deltalog.catalog.ratification",
-    "SqliteStore": "deltalog.catalog.sqlite",
+    "SqliteStore": "deltalog.catalog.stores.sqlite",
     "CatalogTransaction": "deltalog.catalog.transaction",
-    "CatalogNotFoundError": "deltalog.catalog.existence",
+    "CatalogNotFoundError": "deltalog.catalog.stores.existence",
 }
 
 
@@ -134,7 +134,7 @@ def connect_catalog(
     ``create``: a SQLite or PostgreSQL catalog that does not exist yet is created (its
     database file, its schema), as a brand-new embedded catalog is; with ``create=False`` a
     catalog that does not exist (its local directory, database file or deltalog schema) is
-    refused and nothing is created (:mod:`deltalog.catalog.existence`; named catalogs are
+    refused and nothing is created (:mod:`deltalog.catalog.stores.existence`; named catalogs are
     opened so).
 
     Raises:
@@ -145,10 +145,10 @@ def connect_catalog(
         CatalogNotFoundError: ``create=False`` and the catalog does not exist (a
             :class:`~deltalog.CatalogError`).
     """
-    from deltalog.catalog.directory import DirectoryCatalog, _directory_uri
     from deltalog.catalog.managed import ManagedCatalog
-    from deltalog.catalog.postgresql import PostgresStore
-    from deltalog.catalog.sqlite import SqliteStore
+    from deltalog.catalog.stores.directory import DirectoryCatalog, _directory_uri
+    from deltalog.catalog.stores.postgresql import PostgresStore
+    from deltalog.catalog.stores.sqlite import SqliteStore
 
     if not isinstance(config, Mapping):
         raise TypeError(f"a catalog configuration is a mapping, not {type(config).__name__}")
@@ -164,7 +164,7 @@ def connect_catalog(
         if not path:
             raise InvalidArgumentError('a directory catalog needs "path" (Lance catalog spec)')
         if not create:
-            from deltalog.catalog.existence import require_directory
+            from deltalog.catalog.stores.existence import require_directory
 
             require_directory(_directory_uri(path))
         return DirectoryCatalog(path, storage_options=storage_options, delimiter=delimiter)
@@ -181,7 +181,7 @@ def connect_catalog(
                 f'a {kind} catalog needs "{key}" ({what}) and "warehouse" (where its tables live)'
             )
         if not create:  # an existing catalog only: nothing created, no schema migrated in
-            from deltalog.catalog import existence
+            from deltalog.catalog.stores import existence
 
             if kind == "sqlite":
                 existence.require_sqlite_catalog(os.path.abspath(where))
@@ -198,7 +198,7 @@ def connect_catalog(
         if not config.get("uri"):
             raise InvalidArgumentError('a rest catalog needs "uri" (http://host:port)')
         try:
-            from deltalog.catalog.rest.client import RestCatalog
+            from deltalog.catalog.clients.rest.client import RestCatalog
         except ImportError as e:
             raise UnsupportedFeatureError(
                 "the rest catalog needs lance-namespace-urllib3-client, which is not "
@@ -223,7 +223,7 @@ def connect_catalog(
                 'a unity catalog needs "uri" (the server, http://host:port) and "catalog" '
                 "(the UC catalog's name)"
             )
-        from deltalog.catalog.unity.client import UnityCatalog
+        from deltalog.catalog.clients.unity.client import UnityCatalog
 
         timeout = _timeout(config)
         return UnityCatalog(

@@ -1,5 +1,5 @@
 """A catalog that manages tables itself: namespaces, tables and the ratified commits of its
-catalog-managed tables, kept in a database (:mod:`deltalog.catalog.sqlite`).
+catalog-managed tables, kept in a database (:mod:`deltalog.catalog.stores.sqlite`).
 
 Lance catalog specification (``003_…``): nested namespaces, names unique in their parent (a
 namespace and a table may not share a name), identifiers. catalogManaged RFC (``000_…``): the

@@ -156,7 +156,7 @@ def load_catalog(
             not exist (without ``create``).
     """
     from deltalog.catalog import connect_catalog
-    from deltalog.catalog.existence import CatalogNotFoundError
+    from deltalog.catalog.stores.existence import CatalogNotFoundError
 
     config = read_config(path)
     named = config.get(name)

@@ -148,8 +148,8 @@ def _tables(args: argparse.Namespace) -> None:
 
 
 def _create(args: argparse.Namespace) -> None:
-    from deltalog.catalog.existence import CatalogNotFoundError, local_directory
     from deltalog.catalog.named import load_catalog, read_config
+    from deltalog.catalog.stores.existence import CatalogNotFoundError, local_directory
     from deltalog.exceptions import InvalidArgumentError
 
     named = read_config(args.config).get(args.catalog)

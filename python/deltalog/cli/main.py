@@ -289,8 +289,8 @@ def _credentials(args: argparse.Namespace) -> dict[str, Any] | None:
 
 
 def _serve(args: argparse.Namespace) -> None:
-    from deltalog.catalog.rest.limits import ConnectionLimits
-    from deltalog.catalog.rest.server import serve
+    from deltalog.server.app import serve
+    from deltalog.server.limits import ConnectionLimits
 
     serve(
         args.db,
@@ -319,7 +319,7 @@ def _serve(args: argparse.Namespace) -> None:
 
 
 def _token(args: argparse.Namespace) -> None:
-    from deltalog.catalog.rest import auth
+    from deltalog.server import auth
 
     action = args.action
     if action == "list":
@@ -419,8 +419,8 @@ def _add_credential_options(p: Any) -> None:
 
 def _add_limit_options(p: Any) -> None:
     """The server's limits (docs/catalogs.md, "Limits"; defaults in catalog/rest/limits.py)."""
-    from deltalog.catalog.rest.limits import MAX_CREATE_BYTES, MAX_DECODED_BYTES
-    from deltalog.catalog.rest.limits import ConnectionLimits as L
+    from deltalog.server.limits import MAX_CREATE_BYTES, MAX_DECODED_BYTES
+    from deltalog.server.limits import ConnectionLimits as L
 
     for flag, kind, default, text in [
         ("--max-create-bytes", _positive, MAX_CREATE_BYTES, "largest Arrow body of create"),

@@ -160,8 +160,8 @@ class DeltaTable(TableDML, TableMaintenance):
             if catalog_client is not None:
                 raise ValueError("a uc:// table names its catalog: pass no catalog_client")
             # Unity Catalog: the table's location, credentials and catalog client, from the
-            # server in storage_options / UNITY_CATALOG_URI (deltalog.catalog.unity.client).
-            from deltalog.catalog.unity.client import resolve_uc_uri
+            # server in storage_options / UNITY_CATALOG_URI (deltalog.catalog.clients.unity.client).
+            from deltalog.catalog.clients.unity.client import resolve_uc_uri
 
             table_uri, storage_options, catalog_client = resolve_uc_uri(table_uri, storage_options)
         elif isinstance(table_uri, str) and catalog_client is None and storage_options is None:

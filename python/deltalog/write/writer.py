@@ -442,7 +442,7 @@ def write_table(
         configuration = {**(configuration or {}), "delta.enableInCommitTimestamps": "true"}
         # The table's id in its catalog, in its configuration: engines committing through Unity
         # Catalog's Delta API read it there (and assert it); the catalog adopts it at version
-        # 0 (deltalog.catalog.sql). A client that allocated the table (a UC staging table)
+        # 0 (deltalog.catalog.stores.sql). A client that allocated the table (a UC staging table)
         # says which id (``table_uuid``).
         configuration.setdefault(
             "io.unitycatalog.tableId",

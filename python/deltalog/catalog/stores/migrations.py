@@ -1,5 +1,5 @@
 """Schema migrations the SQL stores share that rewrite rows by Python's rules
-(:class:`deltalog.catalog.sql.SqlStore` runs a callable step with the store and the
+(:class:`deltalog.catalog.stores.sql.SqlStore` runs a callable step with the store and the
 migration's connection, in the migration's transaction)."""
 
 from __future__ import annotations

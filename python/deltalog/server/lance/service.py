@@ -7,7 +7,7 @@ The Delta side (catalogManaged RFC, ``000_…``): a declared table is catalog-ma
 version 0 through ``version/create``; every version is ratified at most once and only after
 the one before ("Commit Protocol"); the server reads a staged commit's content from storage (or
 takes an inline commit's from the request) and decides from it what the commit changes
-(:mod:`deltalog.catalog.rest.governance`); published commits are forgotten only once their
+(:mod:`deltalog.catalog.clients.rest.governance`); published commits are forgotten only once their
 ``_delta_log/<v>.json`` exists ("Publishing Commits").
 """
 
@@ -21,16 +21,13 @@ from typing import Any, TypeVar
 from lance_namespace_urllib3_client import models as m
 
 from deltalog.catalog import names
+from deltalog.catalog.clients.rest import protocol as p
 from deltalog.catalog.managed import (
     ManagedCatalog,
     PurgeRefusedError,
     Store,
     TableRecord,
 )
-from deltalog.catalog.rest import protocol as p
-from deltalog.catalog.rest.auth import Principal, allows
-from deltalog.catalog.rest.versions import VersionRoutes
-from deltalog.catalog.rest.versions import int_query as _int_query
 from deltalog.exceptions import (
     AlreadyExistsError,
     CatalogError,
@@ -47,6 +44,9 @@ from deltalog.exceptions import (
     TableNotFoundError,
     VersionNotFoundError,
 )
+from deltalog.server.auth import Principal, allows
+from deltalog.server.lance.versions import VersionRoutes
+from deltalog.server.lance.versions import int_query as _int_query
 
 _log = logging.getLogger("deltalog.catalog.server")
 
@@ -111,7 +111,7 @@ NO_CONTENT = NoContent()
 
 class CatalogService(VersionRoutes):
     """The server's operations over ``catalog`` (see the module docs); the table-version
-    routes are :class:`~deltalog.catalog.rest.versions.VersionRoutes`'."""
+    routes are :class:`~deltalog.server.lance.versions.VersionRoutes`'."""
 
     #: The most bytes an Arrow IPC body of ``CreateTable`` decodes to (set by the server).
     max_decoded_bytes: int = 256 * 1024 * 1024
@@ -350,7 +350,7 @@ class CatalogService(VersionRoutes):
         mode = r.query.get("mode", "create").lower()
         if mode not in ("create", "exist_ok", "existok", "overwrite"):
             raise RestError(p.INVALID_INPUT, f"unknown mode {mode!r}")
-        from deltalog.catalog.rest.arrow_body import decode_arrow_body
+        from deltalog.server.lance.arrow_body import decode_arrow_body
 
         # At most max_decoded_bytes, refused (413) before anything is decompressed or expanded.
         table = decode_arrow_body(data, self.max_decoded_bytes)

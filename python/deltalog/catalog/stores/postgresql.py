@@ -2,7 +2,7 @@
 shared by many processes and machines (psycopg 3, imported when such a catalog is opened:
 ``pip install 'deltalog[postgresql]'``).
 
-The catalog logic is :class:`~deltalog.catalog.sql.SqlStore`'s; this module is the engine:
+The catalog logic is :class:`~deltalog.catalog.stores.sql.SqlStore`'s; this module is the engine:
 
 * a ratification runs in one ``READ COMMITTED`` transaction that first locks the rows of its
   tables (``SELECT … FOR UPDATE``, in id order so that concurrent multi-table ratifications
@@ -29,9 +29,9 @@ from collections.abc import Iterator, Sequence
 from contextlib import contextmanager, suppress
 from typing import TYPE_CHECKING, Any
 
-from deltalog.catalog import sql
 from deltalog.catalog.managed import Proposal, conflict, now_ms
-from deltalog.catalog.sql import (
+from deltalog.catalog.stores import sql
+from deltalog.catalog.stores.sql import (
     COMMIT_LOG_MIGRATION,
     NAME_KEY_MIGRATION,
     TABLE_UUID_MIGRATION,

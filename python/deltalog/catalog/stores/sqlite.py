@@ -3,7 +3,8 @@ database file, WAL mode, one ``BEGIN IMMEDIATE`` transaction per ratification (i
 database's write lock, so that a version is ratified at most once, in order, across threads and
 processes).
 
-The catalog logic is :class:`~deltalog.catalog.sql.SqlStore`'s; this module is the engine. The
+The catalog logic is :class:`~deltalog.catalog.stores.sql.SqlStore`'s; this module is the engine.
+The
 schema is created and upgraded by :data:`MIGRATIONS` (versioned; ``schema_version`` holds the
 version applied).
 """
@@ -15,7 +16,7 @@ from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from typing import Any
 
-from deltalog.catalog.sql import (
+from deltalog.catalog.stores.sql import (
     COMMIT_LOG_MIGRATION,
     NAME_KEY_MIGRATION,
     TABLE_UUID_MIGRATION,

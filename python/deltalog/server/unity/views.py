@@ -21,11 +21,11 @@ import json
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from deltalog.catalog.unity.columns import column_infos, to_delta_api
+from deltalog.catalog.clients.unity.columns import column_infos, to_delta_api
 
 if TYPE_CHECKING:
     from deltalog.catalog.managed import TableRecord
-    from deltalog.catalog.rest.service import CatalogService
+    from deltalog.server.lance.service import CatalogService
 
 
 def uri(location: str) -> str:

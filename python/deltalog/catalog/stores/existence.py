@@ -100,7 +100,7 @@ def require_sqlite_catalog(path: str) -> None:
 def require_postgresql_catalog(uri: str) -> None:
     """The PostgreSQL database ``uri`` holds a deltalog catalog (its ``schema_version``
     table, on the connection's search path); one read-only transaction, nothing created."""
-    from deltalog.catalog.postgresql import _psycopg, describe
+    from deltalog.catalog.stores.postgresql import _psycopg, describe
 
     psycopg = _psycopg()
     name = describe(uri)

@@ -12,7 +12,7 @@ deltalog's catalog: how Delta engines (Delta Spark 4.3+, Delta Kernel, delta-ker
 * ``updateTable`` checks ``assert-table-uuid`` and ``assert-etag`` (409
   ``UpdateRequirementConflictException``), takes ``add-commit`` for the next version only
   (409 ``CommitVersionConflictException``) through the same ratification as the Lance routes
-  (:meth:`~deltalog.catalog.rest.versions.VersionRoutes._proposal`: the staged file read and
+  (:meth:`~deltalog.server.lance.versions.VersionRoutes._proposal`: the staged file read and
   checked, governance from its content), answers a replay of an accepted commit (same version
   and file name) as a success, and applies ``set-latest-backfilled-version`` by forgetting
   published commits once each ``<v>.json`` is checked to hold the ratified content. Updates
@@ -32,10 +32,10 @@ import logging
 import os
 from typing import TYPE_CHECKING, Any
 
-from deltalog.catalog.rest.unity import views
-from deltalog.catalog.rest.unity.catalogs import UcRequest, UnityCatalogs, model
-from deltalog.catalog.rest.unity.lifecycle import TableLifecycle
-from deltalog.catalog.unity.errors import UcError
+from deltalog.catalog.clients.unity.errors import UcError
+from deltalog.server.unity import views
+from deltalog.server.unity.catalogs import UcRequest, UnityCatalogs, model
+from deltalog.server.unity.lifecycle import TableLifecycle
 
 if TYPE_CHECKING:
     from deltalog.catalog.managed import TableRecord
@@ -107,7 +107,7 @@ def _by_kind(items: Any, key: str, models: dict[str, str], what: str) -> dict[st
 
 class DeltaApi(TableLifecycle):
     """The Delta API's operations (see the module docs; creating, dropping, renaming and
-    credentials: :class:`~deltalog.catalog.rest.unity.lifecycle.TableLifecycle`)."""
+    credentials: :class:`~deltalog.server.unity.lifecycle.TableLifecycle`)."""
 
     def __init__(self, catalogs: UnityCatalogs) -> None:
         self.catalogs = catalogs
@@ -319,7 +319,7 @@ class DeltaApi(TableLifecycle):
         return found is not None and found.staged_path == commit.file_name
 
     def _add_commit(self, r: UcRequest, names: list[str], record: TableRecord, commit: Any) -> None:
-        from deltalog.catalog.rest import protocol as p
+        from deltalog.catalog.clients.rest import protocol as p
 
         if not record.managed:
             raise UcError(

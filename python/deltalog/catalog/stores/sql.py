@@ -1,6 +1,6 @@
 """The catalog logic of the SQL stores of a :class:`~deltalog.catalog.managed.ManagedCatalog`,
-written once for every engine (:mod:`deltalog.catalog.sqlite`,
-:mod:`deltalog.catalog.postgresql`).
+written once for every engine (:mod:`deltalog.catalog.stores.sqlite`,
+:mod:`deltalog.catalog.stores.postgresql`).
 
 :class:`SqlStore` holds the namespaces, the tables and the ratification of commits
 (catalogManaged RFC, "Commit Protocol": each version at most once and strictly in order; the
@@ -32,7 +32,6 @@ from deltalog.catalog.managed import (
     conflict,
     now_ms,
 )
-from deltalog.catalog.migrations import NAME_KEY_MIGRATION as NAME_KEY_MIGRATION
 from deltalog.catalog.names import (
     ConfusableNameError,
     ancestors,
@@ -41,7 +40,8 @@ from deltalog.catalog.names import (
     overlaps,
     same_name,
 )
-from deltalog.catalog.pool import ConnectionPool as ConnectionPool
+from deltalog.catalog.stores.migrations import NAME_KEY_MIGRATION as NAME_KEY_MIGRATION
+from deltalog.catalog.stores.pool import ConnectionPool as ConnectionPool
 from deltalog.exceptions import (
     AlreadyExistsError,
     CatalogError,

@@ -5,7 +5,7 @@ It speaks the Lance Namespace REST protocol through the generated client,
 ``lance-namespace-urllib3-client`` (one connection pool per catalog, reused by every call and
 thread). Catalog-managed tables are read and written through :class:`RestTableClient`, the
 :class:`~deltalog.catalog.CatalogClient` whose calls are the table-version routes (see
-:mod:`deltalog.catalog.rest.protocol` for how a Delta commit is carried).
+:mod:`deltalog.catalog.clients.rest.protocol` for how a Delta commit is carried).
 
 Calls that only read (list, describe, exists, version/list) are retried on connection errors,
 timeouts and 502/503/504 answers. Calls that change something are not, except the ratification
@@ -34,13 +34,13 @@ from lance_namespace_urllib3_client.exceptions import ApiException
 from deltalog.catalog import reports
 from deltalog.catalog.base import Catalog, Identifier
 from deltalog.catalog.client import RatifiedCommit, RatifiedCommits
+from deltalog.catalog.clients.rest import protocol as p
 from deltalog.catalog.managed import (
     MAX_INLINE_COMMIT_BYTES,
     Proposal,
     TableDescription,
     TableRecord,
 )
-from deltalog.catalog.rest import protocol as p
 from deltalog.exceptions import (
     AlreadyExistsError,
     CatalogAuthenticationError,
@@ -607,7 +607,8 @@ class RestCatalog(Catalog):
     ) -> None:
         """Ratifies ``(names, version, staged name, inline content)`` entries together;
         ``published_through``: a single entry's report that its table's commits are published
-        through that version (:data:`~deltalog.catalog.rest.protocol.CTX_PUBLISHED_THROUGH`).
+        through that version
+        (:data:`~deltalog.catalog.clients.rest.protocol.CTX_PUBLISHED_THROUGH`).
 
         A proposal whose answer is lost is sent again, identical: the catalog answers a
         replay of the commit it ratified for that version as a success (never ratifying it

@@ -37,12 +37,12 @@ from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 from urllib.parse import unquote
 
-from deltalog.catalog.rest.unity.views import uri
-from deltalog.catalog.unity.errors import UcError
+from deltalog.catalog.clients.unity.errors import UcError
+from deltalog.server.unity.views import uri
 
 if TYPE_CHECKING:
     from deltalog.catalog.managed import ManagedCatalog
-    from deltalog.catalog.rest.auth import Principal
+    from deltalog.server.auth import Principal
 
 #: How long a vended credential lives.
 LIFETIME_MS = 60 * 60 * 1000
@@ -121,8 +121,8 @@ class CredentialVendor:
             UcError: outside the warehouse and every table, or READ_WRITE without the role.
         """
         from deltalog.catalog.names import canonical_location, contains
-        from deltalog.catalog.rest.auth import allows
         from deltalog.exceptions import InvalidArgumentError
+        from deltalog.server.auth import allows
 
         try:
             # The real path (every symbolic link resolved): a link in the warehouse to /etc is

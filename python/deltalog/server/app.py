@@ -9,16 +9,16 @@ A request goes through, in order:
    identifier never splits a path segment; :func:`route`); an unknown route or method is code 0
    (``Unsupported``, 406);
 2. **authentication**: ``Authorization: Bearer <token>`` against the tokens file
-   (:mod:`deltalog.catalog.rest.auth`); 401 without a valid token; no tokens file means
+   (:mod:`deltalog.server.auth`); 401 without a valid token; no tokens file means
    authentication is off;
 3. **authorization** by the route's role (403); commits are checked again from their content;
 4. **the body**: at most ``max_body_bytes`` (413), a JSON object whose fields the operation's
    model (``lance-namespace-urllib3-client``) knows (400 for unknown fields or wrong types),
    naming the same identifier as the path; malformed JSON (too deep, integers outside int64,
-   lone surrogates) is 400 (:mod:`deltalog.catalog.rest.bodies`); an Arrow body of
+   lone surrogates) is 400 (:mod:`deltalog.server.lance.bodies`); an Arrow body of
    ``CreateTable`` is checked against ``max_decoded_bytes`` before it is decoded (413,
-   :mod:`deltalog.catalog.rest.arrow_body`);
-5. **the operation** (:class:`~deltalog.catalog.rest.service.CatalogService`, in a worker
+   :mod:`deltalog.server.lance.arrow_body`);
+5. **the operation** (:class:`~deltalog.server.lance.service.CatalogService`, in a worker
    thread), answered with the model's JSON, or an ``ErrorResponse``
    ``{error, code, detail, instance}`` whose HTTP status follows the spec's code mapping;
 6. **a request log line** (JSON, logger ``deltalog.catalog.server``): method, path, status,
@@ -27,7 +27,7 @@ A request goes through, in order:
    (database errors, server paths) is in the log line's traceback under the same id.
 
 Connections are uvicorn's httptools protocol with timeouts and caps
-(:mod:`deltalog.catalog.rest.connections`); at most ``max_in_flight`` requests are answered at
+(:mod:`deltalog.server.connections`); at most ``max_in_flight`` requests are answered at
 once (503, code 17, past it; ``/healthz`` is not counted).
 
 uvicorn stops gracefully on SIGTERM/SIGINT: it stops accepting connections and lets requests in
@@ -59,34 +59,34 @@ from starlette.requests import ClientDisconnect
 from starlette.requests import Request as HttpRequest
 from starlette.responses import JSONResponse, Response
 
+from deltalog.catalog.clients.rest import protocol as p
 from deltalog.catalog.managed import ManagedCatalog
-from deltalog.catalog.rest import protocol as p
-from deltalog.catalog.rest.auth import (
+from deltalog.exceptions import DeltaError, InvalidArgumentError
+from deltalog.server.auth import (
     ANONYMOUS_ADMIN,
     Principal,
     TokenRefused,
     TokenStore,
     allows,
 )
-from deltalog.catalog.rest.bodies import PayloadTooLarge, parse_json_body
-from deltalog.catalog.rest.limits import (
-    MAX_BODY_BYTES,
-    MAX_CREATE_BYTES,
-    MAX_DECODED_BYTES,
-    ConnectionLimits,
-)
-from deltalog.catalog.rest.redact import redact
-from deltalog.catalog.rest.service import (
+from deltalog.server.lance.bodies import PayloadTooLarge, parse_json_body
+from deltalog.server.lance.service import (
     NO_CONTENT,
     CatalogService,
     Request,
     RestError,
     error_code,
 )
-from deltalog.exceptions import DeltaError, InvalidArgumentError
+from deltalog.server.limits import (
+    MAX_BODY_BYTES,
+    MAX_CREATE_BYTES,
+    MAX_DECODED_BYTES,
+    ConnectionLimits,
+)
+from deltalog.server.redact import redact
 
 if TYPE_CHECKING:
-    from deltalog.catalog.rest.unity.credentials import CredentialVendor
+    from deltalog.server.unity.credentials import CredentialVendor
 
 _log = logging.getLogger("deltalog.catalog.server")
 
@@ -277,7 +277,7 @@ def create_app(
 ) -> CatalogApp:
     """The ASGI app serving ``catalog`` (see the module docs). ``credential_vendor``: what
     vends the UC routes' temporary credentials (a
-    :class:`~deltalog.catalog.rest.unity.credentials.CredentialVendor` of ``catalog``, e.g.
+    :class:`~deltalog.server.unity.credentials.CredentialVendor` of ``catalog``, e.g.
     an ``S3CredentialVendor``; default: none for local tables, 501 for object stores)."""
     service = CatalogService(catalog, storage_options)
     # For CatalogService.create_table's decode_arrow_body (arrow_body.py).
@@ -285,9 +285,9 @@ def create_app(
     if max_unpublished is not None:
         catalog._store.max_unpublished = max_unpublished  # type: ignore[attr-defined]
 
-    from deltalog.catalog.rest.unity.credentials import CredentialVendor
-    from deltalog.catalog.rest.unity.routes import PREFIX as UC_PREFIX
-    from deltalog.catalog.rest.unity.routes import UnityRoutes
+    from deltalog.server.unity.credentials import CredentialVendor
+    from deltalog.server.unity.routes import PREFIX as UC_PREFIX
+    from deltalog.server.unity.routes import UnityRoutes
 
     if credential_vendor is None:
         credential_vendor = CredentialVendor(service.catalog)
@@ -300,7 +300,7 @@ def create_app(
         raw_bytes = request.scope.get("raw_path") or request.scope["path"].encode()
         raw_path = raw_bytes.split(b"?", 1)[0].decode("latin-1")
         if raw_path.startswith(UC_PREFIX):
-            # Unity Catalog's APIs over the same catalog (deltalog.catalog.rest.unity).
+            # Unity Catalog's APIs over the same catalog (deltalog.server.unity).
             return await unity.dispatch(request, raw_path)
         principal: Principal | None = None
         code: int | None = None
@@ -499,7 +499,7 @@ CONFIG_ENV = "DELTALOG_CATALOG_SERVER_CONFIG"
 
 def app_from_env() -> CatalogApp:
     """The app of the configuration in :data:`CONFIG_ENV` (uvicorn's factory in each worker)."""
-    from deltalog.catalog.rest.unity.credentials import vendor_from_config
+    from deltalog.server.unity.credentials import vendor_from_config
 
     config = json.loads(os.environ[CONFIG_ENV])
     # A worker process of --workers N starts with logging unconfigured (uvicorn configures
@@ -555,10 +555,10 @@ def serve(
     port) as its first line on stdout. ``limits``: connection timeouts and caps, per worker
     process (``docs/catalogs.md``, "Limits"). ``storage_options``: how the server reaches
     its tables' object store. ``credentials``: the temporary credentials' vendor
-    (:func:`~deltalog.catalog.rest.unity.credentials.vendor_from_config`)."""
+    (:func:`~deltalog.server.unity.credentials.vendor_from_config`)."""
     import uvicorn
 
-    from deltalog.catalog.rest.connections import GuardedHttpProtocol, raise_open_files_limit
+    from deltalog.server.connections import GuardedHttpProtocol, raise_open_files_limit
 
     limits = limits or ConnectionLimits()
     config = {
@@ -583,7 +583,7 @@ def serve(
     # bad configuration fails now, with a clear message.
     catalog = open_catalog(config["db"], config["warehouse"])
     # And the credential vendor's (boto3 missing, a bad role ARN or duration).
-    from deltalog.catalog.rest.unity.credentials import vendor_from_config
+    from deltalog.server.unity.credentials import vendor_from_config
 
     vendor_from_config(catalog, config["credentials"], config["storage_options"])
     store = TokenStore.load(config["tokens"]) if config["tokens"] else None
@@ -603,7 +603,7 @@ def serve(
         flush=True,
     )
     uv = uvicorn.Config(
-        "deltalog.catalog.rest.server:app_from_env",
+        "deltalog.server.app:app_from_env",
         factory=True,
         workers=workers,
         access_log=False,

@@ -1,6 +1,6 @@
 """The Delta API's table life cycle and credentials (``unitycatalog-delta-api-2026-08.yaml``):
 staging tables, ``createTable``, ``deleteTable``, ``renameTable``, the credentials routes and
-``reportMetrics``; a mixin of :class:`~deltalog.catalog.rest.unity.delta.DeltaApi`.
+``reportMetrics``; a mixin of :class:`~deltalog.server.unity.delta.DeltaApi`.
 
 Creating a managed table (catalogManaged RFC, "Creating and Dropping Catalog-managed Tables"):
 ``createStagingTable`` allocates the table (a UUID, a location in the warehouse: a table the
@@ -16,13 +16,13 @@ import json
 import logging
 from typing import TYPE_CHECKING, Any
 
-from deltalog.catalog.rest.unity import views
-from deltalog.catalog.rest.unity.catalogs import UcRequest, UnityCatalogs, model
-from deltalog.catalog.unity.errors import UcError
+from deltalog.catalog.clients.unity.errors import UcError
+from deltalog.server.unity import views
+from deltalog.server.unity.catalogs import UcRequest, UnityCatalogs, model
 
 if TYPE_CHECKING:
     from deltalog.catalog.managed import Store, TableRecord
-    from deltalog.catalog.rest.service import CatalogService
+    from deltalog.server.lance.service import CatalogService
 
 _log = logging.getLogger("deltalog.catalog.server")
 
@@ -124,7 +124,7 @@ class TableLifecycle:
                 catalog, schema, name, body.location, dict(body.properties or {}) or None
             )
             return self.load(record)
-        from deltalog.catalog.unity.columns import from_delta_api
+        from deltalog.catalog.clients.unity.columns import from_delta_api
 
         said = from_delta_api(columns) if isinstance(columns, dict) else None
         fresh = self.promote(
@@ -227,7 +227,7 @@ class TableLifecycle:
             raise UcError("InvalidParameterValueException", str(e)) from e
         except DeltaError as e:
             raise UcError("InternalServerErrorException", f"cannot read version 0: {e}") from e
-        from deltalog.catalog.sql import UC_TABLE_ID, table_uuid_of
+        from deltalog.catalog.stores.sql import UC_TABLE_ID, table_uuid_of
 
         try:
             said_id = table_uuid_of(checked.metadata, 0)

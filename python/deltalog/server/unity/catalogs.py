@@ -15,13 +15,13 @@ import uuid as uuidlib
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from deltalog.catalog.rest.unity import views
-from deltalog.catalog.unity.errors import UcError
+from deltalog.catalog.clients.unity.errors import UcError
+from deltalog.server.unity import views
 
 if TYPE_CHECKING:
     from deltalog.catalog.managed import TableRecord
-    from deltalog.catalog.rest.auth import Principal
-    from deltalog.catalog.rest.service import CatalogService
+    from deltalog.server.auth import Principal
+    from deltalog.server.lance.service import CatalogService
 
 #: The most entries one page of a UC list holds (``max_results`` caps: catalogs and schemas
 #: 1000, tables 50, as the spec's ``maximum`` says).
@@ -49,7 +49,7 @@ def model(module: str, name: str, body: dict[str, Any] | None) -> Any:
     import pydantic
 
     try:
-        from deltalog.catalog.unity.generated import model_class
+        from deltalog.catalog.clients.unity.generated import model_class
     except ImportError as e:
         raise UcError(
             "NotImplementedException",
@@ -64,7 +64,7 @@ def model(module: str, name: str, body: dict[str, Any] | None) -> Any:
     if unknown:
         raise UcError("BadRequestException", f"unknown fields: {', '.join(unknown)}")
     try:
-        # from_dict: the generated parse (mended by deltalog.catalog.unity.generated), which
+        # from_dict: the generated parse (mended by deltalog.catalog.clients.unity.generated), which
         # knows Delta's string-or-object types; strict types (no "1" for 1) either way.
         return cls.from_dict(body)
     except pydantic.ValidationError as e:
@@ -119,7 +119,7 @@ def _no_storage_root(storage_root: str | None) -> None:
 
 class UnityCatalogs:
     """The UC API's catalog, schema, table and credential routes over a
-    :class:`~deltalog.catalog.rest.service.CatalogService`."""
+    :class:`~deltalog.server.lance.service.CatalogService`."""
 
     def __init__(self, service: CatalogService) -> None:
         self.service = service
@@ -130,7 +130,7 @@ class UnityCatalogs:
     # -- names -------------------------------------------------------------------------------
 
     def require(self, principal: Principal, role: str, what: str) -> None:
-        from deltalog.catalog.rest.auth import allows
+        from deltalog.server.auth import allows
 
         if not allows(principal.role, role):
             raise UcError(
@@ -458,8 +458,8 @@ class UnityCatalogs:
         properties: dict[str, str] | None,
     ) -> TableRecord:
         """Adds the Delta table at ``location`` as an external (storage-managed) table."""
-        from deltalog.catalog.rest.service import RestError
         from deltalog.exceptions import AlreadyExistsError, DeltaError, TableNotFoundError
+        from deltalog.server.lance.service import RestError
         from deltalog.table.delta_table import DeltaTable
 
         name = self.check_name(name, "table")

@@ -1,6 +1,6 @@
 """Request bodies of deltalog's REST catalog server: the 413 of a body (or what it decodes
 to) past its cap, and the JSON body parser that answers every malformed body with a 4xx, never
-a 5xx: nesting deeper than :data:`~deltalog.catalog.rest.limits.MAX_JSON_DEPTH`, integers
+a 5xx: nesting deeper than :data:`~deltalog.server.limits.MAX_JSON_DEPTH`, integers
 outside int64 (the catalog's versions are Delta's ``long``; protocol ``002_…``, "Delta Log
 Entries"), ``NaN``/``Infinity``, and strings that are not Unicode text (a lone surrogate such
 as ``"\\ud800"`` is valid JSON but cannot be encoded, stored or answered)."""
@@ -11,9 +11,9 @@ import json
 import re
 from typing import Any
 
-from deltalog.catalog.rest import protocol as p
-from deltalog.catalog.rest.limits import INT64_MAX, INT64_MIN, MAX_JSON_DEPTH
-from deltalog.catalog.rest.service import RestError
+from deltalog.catalog.clients.rest import protocol as p
+from deltalog.server.lance.service import RestError
+from deltalog.server.limits import INT64_MAX, INT64_MIN, MAX_JSON_DEPTH
 
 
 class PayloadTooLarge(RestError):

@@ -1,7 +1,7 @@
 """The :class:`~deltalog.catalog.CatalogClient` of one catalog-managed table of a Unity
-Catalog (:class:`~deltalog.catalog.unity.client.UnityCatalog`): deltalog's commits over the
+Catalog (:class:`~deltalog.catalog.clients.unity.client.UnityCatalog`): deltalog's commits over the
 Delta API's ``loadTable`` / ``updateTable`` (catalogManaged RFC, ``000_…``, "Commit Protocol";
-the module docs of :mod:`deltalog.catalog.unity.client` say how)."""
+the module docs of :mod:`deltalog.catalog.clients.unity.client` say how)."""
 
 from __future__ import annotations
 
@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any
 
 from deltalog.catalog import reports
 from deltalog.catalog.client import RatifiedCommit, RatifiedCommits
-from deltalog.catalog.unity.transport import NoAnswer, UcConflict
+from deltalog.catalog.clients.unity.transport import NoAnswer, UcConflict
 from deltalog.exceptions import (
     CatalogError,
     CatalogThrottledError,
@@ -25,9 +25,9 @@ from deltalog.exceptions import (
 )
 
 if TYPE_CHECKING:
-    from deltalog.catalog.unity.client import UnityCatalog
+    from deltalog.catalog.clients.unity.client import UnityCatalog
 
-_log = logging.getLogger("deltalog.catalog.unity")
+_log = logging.getLogger("deltalog.catalog.clients.unity")
 
 
 class _Unreported:
@@ -80,7 +80,7 @@ def _report(
 
 
 def _local(location: str) -> str | None:
-    from deltalog.catalog.unity.client import _local as local
+    from deltalog.catalog.clients.unity.client import _local as local
 
     return local(location)
 
@@ -317,7 +317,7 @@ class UnityTableClient:
         """Version 0 of a new table: published at the staging location, then ``createTable``
         (the Delta API's managed-table creation)."""
         from deltalog import _native
-        from deltalog.catalog.unity.columns import to_delta_api
+        from deltalog.catalog.clients.unity.columns import to_delta_api
 
         if version != 0 or metadata is None:
             raise CatalogError(f"{self.name} is not created yet (version {version})")

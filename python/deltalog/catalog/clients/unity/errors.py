@@ -87,7 +87,7 @@ def from_rest(
     """The UC error of a deltalog REST error (a Lance Namespace error ``code`` and its HTTP
     ``status``): the same failure, in UC's terms. ``not_found``: the type of a missing
     namespace (``NoSuchCatalogException`` or ``NoSuchSchemaException``)."""
-    from deltalog.catalog.rest import protocol as p
+    from deltalog.catalog.clients.rest import protocol as p
 
     kind = {
         p.UNSUPPORTED: "NotImplementedException",

@@ -1,8 +1,8 @@
 """deltalog's Unity Catalog client: ``dl.connect_catalog({"type": "unity", "uri": …, "token": …,
 "catalog": …})`` lists, creates, loads, writes and drops the tables of one catalog of any UC
 server speaking the UC API and the UC Delta API (``../shared/spec/unitycatalog-*``), through
-the generated ``unitycatalog-client`` (:mod:`deltalog.catalog.unity.generated`,
-:mod:`deltalog.catalog.unity.transport`).
+the generated ``unitycatalog-client`` (:mod:`deltalog.catalog.clients.unity.generated`,
+:mod:`deltalog.catalog.clients.unity.transport`).
 
 Names are ``schema.table`` (or ``catalog.schema.table`` naming the configured catalog, or
 ``table`` in the configured default ``schema``); the namespaces are the catalog's schemas.
@@ -43,8 +43,8 @@ from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from deltalog.catalog.base import Catalog, Identifier
-from deltalog.catalog.unity.table_client import UnityTableClient
-from deltalog.catalog.unity.transport import Transport
+from deltalog.catalog.clients.unity.table_client import UnityTableClient
+from deltalog.catalog.clients.unity.transport import Transport
 from deltalog.exceptions import (
     CatalogPermissionError,
     InvalidArgumentError,
@@ -54,7 +54,7 @@ from deltalog.exceptions import (
 if TYPE_CHECKING:
     from deltalog.table.delta_table import DeltaTable
 
-_log = logging.getLogger("deltalog.catalog.unity")
+_log = logging.getLogger("deltalog.catalog.clients.unity")
 
 #: The Delta API protocol version the client speaks.
 PROTOCOL_VERSIONS = "1.0"
@@ -127,7 +127,7 @@ class UnityCatalog(Catalog):
         """``<api>(client).<method>(...)`` (an API class of the generated client by name)."""
         from unitycatalog.client.api import catalogs_api, schemas_api, tables_api
 
-        from deltalog.catalog.unity import generated
+        from deltalog.catalog.clients.unity import generated
 
         apis = {
             "catalogs": catalogs_api.CatalogsApi,
@@ -140,7 +140,7 @@ class UnityCatalog(Catalog):
         return self._transport.call(what, apis[api], method, *args, idempotent=idempotent, **kw)
 
     def model(self, name: str, document: dict[str, Any]) -> Any:
-        from deltalog.catalog.unity.generated import delta_model
+        from deltalog.catalog.clients.unity.generated import delta_model
 
         return delta_model(name).from_dict(document)
 
@@ -303,8 +303,8 @@ class UnityCatalog(Catalog):
         metadata are rebuilt from UC's view (columns, partition columns, properties with the
         server-derived keys taken out); UC's API does not carry Delta's ``metaData.id``. An
         external table's are ``None`` (the catalog does not ratify its commits)."""
+        from deltalog.catalog.clients.unity.columns import from_delta_api
         from deltalog.catalog.managed import TableDescription
-        from deltalog.catalog.unity.columns import from_delta_api
         from deltalog.protocol import features
 
         schema, table = self._split(name)
@@ -403,7 +403,7 @@ class UnityCatalog(Catalog):
     def register_table(self, name: Identifier, location: str) -> DeltaTable:
         """Registers the Delta table at ``location`` as an EXTERNAL table (the Delta API's
         ``createTable``; the server decides who may)."""
-        from deltalog.catalog.unity.columns import to_delta_api
+        from deltalog.catalog.clients.unity.columns import to_delta_api
         from deltalog.table.delta_table import DeltaTable
 
         schema, table = self._split(name)

@@ -1,7 +1,7 @@
 """Routing of the Unity Catalog routes (``/api/2.1/unity-catalog/…``) of ``deltalog catalog
-serve``: the same pipeline as the Lance routes (:mod:`deltalog.catalog.rest.server`: bearer
+serve``: the same pipeline as the Lance routes (:mod:`deltalog.server.app`: bearer
 token, body cap, JSON checks, the operation in a worker thread, one log line), with UC's paths
-and error shapes (:mod:`deltalog.catalog.unity.errors`: ``DeltaErrorResponse`` on the Delta
+and error shapes (:mod:`deltalog.catalog.clients.unity.errors`: ``DeltaErrorResponse`` on the Delta
 API's routes, the UC API's ``error_code`` answer on the others).
 
 Paths are matched segment by segment on the raw path, each segment percent-decoded as UTF-8
@@ -24,13 +24,13 @@ from starlette.requests import ClientDisconnect
 from starlette.requests import Request as HttpRequest
 from starlette.responses import Response
 
-from deltalog.catalog.rest.unity.catalogs import UcRequest, UnityCatalogs
-from deltalog.catalog.rest.unity.delta import DeltaApi
-from deltalog.catalog.unity.errors import UcError, from_rest
+from deltalog.catalog.clients.unity.errors import UcError, from_rest
+from deltalog.server.unity.catalogs import UcRequest, UnityCatalogs
+from deltalog.server.unity.delta import DeltaApi
 
 if TYPE_CHECKING:
-    from deltalog.catalog.rest.auth import Principal, TokenStore
-    from deltalog.catalog.rest.service import CatalogService
+    from deltalog.server.auth import Principal, TokenStore
+    from deltalog.server.lance.service import CatalogService
 
 _log = logging.getLogger("deltalog.catalog.server")
 
@@ -150,9 +150,9 @@ class UnityRoutes:
         self.max_body_bytes = max_body_bytes
 
     async def dispatch(self, request: HttpRequest, raw_path: str) -> Response:
-        from deltalog.catalog.rest.server import _principal, _read_body
-        from deltalog.catalog.rest.service import RestError, error_code
         from deltalog.exceptions import DeltaError
+        from deltalog.server.app import _principal, _read_body
+        from deltalog.server.lance.service import RestError, error_code
 
         started = time.perf_counter()
         request_id = uuid.uuid4().hex[:16]
@@ -184,7 +184,7 @@ class UnityRoutes:
         except (OverflowError, UnicodeError) as e:
             error = UcError("BadRequestException", f"the request has a value out of range: {e}")
         except (DeltaError, OSError) as e:
-            from deltalog.catalog.rest import protocol as p
+            from deltalog.catalog.clients.rest import protocol as p
 
             code = error_code(e)
             error = from_rest(code, f"{type(e).__name__}: {e}", p.STATUS[code])
@@ -235,7 +235,7 @@ class UnityRoutes:
 
 
 def _json(raw: bytes) -> Any:
-    from deltalog.catalog.rest.bodies import parse_json_body
+    from deltalog.server.lance.bodies import parse_json_body
 
     if not raw.strip():
         return {}

@@ -16,9 +16,9 @@ from __future__ import annotations
 import struct
 from typing import TYPE_CHECKING, Any
 
-from deltalog.catalog.rest import protocol as p
-from deltalog.catalog.rest.bodies import PayloadTooLarge
-from deltalog.catalog.rest.service import RestError
+from deltalog.catalog.clients.rest import protocol as p
+from deltalog.server.lance.bodies import PayloadTooLarge
+from deltalog.server.lance.service import RestError
 
 if TYPE_CHECKING:
     import pyarrow as pa

@@ -1,6 +1,6 @@
 """The table-version routes of deltalog's REST catalog server, which carry Delta's
 catalog-managed commit protocol (catalogManaged RFC, ``000_…``; how it rides on the Lance
-Namespace routes: :mod:`deltalog.catalog.rest.protocol`):
+Namespace routes: :mod:`deltalog.catalog.clients.rest.protocol`):
 
 * ``version/create`` and ``batch-create`` propose commits. Each proposal is checked once, as
   every store checks it (:mod:`deltalog.catalog.ratification`: the reader's parse, the RFC's
@@ -33,13 +33,13 @@ from lance_namespace_urllib3_client import models as m
 
 from deltalog.catalog import ratification
 from deltalog.catalog.client import RatifiedCommit, RatifiedCommits
+from deltalog.catalog.clients.rest import protocol as p
 from deltalog.catalog.managed import (
     MAX_INLINE_COMMIT_BYTES,
     CommitRecord,
     Proposal,
     TableRecord,
 )
-from deltalog.catalog.rest import protocol as p
 from deltalog.exceptions import (
     CatalogError,
     CatalogThrottledError,
@@ -50,8 +50,8 @@ from deltalog.exceptions import (
 
 if TYPE_CHECKING:
     from deltalog.catalog.managed import ManagedCatalog, Store
-    from deltalog.catalog.rest.auth import Principal
-    from deltalog.catalog.rest.service import Request
+    from deltalog.server.auth import Principal
+    from deltalog.server.lance.service import Request
 
 _log = logging.getLogger("deltalog.catalog.server")
 
@@ -63,7 +63,7 @@ MAX_LIST_BYTES = 4 * 1024 * 1024
 
 
 class VersionRoutes:
-    """The version routes of :class:`~deltalog.catalog.rest.service.CatalogService` (a mixin:
+    """The version routes of :class:`~deltalog.server.lance.service.CatalogService` (a mixin:
     the service provides the catalog, the store, the table lookups and the role checks)."""
 
     catalog: ManagedCatalog
@@ -381,7 +381,7 @@ class VersionRoutes:
         held = self.store.commits(record.id, None, through).commits
         if not held:
             return
-        from deltalog.catalog.rest.service import RestError
+        from deltalog.server.lance.service import RestError
 
         try:
             published_upto, _ = self._published_through(record, held, through)
@@ -535,7 +535,7 @@ class VersionRoutes:
 
 
 def _is_admin(principal: Principal) -> bool:
-    from deltalog.catalog.rest.auth import allows
+    from deltalog.server.auth import allows
 
     return allows(principal.role, "admin")
 
@@ -556,14 +556,14 @@ def _same_commit(record: CommitRecord | None, path: str | None, content: bytes |
 
 
 def _error(code: int, message: str, context: dict[str, str] | None = None) -> Exception:
-    from deltalog.catalog.rest.service import RestError
+    from deltalog.server.lance.service import RestError
 
     return RestError(code, message, context)
 
 
 def too_large(message: str) -> Exception:
     """A 413 answer (the request is larger than the server takes)."""
-    from deltalog.catalog.rest.bodies import PayloadTooLarge
+    from deltalog.server.lance.bodies import PayloadTooLarge
 
     return PayloadTooLarge(message)
 

@@ -15,9 +15,9 @@ to take it down: uvicorn's httptools protocol with
   sending headers (longest first), are closed to make room; the new connection is always
   accepted. (uvicorn's own ``limit_concurrency`` counts idle connections, so 1,000 idle sockets
   made every request, ``/healthz`` included, answer 503; it is not used, and the cap on requests
-  in flight is the app's, :class:`deltalog.catalog.rest.server.CatalogApp`.)
+  in flight is the app's, :class:`deltalog.server.app.CatalogApp`.)
 
-The limits come from :class:`~deltalog.catalog.rest.limits.ConnectionLimits` set on uvicorn's
+The limits come from :class:`~deltalog.server.limits.ConnectionLimits` set on uvicorn's
 ``Config`` as ``deltalog_limits`` (a picklable attribute, so worker processes get it too).
 """
 
@@ -30,7 +30,7 @@ from typing import Any
 
 from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol
 
-from deltalog.catalog.rest.limits import ConnectionLimits
+from deltalog.server.limits import ConnectionLimits
 
 _log = logging.getLogger("deltalog.catalog.server")
 

@@ -113,7 +113,7 @@ class Transport:
 
     def __init__(self, uri: str, token: str | None, timeout: float, retries: int = 3) -> None:
         try:
-            import deltalog.catalog.unity.generated  # noqa: F401
+            import deltalog.catalog.clients.unity.generated  # noqa: F401
         except ImportError as e:
             raise UnsupportedFeatureError(
                 "the unity catalog needs unitycatalog-client, which is not installed: pip "
@@ -159,7 +159,7 @@ class Transport:
             from unitycatalog.client.api_client import ApiClient
             from unitycatalog.client.configuration import Configuration
 
-            from deltalog.catalog.unity.generated import DeltaApiClient
+            from deltalog.catalog.clients.unity.generated import DeltaApiClient
 
             config = Configuration(host=self.uri + PREFIX)
             header = (
