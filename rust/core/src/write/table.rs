@@ -15,7 +15,7 @@ use std::collections::BTreeMap;
 use std::sync::Arc;
 
 use arrow::array::{ArrayRef, AsArray, RecordBatch, StructArray};
-use arrow::datatypes::{DataType, Schema};
+use arrow::datatypes::{DataType, Schema, SchemaRef};
 use serde_json::{json, Value};
 
 use crate::commit::transaction::{Isolation, Transaction};
@@ -27,7 +27,7 @@ use crate::schema::{arrow_to_schema_string, check_unique_names, find_column, Col
 use crate::snapshot::Snapshot;
 use crate::stats::collect::IndexedColumns;
 use crate::storage::Storage;
-use crate::write::data_files::{DataFileOptions, DataFileWriter};
+use crate::write::data_files::{DataFileOptions, DataFileWriter, WrittenFile};
 use crate::write::schema_evolution::{target_table, TargetTable};
 use crate::writer_features::column_mapping::{physical_name, physical_output_schema, to_physical};
 use crate::writer_features::constraints::TableRules;
@@ -161,6 +161,11 @@ pub enum Written {
 /// `snapshot` is the table's latest version as the caller loaded it ([`latest_snapshot`];
 /// `None` when there is no table yet), so that the log is replayed once per write; commits
 /// that land after it are checked as concurrent winners.
+///
+/// The steps: the mode's checks (`skipped`), the target table prepared (`prepare`), each
+/// batch conformed to it (`Prepared::conform`) and written to data files
+/// (`data_file_writer`) or, for replaceWhere, through the rewriter (`Replace`); then the
+/// files returned uncommitted (`uncommitted`) or committed (`commit`).
 pub async fn write_batches<I>(
     storage: &Storage,
     snapshot: Option<Snapshot>,
@@ -171,51 +176,126 @@ pub async fn write_batches<I>(
 where
     I: IntoIterator<Item = DeltaResult<RecordBatch>>,
 {
-    if let Some(s) = &snapshot {
-        match options.mode {
-            SaveMode::Error => {
-                return Err(DeltaError::InvalidArgument(format!(
-                    "a table already exists at {} (version {}); use mode=\"append\" or \
-                     \"overwrite\"",
-                    storage.url(),
-                    s.version()
-                )))
-            }
-            SaveMode::Ignore => return Ok(Written::Ignored(s.version())),
-            _ => {}
+    if let Some(written) = skipped(storage, snapshot.as_ref(), &options) {
+        return written;
+    }
+    let mut prepared = prepare(snapshot.as_ref(), schema, &options)?;
+    let mut writer = data_file_writer(storage, &prepared, &options)?;
+    // replaceWhere: the rows matching the predicate are deleted (DVs or rewrites) and the new
+    // rows, which must all match it, written through the same rewriter.
+    let mut replace = Replace::of(snapshot.as_ref(), &prepared.table.schema, &options)?;
+    for batch in batches {
+        let batch = prepared.conform(batch?)?;
+        if let Some(replace) = replace.as_mut() {
+            replace.write(&batch).await?;
+            continue;
         }
-        // Idempotent writes: this app's version is already committed.
-        if let Some((app, version)) = &options.app_transaction {
-            if s.transactions()
-                .get(app)
-                .is_some_and(|t| t.version >= *version)
-            {
-                return Ok(Written::Ignored(s.version()));
-            }
+        writer
+            .write(&to_physical(&batch, &prepared.physical)?)
+            .await?;
+    }
+    let files = writer.finish().await?;
+    // "Identity Columns": the high-water marks move with the commit.
+    let identity_moved = match prepared.identities.updated_schema(&prepared.table.schema) {
+        Some(updated) => {
+            prepared.table.schema = updated;
+            true
+        }
+        None => false,
+    };
+    prepared.table.merged = prepared.table.merged || (identity_moved && snapshot.is_some());
+    if !options.commit {
+        return uncommitted(snapshot.as_ref(), replace, files, prepared.table.merged).await;
+    }
+    commit(
+        storage,
+        snapshot.as_ref(),
+        &prepared,
+        files,
+        replace,
+        &options,
+        identity_moved,
+    )
+    .await
+}
+
+/// The outcome of a write that does nothing to the existing table `snapshot`: an error for
+/// mode `error`, `Ignored` for mode `ignore` or an application transaction already committed
+/// (idempotent writes); `None` when the write goes ahead.
+fn skipped(
+    storage: &Storage,
+    snapshot: Option<&Snapshot>,
+    options: &WriteOptions,
+) -> Option<DeltaResult<Written>> {
+    let s = snapshot?;
+    match options.mode {
+        SaveMode::Error => {
+            return Some(Err(DeltaError::InvalidArgument(format!(
+                "a table already exists at {} (version {}); use mode=\"append\" or \
+                 \"overwrite\"",
+                storage.url(),
+                s.version()
+            ))))
+        }
+        SaveMode::Ignore => return Some(Ok(Written::Ignored(s.version()))),
+        _ => {}
+    }
+    // Idempotent writes: this app's version is already committed.
+    if let Some((app, version)) = &options.app_transaction {
+        if s.transactions()
+            .get(app)
+            .is_some_and(|t| t.version >= *version)
+        {
+            return Some(Ok(Written::Ignored(s.version())));
         }
     }
+    None
+}
+
+/// A write's target prepared: the table it produces and how incoming batches become its rows.
+struct Prepared {
+    /// The table's schema (with the identity columns' new high-water marks once written),
+    /// partitioning, configuration, and whether the write changes its schema.
+    table: TargetTable,
+    /// Defaults, generated columns and constraints of the table's rows.
+    rules: TableRules,
+    identities: IdentityColumns,
+    /// Table columns the data provides (the others are nulls, or computed when generated).
+    provided: Vec<bool>,
+    /// The table's columns as one struct, the type incoming rows convert to.
+    target: DataType,
+    /// The table's columns as written (logical names).
+    file_schema: SchemaRef,
+    /// The data files' columns: physical ("Writer Requirements for Column Mapping").
+    physical: SchemaRef,
+    /// The clustering columns (physical names).
+    clustering: Vec<String>,
+}
+
+/// The table a write of data shaped `schema` produces (`snapshot`: the existing table), and
+/// how its rows are built; every check on the schema, partitioning, clustering and the
+/// table's rules made before anything is written.
+fn prepare(
+    snapshot: Option<&Snapshot>,
+    schema: &Schema,
+    options: &WriteOptions,
+) -> DeltaResult<Prepared> {
     // "Schema Serialization Format": column names are case-insensitive; data naming one
     // column twice cannot be matched to a table's columns.
     check_unique_names(schema.fields(), "the data")
         .map_err(|e| DeltaError::InvalidArgument(e.0))?;
-    let TargetTable {
-        schema: table_schema,
-        partition_columns,
-        config,
-        mode,
-        merged,
-        replace_schema,
-    } = target_table(snapshot.as_ref(), schema, &options)?;
-    for p in &partition_columns {
+    let table = target_table(snapshot, schema, options)?;
+    let table_schema = &table.schema;
+    for p in &table.partition_columns {
         if table_schema.field_with_name(p).is_err() {
             return Err(DeltaError::InvalidArgument(format!(
                 "partition column {p:?} is not a column of the table"
             )));
         }
     }
-    check_writer_rules(&config, snapshot.is_some(), options.mode)?;
-    let rules = TableRules::of(&table_schema, &config)?;
-    let mut identities = IdentityColumns::of(&table_schema)?;
+    check_writer_rules(&table.config, snapshot.is_some(), options.mode)?;
+    let rules = TableRules::of(table_schema, &table.config)?;
+    let identities = IdentityColumns::of(table_schema)?;
     // Table columns the data provides (the others are nulls, or computed when generated).
     let provided: Vec<bool> = table_schema
         .fields()
@@ -231,12 +311,33 @@ where
             .collect::<Vec<_>>(),
     ));
     // Data files hold physical columns ("Writer Requirements for Column Mapping").
-    let physical = physical_output_schema(&table_schema, &file_schema, mode)?;
-    // "Writer Requirements for Clustered Table": statistics for the clustering columns.
-    let clustering: Vec<String> = match (&snapshot, &options.clustering_columns) {
+    let physical = physical_output_schema(table_schema, &file_schema, table.mode)?;
+    let clustering = clustering_columns(snapshot, options, &table)?;
+    Ok(Prepared {
+        table,
+        rules,
+        identities,
+        provided,
+        target,
+        file_schema,
+        physical,
+        clustering,
+    })
+}
+
+/// "Writer Requirements for Clustered Table": the clustering columns (physical names), whose
+/// statistics the files must hold: the existing table's, or the new table's requested ones
+/// (a table cannot be both partitioned and clustered).
+fn clustering_columns(
+    snapshot: Option<&Snapshot>,
+    options: &WriteOptions,
+    table: &TargetTable,
+) -> DeltaResult<Vec<String>> {
+    let table_schema = &table.schema;
+    Ok(match (snapshot, &options.clustering_columns) {
         (Some(s), _) => crate::layout::clustering::clustering_columns(s)?,
         (None, Some(columns)) => {
-            if !partition_columns.is_empty() {
+            if !table.partition_columns.is_empty() {
                 return Err(DeltaError::InvalidArgument(
                     "a table cannot be both partitioned and clustered (spec: \"Writer \
                      Requirements for Clustered Table\")"
@@ -250,7 +351,7 @@ where
                         "clustering column {c:?} is not a column of the table"
                     )));
                 };
-                let name = physical_name(&table_schema, table_schema.field(i).name(), mode);
+                let name = physical_name(table_schema, table_schema.field(i).name(), table.mode);
                 if out.contains(&name) {
                     return Err(DeltaError::InvalidArgument(format!(
                         "clustering column {c:?} is given twice"
@@ -261,53 +362,26 @@ where
             out
         }
         (None, None) => Vec::new(),
-    };
-    let mut file_options = DataFileOptions::data(
-        partition_columns
-            .iter()
-            .map(|p| physical_name(&table_schema, p, mode))
-            .collect(),
-        IndexedColumns::for_table(&config, &physical, &clustering),
-    );
-    // Iceberg compatibility: partition values are written into the files too.
-    file_options.materialize_partitions =
-        crate::writer_features::iceberg::requested(&config).is_some();
-    file_options.target_file_size =
-        crate::write::data_files::target_file_size(options.target_file_size, &config)?;
-    if let Some(settings) = &options.parquet {
-        // Column settings name logical columns; the files hold physical ones.
-        let settings = settings.renamed(|name| match table_schema.fields().find(name) {
-            Some(_) => physical_name(&table_schema, name, mode),
-            None => name.to_string(),
-        });
-        file_options.parquet = Some(Arc::new(settings));
-    }
-    let mut writer = DataFileWriter::try_new(storage.clone(), &physical, file_options)?;
-    // replaceWhere: the rows matching the predicate are deleted (DVs or rewrites) and the new
-    // rows, which must all match it, written through the same rewriter.
-    let replace = match (&snapshot, &options.replace_where) {
-        (Some(s), Some(sql)) => {
-            let predicate = crate::expr::Expr::parse(sql)?.resolve(&table_schema)?;
-            let rewriter = Rewriter::try_new(s, options.target_file_size)?;
-            Some((s, predicate, rewriter))
-        }
-        _ => None,
-    };
-    let mut replace = replace;
-    let replace_text = options.replace_where.clone();
-    for batch in batches {
-        let batch = batch?;
-        // Columns by name, converted only where no value changes meaning (the reader's rules:
-        // widening, timestamp units, string encodings); missing columns are nulls.
+    })
+}
+
+impl Prepared {
+    /// An incoming batch as the table's rows: columns by name, converted only where no value
+    /// changes meaning (the reader's rules: widening, timestamp units, string encodings);
+    /// missing columns are nulls, or filled (identity values, defaults, generated columns);
+    /// the table's rules checked.
+    fn conform(&mut self, batch: RecordBatch) -> DeltaResult<RecordBatch> {
+        let provided = &self.provided;
         let rows = batch.num_rows();
         let data: ArrayRef = Arc::new(StructArray::from(batch));
-        let converted = to_logical(&data, &target, ColumnMappingMode::None).map_err(|e| {
+        let converted = to_logical(&data, &self.target, ColumnMappingMode::None).map_err(|e| {
             DeltaError::InvalidArgument(format!("the data does not fit the table's schema: {e}"))
         })?;
         let columns = converted.as_struct().columns().to_vec();
         let options = arrow::array::RecordBatchOptions::new().with_row_count(Some(rows));
-        let batch = RecordBatch::try_new_with_options(file_schema.clone(), columns, &options)?;
-        let batch = identities.fill(&batch, &|i| provided[i])?;
+        let batch = RecordBatch::try_new_with_options(self.file_schema.clone(), columns, &options)?;
+        let batch = self.identities.fill(&batch, &|i| provided[i])?;
+        let rules = &self.rules;
         let batch = if rules.is_empty() {
             batch
         } else {
@@ -316,58 +390,151 @@ where
             rules.check(&filled)?;
             filled
         };
-        crate::dml::delete_update::check_not_null(&table_schema, &batch)?;
-        if let Some((_, predicate, rewriter)) = replace.as_mut() {
-            let fits = crate::expr::eval::matches(predicate, &batch)?;
-            if fits.false_count() > 0 {
-                return Err(DeltaError::InvalidArgument(format!(
-                    "{} written row(s) do not match the overwrite's predicate {:?} \
-                     (replaceWhere): nothing was written",
-                    fits.false_count(),
-                    replace_text.as_deref().unwrap_or_default()
-                )));
-            }
-            rewriter.write_changes(&batch, "insert").await?;
-            rewriter.write_rows(&batch).await?;
-            continue;
-        }
-        writer.write(&to_physical(&batch, &physical)?).await?;
+        crate::dml::delete_update::check_not_null(&self.table.schema, &batch)?;
+        Ok(batch)
     }
-    let files = writer.finish().await?;
-    // "Identity Columns": the high-water marks move with the commit.
-    let (table_schema, identity_moved) = match identities.updated_schema(&table_schema) {
-        Some(updated) => (updated, true),
-        None => (table_schema, false),
-    };
-    let merged = merged || (identity_moved && snapshot.is_some());
-    if !options.commit {
-        if let Some((s, _, rewriter)) = replace {
-            // replaceWhere's new rows (and their `insert` change rows when the change feed is
-            // on); the rows they replace are removed by [`replace_where_actions`].
-            if merged {
-                return Err(DeltaError::InvalidArgument(
-                    "files written without a commit must fit an existing table's schema".into(),
-                ));
+}
+
+/// The writer of the data files: partitioned (physical partition columns), with statistics
+/// for the indexed and clustering columns, files rolled at the target size, encoded with the
+/// options' parquet settings.
+fn data_file_writer(
+    storage: &Storage,
+    prepared: &Prepared,
+    options: &WriteOptions,
+) -> DeltaResult<DataFileWriter> {
+    let TargetTable {
+        schema: table_schema,
+        partition_columns,
+        config,
+        mode,
+        ..
+    } = &prepared.table;
+    let mode = *mode;
+    let mut file_options = DataFileOptions::data(
+        partition_columns
+            .iter()
+            .map(|p| physical_name(table_schema, p, mode))
+            .collect(),
+        IndexedColumns::for_table(config, &prepared.physical, &prepared.clustering),
+    );
+    // Iceberg compatibility: partition values are written into the files too.
+    file_options.materialize_partitions =
+        crate::writer_features::iceberg::requested(config).is_some();
+    file_options.target_file_size =
+        crate::write::data_files::target_file_size(options.target_file_size, config)?;
+    if let Some(settings) = &options.parquet {
+        // Column settings name logical columns; the files hold physical ones.
+        let settings = settings.renamed(|name| match table_schema.fields().find(name) {
+            Some(_) => physical_name(table_schema, name, mode),
+            None => name.to_string(),
+        });
+        file_options.parquet = Some(Arc::new(settings));
+    }
+    DataFileWriter::try_new(storage.clone(), &prepared.physical, file_options)
+}
+
+/// A replaceWhere overwrite under way: the rows of `snapshot` matching `predicate` are
+/// deleted (DVs or rewrites) and the new rows, which must all match it, written through the
+/// same rewriter.
+struct Replace<'s> {
+    snapshot: &'s Snapshot,
+    predicate: crate::expr::Expr,
+    /// The predicate's SQL text.
+    sql: String,
+    rewriter: Rewriter,
+}
+
+impl<'s> Replace<'s> {
+    /// The replaceWhere of `options` on the existing table `snapshot` (`None`: a plain write).
+    fn of(
+        snapshot: Option<&'s Snapshot>,
+        table_schema: &Schema,
+        options: &WriteOptions,
+    ) -> DeltaResult<Option<Replace<'s>>> {
+        Ok(match (snapshot, &options.replace_where) {
+            (Some(s), Some(sql)) => {
+                let predicate = crate::expr::Expr::parse(sql)?.resolve(table_schema)?;
+                let rewriter = Rewriter::try_new(s, options.target_file_size)?;
+                Some(Replace {
+                    snapshot: s,
+                    predicate,
+                    sql: sql.clone(),
+                    rewriter,
+                })
             }
-            return Ok(Written::Files(rewriter.into_actions(s).await?.0));
+            _ => None,
+        })
+    }
+
+    /// Writes new rows (with `insert` change rows when the change feed is on); a row that
+    /// does not match the predicate is an error.
+    async fn write(&mut self, batch: &RecordBatch) -> DeltaResult<()> {
+        let fits = crate::expr::eval::matches(&self.predicate, batch)?;
+        if fits.false_count() > 0 {
+            return Err(DeltaError::InvalidArgument(format!(
+                "{} written row(s) do not match the overwrite's predicate {:?} \
+                 (replaceWhere): nothing was written",
+                fits.false_count(),
+                self.sql
+            )));
         }
-        if snapshot.is_none() || merged {
+        self.rewriter.write_changes(batch, "insert").await?;
+        self.rewriter.write_rows(batch).await
+    }
+}
+
+/// The `add` actions of files written without a commit (`commit: false`), for a transaction
+/// that commits them elsewhere; they must fit an existing table's schema (`merged`: the write
+/// changes it).
+async fn uncommitted(
+    snapshot: Option<&Snapshot>,
+    replace: Option<Replace<'_>>,
+    files: Vec<WrittenFile>,
+    merged: bool,
+) -> DeltaResult<Written> {
+    if let Some(replace) = replace {
+        // replaceWhere's new rows (and their `insert` change rows when the change feed is
+        // on); the rows they replace are removed by [`replace_where_actions`].
+        if merged {
             return Err(DeltaError::InvalidArgument(
                 "files written without a commit must fit an existing table's schema".into(),
             ));
         }
         return Ok(Written::Files(
-            files.iter().map(|f| f.to_action(true)).collect(),
+            replace.rewriter.into_actions(replace.snapshot).await?.0,
         ));
     }
+    if snapshot.is_none() || merged {
+        return Err(DeltaError::InvalidArgument(
+            "files written without a commit must fit an existing table's schema".into(),
+        ));
+    }
+    Ok(Written::Files(
+        files.iter().map(|f| f.to_action(true)).collect(),
+    ))
+}
 
-    let read_version = snapshot.as_ref().map(Snapshot::version);
+/// Commits the write: a new table's `protocol` and `metaData` (and clustering domain), a
+/// changed schema's `metaData`, the rows replaced (replaceWhere) or every file removed
+/// (overwrite), the new files, a conversion's adopted files.
+async fn commit(
+    storage: &Storage,
+    snapshot: Option<&Snapshot>,
+    prepared: &Prepared,
+    files: Vec<WrittenFile>,
+    replace: Option<Replace<'_>>,
+    options: &WriteOptions,
+    identity_moved: bool,
+) -> DeltaResult<Written> {
+    let table = &prepared.table;
+    let read_version = snapshot.map(Snapshot::version);
     if !options.adopted_files.is_empty() && snapshot.is_some() {
         return Err(DeltaError::InvalidArgument(
             "only a new table adopts existing files (CONVERT TO DELTA)".into(),
         ));
     }
-    let (operation, isolation) = match (&snapshot, options.mode) {
+    let (operation, isolation) = match (snapshot, options.mode) {
         (None, _) if !options.adopted_files.is_empty() => ("CONVERT", Isolation::BlindAppend),
         (None, _) if files.is_empty() => ("CREATE TABLE", Isolation::BlindAppend),
         (None, _) => ("CREATE TABLE AS SELECT", Isolation::BlindAppend),
@@ -376,32 +543,103 @@ where
         (Some(_), _) if identity_moved => ("WRITE", Isolation::ReadsData),
         _ => ("WRITE", Isolation::BlindAppend),
     };
+    let schema_string = arrow_to_schema_string(&table.schema)
+        .map_err(crate::schema::SchemaError::into_invalid_argument)?;
+    let txn = Transaction::new(storage.clone(), read_version, operation, isolation);
+    let mut txn = configure(txn, snapshot, table, options);
+    match snapshot {
+        None => add_new_table(
+            &mut txn,
+            table,
+            &prepared.clustering,
+            options,
+            schema_string,
+        ),
+        Some(s) if table.merged => {
+            // "Change Metadata": the new schema replaces the old in the same commit.
+            let m = s.metadata()?;
+            txn = txn.with_parameter(
+                if table.replace_schema {
+                    "overwriteSchema"
+                } else {
+                    "mergeSchema"
+                },
+                json!(true),
+            );
+            txn.add_actions([Metadata {
+                schema_string: Some(schema_string),
+                partition_columns: table.partition_columns.clone(),
+                configuration: table.config.clone(),
+                ..m.clone()
+            }
+            .to_action()]);
+        }
+        Some(_) => {}
+    }
+    if let Some(replace) = replace {
+        let (actions, read) =
+            take_matching(replace.snapshot, &replace.predicate, replace.rewriter).await?;
+        txn = txn
+            .with_read_files(read)
+            .with_parameter("predicate", json!(options.replace_where));
+        txn.add_actions(actions);
+    } else if let (Some(s), SaveMode::Overwrite) = (snapshot, options.mode) {
+        txn.add_actions(remove_all(s)?);
+    }
+    txn.add_actions(files.iter().map(|f| f.to_action(true)));
+    if !options.adopted_files.is_empty() {
+        // Delta Spark's CONVERT parameters.
+        txn = txn
+            .with_parameter("numFiles", json!(options.adopted_files.len()))
+            .with_parameter(
+                "partitionedBy",
+                json!(serde_json::to_string(&table.partition_columns).unwrap_or_default()),
+            )
+            .with_parameter(
+                "collectStats",
+                json!(options
+                    .adopted_files
+                    .iter()
+                    .all(|a| a["add"].get("stats").is_some())),
+            );
+        txn.add_actions(options.adopted_files.iter().cloned());
+    }
+    Ok(Written::Version(txn.commit().await?))
+}
+
+/// The write's transaction set up: Delta Spark's commitInfo parameters, the application
+/// transaction, the table's state (or a new table's in-commit timestamps, catalog and row
+/// tracking).
+fn configure(
+    txn: Transaction,
+    snapshot: Option<&Snapshot>,
+    table: &TargetTable,
+    options: &WriteOptions,
+) -> Transaction {
     let mode_name = match options.mode {
         SaveMode::Overwrite => "Overwrite",
         SaveMode::Append => "Append",
         SaveMode::Error => "ErrorIfExists",
         SaveMode::Ignore => "Ignore",
     };
-    let schema_string = arrow_to_schema_string(&table_schema)
-        .map_err(crate::schema::SchemaError::into_invalid_argument)?;
-    let mut txn = Transaction::new(storage.clone(), read_version, operation, isolation)
+    let mut txn = txn
         .with_commit_info(options.commit_info.clone())
         .with_parameter("mode", json!(mode_name))
         .with_parameter(
             "partitionBy",
-            json!(serde_json::to_string(&partition_columns).unwrap_or_default()),
+            json!(serde_json::to_string(&table.partition_columns).unwrap_or_default()),
         );
     if let Some((app, version)) = options.app_transaction.clone() {
         txn = txn.with_app_transaction(app, version);
     }
-    txn = match &snapshot {
+    txn = match snapshot {
         Some(s) => txn.for_table(s),
-        None if crate::commit::transaction::in_commit_timestamps_enabled(&config) => {
+        None if crate::commit::transaction::in_commit_timestamps_enabled(&table.config) => {
             txn.with_in_commit_timestamps(None, false)
         }
         None => txn,
     };
-    if let (None, Some(client)) = (&snapshot, &options.catalog) {
+    if let (None, Some(client)) = (snapshot, &options.catalog) {
         txn = txn.with_catalog(client.clone());
     }
     // A new table that supports row tracking gets fresh row IDs from its first commit.
@@ -414,75 +652,38 @@ where
     if snapshot.is_none() && tracked {
         txn = txn.with_row_tracking(-1);
     }
-    if snapshot.is_none() {
-        txn.add_actions([
-            json!({"protocol": options.protocol.clone().unwrap_or_else(
-                || json!({"minReaderVersion": 1, "minWriterVersion": 2}),
-            )}),
-            Metadata {
-                id: Some(uuid::Uuid::new_v4().to_string()),
-                name: options.name.clone(),
-                description: options.description.clone(),
-                format_provider: Some("parquet".into()),
-                format_options: BTreeMap::new(),
-                schema_string: Some(schema_string.clone()),
-                partition_columns: partition_columns.clone(),
-                created_time: Some(chrono::Utc::now().timestamp_millis()),
-                configuration: config.clone(),
-            }
-            .to_action(),
-        ]);
-        if options.clustering_columns.is_some() {
-            txn.add_actions([crate::layout::clustering::domain_action(&clustering)]);
+    txn
+}
+
+/// A new table's first actions: its `protocol` (reader 1, writer 2 unless the options give
+/// one), its `metaData`, and the clustering domain of a clustered table.
+fn add_new_table(
+    txn: &mut Transaction,
+    table: &TargetTable,
+    clustering: &[String],
+    options: &WriteOptions,
+    schema_string: String,
+) {
+    txn.add_actions([
+        json!({"protocol": options.protocol.clone().unwrap_or_else(
+            || json!({"minReaderVersion": 1, "minWriterVersion": 2}),
+        )}),
+        Metadata {
+            id: Some(uuid::Uuid::new_v4().to_string()),
+            name: options.name.clone(),
+            description: options.description.clone(),
+            format_provider: Some("parquet".into()),
+            format_options: BTreeMap::new(),
+            schema_string: Some(schema_string),
+            partition_columns: table.partition_columns.clone(),
+            created_time: Some(chrono::Utc::now().timestamp_millis()),
+            configuration: table.config.clone(),
         }
+        .to_action(),
+    ]);
+    if options.clustering_columns.is_some() {
+        txn.add_actions([crate::layout::clustering::domain_action(clustering)]);
     }
-    if let (Some(s), true) = (&snapshot, merged) {
-        // "Change Metadata": the new schema replaces the old in the same commit.
-        let m = s.metadata()?;
-        txn = txn.with_parameter(
-            if replace_schema {
-                "overwriteSchema"
-            } else {
-                "mergeSchema"
-            },
-            json!(true),
-        );
-        txn.add_actions([Metadata {
-            schema_string: Some(schema_string.clone()),
-            partition_columns: partition_columns.clone(),
-            configuration: config.clone(),
-            ..m.clone()
-        }
-        .to_action()]);
-    }
-    if let Some((s, predicate, rewriter)) = replace {
-        let (actions, read) = take_matching(s, &predicate, rewriter).await?;
-        txn = txn
-            .with_read_files(read)
-            .with_parameter("predicate", json!(options.replace_where));
-        txn.add_actions(actions);
-    } else if let (Some(s), SaveMode::Overwrite) = (&snapshot, options.mode) {
-        txn.add_actions(remove_all(s)?);
-    }
-    txn.add_actions(files.iter().map(|f| f.to_action(true)));
-    if !options.adopted_files.is_empty() {
-        // Delta Spark's CONVERT parameters.
-        txn = txn
-            .with_parameter("numFiles", json!(options.adopted_files.len()))
-            .with_parameter(
-                "partitionedBy",
-                json!(serde_json::to_string(&partition_columns).unwrap_or_default()),
-            )
-            .with_parameter(
-                "collectStats",
-                json!(options
-                    .adopted_files
-                    .iter()
-                    .all(|a| a["add"].get("stats").is_some())),
-            );
-        txn.add_actions(options.adopted_files.iter().cloned());
-    }
-    Ok(Written::Version(txn.commit().await?))
 }
 
 /// The part of a `replaceWhere` overwrite that removes the rows of `snapshot` matching the
