@@ -29,15 +29,15 @@ from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
 from deltalog.catalog.base import Catalog, Identifier, parse_identifier
-from deltalog.catalog.client import (
+from deltalog.catalog.named import load_catalog
+from deltalog.exceptions import InvalidArgumentError, UnsupportedFeatureError
+from deltalog.protocol.catalog_client import (
     DEFERRED,
     MAINTENANCE_OPERATIONS,
     CatalogClient,
     RatifiedCommit,
     RatifiedCommits,
 )
-from deltalog.catalog.named import load_catalog
-from deltalog.exceptions import InvalidArgumentError, UnsupportedFeatureError
 
 if TYPE_CHECKING:
     from deltalog.catalog.managed import (

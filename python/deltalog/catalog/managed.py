@@ -19,7 +19,6 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from deltalog.catalog.base import Catalog, Identifier
-from deltalog.catalog.client import RatifiedCommit, RatifiedCommits
 from deltalog.catalog.names import (
     ConfusableNameError,
     canonical_location,
@@ -36,6 +35,7 @@ from deltalog.exceptions import (
     NamespaceNotFoundError,
     TableNotFoundError,
 )
+from deltalog.protocol.catalog_client import RatifiedCommit, RatifiedCommits
 
 if TYPE_CHECKING:
     from deltalog.catalog.transaction import CatalogTransaction

@@ -25,7 +25,6 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from deltalog.catalog.base import Identifier
-from deltalog.catalog.client import DEFERRED, RatifiedCommit, RatifiedCommits
 from deltalog.catalog.managed import (
     MAX_INLINE_COMMIT_BYTES,
     ManagedCatalog,
@@ -35,6 +34,7 @@ from deltalog.catalog.managed import (
 )
 from deltalog.catalog.ratification import prepare
 from deltalog.exceptions import CatalogError, InvalidArgumentError
+from deltalog.protocol.catalog_client import DEFERRED, RatifiedCommit, RatifiedCommits
 
 if TYPE_CHECKING:
     import pyarrow as pa

@@ -19,7 +19,6 @@ from typing import TYPE_CHECKING, Any
 
 from deltalog import _args, _native
 from deltalog._lazy import lazy_module
-from deltalog.catalog.client import CatalogClient
 from deltalog.exceptions import (
     CatalogRequiredError,
     DeltaError,
@@ -29,6 +28,7 @@ from deltalog.exceptions import (
 )
 from deltalog.expressions import Expr, FilterLike, to_predicate
 from deltalog.protocol import features
+from deltalog.protocol.catalog_client import CatalogClient
 from deltalog.table.dml import TableDML
 from deltalog.table.maintenance import TableMaintenance
 from deltalog.table.maintenance import VacuumResult as VacuumResult

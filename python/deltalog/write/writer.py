@@ -19,9 +19,9 @@ from typing import TYPE_CHECKING, Any, Literal
 from deltalog import _args, _native
 from deltalog._interrupts import Captured, after_commit, capturing
 from deltalog._lazy import lazy_module
-from deltalog.catalog.client import CatalogClient
 from deltalog.exceptions import InvalidArgumentError, TableNotFoundError
 from deltalog.protocol import features
+from deltalog.protocol.catalog_client import CatalogClient
 from deltalog.write.properties import WriterProperties
 
 if TYPE_CHECKING:

@@ -21,7 +21,6 @@ from collections.abc import Callable, Mapping, Sequence
 from contextlib import AbstractContextManager
 from typing import Any, TypeVar
 
-from deltalog.catalog.client import RatifiedCommits
 from deltalog.catalog.managed import (
     MAX_UNPUBLISHED,
     CommitRecord,
@@ -50,6 +49,7 @@ from deltalog.exceptions import (
     NamespaceNotEmptyError,
     NamespaceNotFoundError,
 )
+from deltalog.protocol.catalog_client import RatifiedCommits
 
 #: How often a ratification is tried again after a race only the database saw (a unique key,
 #: a serialization failure, a deadlock): the next try answers it with the checks below.

@@ -32,7 +32,6 @@ from typing import TYPE_CHECKING
 from lance_namespace_urllib3_client import models as m
 
 from deltalog.catalog import ratification
-from deltalog.catalog.client import RatifiedCommit, RatifiedCommits
 from deltalog.catalog.clients.rest import protocol as p
 from deltalog.catalog.managed import (
     MAX_INLINE_COMMIT_BYTES,
@@ -47,6 +46,7 @@ from deltalog.exceptions import (
     DeltaError,
     InvalidArgumentError,
 )
+from deltalog.protocol.catalog_client import RatifiedCommit, RatifiedCommits
 
 if TYPE_CHECKING:
     from deltalog.catalog.managed import ManagedCatalog, Store

@@ -33,7 +33,6 @@ from lance_namespace_urllib3_client.exceptions import ApiException
 
 from deltalog.catalog import reports
 from deltalog.catalog.base import Catalog, Identifier
-from deltalog.catalog.client import RatifiedCommit, RatifiedCommits
 from deltalog.catalog.clients.rest import protocol as p
 from deltalog.catalog.managed import (
     MAX_INLINE_COMMIT_BYTES,
@@ -57,6 +56,7 @@ from deltalog.exceptions import (
     UnsupportedFeatureError,
     VersionNotFoundError,
 )
+from deltalog.protocol.catalog_client import RatifiedCommit, RatifiedCommits
 
 if TYPE_CHECKING:
     from deltalog.catalog.transaction import CatalogTransaction

@@ -37,7 +37,7 @@ import unicodedata
 from typing import Any
 from urllib.parse import quote, unquote_to_bytes
 
-from deltalog.catalog.client import RatifiedCommit, RatifiedCommits
+from deltalog.protocol.catalog_client import RatifiedCommit, RatifiedCommits
 
 #: Lance Namespace error codes (``ErrorResponse.code``).
 UNSUPPORTED = 0

@@ -15,7 +15,6 @@ import weakref
 from typing import TYPE_CHECKING, Any
 
 from deltalog.catalog import reports
-from deltalog.catalog.client import RatifiedCommit, RatifiedCommits
 from deltalog.catalog.clients.unity.transport import NoAnswer, UcConflict
 from deltalog.exceptions import (
     CatalogError,
@@ -23,6 +22,7 @@ from deltalog.exceptions import (
     CommitConflictError,
     CommitOutcomeUnknownError,
 )
+from deltalog.protocol.catalog_client import RatifiedCommit, RatifiedCommits
 
 if TYPE_CHECKING:
     from deltalog.catalog.clients.unity.client import UnityCatalog
