@@ -12,9 +12,9 @@ use arrow::compute::cast;
 use arrow::datatypes::{DataType, Field, Fields, Schema, SchemaRef, TimeUnit};
 
 use crate::error::{DeltaError, DeltaResult};
-use crate::files::FileBatch;
 use crate::nulls::shared_null_array;
 use crate::paths::decode_uri_path;
+use crate::snapshot::files::FileBatch;
 use crate::snapshot::Snapshot;
 
 /// Column names of the output.

@@ -13,6 +13,10 @@
 //!   list their files, so such a legacy table still opens and the error is raised when its
 //!   metadata or schema is asked for; from reader version 2 on (column mapping, table features)
 //!   the metadata is needed to interpret the table and its absence fails the open.
+//!
+//! [`files`]: the snapshot's active files, as compact Arrow batches.
+
+pub mod files;
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
@@ -22,7 +26,6 @@ use arrow::datatypes::{Int64Type, Schema, SchemaRef};
 use futures::TryStreamExt;
 
 use crate::error::{DeltaError, DeltaResult};
-use crate::files::FileBatch;
 use crate::header::{data_file_schema, logical_schema, mapping_mode, stats_schema_of, TableHeader};
 use crate::log::actions::names;
 use crate::log::catalog::{CatalogClient, CatalogCommits};
@@ -40,6 +43,7 @@ use crate::nulls::filter_compact;
 use crate::schema::ColumnMappingMode;
 use crate::stats::parse::StatsSchema;
 use crate::storage::Storage;
+use files::FileBatch;
 
 /// One reconstructed version of a Delta table.
 #[derive(Debug, Clone)]
@@ -374,7 +378,7 @@ impl Snapshot {
                     removes.extend(r);
                 }
             }
-            snapshot.files = Arc::new(crate::files::coalesce(files));
+            snapshot.files = Arc::new(crate::snapshot::files::coalesce(files));
             snapshot.removes = Arc::new(removes);
             snapshot.stats_schema = stats_schema;
             Ok(snapshot)
@@ -597,7 +601,7 @@ impl Snapshot {
             metadata: self.metadata.clone(),
             txns,
             domains: domains.into_values().collect(),
-            files: Arc::new(crate::files::coalesce(files)),
+            files: Arc::new(crate::snapshot::files::coalesce(files)),
             removes: Arc::new(removes),
             stats_schema,
             in_commit_timestamp,

@@ -24,11 +24,11 @@ use arrow::buffer::{NullBuffer, OffsetBuffer};
 use arrow::datatypes::{DataType, Field, Fields};
 
 use crate::error::DeltaResult;
-use crate::json_scan::{Scalar, ScanError, ScanResult, Scanner};
 use crate::log::actions::{add_fields, deletion_vector_fields, string_map};
 use crate::log::file_keys::HashedKeys;
 use crate::nulls::compact_struct_children;
 use crate::paths::{dv_unique_id, file_key};
+use crate::stats::json_scan::{Scalar, ScanError, ScanResult, Scanner};
 use crate::stats::parse::StatsSchema;
 
 /// A `map<string, string>` column being built.

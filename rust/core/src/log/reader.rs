@@ -17,11 +17,11 @@ use arrow::datatypes::Schema;
 use futures::stream::{self, StreamExt, TryStreamExt};
 
 use crate::error::{DeltaError, DeltaResult};
-use crate::files::without_field;
 use crate::log::actions::{self, decode_json_actions, names};
 use crate::log::add_lines::{add_field, split_commit};
 use crate::log::file_keys::HashedKeys;
 use crate::log::segment::{Delta, LogFile};
+use crate::snapshot::files::without_field;
 use crate::stats::parse::StatsSchema;
 use crate::storage::Storage;
 

@@ -32,7 +32,6 @@ use parquet::schema::types::ColumnPath;
 use serde_json::{json, Value};
 
 use crate::error::{DeltaError, DeltaResult};
-use crate::files::FileBatch;
 use crate::log::actions::names;
 use crate::log::last_checkpoint::{parse_last_checkpoint, write_last_checkpoint};
 use crate::log::path::CheckpointFormat;
@@ -42,6 +41,7 @@ use crate::maintenance::checkpoint_rows::{
 use crate::maintenance::intervals::{duration_ms, DELETED_FILE_RETENTION};
 use crate::maintenance::sink::FileSink;
 use crate::schema::arrow_to_schema_string;
+use crate::snapshot::files::FileBatch;
 use crate::snapshot::Snapshot;
 
 /// Rows converted per step (bounds the memory of the conversion).

@@ -26,12 +26,12 @@ use arrow::json::writer::{make_encoder, Encoder, EncoderFactory, EncoderOptions,
 use serde_json::{json, Value};
 
 use crate::error::{DeltaError, DeltaResult};
-use crate::files::FileBatch;
 use crate::log::actions::{self, names, STATS_PARSED};
 use crate::model::{DomainMetadata, Protocol, Txn};
 use crate::nulls::shared_null_array;
 use crate::scan::partition_values::{parse_partition_column, partition_texts};
 use crate::schema::physical_schema;
+use crate::snapshot::files::FileBatch;
 use crate::snapshot::Snapshot;
 
 /// Name of the typed partition values of checkpoint adds.

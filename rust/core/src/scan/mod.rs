@@ -30,12 +30,12 @@ use futures::stream::{self, BoxStream, StreamExt};
 
 use crate::deletion_vector::DvDescriptor;
 use crate::error::{DeltaError, DeltaResult};
-use crate::files::FileBatch;
 use crate::paths::decode_uri_path;
 use crate::predicate::Predicate;
 use crate::scan::partition_values::{parse_partition_column, partition_texts};
 use crate::scan::skipping::{may_match, FileStats};
 use crate::schema::find_column;
+use crate::snapshot::files::FileBatch;
 use crate::snapshot::Snapshot;
 use crate::storage::Storage;
 

@@ -9,7 +9,7 @@
 //! rather than an error: they are optional ("stats ... optional") and an unreadable one must
 //! not hide the table.
 //!
-//! The parser is specialised: one pass of [`crate::json_scan`] per document straight into Arrow
+//! The parser is specialised: one pass of [`crate::stats::json_scan`] per document straight into Arrow
 //! builders laid out like the statistics schema.
 
 use std::sync::Arc;
@@ -26,9 +26,9 @@ use arrow::datatypes::{
 };
 
 use crate::error::{DeltaError, DeltaResult};
-use crate::json_scan::{Scalar, ScanError, ScanResult, Scanner};
 use crate::nulls::shared_null_array;
 use crate::schema::is_variant;
+use crate::stats::json_scan::{Scalar, ScanError, ScanResult, Scanner};
 
 /// The statistics types derived from a table schema.
 #[derive(Debug, Clone, PartialEq, Eq)]
