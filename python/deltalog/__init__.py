@@ -47,9 +47,10 @@ from deltalog.table.delta_table import DeltaTable, Metadata, Protocol, VacuumRes
 from deltalog.table.optimize_args import PostCommitHookProperties
 from deltalog.table.scan import DeltaScan, ScanTask, read_task
 from deltalog.table.transaction import Transaction, write_files
+from deltalog.table.write import write_table
 from deltalog.write.convert import convert_to_deltalake
 from deltalog.write.properties import BloomFilterProperties, ColumnProperties, WriterProperties
-from deltalog.write.writer import CommitProperties, write_table
+from deltalog.write.writer import CommitProperties
 
 __all__ = [
     "AlreadyExistsError",

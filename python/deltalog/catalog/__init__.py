@@ -29,7 +29,7 @@ from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
 from deltalog.catalog.base import Catalog, Identifier, parse_identifier
-from deltalog.catalog.named import load_catalog
+from deltalog.catalog.named import load_catalog, not_a_catalog, table_of_catalog
 from deltalog.exceptions import InvalidArgumentError, UnsupportedFeatureError
 from deltalog.protocol.catalog_client import (
     DEFERRED,
@@ -38,6 +38,7 @@ from deltalog.protocol.catalog_client import (
     RatifiedCommit,
     RatifiedCommits,
 )
+from deltalog.table import locations
 
 if TYPE_CHECKING:
     from deltalog.catalog.managed import (
@@ -246,3 +247,17 @@ def _timeout(config: Mapping[str, str]) -> float:
         return float(config.get("timeout", 30))
     except ValueError as e:
         raise InvalidArgumentError(f"timeout is not a number: {config['timeout']!r}") from e
+
+
+def _resolve_uc_uri(
+    uri: str, storage_options: Mapping[str, str] | None
+) -> tuple[str, dict[str, str] | None, CatalogClient | None]:
+    from deltalog.catalog.clients.unity.client import resolve_uc_uri
+
+    return resolve_uc_uri(uri, storage_options)
+
+
+# Locations only a catalog resolves (deltalog.table.locations): uc:// URIs and the tables of
+# named catalogs ("prod.sales.orders").
+locations.register_scheme("uc://", _resolve_uc_uri)
+locations.register_names(table_of_catalog, not_a_catalog)

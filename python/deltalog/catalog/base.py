@@ -151,7 +151,7 @@ class Catalog(abc.ABC):
     def write_table(self, name: Identifier, data: Any, mode: str = "error", **kwargs: Any) -> int:
         """Writes ``data`` to the table ``name`` as :func:`deltalog.write_table` does (creating
         it where the catalog allows); returns the version committed."""
-        from deltalog.write.writer import write_table
+        from deltalog.table.write import write_table
 
         if self.table_exists(name):
             table = self.load_table(name)

@@ -196,7 +196,7 @@ class CatalogTransaction:
     def write_table(self, name: Identifier, data: Any, mode: str = "append", **kwargs: Any) -> int:
         """Writes ``data`` to the table ``name`` (created as a catalog-managed table when it
         does not exist) as part of this transaction; returns the version it will have."""
-        from deltalog.write.writer import write_table
+        from deltalog.table.write import write_table
 
         self._check_open()
         if self._catalog.table_exists(name):

@@ -497,7 +497,7 @@ def _add_catalog_commands(sub: Any) -> None:
 
 
 def main(argv: list[str] | None = None) -> int:
-    from deltalog import __version__
+    from deltalog._native import __version__
 
     parser = argparse.ArgumentParser(
         prog="deltalog", description="Inspect and maintain Delta tables."

@@ -421,7 +421,7 @@ def _first_commit(
 
     from pyspark.sql.pandas.types import to_arrow_schema
 
-    from deltalog.write.writer import write_table
+    from deltalog.table.write import write_table
 
     configuration = json.loads(options.get("configuration", "{}") or "{}")
     arrow = to_arrow_schema(schema, timezone="UTC")

@@ -14,7 +14,6 @@ from __future__ import annotations
 import json
 import warnings
 from collections.abc import Mapping
-from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from deltalog import _args, _native
@@ -28,7 +27,9 @@ from deltalog.exceptions import (
 )
 from deltalog.expressions import Expr, FilterLike, to_predicate
 from deltalog.protocol import features
+from deltalog.protocol.actions import Metadata, Protocol
 from deltalog.protocol.catalog_client import CatalogClient
+from deltalog.table import locations
 from deltalog.table.dml import TableDML
 from deltalog.table.maintenance import TableMaintenance
 from deltalog.table.maintenance import VacuumResult as VacuumResult
@@ -40,38 +41,12 @@ if TYPE_CHECKING:
     import pandas as pd
     import pyarrow as pa
 
-    from deltalog.catalog.managed import TableRecord
     from deltalog.table.alter.alterer import TableAlterer
     from deltalog.table.merge import TableMerger
     from deltalog.table.optimize import TableOptimizer
     from deltalog.table.transaction import Transaction
 else:
     pa = lazy_module("pyarrow")
-
-
-@dataclass(frozen=True)
-class Protocol:
-    """The table's `protocol` action (spec: "Protocol Evolution")."""
-
-    min_reader_version: int
-    min_writer_version: int
-    reader_features: list[str] | None = None
-    writer_features: list[str] | None = None
-
-
-@dataclass(frozen=True)
-class Metadata:
-    """The table's `metaData` action (spec: "Change Metadata")."""
-
-    id: str | None
-    name: str | None
-    description: str | None
-    partition_columns: list[str]
-    configuration: dict[str, str]
-    created_time: int | None
-    schema_string: str | None
-    format_provider: str | None = "parquet"
-    format_options: dict[str, str] = field(default_factory=dict)
 
 
 def _merged_filter(
@@ -156,20 +131,17 @@ class DeltaTable(TableDML, TableMaintenance):
             )
         if version is not None:
             version = _args.version("version", version)
-        if isinstance(table_uri, str) and table_uri.startswith("uc://"):
+        resolver = locations.scheme_resolver(table_uri) if isinstance(table_uri, str) else None
+        if resolver is not None:
             if catalog_client is not None:
                 raise ValueError("a uc:// table names its catalog: pass no catalog_client")
             # Unity Catalog: the table's location, credentials and catalog client, from the
-            # server in storage_options / UNITY_CATALOG_URI (deltalog.catalog.clients.unity.client).
-            from deltalog.catalog.clients.unity.client import resolve_uc_uri
-
-            table_uri, storage_options, catalog_client = resolve_uc_uri(table_uri, storage_options)
+            # server in storage_options / UNITY_CATALOG_URI (deltalog.catalog.clients.unity).
+            table_uri, storage_options, catalog_client = resolver(str(table_uri), storage_options)
         elif isinstance(table_uri, str) and catalog_client is None and storage_options is None:
             # "prod.sales.orders": a table of a named catalog (deltalog.catalog.named), where
             # that is unambiguous (no such local path, "prod" configured).
-            from deltalog.catalog.named import table_of_catalog
-
-            loaded = table_of_catalog(table_uri, version if timestamp is None else None)
+            loaded = locations.table_of_catalog(table_uri, version if timestamp is None else None)
             if loaded is not None:
                 table_uri = loaded._uri
                 storage_options = loaded._storage_options
@@ -198,9 +170,7 @@ class DeltaTable(TableDML, TableMaintenance):
             # "teamm.sales.orders": no such path, and perhaps a misspelled catalog name.
             hint = None
             if isinstance(table_uri, str) and catalog_client is None and storage_options is None:
-                from deltalog.catalog.named import not_a_catalog
-
-                hint = not_a_catalog(table_uri)
+                hint = locations.catalog_hint(table_uri)
             if hint is None:
                 raise
             raise TableNotFoundError(f"{e}; {hint}") from e
@@ -208,7 +178,7 @@ class DeltaTable(TableDML, TableMaintenance):
     @classmethod
     def _of_catalog(
         cls,
-        record: TableRecord,
+        record: locations.CatalogTableState,
         catalog_client: CatalogClient,
         storage_options: Mapping[str, str] | None = None,
     ) -> DeltaTable:
@@ -347,7 +317,7 @@ class DeltaTable(TableDML, TableMaintenance):
         feature themselves. The protocol is the smallest that supports them all.
         ``clustering_columns`` makes a clustered table (spec "Clustered Table").
         """
-        from deltalog.write.writer import write_table
+        from deltalog.table.write import write_table
 
         if not isinstance(schema, pa.Schema):
             if hasattr(schema, "__arrow_c_schema__"):

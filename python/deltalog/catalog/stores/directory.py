@@ -216,7 +216,7 @@ class DirectoryCatalog(Catalog):
         _native.delete_tree(self.table_uri(name), self.storage_options)
 
     def _create_from_data(self, name: Identifier, data: Any, mode: str, **kwargs: Any) -> int:
-        from deltalog.write.writer import write_table
+        from deltalog.table.write import write_table
 
         uri = self._new_table_uri(name)
         kwargs.setdefault("storage_options", self.storage_options)

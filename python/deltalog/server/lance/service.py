@@ -379,7 +379,7 @@ class CatalogService(VersionRoutes):
                     "admin can roll it back to its last readable version first (version/delete "
                     "of its newest unpublished versions)",
                 ) from e
-            from deltalog.write.writer import write_table
+            from deltalog.table.write import write_table
 
             version = write_table(loaded, table, mode="overwrite", schema_mode="overwrite")
         else:

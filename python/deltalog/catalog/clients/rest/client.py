@@ -440,7 +440,7 @@ class RestCatalog(Catalog):
         return location, client
 
     def _create_from_data(self, name: Identifier, data: Any, mode: str, **kwargs: Any) -> int:
-        from deltalog.write.writer import write_table
+        from deltalog.table.write import write_table
 
         (_, _, location), client = self._new_table(name)
         return write_table(

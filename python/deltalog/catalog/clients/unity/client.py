@@ -488,7 +488,7 @@ class UnityCatalog(Catalog):
         return location, client
 
     def _create_from_data(self, name: Identifier, data: Any, mode: str, **kwargs: Any) -> int:
-        from deltalog.write.writer import write_table
+        from deltalog.table.write import write_table
 
         location, client = self.new_table_target(name)
         assert isinstance(client, UnityTableClient)
