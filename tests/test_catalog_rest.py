@@ -20,9 +20,14 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 import urllib3
-from lance_namespace_urllib3_client import ApiClient, Configuration, NamespaceApi, TableApi
-from lance_namespace_urllib3_client import exceptions as api_errors
-from lance_namespace_urllib3_client import models as m
+from lance_namespace_urllib3_client import (
+    ApiClient,
+    Configuration,
+    NamespaceApi,
+    TableApi,
+    exceptions as api_errors,
+    models as m,
+)
 
 import catalog_server
 import deltalog as dl

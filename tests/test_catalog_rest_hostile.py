@@ -26,8 +26,7 @@ import numpy as np
 import pyarrow as pa
 import pytest
 import urllib3
-from hypothesis import HealthCheck, given, settings
-from hypothesis import strategies as st
+from hypothesis import HealthCheck, given, settings, strategies as st
 
 import catalog_server
 

@@ -17,8 +17,7 @@ from typing import Any
 import pyarrow as pa
 import pytest
 import urllib3
-from hypothesis import HealthCheck, given, settings
-from hypothesis import strategies as st
+from hypothesis import HealthCheck, given, settings, strategies as st
 
 import catalog_server
 import deltalog as dl

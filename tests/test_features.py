@@ -15,8 +15,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
-from hypothesis import given, settings
-from hypothesis import strategies as st
+from hypothesis import given, settings, strategies as st
 
 from deltalog.exceptions import CatalogRequiredError, CorruptLogError, UnsupportedFeatureError
 from deltalog.protocol import features

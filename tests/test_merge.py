@@ -10,8 +10,7 @@ from typing import Any
 import deltalake
 import pyarrow as pa
 import pytest
-from hypothesis import HealthCheck, given, settings
-from hypothesis import strategies as st
+from hypothesis import HealthCheck, given, settings, strategies as st
 
 import deltalog as dl
 

@@ -457,8 +457,7 @@ def test_random_merges_match_deltalogs_own(spark: Any, tmp_path_factory: Any) ->
     """Differential: random targets, sources (duplicate keys included) and clause lists, with
     and without deletion vectors; Spark's evaluation of the clauses and deltalog's own MERGE
     give the same rows, or both refuse the MERGE as ambiguous."""
-    from hypothesis import given, settings
-    from hypothesis import strategies as st
+    from hypothesis import given, settings, strategies as st
 
     @settings(max_examples=12, deadline=None, derandomize=True)
     @given(

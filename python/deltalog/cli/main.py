@@ -419,8 +419,7 @@ def _add_credential_options(p: Any) -> None:
 
 def _add_limit_options(p: Any) -> None:
     """The server's limits (docs/catalogs.md, "Limits"; defaults in catalog/rest/limits.py)."""
-    from deltalog.server.limits import MAX_CREATE_BYTES, MAX_DECODED_BYTES
-    from deltalog.server.limits import ConnectionLimits as L
+    from deltalog.server.limits import MAX_CREATE_BYTES, MAX_DECODED_BYTES, ConnectionLimits as L
 
     for flag, kind, default, text in [
         ("--max-create-bytes", _positive, MAX_CREATE_BYTES, "largest Arrow body of create"),

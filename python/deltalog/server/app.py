@@ -55,8 +55,7 @@ from typing import TYPE_CHECKING, Any
 import pydantic
 from lance_namespace_urllib3_client import models as m
 from starlette.concurrency import run_in_threadpool
-from starlette.requests import ClientDisconnect
-from starlette.requests import Request as HttpRequest
+from starlette.requests import ClientDisconnect, Request as HttpRequest
 from starlette.responses import JSONResponse, Response
 
 from deltalog.catalog.clients.rest import protocol as p
@@ -286,8 +285,7 @@ def create_app(
         catalog._store.max_unpublished = max_unpublished  # type: ignore[attr-defined]
 
     from deltalog.server.unity.credentials import CredentialVendor
-    from deltalog.server.unity.routes import PREFIX as UC_PREFIX
-    from deltalog.server.unity.routes import UnityRoutes
+    from deltalog.server.unity.routes import PREFIX as UC_PREFIX, UnityRoutes
 
     if credential_vendor is None:
         credential_vendor = CredentialVendor(service.catalog)

@@ -44,6 +44,7 @@ from deltalog.spark.rewrite import (
     PRE,
     ROW_COLUMN,
     ROW_ID_COLUMN,
+    SOURCE_MARK as SOURCE_MARK,
     _check_rewritable,
     _kinds,
     _live_rows,
@@ -53,7 +54,6 @@ from deltalog.spark.rewrite import (
     log_target,
     target_frame,
 )
-from deltalog.spark.rewrite import SOURCE_MARK as SOURCE_MARK
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession

@@ -432,8 +432,7 @@ def _nullable(t: DataType) -> DataType:
 def _literal(text: str | None, arrow: pa.DataType, t: DataType, name: str) -> Column:
     """A partition value's text as a typed Spark literal ("Partition Value Serialization", as
     deltalog's core parses it), independent of the session's time zone."""
-    from pyspark.sql import functions as F
-    from pyspark.sql import types as T
+    from pyspark.sql import functions as F, types as T
 
     if text is None or text == "":
         return F.lit(None).cast(t)

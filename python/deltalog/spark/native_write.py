@@ -290,8 +290,7 @@ def _invariant(text: Any, column: str) -> str:
 def _partition_text(spark: SparkSession, column: Column, t: DataType, name: str) -> Column:
     """The partition value's text ("Partition Value Serialization") as deltalog's own writer
     spells it, by expressions that do not depend on the session's time zone."""
-    from pyspark.sql import functions as F
-    from pyspark.sql import types as T
+    from pyspark.sql import functions as F, types as T
 
     if isinstance(t, T.StringType):
         return column

@@ -51,14 +51,25 @@ from pyspark.sql.datasource import (
 )
 
 from deltalog.spark import filters as spark_filters
-from deltalog.spark.options import DEFAULT_CATALOG_OPTION, _flag, _int, _open, _storage_options
-from deltalog.spark.options import looks_like_a_name as looks_like_a_name
-from deltalog.spark.source_writer import DeltaStreamWriter, DeltaWriter
-from deltalog.spark.source_writer import WrittenFiles as WrittenFiles
-from deltalog.spark.tasks import Held as Held
-from deltalog.spark.tasks import held_commits as held_commits
-from deltalog.spark.tasks import task_snapshot as task_snapshot
-from deltalog.spark.tasks import write_to_files as write_to_files
+from deltalog.spark.options import (
+    DEFAULT_CATALOG_OPTION,
+    _flag,
+    _int,
+    _open,
+    _storage_options,
+    looks_like_a_name as looks_like_a_name,
+)
+from deltalog.spark.source_writer import (
+    DeltaStreamWriter,
+    DeltaWriter,
+    WrittenFiles as WrittenFiles,
+)
+from deltalog.spark.tasks import (
+    Held as Held,
+    held_commits as held_commits,
+    task_snapshot as task_snapshot,
+    write_to_files as write_to_files,
+)
 from deltalog.spark.types import conform, exchange_schema, spark_schema
 
 if TYPE_CHECKING:

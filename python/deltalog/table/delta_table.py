@@ -31,8 +31,7 @@ from deltalog.protocol.actions import Metadata, Protocol
 from deltalog.protocol.catalog_client import CatalogClient
 from deltalog.table import locations
 from deltalog.table.dml import TableDML
-from deltalog.table.maintenance import TableMaintenance
-from deltalog.table.maintenance import VacuumResult as VacuumResult
+from deltalog.table.maintenance import TableMaintenance, VacuumResult as VacuumResult
 from deltalog.table.scan import DeltaScan
 from deltalog.table.timestamps import TimestampLike, _timestamp_ms
 from deltalog.write.writer import CommitProperties, check_snapshot_writable

@@ -211,8 +211,7 @@ class TableOptimizer:
                 ``full`` on a table that is not clustered, or a setting deltalog cannot honour.
             CommitConflictError: a concurrent commit removed a file being compacted.
         """
-        from deltalog.table.optimize_args import memory_limit as limit_of
-        from deltalog.table.optimize_args import split_commit_args
+        from deltalog.table.optimize_args import memory_limit as limit_of, split_commit_args
 
         commit_properties, post_commithook_properties = split_commit_args(
             "compact", args, commit_properties, post_commithook_properties
@@ -286,8 +285,7 @@ class TableOptimizer:
                 table (``compact`` clusters it); a setting deltalog cannot honour.
             CommitConflictError: a concurrent commit removed a file being rewritten.
         """
-        from deltalog.table.optimize_args import memory_limit as limit_of
-        from deltalog.table.optimize_args import split_commit_args
+        from deltalog.table.optimize_args import memory_limit as limit_of, split_commit_args
 
         commit_properties, post_commithook_properties = split_commit_args(
             "z_order", args, commit_properties, post_commithook_properties

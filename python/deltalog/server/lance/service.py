@@ -45,8 +45,7 @@ from deltalog.exceptions import (
     VersionNotFoundError,
 )
 from deltalog.server.auth import Principal, allows
-from deltalog.server.lance.versions import VersionRoutes
-from deltalog.server.lance.versions import int_query as _int_query
+from deltalog.server.lance.versions import VersionRoutes, int_query as _int_query
 
 _log = logging.getLogger("deltalog.catalog.server")
 

@@ -20,8 +20,7 @@ from typing import TYPE_CHECKING, Any
 from urllib.parse import unquote_to_bytes
 
 from starlette.concurrency import run_in_threadpool
-from starlette.requests import ClientDisconnect
-from starlette.requests import Request as HttpRequest
+from starlette.requests import ClientDisconnect, Request as HttpRequest
 from starlette.responses import Response
 
 from deltalog.catalog.clients.unity.errors import UcError, from_rest

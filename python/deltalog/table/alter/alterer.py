@@ -22,8 +22,7 @@ from typing import TYPE_CHECKING, Any
 
 from deltalog import _native
 from deltalog.exceptions import ConstraintViolationError, InvalidArgumentError
-from deltalog.table.alter.columns import ColumnAlterer
-from deltalog.table.alter.columns import _widening_allowed as _widening_allowed
+from deltalog.table.alter.columns import ColumnAlterer, _widening_allowed as _widening_allowed
 from deltalog.table.alter.commit import _CONSTRAINT_PREFIX
 from deltalog.table.alter.drop_feature import FeatureDropper
 
