@@ -345,7 +345,7 @@ def test_streaming_writes_commit_once_per_micro_batch(spark: Any, tmp_path: Path
 
     from pyspark.sql.types import LongType, StructField, StructType
 
-    from deltalog.spark.source import DeltaStreamWriter
+    from deltalog.spark.read.source import DeltaStreamWriter
 
     uri = str(tmp_path / "s")
     checkpoint = str(tmp_path / "checkpoint")
@@ -497,7 +497,7 @@ def test_types_spark_cannot_take_are_clear_errors() -> None:
 
 
 def test_pack_balances_files_by_bytes() -> None:
-    from deltalog.spark.source import pack
+    from deltalog.spark.read.source import pack
 
     sizes = [100, 90, 10, 10, 10, 50, 50]
     groups = pack(sizes, max_bytes=1000, open_cost=0, parallelism=3)

@@ -21,7 +21,7 @@ from test_read_golden import CONTENT_ROOTS, rows
 pyspark = pytest.importorskip("pyspark", reason="pyspark is a test dependency (.ci/run)")
 
 import deltalog.spark as dls  # noqa: E402
-from deltalog.spark.native_read import NativeReadUnsupported, ReadPath  # noqa: E402
+from deltalog.spark.read.native import NativeReadUnsupported, ReadPath  # noqa: E402
 
 
 def same(got: pa.Table, reference: pa.Table) -> bool:

@@ -25,7 +25,7 @@ import deltalog as dl
 pyspark = pytest.importorskip("pyspark", reason="pyspark is a test dependency (.ci/run)")
 
 import deltalog.spark as dls  # noqa: E402
-from deltalog.spark.native_write import NativeWriteUnsupported  # noqa: E402
+from deltalog.spark.write.native import NativeWriteUnsupported  # noqa: E402
 
 UTC = dt.timezone.utc
 

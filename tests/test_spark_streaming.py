@@ -201,7 +201,7 @@ def test_killed_and_restarted_query_delivers_every_row_once(spark: Any, tmp_path
 def reader(table: str, **options: str) -> Any:
     """The stream reader the data source makes (driver side), without a Spark session: Spark
     calls these methods in its source runner."""
-    from deltalog.spark.source import DeltaDataSource
+    from deltalog.spark.read.source import DeltaDataSource
 
     source = DeltaDataSource({"path": table, **options})
     return source.streamReader(source.schema())

@@ -33,14 +33,14 @@ import json
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
-from deltalog.spark.source import NAME, DeltaDataSource, DeltaPushdownDataSource
+from deltalog.spark.read.source import NAME, DeltaDataSource, DeltaPushdownDataSource
 from deltalog.spark.types import spark_schema, spark_type
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
 
-    from deltalog.spark.dml import SparkMerger
-    from deltalog.spark.native_read import ReadPath
+    from deltalog.spark.dml.operations import SparkMerger
+    from deltalog.spark.read.native import ReadPath
     from deltalog.table.delta_table import DeltaTable
     from deltalog.table.scan import DeltaScan
     from deltalog.write.properties import WriterProperties
@@ -80,9 +80,10 @@ def register(spark: SparkSession, catalog: Mapping[str, Any] | str | None = None
     ``save("sales.orders")``; anything with a ``/`` or a URI scheme stays a location.
 
     It also makes Spark's own ``df.write.format("deltalog").partitionBy(...)`` work, which
-    Spark otherwise refuses before the source is called (:mod:`deltalog.spark.partitioning`)."""
-    from deltalog.spark.partitioning import install
+    Spark otherwise refuses before the source is called
+    (:mod:`deltalog.spark.write.partitioning`)."""
     from deltalog.spark.workers import check_workers
+    from deltalog.spark.write.partitioning import install
 
     check_workers(spark)  # the executors run deltalog: a clear error now, not in every task
     config: dict[str, Any] | None = None
@@ -181,11 +182,11 @@ def read_table(
     :func:`register`, or a loaded :class:`deltalog.DeltaTable` (its loaded version; catalog
     tables included).
 
-    ``path`` chooses how the rows are read (:mod:`deltalog.spark.native_read`):
+    ``path`` chooses how the rows are read (:mod:`deltalog.spark.read.native`):
 
     - ``"native"``: deltalog plans on the driver and Spark's own parquet source reads exactly
       the planned files (column pruning, filter pushdown, vectorised reads); raises
-      :class:`~deltalog.spark.native_read.NativeReadUnsupported` naming the reason when the
+      :class:`~deltalog.spark.read.native.NativeReadUnsupported` naming the reason when the
       table needs what that path does not express (deletion vectors, column mapping id mode,
       type widening, files off the local file system, ...);
     - ``"source"``: the ``deltalog`` Python data source (deltalog's reader on the executors,
@@ -195,7 +196,7 @@ def read_table(
     The DataFrame is aliased ``deltalog_native_scan`` or ``deltalog_source_scan`` (visible in
     ``df.explain(True)``); :func:`read_path` tells which path it took and why, and an INFO
     line on the ``deltalog.spark`` logger says so too."""
-    from deltalog.spark import native_read as nr
+    from deltalog.spark.read import native as nr
     from deltalog.table.delta_table import DeltaTable
 
     if path not in ("auto", "native", "source"):
@@ -244,7 +245,7 @@ def read_path(df: DataFrame) -> ReadPath | None:
     """Which path :func:`read_table` took for ``df`` (``ReadPath("native")``, or
     ``ReadPath("source", reason)``); for a DataFrame derived from one (filtered, projected),
     the path found in its plan (without the reason); ``None`` when neither shows."""
-    from deltalog.spark import native_read as nr
+    from deltalog.spark.read import native as nr
 
     found = getattr(df, "_deltalog_read_path", None)
     if isinstance(found, nr.ReadPath):
@@ -306,12 +307,12 @@ def write_table(
     ``ignore`` are decided on the driver before the job runs, since Spark does not pass those
     save modes to Python data sources.
 
-    ``path`` chooses how the rows become files (:mod:`deltalog.spark.native_write`):
+    ``path`` chooses how the rows become files (:mod:`deltalog.spark.write.native`):
 
     - ``"native"``: Spark's own parquet writer writes the files (partitioned by
       ``partition_by``; every row rule of the table checked by Spark expressions), deltalog
       builds their ``add`` actions from the footers and commits once; raises
-      :class:`~deltalog.spark.native_write.NativeWriteUnsupported` naming the reason when the
+      :class:`~deltalog.spark.write.native.NativeWriteUnsupported` naming the reason when the
       table needs what that path does not express (identity columns, nested columns of a
       column-mapped table, floating-point or binary partition columns, a column whose type
       differs from the table's, a table off the local file system). ``target_file_size`` does
@@ -331,7 +332,7 @@ def write_table(
         raise ValueError(f"mode must be error, append, overwrite or ignore, not {mode!r}")
     if path not in ("auto", "native", "source"):
         raise ValueError(f"path must be 'auto', 'native' or 'source', not {path!r}")
-    from deltalog.spark.source import looks_like_a_name
+    from deltalog.spark.read.source import looks_like_a_name
     from deltalog.write.writer import check_not_a_file
 
     if not looks_like_a_name(uri):
@@ -354,7 +355,7 @@ def write_table(
     )
     reason = "path='source'"
     if path != "source":
-        from deltalog.spark import native_write as nw
+        from deltalog.spark.write import native as nw
 
         try:
             lowered = {k.lower(): v for k, v in options.items()}
@@ -373,7 +374,7 @@ def write_table(
         else:
             nw.log.info("deltalog write of %s: Spark's parquet writer", uri)
             return
-    from deltalog.spark.native_read import log
+    from deltalog.spark.read.native import log
 
     log.info("deltalog write of %s: data source (%s)", uri, reason)
     writer = df.write.format(NAME).mode("overwrite" if mode == "overwrite" else "append")
@@ -383,7 +384,7 @@ def write_table(
 def to_spark(scan: DeltaScan, spark: SparkSession) -> DataFrame:
     """A planned :class:`deltalog.DeltaScan` as a DataFrame: its files (already pruned and
     skipped) read on the executors, packed into partitions as the data source packs them."""
-    from deltalog.spark.source import partitions_of
+    from deltalog.spark.read.source import partitions_of
     from deltalog.spark.types import exchange_schema
 
     schema = spark_schema(scan.schema)
@@ -425,8 +426,8 @@ def merge(
     deltalog, and the driver makes one commit. Add clauses as with
     :meth:`deltalog.DeltaTable.merge` (``when_matched_update``, ``..._all``, ``when_not_
     matched_insert``, ``when_not_matched_by_source_delete``, ...), in Spark SQL over the two
-    aliases, then ``execute()``. See :mod:`deltalog.spark.dml`."""
-    from deltalog.spark.dml import SparkMerger
+    aliases, then ``execute()``. See :mod:`deltalog.spark.dml.operations`."""
+    from deltalog.spark.dml.operations import SparkMerger
 
     _ensure_registered(source.sparkSession)
     return SparkMerger(
@@ -451,7 +452,7 @@ def delete(
     """Deletes the rows of ``target`` matching ``predicate`` (Spark SQL; all rows when None),
     computed by Spark with one deltalog commit. Returns the metrics of
     :meth:`deltalog.DeltaTable.delete`."""
-    from deltalog.spark import dml
+    from deltalog.spark.dml import operations as dml
     from deltalog.spark.workers import check_workers
 
     check_workers(spark)
@@ -504,7 +505,7 @@ def update(
     """Sets ``updates`` (column -> Spark SQL) on the rows of ``target`` matching ``predicate``,
     computed by Spark with one deltalog commit. Returns the metrics of
     :meth:`deltalog.DeltaTable.update`."""
-    from deltalog.spark import dml
+    from deltalog.spark.dml import operations as dml
     from deltalog.spark.workers import check_workers
 
     check_workers(spark)

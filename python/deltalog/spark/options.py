@@ -1,4 +1,4 @@
-"""The options of the deltalog data source (:mod:`deltalog.spark.source`, whose docs list
+"""The options of the deltalog data source (:mod:`deltalog.spark.read.source`, whose docs list
 them), keys lower-cased as Spark passes them, and the table they name: by location, or by name
 in a catalog (``catalog``, or the default catalog given to :func:`deltalog.spark.register`).
 """

@@ -1,5 +1,6 @@
 """How Spark's tasks reach the version of a table the driver read (reads and writes of
-:mod:`deltalog.spark.source`, :mod:`deltalog.spark.dml`): the commits held for them (a
+:mod:`deltalog.spark.read.source`, :mod:`deltalog.spark.dml.operations`): the commits held for them
+(a
 catalog-managed table's ratified commits, or the version 0 a write will create), the snapshot
 they open from those without reaching a catalog, and the data files they write to it.
 """

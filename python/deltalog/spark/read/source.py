@@ -30,7 +30,7 @@ Options (case-insensitive, as Spark passes them):
 Spark refuses save modes ``error`` and ``ignore`` for Python data sources before the source
 is called; :func:`deltalog.spark.write_table` provides them.
 
-The source and its reader are here; the writers are :mod:`deltalog.spark.source_writer`'s, the
+The source and its reader are here; the writers are :mod:`deltalog.spark.write.source_writer`'s, the
 options and the table they name :mod:`deltalog.spark.options`'s, and what tasks open and write
 :mod:`deltalog.spark.tasks`'s.
 """
@@ -50,7 +50,6 @@ from pyspark.sql.datasource import (
     InputPartition,
 )
 
-from deltalog.spark import filters as spark_filters
 from deltalog.spark.options import (
     DEFAULT_CATALOG_OPTION,
     _flag,
@@ -59,11 +58,7 @@ from deltalog.spark.options import (
     _storage_options,
     looks_like_a_name as looks_like_a_name,
 )
-from deltalog.spark.source_writer import (
-    DeltaStreamWriter,
-    DeltaWriter,
-    WrittenFiles as WrittenFiles,
-)
+from deltalog.spark.read import filters as spark_filters
 from deltalog.spark.tasks import (
     Held as Held,
     held_commits as held_commits,
@@ -71,6 +66,11 @@ from deltalog.spark.tasks import (
     write_to_files as write_to_files,
 )
 from deltalog.spark.types import conform, exchange_schema, spark_schema
+from deltalog.spark.write.source_writer import (
+    DeltaStreamWriter,
+    DeltaWriter,
+    WrittenFiles as WrittenFiles,
+)
 
 if TYPE_CHECKING:
     from pyspark.sql.types import StructType
@@ -332,6 +332,6 @@ class DeltaPushdownReader(DeltaReader):
 
     def pushFilters(self, filters: list[Any]) -> Iterator[Any]:  # Spark's method name
         # Used to prune and skip files; every filter goes back to Spark, which still applies
-        # it to the rows (module docs of deltalog.spark.filters).
+        # it to the rows (module docs of deltalog.spark.read.filters).
         self._filters = list(filters)
         yield from filters

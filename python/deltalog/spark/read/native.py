@@ -24,7 +24,7 @@ this follows:
   spark_schema` of the table's schema, as the data source path gives them.
 
 What this path cannot express falls back to the Python Data Source
-(:mod:`deltalog.spark.source`), which reads with deltalog's native reader on the executors:
+(:mod:`deltalog.spark.read.source`), which reads with deltalog's native reader on the executors:
 deletion vectors, column mapping ``id`` mode, type widening (``delta.typeChanges``), files
 outside the local file system, more than :data:`MAX_GROUPS` partition-value groups, types
 Spark has no equivalent for. :func:`plan_native_read` returns either a DataFrame or the

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from deltalog.spark.source import NAME
+from deltalog.spark.read.source import NAME
 
 #: Attributes the wrapped writer keeps: the format and the ``partitionBy`` columns given.
 _FORMAT = "_deltalog_format"

@@ -1,7 +1,7 @@
 """Writes of a Delta table by Spark's own parquet writer: Spark writes, deltalog commits once.
 
 Issue #33, item 2. The driver reads the table (or plans its version 0) exactly as the data
-source path does (:class:`deltalog.spark.source_writer.DeltaWriter`: save modes,
+source path does (:class:`deltalog.spark.write.source_writer.DeltaWriter`: save modes,
 ``mergeSchema``/``overwriteSchema``, catalogs, the application transaction), then:
 
 1. **Rows to files, by Spark.** The DataFrame is projected onto the table's schema and written
@@ -51,7 +51,7 @@ from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any
 
-from deltalog.spark.native_read import (
+from deltalog.spark.read.native import (
     _HIVE_NULL,
     _local_root,
     _nullable,
@@ -95,7 +95,7 @@ def native_write(df: DataFrame, overwrite: bool, options: Mapping[str, str]) -> 
     when this path cannot express the write."""
     from deltalog import _native
     from deltalog.exceptions import CommitOutcomeUnknownError
-    from deltalog.spark.source_writer import DeltaWriter, WrittenFiles
+    from deltalog.spark.write.source_writer import DeltaWriter, WrittenFiles
 
     if options.get("replacewhere"):
         raise NativeWriteUnsupported("replaceWhere (every written row must match it)")

@@ -1,4 +1,4 @@
-"""Writing through the deltalog data source (:mod:`deltalog.spark.source`, whose docs list the
+"""Writing through the deltalog data source (:mod:`deltalog.spark.read.source`, whose docs list the
 options): :class:`DeltaWriter` (every task writes data files of the version the driver read,
 the driver commits them as one version, or creates the table with that commit) and
 :class:`DeltaStreamWriter` (a commit per micro-batch, made idempotent by an application

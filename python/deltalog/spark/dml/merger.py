@@ -1,6 +1,7 @@
 """MERGE computed by Spark (:func:`deltalog.spark.merge`): :class:`SparkMerger`, its clauses,
 the join of the source with the target's rows that classifies them, and the target's files
-pruned by the range of the source's join keys. Semantics and limits: :mod:`deltalog.spark.dml`.
+pruned by the range of the source's join keys. Semantics and limits:
+:mod:`deltalog.spark.dml.operations`.
 """
 
 from __future__ import annotations
@@ -11,7 +12,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from deltalog.exceptions import InvalidArgumentError
-from deltalog.spark.rewrite import (
+from deltalog.spark.dml.rewrite import (
     ACTION_COLUMN,
     FILE_COLUMN,
     KEEP,

@@ -1,4 +1,5 @@
-"""The part MERGE, DELETE and UPDATE computed by Spark (:mod:`deltalog.spark.dml`) share: the
+"""The part MERGE, DELETE and UPDATE computed by Spark (:mod:`deltalog.spark.dml.operations`)
+share: the
 target's rows read on the executors, each tagged with its data file and its index there
 (:func:`target_frame`); the new rows written by the executors and the one commit
 (:class:`_Rewrite`: deletion vectors or copy on write, spec "Deletion Vectors"; change data
@@ -71,13 +72,13 @@ def target_frame(
     plus :data:`FILE_COLUMN` and :data:`ROW_COLUMN`, and the function mapping a
     :data:`FILE_COLUMN` value to the task's path.
 
-    On Spark's own parquet scan where :func:`deltalog.spark.native_read.plan_native_read` can
+    On Spark's own parquet scan where :func:`deltalog.spark.read.native.plan_native_read` can
     express the read and no file has a deletion vector (Spark prunes the columns the join
     does not need; a row is its file's ``_metadata.file_path`` and ``row_index``, which is its
     ordinal among the live rows when nothing is deleted); else read on the executors by
     deltalog's reader (:func:`_source_target_frame`). Either way an INFO line on the
     ``deltalog.spark`` logger says which (:func:`log_target`)."""
-    from deltalog.spark import native_read as nr
+    from deltalog.spark.read import native as nr
 
     lineage = lineage_columns(table)
     with_dv = sum(1 for t in files if t.deletion_vector is not None)
@@ -103,7 +104,7 @@ def target_frame(
 
 def log_target(table: DeltaTable, how: str) -> None:
     """The INFO line of how a DML statement reads its target (docs/spark.md)."""
-    from deltalog.spark.native_read import log
+    from deltalog.spark.read.native import log
 
     log.info("DML target of %s: %s", table.table_uri, how)
 
@@ -122,7 +123,7 @@ def _source_target_frame(
     :data:`ROW_ID_COLUMN` last when the table tracks rows)."""
     from pyspark.sql.types import LongType, StringType, StructField, StructType
 
-    from deltalog.spark.source import partitions_of
+    from deltalog.spark.read.source import partitions_of
     from deltalog.spark.tasks import _storage_options_of
     from deltalog.spark.types import exchange_schema, spark_schema
 
@@ -371,7 +372,7 @@ class _Rewrite:
         their ``add`` actions and the rows copied."""
         from pyspark.sql.types import ArrayType, LongType, StringType, StructField, StructType
 
-        from deltalog.spark.source import every_row_spec
+        from deltalog.spark.read.source import every_row_spec
         from deltalog.spark.tasks import _storage_options_of, held_commits
 
         by_path = {t.path: t for t in files}

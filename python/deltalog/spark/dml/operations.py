@@ -20,13 +20,13 @@ MATCHED clause would modify it.
 
 Tables tracking rows keep every row's lineage ("Writer Requirements for Row Tracking"):
 updated rows their row IDs, copied rows their IDs and commit versions
-(:mod:`deltalog.spark.rewrite`). Not supported here (a clear error, use
+(:mod:`deltalog.spark.dml.rewrite`). Not supported here (a clear error, use
 :meth:`deltalog.DeltaTable.merge` / ``delete`` / ``update``): identity columns the operation
 would have to generate.
 
-MERGE is :mod:`deltalog.spark.merger`'s (:class:`SparkMerger`), and what the three share (the
+MERGE is :mod:`deltalog.spark.dml.merger`'s (:class:`SparkMerger`), and what the three share (the
 target's rows read on the executors, the new rows written, the commit) is
-:mod:`deltalog.spark.rewrite`'s; DELETE and UPDATE are here.
+:mod:`deltalog.spark.dml.rewrite`'s; DELETE and UPDATE are here.
 """
 
 from __future__ import annotations
@@ -36,8 +36,8 @@ from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
 from deltalog.exceptions import InvalidArgumentError
-from deltalog.spark.merger import SparkMerger as SparkMerger
-from deltalog.spark.rewrite import (
+from deltalog.spark.dml.merger import SparkMerger as SparkMerger
+from deltalog.spark.dml.rewrite import (
     ACTION_COLUMN,
     FILE_COLUMN,
     KEEP,
