@@ -2,6 +2,7 @@
 
 use std::collections::HashMap;
 
+use arrow::array::AsArray;
 use serde_json::{json, Value};
 
 use super::*;
