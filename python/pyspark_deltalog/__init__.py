@@ -2,6 +2,6 @@
 every installed top-level module named ``pyspark_*`` and registers its ``DefaultSource``
 (``pyspark.sql.worker.lookup_data_sources``)."""
 
-from deltalog.spark.source import DeltaDataSource as DefaultSource
+from deltalog.spark.read.source import DeltaDataSource as DefaultSource
 
 __all__ = ["DefaultSource"]
