@@ -43,7 +43,8 @@ from deltalog.exceptions import (
 )
 from deltalog.expressions import Column, Expr, col
 from deltalog.protocol import features
-from deltalog.table.delta_table import DeltaTable, Metadata, Protocol, VacuumResult
+from deltalog.protocol.actions import Metadata, Protocol
+from deltalog.table.delta_table import DeltaTable, VacuumResult
 from deltalog.table.optimize_args import PostCommitHookProperties
 from deltalog.table.scan import DeltaScan, ScanTask, read_task
 from deltalog.table.transaction import Transaction, write_files

@@ -1,30 +1,108 @@
-"""Type stub of the native module built from `rust/python` (PyO3)."""
+"""Type stub of the native module built from `rust/python` (PyO3).
 
-from typing import Any
+Checked against the built module by ``python -m mypy.stubtest deltalog._native
+--mypy-config-file pyproject.toml``. Its classes are PyO3 ``#[pyclass]``es: final (not
+subclassable), constructed by ``__new__`` (``#[new]``).
+"""
+
+from typing import Any, TypedDict, final
 
 import pyarrow as pa
+from typing_extensions import Self
+
+__all__ = [
+    "RawBatchStream",
+    "RawHeader",
+    "RawScan",
+    "RawSnapshot",
+    "__version__",
+    "add_actions_from_footers",
+    "add_columns",
+    "check_proposal",
+    "child_directories",
+    "cleanup_metadata",
+    "clone_table",
+    "commit_actions",
+    "compact_logs",
+    "count_violations",
+    "create_checkpoint",
+    "delete_files",
+    "delete_tree",
+    "dml",
+    "duration_property_ms",
+    "dv_cardinality",
+    "dv_deserialize",
+    "dv_file",
+    "dv_serialize",
+    "evolved_metadata",
+    "feature_trace",
+    "files_with_narrower_types",
+    "inspect_parquet_directory",
+    "interval_ms",
+    "json_checksum",
+    "log_file_version",
+    "mask_rows",
+    "merge",
+    "optimize",
+    "optimize_commit",
+    "optimize_plan",
+    "optimize_rewrite",
+    "parse_expression",
+    "publish",
+    "read_log_file",
+    "remove_actions",
+    "repair",
+    "replace_where_actions",
+    "restore_actions",
+    "skipping_predicate",
+    "truncate_history",
+    "vacuum_plan",
+    "validate_checksum",
+    "write_change_files",
+    "write_files",
+    "write_rows_with_lineage",
+    "write_table",
+    "z85_decode",
+    "z85_encode",
+]
 
 __version__: str
 
+class _MetadataDict(TypedDict):
+    """``metadata()`` of a snapshot or header: the fields of its ``metaData`` action (the
+    core's ``Metadata``; not a runtime class)."""
+
+    id: str | None
+    name: str | None
+    description: str | None
+    format_provider: str | None
+    format_options: dict[str, str]
+    schema_string: str | None
+    partition_columns: list[str]
+    created_time: int | None
+    configuration: dict[str, str]
+
+@final
 class RawHeader:
     """A table's protocol and metadata at one version, as its catalog cached them."""
 
-    def __init__(
-        self,
+    def __new__(
+        cls,
         uri: str,
         version: int,
         protocol: str,
         metadata: str,
         storage_options: dict[str, str] | None = None,
-    ) -> None: ...
+    ) -> Self: ...
     def table_uri(self) -> str: ...
     def version(self) -> int: ...
     def protocol(self) -> tuple[int, int, list[str] | None, list[str] | None]: ...
-    def metadata(self) -> dict[str, Any]: ...
+    def metadata(self) -> _MetadataDict: ...
     def schema(self) -> pa.Schema: ...
     def physical_schema(self) -> pa.Schema: ...
     def column_mapping_mode(self) -> str: ...
 
+@final
 class RawSnapshot:
     """One loaded version of a table, held by the Rust core."""
 
@@ -62,7 +140,7 @@ class RawSnapshot:
     def table_uri(self) -> str: ...
     def version(self) -> int: ...
     def protocol(self) -> tuple[int, int, list[str] | None, list[str] | None]: ...
-    def metadata(self) -> dict[str, object]: ...
+    def metadata(self) -> _MetadataDict: ...
     def schema(self) -> pa.Schema: ...
     def physical_schema(self) -> pa.Schema: ...
     def column_mapping_mode(self) -> str: ...
@@ -83,6 +161,7 @@ class RawSnapshot:
         self, start: int, columns: list[str] | None = None, predicate: str | None = None
     ) -> RawScan: ...
 
+@final
 class RawScan:
     """A planned scan: read spec, file tasks and the storage to read them from."""
 
@@ -98,6 +177,7 @@ class RawScan:
     def to_table(self) -> pa.Table: ...
     def to_stream(self) -> RawBatchStream: ...
 
+@final
 class RawBatchStream:
     """Batches of a running scan; errors raise the typed deltalog exceptions."""
 
@@ -370,6 +450,19 @@ def read_log_file(
 
 def log_file_version(name: str) -> int | None:
     """The version a ``_delta_log`` file name belongs to (a compaction's last), or None."""
+
+def check_proposal(
+    uri: str,
+    version: int,
+    content: bytes,
+    storage_options: dict[str, str] | None = None,
+    check_files: bool = True,
+) -> dict[str, Any]:
+    """Checks ``content`` proposed as ``version`` of the catalog-managed table at ``uri`` (the
+    rules a catalog checks before it ratifies a commit; with ``check_files`` the files the
+    actions add exist). What the catalog decides on: ``sha256``, ``in_commit_timestamp``,
+    ``txn_id``, ``commit_info_first``, ``protocol``, ``metadata`` (compact JSON), ``domains``
+    (``[(domain, configuration or None)]``), ``actions``, ``files_checked``."""
 
 def optimize(
     snapshot: RawSnapshot,

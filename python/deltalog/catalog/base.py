@@ -19,6 +19,7 @@ if TYPE_CHECKING:
     import pyarrow as pa
 
     from deltalog.table.delta_table import DeltaTable
+    from deltalog.write.writer import WriteMode
 
 Identifier = str | Sequence[str]
 
@@ -148,14 +149,16 @@ class Catalog(abc.ABC):
     def drop_table(self, name: Identifier, purge: bool = True) -> None:
         """Removes the table from the catalog (and, with ``purge``, its files)."""
 
-    def write_table(self, name: Identifier, data: Any, mode: str = "error", **kwargs: Any) -> int:
+    def write_table(
+        self, name: Identifier, data: Any, mode: WriteMode = "error", **kwargs: Any
+    ) -> int:
         """Writes ``data`` to the table ``name`` as :func:`deltalog.write_table` does (creating
         it where the catalog allows); returns the version committed."""
         from deltalog.table.write import write_table
 
         if self.table_exists(name):
             table = self.load_table(name)
-            write_table(table, data, mode=mode, **kwargs)  # type: ignore[arg-type]
+            write_table(table, data, mode=mode, **kwargs)
             return table.version()
         return self._create_from_data(name, data, mode=mode, **kwargs)
 
@@ -171,5 +174,5 @@ class Catalog(abc.ABC):
         )
 
     @abc.abstractmethod
-    def _create_from_data(self, name: Identifier, data: Any, mode: str, **kwargs: Any) -> int:
+    def _create_from_data(self, name: Identifier, data: Any, mode: WriteMode, **kwargs: Any) -> int:
         """Creates table ``name`` from ``data`` (the catalog's kind of table); its version."""

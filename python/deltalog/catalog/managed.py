@@ -40,6 +40,7 @@ from deltalog.protocol.catalog_client import RatifiedCommit, RatifiedCommits
 if TYPE_CHECKING:
     from deltalog.catalog.transaction import CatalogTransaction
     from deltalog.table.delta_table import DeltaTable
+    from deltalog.write.writer import WriteMode
 
 
 class PurgeRefusedError(CatalogError):
@@ -526,7 +527,7 @@ class ManagedCatalog(Catalog):
         (_, _, location), client = self._new_table(name)
         return location, client
 
-    def _create_from_data(self, name: Identifier, data: Any, mode: str, **kwargs: Any) -> int:
+    def _create_from_data(self, name: Identifier, data: Any, mode: WriteMode, **kwargs: Any) -> int:
         from deltalog.table.write import write_table
 
         (_, _, location), client = self._new_table(name)

@@ -231,13 +231,13 @@ def _read_file(file: Path, catalogs: dict[str, NamedCatalog]) -> str | None:
         raise InvalidArgumentError(f"reading {file} needs PyYAML (pip install pyyaml)") from None
     try:
         with open(file, "rb") as f:
-            text = f.read(MAX_FILE_BYTES + 1)
+            data = f.read(MAX_FILE_BYTES + 1)
     except OSError as e:
         raise InvalidArgumentError(f"cannot read {file}: {e.strerror or e}") from None
-    if len(text) > MAX_FILE_BYTES:
+    if len(data) > MAX_FILE_BYTES:
         raise InvalidArgumentError(f"{file} is larger than {MAX_FILE_BYTES} bytes")
     try:
-        doc = yaml.safe_load(text.decode("utf-8")) or {}
+        doc = yaml.safe_load(data.decode("utf-8")) or {}
     except (yaml.YAMLError, UnicodeDecodeError) as e:
         raise InvalidArgumentError(f"{file} is not valid YAML: {_first_line(e)}") from None
     if not isinstance(doc, dict):

@@ -40,6 +40,7 @@ if TYPE_CHECKING:
     import pyarrow as pa
 
     from deltalog.table.delta_table import DeltaTable
+    from deltalog.write.writer import WriteMode
 
 _log = logging.getLogger("deltalog")
 
@@ -193,7 +194,9 @@ class CatalogTransaction:
         client = _DeferringClient(self, key, record.location, record.id)
         return DeltaTable(record.location, catalog_client=client)
 
-    def write_table(self, name: Identifier, data: Any, mode: str = "append", **kwargs: Any) -> int:
+    def write_table(
+        self, name: Identifier, data: Any, mode: WriteMode = "append", **kwargs: Any
+    ) -> int:
         """Writes ``data`` to the table ``name`` (created as a catalog-managed table when it
         does not exist) as part of this transaction; returns the version it will have."""
         from deltalog.table.write import write_table

@@ -31,7 +31,8 @@ import sys
 from typing import Any
 
 from deltalog.exceptions import DeltaError, InvalidArgumentError
-from deltalog.table.delta_table import DeltaTable, _timestamp_ms
+from deltalog.table.delta_table import DeltaTable
+from deltalog.table.timestamps import _timestamp_ms
 
 
 def _non_negative(text: str) -> int:
@@ -89,7 +90,7 @@ def _table(
 def _info(args: argparse.Namespace) -> None:
     t = _open(args)
     p = t.protocol()
-    info = {
+    info: dict[str, Any] = {
         "uri": t.table_uri,
         "version": t.version(),
         "timestamp": t.timestamp(),

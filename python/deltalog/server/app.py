@@ -171,7 +171,9 @@ def _error_body(e: RestError, instance: str, request_id: str | None = None) -> d
         body["context"] = e.context
     if request_id is not None:
         body["detail"] = f"request id {request_id}"
-    return m.ErrorResponse.from_dict(body).to_dict()  # shaped by the spec's model
+    shaped = m.ErrorResponse.from_dict(body)  # shaped by the spec's model
+    assert shaped is not None  # from_dict answers None for None only
+    return shaped.to_dict()
 
 
 class _Json(JSONResponse):
@@ -280,7 +282,7 @@ def create_app(
     an ``S3CredentialVendor``; default: none for local tables, 501 for object stores)."""
     service = CatalogService(catalog, storage_options)
     # For CatalogService.create_table's decode_arrow_body (arrow_body.py).
-    service.max_decoded_bytes = max_decoded_bytes  # type: ignore[attr-defined]
+    service.max_decoded_bytes = max_decoded_bytes
     if max_unpublished is not None:
         catalog._store.max_unpublished = max_unpublished  # type: ignore[attr-defined]
 
@@ -289,7 +291,7 @@ def create_app(
 
     if credential_vendor is None:
         credential_vendor = CredentialVendor(service.catalog)
-    service.credentials = credential_vendor  # type: ignore[attr-defined]
+    service.credentials = credential_vendor
     unity = UnityRoutes(service, tokens, max_body_bytes)
 
     async def dispatch(request: HttpRequest) -> Response:
@@ -559,7 +561,7 @@ def serve(
     from deltalog.server.connections import GuardedHttpProtocol, raise_open_files_limit
 
     limits = limits or ConnectionLimits()
-    config = {
+    config: dict[str, Any] = {
         "db": db,
         "warehouse": os.path.abspath(warehouse) if "://" not in warehouse else warehouse,
         "tokens": os.path.abspath(tokens) if tokens else None,

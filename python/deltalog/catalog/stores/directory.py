@@ -26,6 +26,7 @@ if TYPE_CHECKING:
     import pyarrow as pa
 
     from deltalog.table.delta_table import DeltaTable
+    from deltalog.write.writer import WriteMode
 
 _NO_NAMESPACES = (
     "a directory catalog holds tables only, no namespaces (Lance catalog specification: "
@@ -215,9 +216,9 @@ class DirectoryCatalog(Catalog):
             )
         _native.delete_tree(self.table_uri(name), self.storage_options)
 
-    def _create_from_data(self, name: Identifier, data: Any, mode: str, **kwargs: Any) -> int:
+    def _create_from_data(self, name: Identifier, data: Any, mode: WriteMode, **kwargs: Any) -> int:
         from deltalog.table.write import write_table
 
         uri = self._new_table_uri(name)
         kwargs.setdefault("storage_options", self.storage_options)
-        return write_table(uri, data, mode=mode, **kwargs)  # type: ignore[arg-type,no-any-return]
+        return write_table(uri, data, mode=mode, **kwargs)

@@ -48,6 +48,7 @@ from deltalog.exceptions import (
 
 if TYPE_CHECKING:
     import psycopg
+    from psycopg import Connection
 
 #: Schema migrations, applied in order; entry ``i`` takes the schema to version ``i + 1``.
 MIGRATIONS: list[list[Any]] = [
@@ -184,7 +185,7 @@ class PostgresStore(SqlStore):
             psycopg.errors.SerializationFailure,
             psycopg.errors.DeadlockDetected,
         )
-        self._pool: ConnectionPool[psycopg.Connection[Any]] = ConnectionPool(
+        self._pool: ConnectionPool[Connection[Any]] = ConnectionPool(
             self._connect, self._reusable, lambda db: db.close(), MAX_IDLE
         )
         super().__init__(describe(uri))

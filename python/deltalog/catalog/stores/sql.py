@@ -22,7 +22,8 @@ from contextlib import AbstractContextManager
 from typing import Any, TypeVar
 
 from deltalog.catalog.managed import (
-    MAX_UNPUBLISHED,
+    # Re-exported: the PostgreSQL store reads (and tests set) ``sql.MAX_UNPUBLISHED``.
+    MAX_UNPUBLISHED as MAX_UNPUBLISHED,
     CommitRecord,
     Proposal,
     Store,

@@ -174,7 +174,7 @@ def _expanded_size(array: pa.Array) -> int:
 def _encoded(t: pa.DataType) -> bool:
     import pyarrow as pa
 
-    return pa.types.is_dictionary(t) or pa.types.is_run_end_encoded(t)
+    return bool(pa.types.is_dictionary(t) or pa.types.is_run_end_encoded(t))
 
 
 def _nested_encoding(t: pa.DataType) -> bool:

@@ -16,7 +16,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from lance_namespace_urllib3_client import models as m
 
@@ -46,6 +46,9 @@ from deltalog.exceptions import (
 )
 from deltalog.server.auth import Principal, allows
 from deltalog.server.lance.versions import VersionRoutes, int_query as _int_query
+
+if TYPE_CHECKING:
+    from deltalog.server.unity.credentials import CredentialVendor
 
 _log = logging.getLogger("deltalog.catalog.server")
 
@@ -79,7 +82,9 @@ def check_name(name: str) -> None:
         raise RestError(p.INVALID_INPUT, str(e)) from e
 
 
-def page(items: Sequence[T], key: Callable[[T], Any], token: Any, limit: int | None) -> tuple:
+def page(
+    items: Sequence[T], key: Callable[[T], Any], token: Any, limit: int | None
+) -> tuple[list[T], Any]:
     """The items after ``token`` (by ``key``, ascending), at most ``limit`` of them, and the
     next page's token (the last key returned) when more remain."""
     rest = [i for i in items if token is None or key(i) > token]
@@ -114,6 +119,8 @@ class CatalogService(VersionRoutes):
 
     #: The most bytes an Arrow IPC body of ``CreateTable`` decodes to (set by the server).
     max_decoded_bytes: int = 256 * 1024 * 1024
+    #: What vends the UC routes' temporary credentials (set by ``deltalog.server.app.create_app``).
+    credentials: CredentialVendor
 
     def __init__(
         self,

@@ -153,7 +153,8 @@ class UnityCatalogs:
         or normalization form, and answered as they were created."""
         from deltalog.catalog.names import same_name
 
-        out, parent = [], self.store.ROOT
+        out: list[str] = []
+        parent = self.store.ROOT
         for name in names:
             stored = next(
                 (n for n in self.store.child_namespaces(parent) if same_name(n, name)), None
@@ -364,7 +365,8 @@ class UnityCatalogs:
     def get_schema(self, r: UcRequest) -> dict[str, Any]:
         catalog, schema = self.split(r.params["full_name"], 2, "schema")
         nid = self.schema_id(catalog, schema)
-        return self._schema_info(*self.spelled([catalog, schema]), nid)
+        catalog, schema = self.spelled([catalog, schema])
+        return self._schema_info(catalog, schema, nid)
 
     def delete_schema(self, r: UcRequest) -> dict[str, Any]:
         self.require(r.principal, "admin", "delete a schema")
@@ -388,7 +390,8 @@ class UnityCatalogs:
     def get_table(self, r: UcRequest) -> dict[str, Any]:
         catalog, schema, name = self.split(r.params["full_name"], 3, "table")
         record = self.table(catalog, schema, name)
-        return views.table_info(self.service, *self.spelled([catalog, schema]), record)
+        catalog, schema = self.spelled([catalog, schema])
+        return views.table_info(self.service, catalog, schema, record)
 
     def delete_table(self, r: UcRequest) -> dict[str, Any]:
         self.require(r.principal, "admin", "delete a table")

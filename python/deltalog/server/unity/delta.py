@@ -143,7 +143,8 @@ class DeltaApi(TableLifecycle):
         return [r.params["catalog"], r.params["schema"], r.params["table"]]
 
     def _record(self, r: UcRequest) -> TableRecord:
-        return self.catalogs.table(*self._names(r))
+        catalog, schema, name = self._names(r)
+        return self.catalogs.table(catalog, schema, name)
 
     def _publish_inline(self, record: TableRecord) -> None:
         """Publishes the held commits through the newest inline one (a UC engine reads commit

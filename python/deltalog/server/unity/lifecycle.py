@@ -263,7 +263,8 @@ class TableLifecycle:
     def delete_table(self, r: UcRequest) -> None:
         self.catalogs.require(r.principal, "admin", "delete a table")
         names = self._names(r)
-        self.catalogs.drop(self.catalogs.table(*names, staging=True), names)
+        catalog, schema, name = names
+        self.catalogs.drop(self.catalogs.table(catalog, schema, name, staging=True), names)
 
     def rename_table(self, r: UcRequest) -> None:
         from deltalog.exceptions import AlreadyExistsError

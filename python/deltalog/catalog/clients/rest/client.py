@@ -65,6 +65,7 @@ from deltalog.protocol.catalog_client import RatifiedCommit, RatifiedCommits
 if TYPE_CHECKING:
     from deltalog.catalog.transaction import CatalogTransaction
     from deltalog.table.delta_table import DeltaTable
+    from deltalog.write.writer import WriteMode
 
 T = TypeVar("T")
 
@@ -387,14 +388,14 @@ class RestCatalog(Catalog):
         (_, _, location), client = self._new_table(name)
         return location, client
 
-    def _create_from_data(self, name: Identifier, data: Any, mode: str, **kwargs: Any) -> int:
+    def _create_from_data(self, name: Identifier, data: Any, mode: WriteMode, **kwargs: Any) -> int:
         from deltalog.table.write import write_table
 
         (_, _, location), client = self._new_table(name)
         return write_table(
             location,
             data,
-            mode=mode,  # type: ignore[arg-type]
+            mode=mode,
             catalog_client=client,
             storage_options=self.storage_options,
             **kwargs,

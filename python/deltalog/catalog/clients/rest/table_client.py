@@ -8,7 +8,7 @@ from __future__ import annotations
 import functools
 import threading
 import weakref
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
 from lance_namespace_urllib3_client import models as m
@@ -118,7 +118,7 @@ class RestTableClient:
         #: Published, not reported yet: sent with the next commit (one round trip fewer per
         #: commit), else when this client goes away.
         self._unreported = _Unreported()
-        self._report_at_exit: weakref.finalize | None = None
+        self._report_at_exit: weakref.finalize[[Callable[[], None]], RestTableClient] | None = None
 
     def get_ratified_commits(
         self, start_version: int | None = None, end_version: int | None = None

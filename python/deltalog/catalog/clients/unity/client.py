@@ -40,7 +40,7 @@ import os
 import threading
 import time
 from collections.abc import Mapping, Sequence
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
 from deltalog.catalog.base import Catalog, Identifier
 from deltalog.catalog.clients.unity.table_client import UnityTableClient
@@ -53,6 +53,7 @@ from deltalog.exceptions import (
 
 if TYPE_CHECKING:
     from deltalog.table.delta_table import DeltaTable
+    from deltalog.write.writer import WriteMode
 
 _log = logging.getLogger("deltalog.catalog.clients.unity")
 
@@ -194,7 +195,7 @@ class UnityCatalog(Catalog):
                 return sorted(names)
 
     def create_namespace(self, namespace: Identifier) -> None:
-        from unitycatalog.client.models import CreateSchema
+        from unitycatalog.client.models.create_schema import CreateSchema
 
         schema = self._schema(namespace)
         self.call(
@@ -422,7 +423,8 @@ class UnityCatalog(Catalog):
                 "name": table,
                 "location": uri,
                 "table-type": "EXTERNAL",
-                "columns": to_delta_api(json.loads(d["schema_string"])),
+                # None only in a corrupt log (a metaData action without schemaString).
+                "columns": to_delta_api(json.loads(cast(str, d["schema_string"]))),
                 "partition-columns": list(d["partition_columns"]),
                 "protocol": protocol,
                 "properties": dict(d["configuration"]),
@@ -487,7 +489,7 @@ class UnityCatalog(Catalog):
         )
         return location, client
 
-    def _create_from_data(self, name: Identifier, data: Any, mode: str, **kwargs: Any) -> int:
+    def _create_from_data(self, name: Identifier, data: Any, mode: WriteMode, **kwargs: Any) -> int:
         from deltalog.table.write import write_table
 
         location, client = self.new_table_target(name)

@@ -120,7 +120,8 @@ def to_delta_api(t: Any) -> Any:
     """A Delta type (a schema is a ``struct``) in the Delta API's form (``DeltaDataType``)."""
     if isinstance(t, dict):
         out: dict[str, Any] = {}
-        for key, value in t.items():
+        node: dict[str, Any] = t
+        for key, value in node.items():
             if key in ("elementType", "keyType", "valueType"):
                 out[_KEBAB[key]] = to_delta_api(value)
             elif key == "fields":
@@ -143,7 +144,8 @@ def from_delta_api(t: Any) -> Any:
     """A Delta API ``DeltaDataType`` (JSON) as Delta's schema serialises it."""
     if isinstance(t, dict):
         out: dict[str, Any] = {}
-        for key, value in t.items():
+        node: dict[str, Any] = t
+        for key, value in node.items():
             if key in ("element-type", "key-type", "value-type"):
                 out[_CAMEL[key]] = from_delta_api(value)
             elif key == "fields":

@@ -35,7 +35,8 @@ def model_class(package: str, name: str) -> type[Any]:
     """The generated model class ``name`` of ``unitycatalog.<package>`` (``delta.models`` or
     ``client.models``; a module per class, named in snake case)."""
     snake = re.sub(r"(?<!^)(?=[A-Z])", "_", name).lower().replace("u_u_i_d", "uuid")
-    return getattr(importlib.import_module(f"unitycatalog.{package}.{snake}"), name)
+    cls: type[Any] = getattr(importlib.import_module(f"unitycatalog.{package}.{snake}"), name)
+    return cls
 
 
 def delta_model(name: str) -> type[Any]:

@@ -12,6 +12,7 @@ import os
 import threading
 import time
 import weakref
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from deltalog.catalog import reports
@@ -118,7 +119,7 @@ class UnityTableClient:
         #: ``updateTable`` as the next ``add-commit`` (one round trip fewer per commit), else
         #: on its own when this client goes away.
         self._unreported = _Unreported()
-        self._report_at_exit: weakref.finalize | None = None
+        self._report_at_exit: weakref.finalize[[Callable[[], None]], UnityTableClient] | None = None
 
     @property
     def name(self) -> str:
