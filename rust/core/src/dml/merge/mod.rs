@@ -19,11 +19,11 @@
 //! Spec: as [`crate::dml::rewrite`]; "Add CDC File" (`insert`, `delete`, `update_preimage`,
 //! `update_postimage` rows when the change feed is enabled).
 //!
-//! Here: the clause types, the metrics and the statement, run step by step: [`join`] (the
+//! Here: the clause types, the metrics and the statement, run step by step: `join` (the
 //! match: the condition split into join keys, the source hashed on them, the candidate target
-//! files and each batch's matching pairs), [`clauses`] (the clauses compiled against the joined
-//! columns, the rows they produce), [`write`] (each candidate file's rows acted on, the
-//! unmatched source rows inserted) and [`commit`] (the new metadata, the operation's
+//! files and each batch's matching pairs), `clauses` (the clauses compiled against the joined
+//! columns, the rows they produce), `write` (each candidate file's rows acted on, the
+//! unmatched source rows inserted) and `commit` (the new metadata, the operation's
 //! parameters and metrics, the commit).
 
 mod clauses;
