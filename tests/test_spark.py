@@ -403,6 +403,13 @@ def test_a_failed_job_commits_nothing(spark: Any, tmp_path: Path) -> None:
     @udf("long")
     def explode_on_13(x: int) -> int:
         if x == 13:
+            # Late, so that the other task has finished and reported its files: a task still
+            # running when the job fails is cancelled, and a file its Python worker still
+            # writes is an orphan like a failed task's own (never in the log; VACUUM removes
+            # it). A fresh-clone run on a loaded machine saw one.
+            import time
+
+            time.sleep(5)
             raise ValueError("task failure on purpose")
         return x
 
