@@ -4,7 +4,11 @@ Evolution", "Change Metadata"), as :meth:`deltalog.DeltaTable.protocol` and
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field
+from typing import Any
+
+from deltalog.exceptions import CorruptLogError
 
 
 @dataclass(frozen=True)
@@ -30,3 +34,19 @@ class Metadata:
     schema_string: str | None
     format_provider: str | None = "parquet"
     format_options: dict[str, str] = field(default_factory=dict)
+
+
+def schema_text(metadata: Mapping[str, Any] | Metadata) -> str:
+    """The ``schemaString`` of a ``metaData`` action (as the native module gives it,
+    ``RawSnapshot.metadata()``, or as :class:`Metadata`); the field is required ("Change
+    Metadata")."""
+    if isinstance(metadata, Metadata):
+        text: object = metadata.schema_string
+    else:
+        text = metadata.get("schema_string")
+    if not isinstance(text, str):
+        raise CorruptLogError(
+            "the table's metaData action has no schemaString",
+            rule='"Change Metadata": schemaString is required',
+        )
+    return text

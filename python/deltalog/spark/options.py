@@ -71,7 +71,7 @@ def _catalog_table(options: Mapping[str, str]) -> tuple[Any, str] | None:
     parsed = json.loads(config)
     if not isinstance(parsed, dict):
         raise ValueError("option 'catalog' must be a JSON object (a catalog configuration)")
-    name = options.get("table") or options.get("path")
+    name = options.get("table") or options.get("path") or ""
     if not name:
         raise ValueError("name the catalog's table: .load(name) / .save(name) or 'table'")
     return connect_catalog(parsed, _storage_options(options)), name
@@ -93,7 +93,7 @@ def _open(
             storage_options=_storage_options(options),
         )
     catalog, name = named
-    table = catalog.load_table(name, version=version)
+    table: DeltaTable = catalog.load_table(name, version=version)
     if timestamp is not None:
         table.load_as_version(timestamp)
     return table

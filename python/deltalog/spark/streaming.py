@@ -58,6 +58,7 @@ from pyspark.sql.streaming.datasource import (
 )
 
 from deltalog.exceptions import DeltaError, VersionNotFoundError
+from deltalog.protocol.actions import schema_text
 
 if TYPE_CHECKING:
     from pyspark.sql.types import StructType
@@ -165,7 +166,7 @@ class DeltaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         self._snapshot_tasks: tuple[int, list[ScanTask]] | None = None
         self._spec: str | None = None
         #: The initial offset, decided once (:meth:`initialOffset`).
-        self._initial: dict | None = None
+        self._initial: dict[str, Any] | None = None
 
     # -- the table -------------------------------------------------------------------------
 
@@ -196,7 +197,7 @@ class DeltaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         found = self._version_tasks.get(version)
         if found is None:
             table = self._table if self._table is not None else self._latest()
-            schema = self._schema_string or table.metadata().schema_string
+            schema = self._schema_string or schema_text(table.metadata())
             adds = self._changes.added(table, version, schema)
             if any("://" in str(a.get("path", "")) for a in adds):
                 # Absolute URIs: the version's own scan decodes them as the core does.
@@ -228,7 +229,7 @@ class DeltaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
 
     # -- offsets ---------------------------------------------------------------------------
 
-    def initialOffset(self) -> dict:
+    def initialOffset(self) -> dict[str, Any]:
         """Where the stream starts: decided on the first call and the same on every later one
         (see the module docs), with the ``initial`` marker."""
         if self._initial is None:
@@ -242,7 +243,7 @@ class DeltaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
                 self._initial = _initial(table.version(), snapshot=True)
         return dict(self._initial)
 
-    def _start_of(self, start: dict, end: dict | None = None) -> dict:
+    def _start_of(self, start: dict[str, Any], end: dict[str, Any] | None = None) -> dict[str, Any]:
         """The position ``start`` stands for. An initial offset names no position Spark kept:
         batch 0's end does (its unit is where the stream started), else (planning batch 0)
         this reader's own first answer."""
@@ -277,7 +278,7 @@ class DeltaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
     def prepareForTriggerAvailableNow(self) -> None:
         self._until = self._latest().version()
 
-    def latestOffset(self, start: dict, limit: ReadLimit) -> dict:
+    def latestOffset(self, start: dict[str, Any], limit: ReadLimit) -> dict[str, Any]:
         latest = self._latest().version()
         if self._until is not None:
             latest = min(latest, self._until)
@@ -313,8 +314,13 @@ class DeltaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         return end
 
     def _latest_cdf(
-        self, start: dict, position: dict, latest: int, limit: ReadLimit, first_batch: bool
-    ) -> dict:
+        self,
+        start: dict[str, Any],
+        position: dict[str, Any],
+        latest: int,
+        limit: ReadLimit,
+        first_batch: bool,
+    ) -> dict[str, Any]:
         first = position["version"] if position["index"] == -1 else position["version"] + 1
         if first > latest:
             return start
@@ -326,7 +332,7 @@ class DeltaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
 
     # -- batches ---------------------------------------------------------------------------
 
-    def partitions(self, start: dict, end: dict) -> list[InputPartition]:
+    def partitions(self, start: dict[str, Any], end: dict[str, Any]) -> list[InputPartition]:
         if self._cdf:
             return self._cdf_partitions(start, end)
         tasks: list[ScanTask] = []
@@ -345,7 +351,7 @@ class DeltaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
             version, index, snapshot = version + 1, -1, False
         return _packed(tasks)
 
-    def _cdf_partitions(self, start: dict, end: dict) -> list[InputPartition]:
+    def _cdf_partitions(self, start: dict[str, Any], end: dict[str, Any]) -> list[InputPartition]:
         if start == end:
             return []
         start = self._start_of(start, end)
@@ -371,7 +377,7 @@ class DeltaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
             if batch.num_rows:
                 yield conform(batch, target)
 
-    def commit(self, end: dict) -> None:
+    def commit(self, end: dict[str, Any]) -> None:
         # Forget what the delivered versions cost to plan.
         done = end["version"] if not end["snapshot"] else -1
         for v in [v for v in self._version_tasks if v < done]:

@@ -17,6 +17,7 @@ Dependencies point down: ``table`` imports ``write``, ``protocol`` and the nativ
 :mod:`deltalog.table.locations` for names only a catalog can resolve).
 """
 
-from deltalog.table.delta_table import DeltaTable, Metadata, Protocol, VacuumResult
+from deltalog.protocol.actions import Metadata, Protocol
+from deltalog.table.delta_table import DeltaTable, VacuumResult
 
 __all__ = ["DeltaTable", "Metadata", "Protocol", "VacuumResult"]

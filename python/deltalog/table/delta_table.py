@@ -80,6 +80,16 @@ class DeltaTable(TableReads, TableDML, TableMaintenance):
         CatalogRequiredError: the table is catalog-managed and no ``catalog_client`` was given.
     """
 
+    _uri: str
+    _storage_options: dict[str, str] | None
+    _catalog_client: CatalogClient | None
+    _published_only: bool
+    #: The loaded snapshot; None while a table opened from its catalog's cached state
+    #: answers from ``_header``.
+    _loaded: _native.RawSnapshot | None
+    _header: _native.RawHeader | None
+    _protocol: Protocol
+
     def __init__(
         self,
         table_uri: str | Any,
@@ -192,6 +202,7 @@ class DeltaTable(TableReads, TableDML, TableMaintenance):
         loaded = self._loaded
         if loaded is None:
             header = self._header
+            assert header is not None  # no snapshot yet: the catalog's cached state
             # The catalog's state vouches for the log (deltalog's catalogs record what they
             # ratified): a log that disagrees with it was changed in storage.
             loaded = _native.RawSnapshot.open(
@@ -223,7 +234,10 @@ class DeltaTable(TableReads, TableDML, TableMaintenance):
     def _state(self) -> _native.RawSnapshot | _native.RawHeader:
         """What answers the version, protocol, metadata and schema: the snapshot, or the
         catalog's cached state until the snapshot is opened."""
-        return self._loaded if self._loaded is not None else self._header
+        if self._loaded is not None:
+            return self._loaded
+        assert self._header is not None  # one of the two is always set
+        return self._header
 
     def _open(self, version: int | None) -> _native.RawSnapshot:
         """Opens ``version`` (the latest when ``None``), through the catalog when there is

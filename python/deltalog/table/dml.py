@@ -21,7 +21,8 @@ class TableDML:
 
     if TYPE_CHECKING:
         # DeltaTable's.
-        _raw: _native.RawSnapshot
+        @property
+        def _raw(self) -> _native.RawSnapshot: ...
 
         def update_incremental(self) -> None: ...
 
@@ -118,8 +119,10 @@ class TableDML:
         # winners (blind appends commute, a change to a file it read conflicts).
         check_snapshot_writable(self._raw)
         raw = self._raw
-        sql = predicate if isinstance(predicate, str) else None
-        as_filter = None if sql is not None else to_predicate(predicate)
+        if isinstance(predicate, str):
+            sql, as_filter = predicate, None
+        else:
+            sql, as_filter = None, to_predicate(predicate)
         # What history() shows: the SQL the user wrote, or the filter rendered as SQL.
         predicate_text = sql
         if as_filter is not None:

@@ -33,7 +33,9 @@ class TableMaintenance:
 
     if TYPE_CHECKING:
         # DeltaTable's.
-        _raw: _native.RawSnapshot
+        @property
+        def _raw(self) -> _native.RawSnapshot: ...
+
         _storage_options: dict[str, str] | None
 
         @property

@@ -476,8 +476,10 @@ class _Bar:
         try:
             from tqdm import tqdm
         except ImportError:
-            tqdm = None
-        if tqdm is not None:
+            has_tqdm = False
+        else:
+            has_tqdm = True
+        if has_tqdm:
             if self._tqdm is None:
                 self._tqdm = tqdm(total=total, unit="B", unit_scale=True, desc="OPTIMIZE")
             self._tqdm.update(done_bytes - self._tqdm.n)

@@ -6,7 +6,7 @@ Mapping") and their results as Arrow, pandas or a pyarrow dataset, and the chang
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
 from deltalog import _args, _native
 from deltalog._lazy import lazy_module
@@ -20,6 +20,8 @@ from deltalog.table.timestamps import TimestampLike, _timestamp_ms
 if TYPE_CHECKING:
     import pandas as pd
     import pyarrow as pa
+
+    from deltalog.table.delta_table import DeltaTable
 else:
     pa = lazy_module("pyarrow")
 
@@ -54,7 +56,8 @@ class TableReads:
 
     if TYPE_CHECKING:
         # DeltaTable's.
-        _raw: _native.RawSnapshot
+        @property
+        def _raw(self) -> _native.RawSnapshot: ...
 
     # -- data ----------------------------------------------------------------------------
 
@@ -125,7 +128,7 @@ class TableReads:
         """
         from deltalog.table.dataset import to_pyarrow_dataset
 
-        return to_pyarrow_dataset(self, filesystem, parquet_read_options)
+        return to_pyarrow_dataset(cast("DeltaTable", self), filesystem, parquet_read_options)
 
     def to_batches(
         self,

@@ -51,17 +51,20 @@ class ScanTask:
 
     @cached_property
     def _fields(self) -> dict[str, Any]:
-        return json.loads(self._task)
+        fields: dict[str, Any] = json.loads(self._task)
+        return fields
 
     @property
     def table_uri(self) -> str:
         """The table root the path is relative to."""
-        return json.loads(self._spec)["tableRoot"]
+        root: str = json.loads(self._spec)["tableRoot"]
+        return root
 
     @property
     def path(self) -> str:
         """The URI-decoded path: relative to the table root, or an absolute URI."""
-        return self._fields["path"]
+        path: str = self._fields["path"]
+        return path
 
     @property
     def size(self) -> int | None:
@@ -128,7 +131,8 @@ class DeltaScan:
 
     def to_pandas(self, **kwargs: Any) -> pd.DataFrame:
         """All rows as a pandas DataFrame (``kwargs`` go to ``pyarrow.Table.to_pandas``)."""
-        return self.to_pyarrow_table().to_pandas(**kwargs)
+        frame: pd.DataFrame = self.to_pyarrow_table().to_pandas(**kwargs)
+        return frame
 
     def __arrow_c_stream__(self, requested_schema: object | None = None) -> object:
         return self.to_batches().__arrow_c_stream__(requested_schema)

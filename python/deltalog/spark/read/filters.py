@@ -78,5 +78,5 @@ def _expr(f: Any, columns: set[str]) -> Expr | None:
     }
     for kind, make in comparisons.items():
         if type(f) is kind:
-            return make(value)  # type: ignore[no-any-return]
+            return make(value)
     return None  # null-safe equality, string matches: not pushed

@@ -49,6 +49,7 @@ from urllib.parse import unquote, urlparse
 
 import pyarrow as pa
 
+from deltalog.protocol.actions import schema_text
 from deltalog.spark.types import spark_schema
 
 if TYPE_CHECKING:
@@ -112,7 +113,7 @@ def plan_native_read(
     mode = table.column_mapping_mode()
     if mode == "id":
         raise NativeReadUnsupported("column mapping in id mode")
-    _check_type_widening(table.metadata().schema_string)
+    _check_type_widening(schema_text(table.metadata()))
     logical = table.schema()
     physical = table.physical_schema()
     try:
@@ -222,8 +223,8 @@ def plan_native_read(
                 *ids,
             )
         )
-    for values, paths in groups.items():
-        typed = dict(zip(partition_columns, values, strict=True))
+    for group, paths in groups.items():
+        typed = dict(zip(partition_columns, group, strict=True))
         files = spark.read.schema(read_schema).option("recursiveFileLookup", "true").parquet(*paths)
         exprs: list[Column] = []
         for name in wanted:

@@ -152,8 +152,8 @@ def prepare(spark: SparkSession, df: DataFrame, snapshot: Any) -> tuple[DataFram
 
     metadata = snapshot.metadata()
     fields = json.loads(str(metadata["schema_string"]))["fields"]
-    partition_columns = list(metadata["partition_columns"])  # type: ignore[call-overload]
-    configuration = dict(metadata["configuration"])  # type: ignore[call-overload]
+    partition_columns = list(metadata["partition_columns"])
+    configuration = dict(metadata["configuration"])
     mapped = snapshot.column_mapping_mode() != "none"
     try:
         table_spark = spark_schema(snapshot.schema())
@@ -332,11 +332,11 @@ def _session_conf(spark: SparkSession, settings: Mapping[str, str]) -> Iterator[
     try:
         yield
     finally:
-        for k, v in before.items():
-            if v is None:
+        for k, old in before.items():
+            if old is None:
                 spark.conf.unset(k)
             else:
-                spark.conf.set(k, v)
+                spark.conf.set(k, old)
 
 
 def _violation(e: BaseException) -> BaseException | None:

@@ -73,7 +73,7 @@ def install() -> None:
     format.__doc__ = original_format.__doc__
     partitionBy.__doc__ = original_partition_by.__doc__
     save.__doc__ = original_save.__doc__
-    DataFrameWriter.format = format  # type: ignore[method-assign,assignment]
-    DataFrameWriter.partitionBy = partitionBy  # type: ignore[method-assign,assignment]
-    DataFrameWriter.save = save  # type: ignore[method-assign,assignment]
+    DataFrameWriter.format = format  # type: ignore[method-assign]
+    DataFrameWriter.partitionBy = partitionBy  # type: ignore[method-assign]
+    DataFrameWriter.save = save  # type: ignore[method-assign]
     DataFrameWriter._deltalog_partitioning = True  # type: ignore[attr-defined]

@@ -457,8 +457,16 @@ class _FirstCommitRecorder:
 
         return RatifiedCommits((), -1)
 
-    def commit(self, version: int, content: bytes | None = None, **_: Any) -> None:
+    def commit(
+        self,
+        version: int,
+        path: str | None = None,
+        content: bytes | None = None,
+        protocol: str | None = None,
+        metadata: str | None = None,
+    ) -> str | None:
         self.content = content
+        return None
 
     def published(self, version: int) -> None:
         pass

@@ -22,6 +22,7 @@ from typing import TYPE_CHECKING, Any
 
 from deltalog import _native
 from deltalog.exceptions import ConstraintViolationError, InvalidArgumentError
+from deltalog.protocol.actions import schema_text
 from deltalog.table.alter.columns import ColumnAlterer, _widening_allowed as _widening_allowed
 from deltalog.table.alter.commit import _CONSTRAINT_PREFIX
 from deltalog.table.alter.drop_feature import FeatureDropper
@@ -132,7 +133,7 @@ class TableAlterer(ColumnAlterer, FeatureDropper):
             raise InvalidArgumentError(
                 f"at most 4 clustering columns (as Delta Spark), not {len(names)}"
             )
-        fields = json.loads(meta["schema_string"]).get("fields", [])
+        fields = json.loads(schema_text(meta)).get("fields", [])
         physical: list[str] = []
         resolved: list[str] = []
         for name in names:

@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Any
 from deltalog import _native
 from deltalog._interrupts import after_commit
 from deltalog.protocol import features
+from deltalog.protocol.actions import schema_text
 from deltalog.write.writer import check_snapshot_writable
 
 if TYPE_CHECKING:
@@ -59,7 +60,7 @@ class AlterCommitter:
         return {"metaData": action}
 
     def _schema(self) -> dict[str, Any]:
-        schema: dict[str, Any] = json.loads(self._table._raw.metadata()["schema_string"])
+        schema: dict[str, Any] = json.loads(schema_text(self._table._raw.metadata()))
         return schema
 
     def _protocol_action(self, new_features: Iterable[str]) -> dict[str, Any] | None:
@@ -90,7 +91,7 @@ class AlterCommitter:
     ) -> dict[str, Any]:
         """The ``protocol`` action of these versions and feature lists, once deltalog has
         checked that it can write a table with it (``table`` names the table in the error)."""
-        from deltalog.table.delta_table import Protocol
+        from deltalog.protocol.actions import Protocol
 
         action: dict[str, Any] = {"minReaderVersion": reader, "minWriterVersion": writer}
         if reader_list is not None:
