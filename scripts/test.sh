@@ -40,7 +40,15 @@ cargo clippy --workspace --all-targets -- -D warnings
 cargo test --release -p deltalog-core
 
 stage "ruff"
-python -m ruff check python tests benches examples
+python -m ruff check python tests benches examples scripts
+
+stage "layout, types"
+# No import circle between the package's folders, no module over 800 lines (issue #43).
+python scripts/check_layout.py
+# mypy --strict over python/deltalog (pyproject.toml's [tool.mypy]), and the native module's
+# stub checked against the built module.
+python -m mypy
+python -m mypy.stubtest deltalog._native --mypy-config-file pyproject.toml
 
 stage "pytest"
 set +e

@@ -1,6 +1,6 @@
 """Scoped temporary credentials for S3 warehouses (issue #32, item 5): ``deltalog catalog serve
 --s3-role-arn …`` vends an ``s3://`` table's credentials by STS ``AssumeRole`` with a session
-policy narrowed to the table's prefix (``catalog/rest/unity/credentials.py``).
+policy narrowed to the table's prefix (``server/unity/credentials.py``).
 
 moto's server (S3 and STS on loopback) answers AssumeRole but does not enforce session
 policies, so the policy document itself is checked here too: its exact statements, and what a

@@ -271,7 +271,7 @@ def _storage_options(args: argparse.Namespace) -> dict[str, str] | None:
 
 
 def _credentials(args: argparse.Namespace) -> dict[str, Any] | None:
-    """The temporary credentials' vendor (``catalog/rest/unity/credentials.py``)."""
+    """The temporary credentials' vendor (``server/unity/credentials.py``)."""
     if not args.s3_role_arn:
         for flag in ("s3_external_id", "sts_endpoint", "s3_region", "credential_duration"):
             if getattr(args, flag) is not None:
@@ -391,7 +391,7 @@ def _duration(text: str) -> int:
 
 def _add_credential_options(p: Any) -> None:
     """The object store the server reads its tables from, and the temporary credentials it
-    vends to engines (catalog/rest/unity/credentials.py)."""
+    vends to engines (server/unity/credentials.py)."""
     p.add_argument(
         "--storage-option",
         action="append",
@@ -419,7 +419,7 @@ def _add_credential_options(p: Any) -> None:
 
 
 def _add_limit_options(p: Any) -> None:
-    """The server's limits (docs/catalogs.md, "Limits"; defaults in catalog/rest/limits.py)."""
+    """The server's limits (docs/catalogs.md, "Limits"; defaults in server/limits.py)."""
     from deltalog.server.limits import MAX_CREATE_BYTES, MAX_DECODED_BYTES, ConnectionLimits as L
 
     for flag, kind, default, text in [
