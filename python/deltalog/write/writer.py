@@ -1,8 +1,10 @@
-"""Writing tables: ``write_table`` creates a table or appends to or overwrites one.
-
-Data files are written by the native core (parquet, Hive-style partition directories,
-per-file statistics); the commit is one put-if-absent of the next log version, retried at a
-later version when a concurrent commit does not conflict (spec "Creation of New Log Entries").
+"""What every writer of a table shares: :class:`CommitProperties`, the protocol a new table
+gets (:func:`new_table_protocol`: the smallest for its features, protocol "Table Features for
+New and Existing Tables"), the writability gate of a loaded snapshot
+(:func:`check_snapshot_writable`), the conversion of the input data to an Arrow stream, and the
+checks of a location (not a file, no unconverted parquet files). ``write_table`` itself is a
+verb of a table (:mod:`deltalog.table.write`); data files are written and committed by the
+native core (spec "Creation of New Log Entries").
 """
 
 from __future__ import annotations
