@@ -230,7 +230,7 @@ def test_a_report_never_runs_inside_a_cyclic_collection(
 ) -> None:
     """A client freed by the cyclic collector (which may run in any thread, holding any lock)
     reports from the reporting thread; one freed in the main thread reports at once."""
-    from deltalog.catalog.clients.rest import client as rest_client
+    from deltalog.catalog.clients.rest import table_client as rest_client
 
     threads: list[str] = []
     report = rest_client._report
