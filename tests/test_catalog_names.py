@@ -19,8 +19,8 @@ from typing import Any
 import pyarrow as pa
 import pytest
 
-import catalog_server
 import deltalog as dl
+from catalog_configs import new_catalog
 from deltalog.catalog.names import InvalidNameError, canonical_location, check_name
 
 Config = dict[str, str]
@@ -45,25 +45,10 @@ BAD_NAMES = [
 ]
 
 
-def catalog_config(kind: str, request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Config]:
-    """A new, empty catalog of ``kind``; keys starting with ``_`` are the test's own (the REST
-    server's SQLite database)."""
-    warehouse = str(tmp_path / "wh")
-    if kind == "dir":
-        yield {"type": "dir", "path": warehouse}
-    elif kind == "sqlite":
-        yield {"type": "sqlite", "path": str(tmp_path / "catalog.db"), "warehouse": warehouse}
-    elif kind == "postgresql":
-        uri = request.getfixturevalue("postgres_uri")
-        yield {"type": "postgresql", "uri": uri, "warehouse": warehouse}
-    else:
-        with catalog_server.running(tmp_path / "server", warehouse=warehouse) as server:
-            yield {"type": "rest", "uri": server.url, "_db": str(tmp_path / "server/catalog.db")}
-
-
 @pytest.fixture(params=["dir", "sqlite", "postgresql", "rest"])
 def config(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Config]:
-    yield from catalog_config(request.param, request, tmp_path)
+    with new_catalog(request.param, request, tmp_path, private=True) as made:
+        yield made
 
 
 def connect(config: Config) -> Any:
@@ -163,7 +148,8 @@ def test_a_slash_cannot_nest_one_table_in_another(config: Config, tmp_path: Path
 
 @pytest.fixture(params=["sqlite", "postgresql", "rest"])
 def managed(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Config]:
-    yield from catalog_config(request.param, request, tmp_path)
+    with new_catalog(request.param, request, tmp_path, private=True) as made:
+        yield made
 
 
 def test_one_directory_is_one_table(managed: Config, tmp_path: Path) -> None:
@@ -216,7 +202,7 @@ def _set_location(config: Config, name: str, location: str) -> None:
         with psycopg.connect(config["uri"]) as db:
             db.execute("UPDATE tables SET location = %s WHERE name = %s", (location, name))
         return
-    db = sqlite3.connect(config.get("_db") or config["path"])
+    db = sqlite3.connect(config.get("_path") or config["path"])
     with db:
         db.execute("UPDATE tables SET location = ? WHERE name = ?", (location, name))
     db.close()
