@@ -368,6 +368,13 @@ fn struct_to_delta(fields: &Fields) -> Result<Value, SchemaError> {
             let value = metadata_value_to_json(k, &f.metadata()[k]);
             meta.insert(k.clone(), value);
         }
+        if meta.contains_key("delta.identity.start") {
+            // "Identity Columns" lists `delta.identity.allowExplicitInsert` with start and step,
+            // and Delta Spark refuses a column without it (DELTA_IDENTITY_COLUMN_INCONSISTENT_
+            // METADATA): its absence means what deltalog reads it as, no explicit values.
+            meta.entry("delta.identity.allowExplicitInsert")
+                .or_insert(Value::Bool(false));
+        }
         let mut field = Map::new();
         field.insert("name".into(), Value::String(f.name().clone()));
         let delta_type = field_type_to_delta(f)
@@ -594,6 +601,38 @@ mod tests {
         {"name":"e","type":{"type":"array","elementType":{"type":"struct","fields":[{"name":"d","type":"integer","nullable":false,"metadata":{}}]},"containsNull":true},"nullable":true,"metadata":{}},
         {"name":"f","type":{"type":"map","keyType":"string","valueType":"string","valueContainsNull":true},"nullable":true,"metadata":{}}
     ]}"#;
+
+    #[test]
+    fn identity_columns_are_written_with_allow_explicit_insert() {
+        let meta = |pairs: &[(&str, &str)]| {
+            pairs
+                .iter()
+                .map(|(k, v)| (k.to_string(), v.to_string()))
+                .collect::<HashMap<_, _>>()
+        };
+        let schema = Schema::new(vec![
+            Field::new("k", DataType::Int64, true).with_metadata(meta(&[
+                ("delta.identity.start", "1"),
+                ("delta.identity.step", "1"),
+            ])),
+            Field::new("e", DataType::Int64, true).with_metadata(meta(&[
+                ("delta.identity.start", "1"),
+                ("delta.identity.step", "2"),
+                ("delta.identity.allowExplicitInsert", "true"),
+            ])),
+        ]);
+        let v: Value = serde_json::from_str(&arrow_to_schema_string(&schema).unwrap()).unwrap();
+        let md = |i: usize| v["fields"][i]["metadata"].clone();
+        assert_eq!(
+            md(0)["delta.identity.allowExplicitInsert"],
+            Value::Bool(false)
+        );
+        assert_eq!(md(0)["delta.identity.start"], serde_json::json!(1));
+        assert_eq!(
+            md(1)["delta.identity.allowExplicitInsert"],
+            Value::Bool(true)
+        );
+    }
 
     #[test]
     fn names_resolve_case_insensitively_and_case_duplicates_are_found() {

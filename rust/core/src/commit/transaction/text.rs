@@ -10,6 +10,22 @@ use crate::error::{DeltaError, DeltaResult};
 
 use super::{InCommitTimestamps, Isolation, Transaction, ROW_TRACKING_DOMAIN};
 
+/// `operationParameters` with every array or object value as its JSON text. The protocol
+/// leaves `commitInfo` free-form ("Commit Provenance Information"), but Delta Spark reads
+/// `operationParameters` as a map of strings, and a nested value there fails its DESCRIBE
+/// HISTORY and every MERGE that looks at the table's history ("Cannot deserialize value of type
+/// `java.lang.String` from Object value", tests/test_delta_spark_reads_ours.py). Strings,
+/// numbers and booleans stay as they are: Delta Spark reads those as strings.
+fn string_parameters(parameters: &Map<String, Value>) -> Map<String, Value> {
+    parameters
+        .iter()
+        .map(|(k, v)| match v {
+            Value::Array(_) | Value::Object(_) => (k.clone(), Value::String(v.to_string())),
+            _ => (k.clone(), v.clone()),
+        })
+        .collect()
+}
+
 impl Transaction {
     /// The commit file of `version`: commitInfo first, then the actions, one per line.
     pub(super) fn commit_text(
@@ -32,7 +48,7 @@ impl Transaction {
         info.insert("operation".into(), json!(self.operation));
         info.insert(
             "operationParameters".into(),
-            Value::Object(self.operation_parameters.clone()),
+            Value::Object(string_parameters(&self.operation_parameters)),
         );
         if let Some(v) = self.read_version {
             info.insert("readVersion".into(), json!(v));
@@ -113,5 +129,26 @@ impl Transaction {
         let mut text = lines.join("\n");
         text.push('\n');
         Ok(text)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn nested_operation_parameters_are_written_as_json_text() {
+        let mut p = Map::new();
+        p.insert("predicate".into(), json!("id = 1"));
+        p.insert("set".into(), json!({"s": "upper(s)"}));
+        p.insert("partitionBy".into(), json!(["a", "b"]));
+        p.insert("mergeSchema".into(), json!(true));
+        p.insert("numFiles".into(), json!(6));
+        let out = string_parameters(&p);
+        assert_eq!(out["predicate"], json!("id = 1"));
+        assert_eq!(out["set"], json!(r#"{"s":"upper(s)"}"#));
+        assert_eq!(out["partitionBy"], json!(r#"["a","b"]"#));
+        assert_eq!(out["mergeSchema"], json!(true));
+        assert_eq!(out["numFiles"], json!(6));
     }
 }
