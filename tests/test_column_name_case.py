@@ -128,7 +128,7 @@ def test_clustering_columns_resolve_case_insensitively(tmp_path: Path) -> None:
     path = tmp_path / "t"
     dl.write_table(path, pa.table({"id": [1, 2], "v": [3, 4]}), clustering_columns=["ID"])
     domain = json.loads(dl.DeltaTable(path).domain_metadata()["delta.clustering"])
-    assert domain["clusteringColumns"] == ["id"]
+    assert domain["clusteringColumns"] == [["id"]]
     assert assert_peer_agrees(path) == [{"id": 1, "v": 3}, {"id": 2, "v": 4}]
     with pytest.raises(dl.InvalidArgumentError, match="given twice"):
         dl.write_table(tmp_path / "u", pa.table({"id": [1]}), clustering_columns=["id", "ID"])

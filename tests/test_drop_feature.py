@@ -310,7 +310,7 @@ def test_a_clustered_table_keeps_its_clustering_columns_without_column_mapping(
     assert "kind" not in t.domain_metadata()["delta.clustering"]
     t.alter.set_properties({"delta.columnMapping.mode": "none"})
     t = dl.DeltaTable(str(tmp_path))
-    assert json.loads(t.domain_metadata()["delta.clustering"]) == {"clusteringColumns": ["kind"]}
+    assert json.loads(t.domain_metadata()["delta.clustering"]) == {"clusteringColumns": [["kind"]]}
     assert t.clustering_columns() == ["kind"]
     t.optimize.compact(full=True)
     assert theirs(tmp_path) == ours(tmp_path)

@@ -368,7 +368,7 @@ def test_clustered_tables_record_columns_and_keep_their_statistics(tmp_path: Pat
         for f in json.loads(t.metadata().schema_string)["fields"]
     }
     domain = json.loads(t.domain_metadata()["delta.clustering"])
-    assert domain == {"clusteringColumns": [physical["c"]]}
+    assert domain == {"clusteringColumns": [[physical["c"]]]}
     dl.write_table(path, data, mode="append")
     t.update_incremental()
     t.update({"b": "'z'"}, "a = 1")

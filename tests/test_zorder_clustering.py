@@ -216,8 +216,9 @@ def test_cluster_by_changes_the_clustering_columns(tmp_path: Path) -> None:
     domain = json.loads(t.domain_metadata()["delta.clustering"])
     schema = json.loads(t._raw.metadata()["schema_string"])
     y = next(f for f in schema["fields"] if f["name"] == "y")
-    assert domain == {"clusteringColumns": [y["metadata"]["delta.columnMapping.physicalName"]]}
-    assert domain["clusteringColumns"] != ["y"]
+    physical = y["metadata"]["delta.columnMapping.physicalName"]
+    assert domain == {"clusteringColumns": [[physical]]}
+    assert physical != "y"
     info = commit_info(path, t.version())
     assert info["operation"] == "CLUSTER BY"
     assert info["operationParameters"]["newClusteringColumns"] == "y"

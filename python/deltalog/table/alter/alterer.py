@@ -159,7 +159,9 @@ class TableAlterer(ColumnAlterer, FeatureDropper):
         action = {
             "domainMetadata": {
                 "domain": "delta.clustering",
-                "configuration": json.dumps({"clusteringColumns": physical}),
+                # Each column as its list of name parts, as Delta Spark reads it (see the core's
+                # layout/clustering.rs: "Writer Requirements for Clustered Table").
+                "configuration": json.dumps({"clusteringColumns": [[p] for p in physical]}),
                 "removed": False,
             }
         }

@@ -82,9 +82,15 @@ pub fn logical_clustering_columns(snapshot: &Snapshot) -> DeltaResult<Vec<String
         .collect())
 }
 
-/// The `domainMetadata` action recording `physical` as the clustering columns.
+/// The `domainMetadata` action recording `physical` (top-level columns) as the clustering
+/// columns, each as the list of its name parts: `{"clusteringColumns": [["col-1"], ["b"]]}`.
+/// "Writer Requirements for Clustered Table" asks for "a configuration containing all
+/// clustering column names" (its example lists bare strings); Delta Spark 4.4 reads only name
+/// lists and fails every later write of a table whose domain holds bare strings
+/// (tests/test_delta_spark_reads_ours.py). Both shapes are read (`clustering_columns`).
 pub fn domain_action(physical: &[String]) -> Value {
-    let configuration = json!({ "clusteringColumns": physical }).to_string();
+    let paths: Vec<[&String; 1]> = physical.iter().map(|p| [p]).collect();
+    let configuration = json!({ "clusteringColumns": paths }).to_string();
     json!({"domainMetadata": {
         "domain": CLUSTERING_DOMAIN,
         "configuration": configuration,

@@ -444,11 +444,7 @@ async fn commit_results(
             if !clustering.is_empty() {
                 // "Clustered Table": the domain names the columns by their physical names,
                 // which are now the logical ones.
-                head.push(json!({"domainMetadata": {
-                    "domain": crate::layout::clustering::CLUSTERING_DOMAIN,
-                    "configuration": json!({"clusteringColumns": clustering}).to_string(),
-                    "removed": false,
-                }}));
+                head.push(crate::layout::clustering::domain_action(&clustering));
             }
             actions.splice(0..0, head);
             ("REMOVE COLUMN MAPPING", Isolation::RewritesAll)
