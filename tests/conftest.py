@@ -415,3 +415,15 @@ def spark() -> Iterator[Any]:
     deltalog.spark.register(session)
     yield session
     session.stop()
+
+
+@pytest.fixture(scope="module")
+def delta_spark() -> Iterator[Any]:
+    """Delta Spark (the protocol's reference implementation) in its own process, one per test
+    module (tests/reference_engine). It is installed on first use into a cache outside the
+    clone; when it cannot be (no Maven, no network) the tests that need it fail, never skip."""
+    from reference_engine.client import DeltaSpark
+
+    engine = DeltaSpark()
+    yield engine
+    engine.close()
