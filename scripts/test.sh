@@ -31,6 +31,10 @@ fi
 # setuptools but not wheel, and the build then fails with "invalid command 'bdist_wheel'").
 python -m pip install -q --disable-pip-version-check "maturin>=1.5,<2" wheel
 python -m pip install -q --disable-pip-version-check -e ".[test]" --no-build-isolation
+# Delta Spark 4.4, the protocol's reference implementation, for the interop tests (issue #44):
+# pyspark 4.2.0 in a Python environment of its own and Delta's jars from Maven Central (mvn),
+# both cached under ~/.cache/deltalog-reference (DELTALOG_REFERENCE_HOME) and reused.
+python tests/reference_engine/env.py
 
 stage "cargo fmt / clippy / test"
 cargo fmt --all -- --check
@@ -52,12 +56,33 @@ python -m mypy.stubtest deltalog._native --mypy-config-file pyproject.toml
 
 stage "pytest"
 set +e
-python -m pytest -q -p no:cacheprovider --durations=10 "$@"
-status=$?
-set -e
-stage "done (pytest exit status $status)"
-if [ "$status" -eq 5 ]; then
-  echo "error: pytest collected no tests" >&2
-  exit 1
+if [ "$#" -eq 0 ]; then
+  # The Delta Spark modules (tests/test_delta_spark_*.py: a JVM of their own per module, mostly
+  # waiting on it) run in a second pytest beside the rest, so that both cores work.
+  tmp="$(mktemp -d)"
+  python -m pytest -q -p no:cacheprovider --durations=10 --basetemp="$tmp/reference" \
+    tests/test_delta_spark_*.py >"$tmp/reference.log" 2>&1 &
+  reference_pid=$!
+  python -m pytest -q -p no:cacheprovider --durations=10 --basetemp="$tmp/main" \
+    --ignore-glob='*/test_delta_spark_*'
+  status=$?
+  wait "$reference_pid"
+  reference_status=$?
+  stage "pytest of the Delta Spark modules (exit status $reference_status)"
+  cat "$tmp/reference.log"
+  rm -rf "$tmp"
+else
+  python -m pytest -q -p no:cacheprovider --durations=10 "$@"
+  status=$?
+  reference_status=0
 fi
-exit "$status"
+set -e
+stage "done (pytest exit status $status, $reference_status)"
+for s in "$status" "$reference_status"; do
+  if [ "$s" -eq 5 ]; then
+    echo "error: pytest collected no tests" >&2
+    exit 1
+  fi
+done
+if [ "$status" -ne 0 ]; then exit "$status"; fi
+exit "$reference_status"

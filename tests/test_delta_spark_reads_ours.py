@@ -27,6 +27,7 @@ from deltalog_tables import CASES, CODECS, writer_properties
 from duckdb_delta import features_of, ids_of, our_table
 from reference_engine.client import DeltaSpark, DeltaSparkError, table_ref
 from reference_engine.compare import (
+    assert_same_changes,
     assert_same_history,
     assert_same_protocol,
     assert_same_rows,
@@ -95,6 +96,10 @@ def test_delta_spark_reads_then_writes(delta_spark: DeltaSpark, tmp_path: Path, 
     history = assert_same_history(delta_spark, path)
     for version in versions(history)[:-1]:
         assert_same_version(delta_spark, path, version)
+    if "changeDataFeed" in features:
+        # The change data feed of every version deltalog wrote after the first.
+        for start in versions(history)[1:]:
+            assert_same_changes(delta_spark, path, start, versions(history)[-1])
 
     spark_writes(delta_spark, path, name)
     theirs = delta_spark.read(path)
