@@ -8,8 +8,8 @@ Arguments: host, port, then a JSON object of Spark settings; the connection's ke
 - ``("sql", query)``: runs a statement, answers its rows as an Arrow IPC stream (bytes);
 - ``("execute", statement)``: runs a command (DML, OPTIMIZE, VACUUM...), answers nothing;
 - ``("run", code, values)``: runs Python code with ``spark``, ``state`` (a dict kept between
-  requests) and ``values`` in scope and answers
-  the value it leaves in ``result`` (a DataFrame is answered as an Arrow IPC stream);
+  requests) and ``values`` in scope, and answers the value it leaves in ``result`` (a
+  DataFrame is answered as an Arrow IPC stream);
 - ``("close",)``.
 
 Answers are ``("ok", value)`` or ``("error", exception class, Spark error class, message)``.
