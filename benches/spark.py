@@ -82,6 +82,10 @@ import pyarrow.parquet as pq
 
 import deltalog as dl
 
+# The tests' handle on Delta Spark (tests/reference_engine), the anchor of every comparison.
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
+from reference_engine.client import table_ref
+
 #: A side of a measurement: one run, answering its seconds and its answer (checked).
 Side = Callable[[], tuple[float, Any]]
 
@@ -176,18 +180,12 @@ def remote(ds: Any, code: str, **values: Any) -> tuple[float, Any]:
     return took, answer
 
 
-def table_ref(path: str) -> str:
-    """``delta.`<path>``` for Delta Spark's SQL."""
-    return "delta.`" + path.replace("`", "``") + "`"
-
-
 def rows_of(collected: list[Any]) -> list[tuple[Any, ...]]:
     return [tuple(r) for r in collected]
 
 
 def start_delta_spark() -> Any:
     """Delta Spark in its own process, installing it first when the cache lacks it."""
-    sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
     from reference_engine.client import DeltaSpark
     from reference_engine.env import ReferenceEngineUnavailable, ensure
 

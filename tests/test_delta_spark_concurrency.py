@@ -22,7 +22,6 @@ import pytest
 
 import deltalog as dl
 import processes
-from duckdb_delta import as_rows
 from reference_engine.client import DeltaSpark, DeltaSparkError, table_ref
 from reference_engine.compare import assert_same_history, assert_same_rows
 
@@ -134,8 +133,7 @@ def test_deltalog_detects_delta_spark_conflicts(delta_spark: DeltaSpark, tmp_pat
     again = dl.DeltaTable(path, version=0)
     delta_spark.execute(f"INSERT INTO {table_ref(path)} VALUES (100, 'spark')")
     dl.write_table(again, _base(range(200, 202)), mode="append")
-    t = dl.DeltaTable(path)
-    rows = assert_same_rows(t.to_pyarrow_table(), delta_spark.read(path))
+    rows = assert_same_rows(dl.DeltaTable(path).to_pyarrow_table(), delta_spark.read(path))
     assert sorted(r["id"] for r in rows) == [0, *range(2, 10), 100, 200, 201]
     assert_same_history(delta_spark, path)
 
@@ -173,7 +171,5 @@ def test_delta_spark_detects_deltalog_conflicts(delta_spark: DeltaSpark, tmp_pat
     # Appends from both sides after that: neither conflicts.
     dl.write_table(path, _base(range(50, 52)), mode="append")
     delta_spark.execute(f"INSERT INTO {table_ref(path)} VALUES (60, 'spark')")
-    t = dl.DeltaTable(path)
-    ours = as_rows(t.to_pyarrow_table())
-    assert sorted(r["id"] for r in ours) == [0, 1, 2, *range(4, 10), 50, 51, 60]
-    assert_same_rows(t.to_pyarrow_table(), delta_spark.read(path))
+    rows = assert_same_rows(dl.DeltaTable(path).to_pyarrow_table(), delta_spark.read(path))
+    assert sorted(r["id"] for r in rows) == [0, 1, 2, *range(4, 10), 50, 51, 60]
