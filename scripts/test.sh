@@ -30,18 +30,37 @@ fi
 # wheel: pyspark ships as an sdist, built here without build isolation (a fresh Python has
 # setuptools but not wheel, and the build then fails with "invalid command 'bdist_wheel'").
 python -m pip install -q --disable-pip-version-check "maturin>=1.5,<2" wheel
-python -m pip install -q --disable-pip-version-check -e ".[test]" --no-build-isolation
+# The native module in Cargo.toml's `ci` profile (release code, no LTO, incremental), as is the
+# core's test binary below: with CARGO_TARGET_DIR kept between runs a change recompiles in about
+# a minute instead of four for each of the two. Benchmarks want the `release` build of
+# scripts/demo.sh or `pip install -e .`.
+MATURIN_PEP517_ARGS="--profile ci" \
+  python -m pip install -q --disable-pip-version-check -e ".[test]" --no-build-isolation
 # Delta Spark 4.4, the protocol's reference implementation, for the interop tests (issue #44):
 # pyspark 4.2.0 in a Python environment of its own and Delta's jars from Maven Central (mvn),
 # both cached under ~/.cache/deltalog-reference (DELTALOG_REFERENCE_HOME) and reused.
 python tests/reference_engine/env.py
 
+# The Delta Spark modules (tests/test_delta_spark_*.py: a JVM of their own per module, mostly
+# Spark's own work) start now, in a second pytest beside the checks and the rest of the suite,
+# so that both cores work throughout; their output is printed at the end.
+reference_pid=""
+tmp="$(mktemp -d)"
+# A failing check ends the script: the background run goes with it.
+trap 'if [ -n "$reference_pid" ]; then kill "$reference_pid" 2>/dev/null || true; fi; rm -rf "$tmp"' EXIT
+if [ "$#" -eq 0 ]; then
+  stage "pytest of the Delta Spark modules, in the background"
+  python -m pytest -q -p no:cacheprovider --durations=10 --basetemp="$tmp/reference" \
+    tests/test_delta_spark_*.py >"$tmp/reference.log" 2>&1 &
+  reference_pid=$!
+fi
+
 stage "cargo fmt / clippy / test"
 cargo fmt --all -- --check
 cargo clippy --workspace --all-targets -- -D warnings
-# The core's unit tests in the release profile: its dependencies are the artefacts the Python
+# The core's unit tests in the `ci` profile: its dependencies are the artefacts the Python
 # module was just built from, so a cold run compiles them once (not again for a test profile).
-cargo test --release -p deltalog-core
+cargo test --profile ci -p deltalog-core
 
 stage "ruff"
 python -m ruff check python tests benches examples scripts
@@ -51,26 +70,20 @@ stage "layout, types"
 python scripts/check_layout.py
 # mypy --strict over python/deltalog (pyproject.toml's [tool.mypy]), and the native module's
 # stub checked against the built module.
-python -m mypy
+MYPY_CACHE_DIR="${MYPY_CACHE_DIR:-$HOME/.cache/deltalog-mypy}" python -m mypy
 python -m mypy.stubtest deltalog._native --mypy-config-file pyproject.toml
 
 stage "pytest"
 set +e
-if [ "$#" -eq 0 ]; then
-  # The Delta Spark modules (tests/test_delta_spark_*.py: a JVM of their own per module, mostly
-  # waiting on it) run in a second pytest beside the rest, so that both cores work.
-  tmp="$(mktemp -d)"
-  python -m pytest -q -p no:cacheprovider --durations=10 --basetemp="$tmp/reference" \
-    tests/test_delta_spark_*.py >"$tmp/reference.log" 2>&1 &
-  reference_pid=$!
+if [ -n "$reference_pid" ]; then
   python -m pytest -q -p no:cacheprovider --durations=10 --basetemp="$tmp/main" \
     --ignore-glob='*/test_delta_spark_*'
   status=$?
   wait "$reference_pid"
   reference_status=$?
+  reference_pid=""
   stage "pytest of the Delta Spark modules (exit status $reference_status)"
   cat "$tmp/reference.log"
-  rm -rf "$tmp"
 else
   python -m pytest -q -p no:cacheprovider --durations=10 "$@"
   status=$?

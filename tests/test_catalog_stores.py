@@ -309,7 +309,7 @@ def _appender(config: Config, first: int, ready: Any) -> None:
 
 
 def test_writers_killed_anywhere_lose_nothing(config: Config, tmp_path: Path) -> None:
-    """Writers SIGKILLed at random points of staging, ratification and publishing (50
+    """Writers SIGKILLed at random points of staging, ratification and publishing (30
     trials; the writers linger after ratification so that kills land before publishing too):
     the table always opens through the catalog, every ratified commit is there (one row each,
     no row twice), stray staged files are never read, and the next writer publishes what a
@@ -319,7 +319,7 @@ def test_writers_killed_anywhere_lose_nothing(config: Config, tmp_path: Path) ->
     ctx = processes.context()
     rnd = random.Random(16)
     held = 0  # trials whose writer died between ratification and publishing
-    for trial in range(50):
+    for trial in range(30):
         ready = ctx.Event()
         p = ctx.Process(target=_appender, args=(config, trial * 100_000, ready))
         p.start()
@@ -331,8 +331,8 @@ def test_writers_killed_anywhere_lose_nothing(config: Config, tmp_path: Path) ->
         t = cat.load_table("crash")
         got = ids(t)
         assert len(got) == len(set(got)) == t.version(), trial
-    # The scenario of interest happened (23 of 50 on SQLite when this was written).
-    assert held >= 5, f"only {held} of 50 kills landed between ratification and publishing"
+    # The scenario of interest happened (23 of 50 on SQLite when the test ran 50 trials).
+    assert held >= 5, f"only {held} of 30 kills landed between ratification and publishing"
     # One more writer publishes everything ratified before its own commit.
     dl.write_table(cat.load_table("crash"), rows(-1), mode="append")
     t = cat.load_table("crash")
