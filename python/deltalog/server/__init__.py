@@ -11,3 +11,8 @@
 Dependencies point one way: the server uses :mod:`deltalog.catalog` (which ratifies every
 commit), never the other way round. Needs the ``rest`` extra.
 """
+
+from deltalog.server.lazy_models import defer_package_init
+
+# Before any module here imports the Lance Namespace models (:mod:`.lazy_models`).
+defer_package_init()
