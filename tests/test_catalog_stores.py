@@ -260,6 +260,13 @@ def test_processes_commit_through_one_database(config: Config, tmp_path: Path) -
         for v in versions
     ]
     assert stamps == sorted(stamps)
+    if config["type"] == "unity":
+        # The UC client reports a published version (set-latest-backfilled-version) with its
+        # next add-commit, and its last one when the client is collected: a writer process
+        # that multiprocessing ends by os._exit before the collection leaves it unreported
+        # (seen once in CI). The next writer's report, through its own version, clears it.
+        assert scalar(config, "SELECT COUNT(*) FROM commits") <= 1
+        dl.write_table(cat.load_table("shared"), rows(-1), mode="append")
     assert scalar(config, "SELECT COUNT(*) FROM commits") == 0
 
 
