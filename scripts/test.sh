@@ -30,6 +30,9 @@ fi
 # wheel: pyspark ships as an sdist, built here without build isolation (a fresh Python has
 # setuptools but not wheel, and the build then fails with "invalid command 'bdist_wheel'").
 python -m pip install -q --disable-pip-version-check "maturin>=1.5,<2" wheel
+# deltalog's JVM companion (jvm/: Spark's file index and DV-aware parquet format fed by the
+# Rust core's plan), built before the module so that the package holds its jar.
+bash scripts/build_jvm.sh
 # The native module in Cargo.toml's `ci` profile (release code, no LTO, incremental), as is the
 # core's test binary below: with CARGO_TARGET_DIR kept between runs a change recompiles in about
 # a minute instead of four for each of the two. Benchmarks want the `release` build of

@@ -34,13 +34,23 @@ def plan_text(df: Any) -> str:
     return df._jdf.queryExecution().toString()  # what df.explain(True) prints
 
 
-#: Tables of the corpus the native path may not read, and why (anything else must be native).
+#: Tables of the corpus Spark's parquet source as it is (without deltalog's JVM companion)
+#: cannot read, and why.
 FALLBACKS = ("deletion vectors", "column mapping in id mode")
 
 
+@pytest.fixture
+def without_companion(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Reads as an installation without deltalog's JVM companion makes them (no jar)."""
+    import deltalog.spark.jvm as jvm
+
+    monkeypatch.setattr(jvm, "JAR", jvm.JAR.with_name("missing.jar"))
+
+
 def test_golden_tables_through_the_native_path(spark: Any) -> None:
-    """Every golden table with expected content, ``path="auto"``: the same rows as deltalog's
-    reader; the tables that fall back are named with their reason, and most read natively."""
+    """Every golden table with expected content, ``path="auto"``, through deltalog's JVM
+    companion: all native (deletion vectors, column mapping in id mode, any partitioning),
+    with the same rows as deltalog's reader."""
     taken: dict[str, ReadPath | None] = {}
     failures = []
     for root in CONTENT_ROOTS:
@@ -56,8 +66,25 @@ def test_golden_tables_through_the_native_path(spark: Any) -> None:
     fallen = {r: p.reason for r, p in taken.items() if p is not None and p.path == "source"}
     print(f"\nnative: {len(native)} of {len(taken)}; fell back: {json.dumps(fallen, indent=1)}")
     assert len(native) + len(fallen) == len(CONTENT_ROOTS)
+    assert not fallen and len(native) == len(CONTENT_ROOTS) >= 60
+    assert "dv-with-columnmapping/delta" in native
+
+
+def test_golden_tables_without_the_companion(spark: Any, without_companion: None) -> None:
+    """Without the JVM companion: the tables Spark's parquet source cannot read as it is fall
+    back to the data source with their reason; most read natively; all give the same rows."""
+    taken: dict[str, ReadPath | None] = {}
+    for root in CONTENT_ROOTS:
+        reference = dl.DeltaTable(corpus_table(root)).to_pyarrow_table()
+        df = dls.read_table(spark, str(corpus_table(root)), path="auto")
+        taken[root] = dls.read_path(df)
+        assert same(df.toArrow(), reference), root
+    native = sorted(r for r, p in taken.items() if p == ReadPath("native"))
+    fallen = {r: p.reason for r, p in taken.items() if p is not None and p.path == "source"}
+    assert len(native) + len(fallen) == len(CONTENT_ROOTS)
     assert len(native) >= 60, native
     assert all(reason and reason.startswith(FALLBACKS) for reason in fallen.values()), fallen
+    assert all("companion is not built" in str(reason) for reason in fallen.values()), fallen
     assert "dv-with-columnmapping/delta" in fallen
     assert "table-with-columnmapping-mode-name/delta" in native
 
@@ -178,12 +205,20 @@ def scans(df: Any) -> int:
     return df._jdf.queryExecution().executedPlan().toString().count("FileScan parquet")
 
 
-def test_hive_style_directories_are_one_scan(spark: Any, tmp_path: Path) -> None:
-    """Where every directory spells its file's logged values (deltalog's own layout, with a
-    null, a space, ``%`` and ``=``), the files are one scan with Spark's partition discovery,
-    not one scan per value. deltalog escapes ``é`` as its UTF-8 bytes (``p=%C3%A9``), which
-    Spark's discovery decodes byte by byte (``Ã©``): that value is a scan of its own with the
-    log's value. So is a file whose directory lies about its value."""
+@pytest.mark.parametrize("companion", [True, False], ids=["companion", "without"])
+def test_hive_style_directories_are_one_scan(
+    spark: Any, tmp_path: Path, companion: bool, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Through the JVM companion any layout is one scan: the partition values are the plan's.
+    Without it, where every directory spells its file's logged values (deltalog's own layout,
+    with a null, a space, ``%`` and ``=``), the files are one scan with Spark's partition
+    discovery, not one scan per value. deltalog escapes ``é`` as its UTF-8 bytes
+    (``p=%C3%A9``), which Spark's discovery decodes byte by byte (``Ã©``): that value is a
+    scan of its own with the log's value. So is a file whose directory lies about its value."""
+    if not companion:
+        import deltalog.spark.jvm as jvm
+
+        monkeypatch.setattr(jvm, "JAR", jvm.JAR.with_name("missing.jar"))
     root = tmp_path / "t"
     values = ["a", "b c", "50%", "é", None, "x=y"]
     data = pa.table(
@@ -198,7 +233,7 @@ def test_hive_style_directories_are_one_scan(spark: Any, tmp_path: Path) -> None
     df = dls.read_table(spark, str(root))
     assert dls.read_path(df) == ReadPath("native")
     assert same(df.toArrow(), dl.DeltaTable(str(root)).to_pyarrow_table())
-    assert scans(df) == 2
+    assert scans(df) == (1 if companion else 2)
     assert df.filter("p = 'é'").count() == 10 and df.filter("p IS NULL").count() == 10
 
     # One file's log entry now says p=zz while its directory still says p=a.
@@ -213,7 +248,7 @@ def test_hive_style_directories_are_one_scan(spark: Any, tmp_path: Path) -> None
             break
     log.write_text("\n".join(lines) + "\n")
     df = dls.read_table(spark, str(root))
-    assert scans(df) == 3
+    assert scans(df) == (1 if companion else 3)
     reference = dl.DeltaTable(str(root)).to_pyarrow_table()
     assert same(df.toArrow(), reference)
     assert (
@@ -295,7 +330,11 @@ def test_explain_and_read_path_show_which_path(spark: Any, tmp_path: Path) -> No
         dls.read_table(spark, uri, path="fast")
 
 
-def test_deletion_vectors_fall_back_with_the_same_rows(spark: Any, tmp_path: Path) -> None:
+def test_deletion_vectors_fall_back_with_the_same_rows(
+    spark: Any, tmp_path: Path, without_companion: None
+) -> None:
+    """Without the JVM companion a table with deletion vectors reads through the data source,
+    saying why."""
     uri = str(tmp_path / "t")
     config = {"delta.enableDeletionVectors": "true"}
     dl.write_table(uri, pa.table({"id": pa.array(range(20), pa.int64())}), configuration=config)
@@ -303,7 +342,8 @@ def test_deletion_vectors_fall_back_with_the_same_rows(spark: Any, tmp_path: Pat
     df = dls.read_table(spark, uri, path="auto")
     taken = dls.read_path(df)
     assert taken is not None and taken.path == "source"
-    assert taken.reason == "deletion vectors on 1 of 1 files"
+    assert taken.reason is not None
+    assert taken.reason.startswith("deletion vectors on 1 of 1 files (the deltalog JVM companion")
     assert "deltalog_source_scan" in plan_text(df)
     assert same(df.toArrow(), dl.DeltaTable(uri).to_pyarrow_table())
     with pytest.raises(NativeReadUnsupported, match=r"on Spark's parquet source: deletion vec"):
@@ -332,13 +372,13 @@ def test_catalog_tables(spark: Any, tmp_path: Path) -> None:
         assert sorted(r.id for r in named.collect()) == [1, 2]
     finally:
         dls.register(spark)
-    # A DeltaTable the native path cannot read falls back through to_spark (same version).
+    # Deletion vectors: native through the JVM companion, at the catalog's version.
     config_dv = {"delta.enableDeletionVectors": "true"}
     cat.write_table(
         "db.dv", pa.table({"id": pa.array(range(6), pa.int64())}), configuration=config_dv
     )
     dv = cat.load_table("db.dv")
     dv.delete("id < 2")
-    fallen = dls.read_table(spark, cat.load_table("db.dv"))
-    assert dls.read_path(fallen) == ReadPath("source", "deletion vectors on 1 of 1 files")
-    assert sorted(r.id for r in fallen.collect()) == [2, 3, 4, 5]
+    read = dls.read_table(spark, cat.load_table("db.dv"))
+    assert dls.read_path(read) == ReadPath("native")
+    assert sorted(r.id for r in read.collect()) == [2, 3, 4, 5]

@@ -104,6 +104,28 @@ impl RawScan {
         table.into_pyarrow(py)
     }
 
+    /// The planned files as an Arrow IPC stream for another engine's file scan
+    /// (`deltalog_core::scan::file_plan`): absolute URIs, sizes, typed partition values and
+    /// the decoded deletion vectors as portable RoaringBitmaps.
+    fn file_plan<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, pyo3::types::PyBytes>> {
+        let (storage, spec, tasks) = (self.storage.clone(), self.spec.clone(), self.tasks.clone());
+        let batch = block_on(py, async move {
+            scan::file_plan::file_plan(&storage, &spec, &tasks).await
+        })?;
+        let bytes = py
+            .detach(|| -> Result<Vec<u8>, arrow::error::ArrowError> {
+                let mut out = Vec::new();
+                let mut writer =
+                    arrow::ipc::writer::StreamWriter::try_new(&mut out, &batch.schema())?;
+                writer.write(&batch)?;
+                writer.finish()?;
+                drop(writer);
+                Ok(out)
+            })
+            .map_err(|e| to_py_err(py, e.into()))?;
+        Ok(pyo3::types::PyBytes::new(py, &bytes))
+    }
+
     /// The batches one by one, as a `RawBatchStream`.
     fn to_stream(&self) -> RawBatchStream {
         RawBatchStream {

@@ -73,19 +73,17 @@ def target_frame(
     :data:`FILE_COLUMN` value to the task's path.
 
     On Spark's own parquet scan where :func:`deltalog.spark.read.native.plan_native_read` can
-    express the read and no file has a deletion vector (Spark prunes the columns the join
-    does not need; a row is its file's ``_metadata.file_path`` and ``row_index``, which is its
-    ordinal among the live rows when nothing is deleted); else read on the executors by
+    express the read (Spark prunes the columns the join does not need; a row is its file's
+    ``_metadata.file_path`` and ``row_index``, its index in the file, deleted rows counted, as
+    "Deletion Vector Format" counts them; files with deletion vectors through the JVM
+    companion, which drops their deleted rows); else read on the executors by
     deltalog's reader (:func:`_source_target_frame`). Either way an INFO line on the
     ``deltalog.spark`` logger says which (:func:`log_target`)."""
     from deltalog.spark.read import native as nr
 
     lineage = lineage_columns(table)
-    with_dv = sum(1 for t in files if t.deletion_vector is not None)
     if not files:
         reason = "no file to read"
-    elif with_dv:
-        reason = f"deletion vectors on {with_dv} of {len(files)} files"
     else:
         try:
             hidden = [(lineage[0], ROW_ID_COLUMN)] if lineage is not None else []

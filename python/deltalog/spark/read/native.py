@@ -23,12 +23,17 @@ this follows:
 - "Schema Serialization Format": the DataFrame's types are :func:`deltalog.spark.types.
   spark_schema` of the table's schema, as the data source path gives them.
 
-What this path cannot express falls back to the Python Data Source
+Where the session can attach deltalog's JVM companion (:mod:`deltalog.spark.jvm`, issue #45),
+:func:`plan_native_read` hands the plan to it instead (:mod:`deltalog.spark.read.planned`):
+one scan for any partitioning, deletion vectors dropped inside Spark's vectorised reader,
+column mapping in ``id`` mode by parquet field id. The scans below are the path without it.
+
+What the native path cannot express falls back to the Python Data Source
 (:mod:`deltalog.spark.read.source`), which reads with deltalog's native reader on the executors:
-deletion vectors, column mapping ``id`` mode, type widening (``delta.typeChanges``), files
-outside the local file system, more than :data:`MAX_GROUPS` partition-value groups, types
-Spark has no equivalent for. :func:`plan_native_read` returns either a DataFrame or the
-reason it cannot build one.
+type widening (``delta.typeChanges``), files outside the local file system, types Spark has no
+equivalent for; without the companion also deletion vectors, column mapping ``id`` mode and
+more than :data:`MAX_GROUPS` partition-value groups. :func:`plan_native_read` returns either
+a DataFrame or the reason it cannot build one.
 
 Hadoop globs every path Spark's file sources are given (``p=a[1]`` would read ``p=a1``), so
 the characters ``\\ [ ] { } * ?`` are escaped; the grouped scans turn partition discovery off
@@ -39,17 +44,17 @@ from __future__ import annotations
 
 import datetime as dt
 import decimal
-import json
 import logging
 import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 from urllib.parse import unquote, urlparse
 
 import pyarrow as pa
 
 from deltalog.protocol.actions import schema_text
+from deltalog.spark.read.common import NativeReadUnsupported, check_type_widening, nullable, quoted
 from deltalog.spark.types import spark_schema
 
 if TYPE_CHECKING:
@@ -83,14 +88,6 @@ class ReadPath:
         return self.path if self.reason is None else f"{self.path} ({self.reason})"
 
 
-class NativeReadUnsupported(Exception):
-    """The native path cannot read this table; ``reason`` says why."""
-
-    def __init__(self, reason: str) -> None:
-        super().__init__(reason)
-        self.reason = reason
-
-
 def plan_native_read(
     spark: SparkSession,
     table: DeltaTable,
@@ -107,13 +104,31 @@ def plan_native_read(
     deletion vector. ``hidden`` adds long columns the files may hold beside the table's
     (``(physical name, alias)``: materialized row tracking columns; null where a file lacks
     one). Raises :class:`NativeReadUnsupported` naming the reason when this path cannot
-    express the read."""
+    express the read.
+
+    Through deltalog's JVM companion (:mod:`deltalog.spark.read.planned`) where the session
+    can attach it: one scan for any partitioning, deletion vectors and column mapping in id
+    mode included. Without it, Spark's parquet source as it is (below), which cannot drop
+    deleted rows."""
     from pyspark.sql import functions as F
+
+    from deltalog.spark.jvm import CompanionUnavailable, companion
+
+    try:
+        entry = companion(spark)
+    except CompanionUnavailable as e:
+        without = e.reason
+    else:
+        from deltalog.spark.read.planned import plan_companion_read
+
+        df, described = plan_companion_read(spark, entry, table, columns, tasks, row_ids, hidden)
+        log.debug("deltalog companion scan of %s: %s", table.table_uri, described)
+        return df.alias(NATIVE)
 
     mode = table.column_mapping_mode()
     if mode == "id":
-        raise NativeReadUnsupported("column mapping in id mode")
-    _check_type_widening(schema_text(table.metadata()))
+        raise NativeReadUnsupported(f"column mapping in id mode ({without})")
+    check_type_widening(schema_text(table.metadata()))
     logical = table.schema()
     physical = table.physical_schema()
     try:
@@ -130,7 +145,9 @@ def plan_native_read(
     partition_columns = list(table.metadata().partition_columns)
     with_dv = sum(1 for t in tasks if t.deletion_vector is not None)
     if with_dv:
-        raise NativeReadUnsupported(f"deletion vectors on {with_dv} of {len(tasks)} files")
+        raise NativeReadUnsupported(
+            f"deletion vectors on {with_dv} of {len(tasks)} files ({without})"
+        )
     root = _local_root(table.table_uri)
     physical_of = {lf.name: pf.name for lf, pf in zip(logical, physical, strict=True)}
     keys = [physical_of[c] for c in partition_columns]
@@ -175,7 +192,7 @@ def plan_native_read(
     part_types = {c: spark_fields[c].dataType for c in partition_columns}
     part_arrow = {c: logical.field(c).type for c in partition_columns}
 
-    ids: list[Column] = [F.col(_quoted(p)).alias(a) for p, a in hidden]
+    ids: list[Column] = [F.col(quoted(p)).alias(a) for p, a in hidden]
     id_fields: list[StructField] = [StructField(a, LongType()) for _, a in hidden]
     if row_ids is not None:
         from pyspark.sql.types import StringType
@@ -196,9 +213,9 @@ def plan_native_read(
 
     def data_column(name: str) -> Column:
         ls, ps = by_name[name]
-        column = F.col(_quoted(ps.name))
+        column = F.col(quoted(ps.name))
         if ps.dataType != ls.dataType:  # nested physical names: renamed by position
-            column = column.cast(_nullable(ls.dataType))
+            column = column.cast(nullable(ls.dataType))
         return column.alias(name)
 
     frames = []
@@ -217,7 +234,7 @@ def plan_native_read(
         frames.append(
             files.select(
                 *[
-                    F.col(_quoted(key_of[n])).alias(n) if n in key_of else data_column(n)
+                    F.col(quoted(key_of[n])).alias(n) if n in key_of else data_column(n)
                     for n in wanted
                 ],
                 *ids,
@@ -367,24 +384,6 @@ def _unglob(path: str) -> str:
     return re.sub(r"\\(.)", r"\1", path)
 
 
-def _check_type_widening(schema_string: str) -> None:
-    """Fields whose type changed ("Type Widening"): their files may hold the narrower type,
-    which Spark's parquet reader does not widen in every case deltalog does."""
-
-    def walk(node: Any) -> bool:
-        if isinstance(node, dict):
-            metadata = node.get("metadata")
-            if isinstance(metadata, dict) and metadata.get("delta.typeChanges"):
-                return True
-            return any(walk(v) for v in node.values())
-        if isinstance(node, list):
-            return any(walk(v) for v in node)
-        return False
-
-    if walk(json.loads(schema_string)):
-        raise NativeReadUnsupported("type widening: some files hold a column's narrower type")
-
-
 def _local_root(uri: str) -> str:
     parsed = urlparse(uri)
     if parsed.scheme not in ("", "file"):
@@ -410,24 +409,6 @@ def _hadoop_path(root: str, task: ScanTask) -> str:
     else:
         full = f"{root}/{path}"
     return "file:" + full.translate(_GLOB)
-
-
-def _quoted(name: str) -> str:
-    return "`" + name.replace("`", "``") + "`"
-
-
-def _nullable(t: DataType) -> DataType:
-    """``t`` with every nested field nullable: Spark's file sources read every field as
-    nullable, and a cast may not narrow nullability."""
-    from pyspark.sql import types as T
-
-    if isinstance(t, T.StructType):
-        return T.StructType([T.StructField(f.name, _nullable(f.dataType), True) for f in t])
-    if isinstance(t, T.ArrayType):
-        return T.ArrayType(_nullable(t.elementType), True)
-    if isinstance(t, T.MapType):
-        return T.MapType(_nullable(t.keyType), _nullable(t.valueType), True)
-    return t
 
 
 def _literal(text: str | None, arrow: pa.DataType, t: DataType, name: str) -> Column:

@@ -51,13 +51,8 @@ from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any
 
-from deltalog.spark.read.native import (
-    _HIVE_NULL,
-    _local_root,
-    _nullable,
-    _quoted,
-    _spark_unescape,
-)
+from deltalog.spark.read.common import nullable, quoted
+from deltalog.spark.read.native import _HIVE_NULL, _local_root, _spark_unescape
 
 if TYPE_CHECKING:
     from pyspark.sql import Column, DataFrame, SparkSession
@@ -191,28 +186,28 @@ def prepare(spark: SparkSession, df: DataFrame, snapshot: Any) -> tuple[DataFram
                 raise NativeWriteUnsupported(f"non-nullable column {name!r} is not given")
         else:
             widened = _widens(source.dataType, t)
-            if _nullable(source.dataType) != _nullable(t) and not widened:
+            if nullable(source.dataType) != nullable(t) and not widened:
                 raise NativeWriteUnsupported(
                     f"column {name!r} is {source.dataType.simpleString()}, the table's "
                     f"{t.simpleString()}"
                 )
-            if source.dataType != t and _nullable(t) != t:
+            if source.dataType != t and nullable(t) != t:
                 raise NativeWriteUnsupported(
                     f"column {name!r} has non-nullable nested fields the DataFrame may break"
                 )
-            column = F.col(_quoted(source.name))
+            column = F.col(quoted(source.name))
             if widened:  # exact: every value of the narrower type is one of the wider
                 column = column.cast(t)
         logical.append(column.alias(name))
         if _GENERATED in meta and source is not None:
             checks.append(
                 (
-                    F.col(_quoted(name)).eqNullSafe(F.expr(meta[_GENERATED]).cast(t)),
+                    F.col(quoted(name)).eqNullSafe(F.expr(meta[_GENERATED]).cast(t)),
                     f"generated column {name} = {meta[_GENERATED]}",
                 )
             )
         if not target.nullable and (source is None or source.nullable):
-            checks.append((F.col(_quoted(name)).isNotNull(), f"NOT NULL column {name}"))
+            checks.append((F.col(quoted(name)).isNotNull(), f"NOT NULL column {name}"))
         if _INVARIANTS in meta:
             sql = _invariant(meta[_INVARIANTS], name)
             checks.append((F.expr(sql), f"invariant of column {name} ({sql})"))
@@ -232,7 +227,7 @@ def prepare(spark: SparkSession, df: DataFrame, snapshot: Any) -> tuple[DataFram
         name = field["name"]
         meta = field.get("metadata") or {}
         physical = str(meta.get(_PHYSICAL, name)) if mapped else name
-        column = F.col(_quoted(name))
+        column = F.col(quoted(name))
         if name.lower() in parts:
             column = _partition_text(spark, column, target.dataType, name)
         if guard is not None:  # every rule, evaluated in the first written column

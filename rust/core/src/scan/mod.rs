@@ -12,10 +12,13 @@
 //! - [`skipping`]: partition pruning and file skipping over statistics;
 //! - [`reader`]: one file: projection, deletion vectors, partition and row tracking columns,
 //!   the predicate as a row filter;
-//! - [`changes`]: change data feed planning ([`Scan::changes`]).
+//! - [`changes`]: change data feed planning ([`Scan::changes`]);
+//! - [`file_plan`]: the planned files as another engine's file scan takes them (Spark's,
+//!   through deltalog's JVM companion): URIs, typed partition values, decoded deletion vectors.
 
 pub mod changes;
 pub mod columns;
+pub mod file_plan;
 pub mod partition_values;
 pub mod reader;
 pub mod skipping;

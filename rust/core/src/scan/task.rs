@@ -222,6 +222,11 @@ impl ReadSpec {
         })
     }
 
+    /// The table's partition columns (logical names, in `partitionColumns` order).
+    pub fn partition_columns(&self) -> &[String] {
+        &self.partition_columns
+    }
+
     /// The `partitionValues` key and type of partition column `column` (a logical name).
     pub fn partition_key(&self, column: &str) -> Option<(String, DataType)> {
         let field = self.schema.field_with_name(column).ok()?;

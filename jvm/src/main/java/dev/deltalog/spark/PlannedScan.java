@@ -1,0 +1,68 @@
+package dev.deltalog.spark;
+
+import java.net.URI;
+import java.util.List;
+import org.apache.hadoop.fs.Path;
+import org.apache.spark.sql.Dataset;
+import org.apache.spark.sql.Row;
+import org.apache.spark.sql.execution.datasources.FileFormat;
+import org.apache.spark.sql.execution.datasources.HadoopFsRelation;
+import org.apache.spark.sql.execution.datasources.parquet.ParquetFileFormat;
+import org.apache.spark.sql.types.DataType;
+import org.apache.spark.sql.types.StructType;
+import scala.Option;
+
+/**
+ * The entry point deltalog's Python layer calls (through py4j): a DataFrame over exactly the
+ * files of deltalog's plan, read by Spark's parquet source.
+ *
+ * <p>One {@link HadoopFsRelation} whatever the partitioning: the partition values are the
+ * plan's, so a table whose directories do not spell its values ("Partition Value
+ * Serialization" promises no layout) needs no union of scans. Files with deletion vectors are
+ * read by {@link DeletionVectorParquetFormat}; a plan without any uses Spark's parquet format
+ * as it is.
+ */
+public final class PlannedScan {
+  private PlannedScan() {}
+
+  /** The Spark version this jar was compiled against, for deltalog's compatibility check. */
+  public static String compiledSparkVersion() {
+    return org.apache.spark.package$.MODULE$.SPARK_VERSION();
+  }
+
+  /**
+   * A DataFrame of the data columns {@code dataSchemaJson} (physical names, Spark's JSON
+   * schema; with a boolean {@code __deltalog_deleted} column when any file has a deletion
+   * vector) and the partition columns {@code partitionSchemaJson}, over the files of the
+   * Arrow IPC stream {@code plan}.
+   */
+  public static Dataset<Row> dataFrame(
+      org.apache.spark.sql.classic.SparkSession session,
+      String rootUri,
+      byte[] plan,
+      String dataSchemaJson,
+      String partitionSchemaJson) throws Exception {
+    StructType dataSchema = (StructType) DataType.fromJson(dataSchemaJson);
+    StructType partitionSchema = (StructType) DataType.fromJson(partitionSchemaJson);
+    List<PlannedFile> files = PlanReader.read(plan, partitionSchema);
+    PlannedFileIndex index = new PlannedFileIndex(new Path(new URI(rootUri)), partitionSchema, files);
+    boolean anyDeleted = files.stream().anyMatch(f -> f.deletedRows != null);
+    boolean marks = DeletionVectorParquetFormat.fieldIndex(dataSchema, DeletionVectorParquetFormat.DELETED) >= 0;
+    if (anyDeleted && !marks) {
+      throw new IllegalArgumentException(
+          "deltalog: files with deletion vectors need the "
+              + DeletionVectorParquetFormat.DELETED + " column in the data schema");
+    }
+    FileFormat format = marks ? new DeletionVectorParquetFormat(files) : new ParquetFileFormat();
+    HadoopFsRelation relation =
+        new HadoopFsRelation(
+            index,
+            partitionSchema,
+            dataSchema,
+            Option.empty(),
+            format,
+            scala.collection.immutable.Map$.MODULE$.empty(),
+            session);
+    return session.baseRelationToDataFrame(relation);
+  }
+}

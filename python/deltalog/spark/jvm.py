@@ -1,0 +1,88 @@
+"""deltalog's JVM companion (``jvm/``): attached to a Spark session when a read needs it.
+
+The companion is a small jar (``deltalog-spark.jar``, built by ``scripts/build_jvm.sh`` and
+shipped inside the wheel under ``deltalog/spark/jars/``) with two classes Spark's file scan
+needs from the JVM side: a file index fed by deltalog's plan and a parquet format that drops
+the rows of each file's deletion vector inside the vectorised reader. It never reads the
+Delta log: the Rust core plans on the driver (:meth:`RawScan.file_plan`) and the plan crosses
+py4j once, as Arrow IPC bytes.
+
+:func:`companion` attaches the jar to the session on first use (``ADD JAR``: the driver's
+session class loader and every executor, nothing for the user to put on ``spark.jars``) and
+returns the entry point, or raises :class:`CompanionUnavailable` saying why not (no jar in
+this installation, a Spark version the jar is not built for, Spark Connect without py4j).
+"""
+
+from __future__ import annotations
+
+import threading
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from pyspark.sql import SparkSession
+
+#: The jar inside the installed package.
+JAR = Path(__file__).parent / "jars" / "deltalog-spark.jar"
+
+#: Spark feature releases the jar is built for and tested on (compiled against the first).
+SUPPORTED_SPARK = ("4.2", "4.3")
+
+#: The entry point class (``jvm/src/main/java/dev/deltalog/spark/PlannedScan.java``).
+ENTRY = "dev.deltalog.spark.PlannedScan"
+
+_lock = threading.Lock()
+_attached: set[str] = set()  # application ids the jar was added to
+
+
+class CompanionUnavailable(Exception):
+    """The JVM companion cannot serve this session; ``reason`` says why."""
+
+    def __init__(self, reason: str) -> None:
+        super().__init__(reason)
+        self.reason = reason
+
+
+def companion(spark: SparkSession) -> Any:
+    """The companion's entry point class (a py4j ``JavaClass``) in ``spark``'s JVM, the jar
+    attached first if it is not yet. Raises :class:`CompanionUnavailable` naming the reason."""
+    version = spark.version
+    if ".".join(version.split(".")[:2]) not in SUPPORTED_SPARK:
+        raise CompanionUnavailable(
+            f"Spark {version} is not a release the deltalog JVM companion is built for "
+            f"({', '.join(SUPPORTED_SPARK)})"
+        )
+    jvm = getattr(spark, "_jvm", None)
+    jsession = getattr(spark, "_jsparkSession", None)
+    if jvm is None or jsession is None:
+        raise CompanionUnavailable("the session has no JVM gateway (Spark Connect?)")
+    if not JAR.is_file():
+        raise CompanionUnavailable(
+            f"the deltalog JVM companion is not built into this installation ({JAR} is "
+            "missing; scripts/build_jvm.sh builds it)"
+        )
+    loader = jsession.sharedState().jarClassLoader()
+    with _lock:
+        app = spark.sparkContext.applicationId
+        if app not in _attached:
+            if not any(str(u).endswith("/" + JAR.name) for u in loader.getURLs()):
+                spark.sql(f"ADD JAR '{_sql_text(str(JAR))}'")
+            _attached.add(app)
+    # py4j resolves classes with the calling thread's context class loader: the session's,
+    # which holds the jars added to it.
+    jvm.java.lang.Thread.currentThread().setContextClassLoader(loader)
+    entry = jvm
+    for part in ENTRY.split("."):
+        entry = getattr(entry, part)
+    from py4j.java_gateway import JavaClass  # type: ignore[import-untyped]
+
+    if not isinstance(entry, JavaClass):
+        raise CompanionUnavailable(f"{ENTRY} did not load from {JAR}")
+    return entry
+
+
+def _sql_text(text: str) -> str:
+    return text.replace("\\", "\\\\").replace("'", "\\'")
+
+
+__all__ = ["ENTRY", "JAR", "SUPPORTED_SPARK", "CompanionUnavailable", "companion"]

@@ -1,0 +1,208 @@
+"""Reads on Spark's parquet source through deltalog's JVM companion (issue #45).
+
+The driver plans with deltalog (:meth:`RawScan.file_plan`: the files' URIs and sizes, their
+typed partition values and their decoded deletion vectors, as Arrow IPC bytes) and hands the
+plan to the companion (:mod:`deltalog.spark.jvm`), which makes one Spark relation of it: a
+file index over exactly those files and Spark's parquet format, extended to drop each file's
+deleted rows inside the vectorised reader. Protocol sections this follows:
+
+- "Add File and Remove File": the files are the plan's, never a listing;
+- "Partition Value Serialization": partition values are the core's parse of the log's
+  strings, whatever the directories are called, so any partitioning is one scan;
+- "Deletion Vectors": a row whose index is in its file's vector is not read. The relation's
+  data schema has a boolean column :data:`DELETED` the files lack; the companion fills it from
+  the bitmaps and the DataFrame keeps the rows where it is false;
+- "Column Mapping": files are read by physical name and renamed to the logical names; in
+  ``id`` mode by parquet field id (Spark's ``spark.sql.parquet.fieldId.read.enabled``, which
+  only affects reads whose schema carries ids);
+- "Schema Serialization Format": the DataFrame's types are :func:`deltalog.spark.types.
+  spark_schema` of the table's schema, as on every other path.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+from urllib.parse import urlparse
+
+import pyarrow as pa
+
+from deltalog.protocol.actions import schema_text
+from deltalog.spark.read.common import (
+    NativeReadUnsupported,
+    check_type_widening,
+    nullable,
+    quoted,
+)
+from deltalog.spark.types import spark_schema
+
+if TYPE_CHECKING:
+    from pyspark.sql import Column, DataFrame, SparkSession
+    from pyspark.sql.types import DataType, StructType
+
+    from deltalog.table.delta_table import DeltaTable
+    from deltalog.table.scan import ScanTask
+
+#: The companion's column marking deleted rows (``DeletionVectorParquetFormat.DELETED``).
+DELETED = "__deltalog_deleted"
+
+#: Spark's parquet field id metadata key ("Column Mapping" in id mode).
+_FIELD_ID = "parquet.field.id"
+_ARROW_FIELD_ID = b"PARQUET:field_id"
+
+
+def plan_companion_read(
+    spark: SparkSession,
+    entry: Any,
+    table: DeltaTable,
+    columns: Sequence[str] | None,
+    tasks: Sequence[ScanTask] | None,
+    row_ids: tuple[str, str] | None,
+    hidden: Sequence[tuple[str, str]],
+) -> tuple[DataFrame, str]:
+    """:func:`deltalog.spark.read.native.plan_native_read` through the companion ``entry``;
+    returns the DataFrame (the table's logical columns) and a description of the scan."""
+    from pyspark.sql import DataFrame, functions as F
+    from pyspark.sql.types import BooleanType, LongType, StringType, StructField, StructType
+
+    from deltalog import _native
+
+    mode = table.column_mapping_mode()
+    check_type_widening(schema_text(table.metadata()))
+    logical = table.schema()
+    physical = table.physical_schema()
+    try:
+        logical_spark = spark_schema(logical)
+        physical_spark = spark_schema(physical)
+    except TypeError as e:
+        raise NativeReadUnsupported(str(e)) from None
+    if mode == "id":
+        physical_spark = _with_field_ids(physical_spark, physical)
+        spark.conf.set("spark.sql.parquet.fieldId.read.enabled", "true")
+    if columns is not None:
+        missing = [c for c in columns if c not in logical.names]
+        if missing:
+            raise NativeReadUnsupported(f"no column {missing[0]!r} in the table")
+    root = _root_uri(table.table_uri)
+    if tasks is None:
+        raw = table.scan()._raw
+        count = raw.num_tasks()
+        tasks_with_dv = None
+    else:
+        raw = _native.RawScan.from_json(
+            tasks[0]._spec if tasks else table.scan()._raw.spec_json(),
+            [t._task for t in tasks],
+            table._storage_options,
+        )
+        count = len(tasks)
+        tasks_with_dv = sum(1 for t in tasks if t.deletion_vector is not None)
+    plan = raw.file_plan()
+    if tasks_with_dv is None:
+        tasks_with_dv = _files_with_deletion_vectors(plan)
+
+    partition_columns = list(table.metadata().partition_columns)
+    parts = set(partition_columns)
+    data_fields = [
+        (lf, ls, ps)
+        for lf, ls, ps in zip(logical, logical_spark.fields, physical_spark.fields, strict=True)
+        if lf.name not in parts
+    ]
+    spark_fields = {f.name: f for f in logical_spark.fields}
+    data_schema = StructType(
+        [ps for _, _, ps in data_fields]
+        + [StructField(p, LongType()) for p, _ in hidden]
+        + ([StructField(DELETED, BooleanType())] if tasks_with_dv else [])
+    )
+    partition_schema = StructType(
+        [StructField(c, spark_fields[c].dataType, True) for c in partition_columns]
+    )
+    jdf = entry.dataFrame(
+        spark._jsparkSession,
+        root,
+        bytearray(plan),
+        data_schema.json(),
+        partition_schema.json(),
+    )
+    files = DataFrame(jdf, spark)
+    if tasks_with_dv:
+        files = files.where(~F.col(DELETED))
+
+    by_name = {lf.name: (ls, ps) for lf, ls, ps in data_fields}
+
+    def output(name: str) -> Column:
+        if name in parts:
+            return F.col(quoted(name))
+        ls, ps = by_name[name]
+        column = F.col(quoted(ps.name))
+        if ps.dataType != ls.dataType:  # nested physical names: renamed by position
+            column = column.cast(nullable(ls.dataType))
+        return column.alias(name)
+
+    wanted = list(columns) if columns is not None else logical.names
+    ids: list[Column] = [F.col(quoted(p)).alias(a) for p, a in hidden]
+    if row_ids is not None:
+        ids = [
+            F.col("_metadata.file_path").cast(StringType()).alias(row_ids[0]),
+            F.col("_metadata.row_index").alias(row_ids[1]),
+            *ids,
+        ]
+    described = f"{count} files, {tasks_with_dv} with deletion vectors, one parquet scan"
+    return files.select(*[output(n) for n in wanted], *ids), described
+
+
+def _files_with_deletion_vectors(plan: bytes) -> int:
+    column = pa.ipc.open_stream(plan).read_all().column("deleted_rows")
+    return len(column) - int(column.null_count)
+
+
+def _root_uri(uri: str) -> str:
+    """The table root as the URI Hadoop's ``Path`` takes."""
+    parsed = urlparse(uri)
+    if parsed.scheme in ("", "file"):
+        local = parsed.path if parsed.scheme else uri
+        return Path(local).resolve().as_uri()
+    raise NativeReadUnsupported(
+        f"the table is not on the local file system ({parsed.scheme}:); the companion reads "
+        "object stores once their Hadoop configuration is wired (issue #45, item 2)"
+    )
+
+
+def _with_field_ids(schema: StructType, physical: pa.Schema) -> StructType:
+    """``schema`` with each struct field's parquet field id from the physical Arrow schema
+    (``PARQUET:field_id``), as Spark's reader matches fields by id."""
+    from pyspark.sql.types import StructField, StructType
+
+    def field_id(f: pa.Field) -> int | None:
+        raw = (f.metadata or {}).get(_ARROW_FIELD_ID)
+        return int(raw) if raw is not None else None
+
+    def walk_type(t: DataType, a: pa.DataType) -> DataType:
+        from pyspark.sql import types as T
+
+        if isinstance(t, T.StructType) and pa.types.is_struct(a):
+            return walk_struct(t, [a.field(i) for i in range(a.num_fields)])
+        if isinstance(t, T.ArrayType) and (pa.types.is_list(a) or pa.types.is_large_list(a)):
+            return T.ArrayType(walk_type(t.elementType, a.value_type), t.containsNull)
+        if isinstance(t, T.MapType) and pa.types.is_map(a):
+            return T.MapType(
+                walk_type(t.keyType, a.key_type),
+                walk_type(t.valueType, a.item_type),
+                t.valueContainsNull,
+            )
+        return t
+
+    def walk_struct(t: StructType, arrow_fields: list[pa.Field]) -> StructType:
+        out = []
+        for sf, af in zip(t.fields, arrow_fields, strict=True):
+            metadata = dict(sf.metadata or {})
+            fid = field_id(af)
+            if fid is not None:
+                metadata[_FIELD_ID] = fid
+            out.append(StructField(sf.name, walk_type(sf.dataType, af.type), sf.nullable, metadata))
+        return StructType(out)
+
+    return walk_struct(schema, list(physical))
+
+
+__all__ = ["DELETED", "plan_companion_read"]
