@@ -28,6 +28,7 @@ import org.apache.spark.sql.types.StructField;
 import org.apache.spark.sql.types.StructType;
 import org.apache.spark.sql.vectorized.ColumnVector;
 import org.apache.spark.sql.vectorized.ColumnarBatch;
+import org.roaringbitmap.PeekableIntIterator;
 import org.roaringbitmap.RoaringBitmap;
 import scala.Function1;
 import scala.Option;
@@ -265,12 +266,31 @@ public final class DeletionVectorParquetFormat extends ParquetFileFormat {
         capacity = Math.max(n, 4096);
         flags = new OnHeapColumnVector(capacity, DataTypes.BooleanType);
       }
-      if (deleted.isEmpty()) {
-        flags.putBooleans(0, n, false);
-      } else {
+      flags.putBooleans(0, n, false);
+      if (!deleted.isEmpty() && n > 0) {
         ColumnVector index = batch.column(rows);
-        for (int i = 0; i < n; i++) {
-          flags.putBoolean(i, deleted.contains((int) index.getLong(i)));
+        long first = index.getLong(0);
+        long last = index.getLong(n - 1);
+        if (last - first == n - 1 && contiguous(index, n, first)) {
+          // The usual batch: consecutive rows of one row group. Only the deleted rows in
+          // its range are visited (a DV deletes few rows; the rest stay false).
+          PeekableIntIterator it = deleted.getIntIterator();
+          it.advanceIfNeeded((int) first);
+          while (it.hasNext()) {
+            long row = Integer.toUnsignedLong(it.peekNext());
+            if (row > last) {
+              break;
+            }
+            flags.putBoolean((int) (row - first), true);
+            it.next();
+          }
+        } else {
+          // Rows skipped inside the batch (parquet page skipping by a pushed filter).
+          for (int i = 0; i < n; i++) {
+            if (deleted.contains((int) index.getLong(i))) {
+              flags.putBoolean(i, true);
+            }
+          }
         }
       }
       ColumnVector[] columns = new ColumnVector[batch.numCols()];
@@ -278,6 +298,16 @@ public final class DeletionVectorParquetFormat extends ParquetFileFormat {
         columns[c] = c == marks ? flags : batch.column(c);
       }
       return new ColumnarBatch(columns, n);
+    }
+
+    /** Whether the batch's row indexes are first, first + 1, ... (checked, not assumed). */
+    private static boolean contiguous(ColumnVector index, int n, long first) {
+      for (int i = 1; i < n; i++) {
+        if (index.getLong(i) != first + i) {
+          return false;
+        }
+      }
+      return true;
     }
 
     private InternalRow project(InternalRow row) {
