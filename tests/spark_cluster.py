@@ -44,16 +44,17 @@ class StandaloneCluster:
             "SPARK_LOCAL_IP": "127.0.0.1",
             "SPARK_NO_DAEMONIZE": "1",
         }
-        log = open(self.workdir / f"{name}.log", "wb")  # noqa: SIM115 (kept open by the child)
-        self.processes.append(
-            subprocess.Popen(
-                [str(self.home / "bin" / "spark-class"), *args],
-                env=env,
-                stdout=log,
-                stderr=subprocess.STDOUT,
-                start_new_session=True,
+        # The child keeps its own descriptor of the log; the parent's is closed here.
+        with open(self.workdir / f"{name}.log", "wb") as log:
+            self.processes.append(
+                subprocess.Popen(
+                    [str(self.home / "bin" / "spark-class"), *args],
+                    env=env,
+                    stdout=log,
+                    stderr=subprocess.STDOUT,
+                    start_new_session=True,
+                )
             )
-        )
 
     def state(self) -> dict[str, Any]:
         with urllib.request.urlopen(f"http://127.0.0.1:{self.ui}/json/", timeout=5) as r:
