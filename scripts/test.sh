@@ -43,6 +43,9 @@ MATURIN_PEP517_ARGS="--profile ci" \
 # pyspark 4.2.0 in a Python environment of its own and Delta's jars from Maven Central (mvn),
 # both cached under ~/.cache/deltalog-reference (DELTALOG_REFERENCE_HOME) and reused.
 python tests/reference_engine/env.py
+# Hadoop's S3A (hadoop-aws and the AWS SDK modules it loads, ~13 MB) for the companion's S3
+# tests, by mvn into ~/.cache/deltalog-object-store-jars (DELTALOG_OBJECT_STORE_JARS).
+python tests/hadoop_aws.py >/dev/null
 
 # The Delta Spark modules (tests/test_delta_spark_*.py: a JVM of their own per module, mostly
 # Spark's own work) start now, in a second pytest beside the checks and the rest of the suite,

@@ -117,12 +117,15 @@ def plan_companion_read(
     partition_schema = StructType(
         [StructField(c, spark_fields[c].dataType, True) for c in partition_columns]
     )
+    from deltalog.spark.hadoop import hadoop_options
+
     jdf = entry.dataFrame(
         spark._jsparkSession,
         root,
         bytearray(plan),
         data_schema.json(),
         partition_schema.json(),
+        hadoop_options(table.table_uri, table._storage_options),
     )
     files = DataFrame(jdf, spark)
     if tasks_with_dv:
@@ -156,15 +159,20 @@ def _files_with_deletion_vectors(plan: bytes) -> int:
     return len(column) - int(column.null_count)
 
 
+#: Stores Spark reads through Hadoop file systems of these schemes (``s3`` is S3A's).
+_HADOOP_SCHEMES = ("s3", "s3a", "s3n", "gs", "abfs", "abfss", "hdfs")
+
+
 def _root_uri(uri: str) -> str:
     """The table root as the URI Hadoop's ``Path`` takes."""
     parsed = urlparse(uri)
     if parsed.scheme in ("", "file"):
         local = parsed.path if parsed.scheme else uri
         return Path(local).resolve().as_uri()
+    if parsed.scheme in _HADOOP_SCHEMES:
+        return uri
     raise NativeReadUnsupported(
-        f"the table is not on the local file system ({parsed.scheme}:); the companion reads "
-        "object stores once their Hadoop configuration is wired (issue #45, item 2)"
+        f"the table is on a store Spark's Hadoop file systems do not name ({parsed.scheme}:)"
     )
 
 

@@ -143,15 +143,10 @@ pub fn file_uri(storage: &Storage, path: &str) -> DeltaResult<String> {
                 .strip_prefix(root.as_str())
                 .map(|r| r.trim_start_matches('/'))
                 .ok_or_else(|| bad("outside the table root"))?;
-            // Object keys are stored percent-encoded where a character is not valid in a
-            // path; the URI names the object's decoded key.
-            let decoded = relative
-                .split('/')
-                .map(|part| percent_encoding::percent_decode_str(part).decode_utf8_lossy())
-                .collect::<Vec<_>>()
-                .join("/");
+            // The object's key as stored (object_store's `Path`, which is what the store
+            // holds, escapes included); the URI percent-encodes it once more.
             let base = storage.url().as_str().trim_end_matches('/');
-            Ok(format!("{base}/{}", encode_path(&decoded)))
+            Ok(format!("{base}/{}", encode_path(relative)))
         }
     }
 }
@@ -258,6 +253,20 @@ mod tests {
             .to_file_path()
             .expect("a path");
         assert_eq!(back, dir.path().join("p=a b%[1]").join("part 1#é.parquet"));
+    }
+
+    #[test]
+    fn store_uris_name_the_stored_key() {
+        let options = HashMap::from([
+            ("aws_access_key_id".to_string(), "k".to_string()),
+            ("aws_secret_access_key".to_string(), "s".to_string()),
+            ("aws_region".to_string(), "us-east-1".to_string()),
+        ]);
+        let storage = Storage::open("s3://bucket/root", &options).expect("storage");
+        // deltalog's writers escape `%` in partition directories (`p=50%25`): the object's
+        // key holds `%25`, which the URI escapes once more.
+        let uri = file_uri(&storage, "p=50%25/part-1.parquet").expect("uri");
+        assert_eq!(uri, "s3://bucket/root/p=50%2525/part-1.parquet");
     }
 
     #[test]

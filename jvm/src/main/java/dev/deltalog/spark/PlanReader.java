@@ -52,7 +52,7 @@ final class PlanReader {
           InternalRow row =
               values == null ? InternalRow.empty() : values.getRow(i).copy();
           byte[] bitmap = deleted.isNull(i) ? null : deleted.get(i);
-          files.add(new PlannedFile(new Path(new URI(uri)), sizes.get(i), row, bitmap));
+          files.add(new PlannedFile(new Path(hadoopUri(uri)), sizes.get(i), row, bitmap));
         }
       }
     } catch (IOException | URISyntaxException | ClassCastException | NullPointerException e) {
@@ -61,6 +61,19 @@ final class PlanReader {
           e);
     }
     return files;
+  }
+
+  /**
+   * A URI of deltalog's (object_store's schemes) as Hadoop names the same file system:
+   * {@code s3://} and {@code s3n://} are S3A's {@code s3a://}; others are the same.
+   */
+  static URI hadoopUri(String uri) throws URISyntaxException {
+    URI parsed = new URI(uri);
+    String scheme = parsed.getScheme();
+    if ("s3".equals(scheme) || "s3n".equals(scheme)) {
+      return new URI("s3a" + uri.substring(scheme.length()));
+    }
+    return parsed;
   }
 
   private static ColumnarBatch partitionBatch(

@@ -34,18 +34,21 @@ public final class PlannedScan {
    * A DataFrame of the data columns {@code dataSchemaJson} (physical names, Spark's JSON
    * schema; with a boolean {@code __deltalog_deleted} column when any file has a deletion
    * vector) and the partition columns {@code partitionSchemaJson}, over the files of the
-   * Arrow IPC stream {@code plan}.
+   * Arrow IPC stream {@code plan}; {@code hadoopOptions} are Hadoop settings for this scan
+   * (a table's object store credentials), on top of the session's.
    */
   public static Dataset<Row> dataFrame(
       org.apache.spark.sql.classic.SparkSession session,
       String rootUri,
       byte[] plan,
       String dataSchemaJson,
-      String partitionSchemaJson) throws Exception {
+      String partitionSchemaJson,
+      java.util.Map<String, String> hadoopOptions) throws Exception {
     StructType dataSchema = (StructType) DataType.fromJson(dataSchemaJson);
     StructType partitionSchema = (StructType) DataType.fromJson(partitionSchemaJson);
     List<PlannedFile> files = PlanReader.read(plan, partitionSchema);
-    PlannedFileIndex index = new PlannedFileIndex(new Path(new URI(rootUri)), partitionSchema, files);
+    PlannedFileIndex index =
+        new PlannedFileIndex(new Path(PlanReader.hadoopUri(rootUri)), partitionSchema, files);
     boolean anyDeleted = files.stream().anyMatch(f -> f.deletedRows != null);
     boolean marks = DeletionVectorParquetFormat.fieldIndex(dataSchema, DeletionVectorParquetFormat.DELETED) >= 0;
     if (anyDeleted && !marks) {
@@ -61,7 +64,10 @@ public final class PlannedScan {
             dataSchema,
             Option.empty(),
             format,
-            scala.collection.immutable.Map$.MODULE$.empty(),
+            // The table's store settings (credentials, endpoint) for this scan only: Spark
+            // merges a relation's options into the Hadoop configuration its readers get.
+            scala.collection.immutable.Map$.MODULE$.from(
+                scala.jdk.javaapi.CollectionConverters.asScala(hadoopOptions)),
             session);
     return session.baseRelationToDataFrame(relation);
   }
