@@ -123,6 +123,11 @@ def test_explain_shows_the_planned_scan(spark: Any, tmp_path: Path) -> None:
     prune files in the file index (Spark reads only the files of the partition asked for)."""
     uri = dv_table(tmp_path / "t")
     df = dls.read_table(spark, uri)
+    files = len(dl.DeltaTable(uri).files())
+    assert str(dls.read_path(df)) == (
+        f"native: {files} files, {files} with deletion vectors, one parquet scan "
+        "(deltalog's JVM companion)"
+    )
     text = plan_text(df)
     assert text.count("FileScan parquet") == 1
     assert "DeltalogParquet(" in text and "deletion vectors)" in text
@@ -131,8 +136,8 @@ def test_explain_shows_the_planned_scan(spark: Any, tmp_path: Path) -> None:
     one.collect()
     scan = one._jdf.queryExecution().executedPlan().collectLeaves().head()
     read = int(scan.metrics().apply("numFiles").value())
-    files = [t for t in dl.DeltaTable(uri).scan().tasks() if t.partition_values["part"] == "p2"]
-    assert read == len(files) < len(dl.DeltaTable(uri).files())
+    p2 = [t for t in dl.DeltaTable(uri).scan().tasks() if t.partition_values["part"] == "p2"]
+    assert read == len(p2) < files
 
 
 def test_row_index_counts_deleted_rows(spark: Any, tmp_path: Path) -> None:

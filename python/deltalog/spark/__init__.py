@@ -222,8 +222,9 @@ def read_table(
                 ) from None
             reason = e.reason
         else:
-            nr.log.info("deltalog read of %s: native parquet scan", _label(uri))
-            return _tagged(df, nr.ReadPath("native"))
+            taken = nr.ReadPath("native", scan=getattr(df, "_deltalog_scan", None))
+            nr.log.info("deltalog read of %s: %s", _label(uri), taken)
+            return _tagged(df, taken)
     nr.log.info("deltalog read of %s: data source (%s)", _label(uri), reason)
     if isinstance(uri, DeltaTable):
         df = to_spark(uri.scan(columns=columns), spark)

@@ -47,7 +47,7 @@ import decimal
 import logging
 import re
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 from urllib.parse import unquote, urlparse
 
@@ -79,13 +79,16 @@ _GLOB = str.maketrans({c: "\\" + c for c in "\\[]{}*?"})
 
 @dataclass(frozen=True)
 class ReadPath:
-    """Which path a read took (``native`` or ``source``) and, for ``source``, why."""
+    """Which path a read took (``native`` or ``source``) and, for ``source``, why; for
+    ``native``, ``scan`` describes the scan (files, deletion vectors, scans; not compared)."""
 
     path: str
     reason: str | None = None
+    scan: str | None = field(default=None, compare=False)
 
     def __str__(self) -> str:
-        return self.path if self.reason is None else f"{self.path} ({self.reason})"
+        text = self.path if self.reason is None else f"{self.path} ({self.reason})"
+        return text if self.scan is None else f"{text}: {self.scan}"
 
 
 def plan_native_read(
@@ -122,8 +125,7 @@ def plan_native_read(
         from deltalog.spark.read.planned import plan_companion_read
 
         df, described = plan_companion_read(spark, entry, table, columns, tasks, row_ids, hidden)
-        log.debug("deltalog companion scan of %s: %s", table.table_uri, described)
-        return df.alias(NATIVE)
+        return _described(df.alias(NATIVE), described)
 
     mode = table.column_mapping_mode()
     if mode == "id":
@@ -209,7 +211,7 @@ def plan_native_read(
         ]
     if not groups and not hive:
         empty = StructType([spark_fields[c] for c in wanted] + id_fields)
-        return spark.createDataFrame([], empty).alias(NATIVE)
+        return _described(spark.createDataFrame([], empty).alias(NATIVE), "no files")
 
     def data_column(name: str) -> Column:
         ls, ps = by_name[name]
@@ -255,7 +257,17 @@ def plan_native_read(
     out = frames[0]
     for frame in frames[1:]:
         out = out.unionByName(frame)
-    return out.alias(NATIVE)
+    return _described(
+        out.alias(NATIVE),
+        f"{len(tasks)} files, {len(frames)} parquet scans (Spark's parquet source without the "
+        f"JVM companion: {without})",
+    )
+
+
+def _described(df: DataFrame, scan: str) -> DataFrame:
+    """``df`` carrying the description :class:`ReadPath` gives (``read_table`` reads it)."""
+    df._deltalog_scan = scan  # type: ignore[attr-defined]
+    return df
 
 
 #: Spark's name for a null partition directory (``ExternalCatalogUtils.DEFAULT_PARTITION_NAME``).

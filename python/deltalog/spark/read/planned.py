@@ -150,7 +150,10 @@ def plan_companion_read(
             F.col("_metadata.row_index").alias(row_ids[1]),
             *ids,
         ]
-    described = f"{count} files, {tasks_with_dv} with deletion vectors, one parquet scan"
+    described = (
+        f"{count} files, {tasks_with_dv} with deletion vectors, one parquet scan "
+        "(deltalog's JVM companion)"
+    )
     return files.select(*[output(n) for n in wanted], *ids), described
 
 
