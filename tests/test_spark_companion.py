@@ -262,3 +262,61 @@ def test_the_wheel_holds_the_jar(tmp_path: Path) -> None:
     (wheel,) = tmp_path.glob("deltalog-*.whl")
     names = zipfile.ZipFile(wheel).namelist()
     assert "deltalog/spark/jars/deltalog-spark.jar" in names
+
+
+#: Every widening Delta 4.0 allows (tests/test_type_widening.py holds the rule), one column
+#: each: (the type written first, its value, the type it is widened to).
+WIDENINGS = [
+    ("byte", pa.int8(), 5, "short"),
+    ("byte", pa.int8(), -5, "double"),
+    ("short", pa.int16(), 300, "long"),
+    ("short", pa.int16(), 7, "decimal(12,2)"),
+    ("integer", pa.int32(), 70000, "long"),
+    ("integer", pa.int32(), -3, "double"),
+    ("integer", pa.int32(), 123, "decimal(10,0)"),
+    ("long", pa.int64(), 2**40, "decimal(20,0)"),
+    ("float", pa.float32(), 1.5, "double"),
+    ("decimal(10,1)", pa.decimal128(10, 1), "1.5", "decimal(12,3)"),
+    ("date", pa.date32(), "2026-01-02", "timestamp_ntz"),
+]
+
+
+@pytest.mark.parametrize("vectorised", ["true", "false"])
+def test_type_widening_reads_natively(spark: Any, tmp_path: Path, vectorised: str) -> None:
+    """A table whose columns were widened ("Type Widening") after files were written, then
+    appended with wide values: Spark's parquet readers (vectorised and row-based) widen the
+    old files' narrow values as they read, giving deltalog's rows."""
+    import datetime as dt
+    import decimal
+
+    def value(t: pa.DataType, v: Any) -> Any:
+        if pa.types.is_decimal(t):
+            return decimal.Decimal(v)
+        if pa.types.is_date(t):
+            return dt.date.fromisoformat(v)
+        return v
+
+    uri = str(tmp_path / "t")
+    columns = {f"c{i}": pa.array([value(t, v)], t) for i, (_, t, v, _) in enumerate(WIDENINGS)}
+    first = pa.table({"id": pa.array([1], pa.int64()), **columns})
+    dl.write_table(uri, first, configuration={"delta.enableTypeWidening": "true", **DV})
+    dl.write_table(uri, first.set_column(0, "id", pa.array([2], pa.int64())), mode="append")
+    table = dl.DeltaTable(uri)
+    for i, (_, _, _, wide) in enumerate(WIDENINGS):
+        table.alter.change_column_type(f"c{i}", wide)
+        table = dl.DeltaTable(uri)
+    wide_row = {
+        k: v for k, v in table.to_pyarrow_table().filter(pc.field("id") == 1).to_pylist()[0].items()
+    }
+    table.delete("id = 2")  # a deletion vector on a narrow file
+    wide = pa.Table.from_pylist([{**wide_row, "id": 3}], table.schema())
+    dl.write_table(uri, wide, mode="append")
+    spark.conf.set("spark.sql.parquet.enableVectorizedReader", vectorised)
+    try:
+        df = dls.read_table(spark, uri, path="native")
+        assert dls.read_path(df) == ReadPath("native")
+        reference = dl.DeltaTable(uri).to_pyarrow_table()
+        assert rows(df.toArrow().cast(reference.schema)) == rows(reference)
+        assert df.count() == 2
+    finally:
+        spark.conf.unset("spark.sql.parquet.enableVectorizedReader")

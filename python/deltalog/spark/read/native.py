@@ -26,12 +26,13 @@ this follows:
 Where the session can attach deltalog's JVM companion (:mod:`deltalog.spark.jvm`, issue #45),
 :func:`plan_native_read` hands the plan to it instead (:mod:`deltalog.spark.read.planned`):
 one scan for any partitioning, deletion vectors dropped inside Spark's vectorised reader,
-column mapping in ``id`` mode by parquet field id. The scans below are the path without it.
+column mapping in ``id`` mode by parquet field id, type widening by Spark's readers. The scans
+below are the path without it.
 
 What the native path cannot express falls back to the Python Data Source
 (:mod:`deltalog.spark.read.source`), which reads with deltalog's native reader on the executors:
-type widening (``delta.typeChanges``), files outside the local file system, types Spark has no
-equivalent for; without the companion also deletion vectors, column mapping ``id`` mode and
+types Spark has no equivalent for; without the companion also deletion vectors, column mapping
+``id`` mode, type widening (``delta.typeChanges``), files outside the local file system and
 more than :data:`MAX_GROUPS` partition-value groups. :func:`plan_native_read` returns either
 a DataFrame or the reason it cannot build one.
 

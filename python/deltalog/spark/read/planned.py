@@ -12,6 +12,7 @@ deleted rows inside the vectorised reader. Protocol sections this follows:
 - "Deletion Vectors": a row whose index is in its file's vector is not read. The relation's
   data schema has a boolean column :data:`DELETED` the files lack; the companion fills it from
   the bitmaps and the DataFrame keeps the rows where it is false;
+- "Type Widening": Spark's parquet readers widen a file's narrower type as they read;
 - "Column Mapping": files are read by physical name and renamed to the logical names; in
   ``id`` mode by parquet field id (Spark's ``spark.sql.parquet.fieldId.read.enabled``, which
   only affects reads whose schema carries ids);
@@ -28,13 +29,7 @@ from urllib.parse import urlparse
 
 import pyarrow as pa
 
-from deltalog.protocol.actions import schema_text
-from deltalog.spark.read.common import (
-    NativeReadUnsupported,
-    check_type_widening,
-    nullable,
-    quoted,
-)
+from deltalog.spark.read.common import NativeReadUnsupported, nullable, quoted
 from deltalog.spark.types import spark_schema
 
 if TYPE_CHECKING:
@@ -69,7 +64,9 @@ def plan_companion_read(
     from deltalog import _native
 
     mode = table.column_mapping_mode()
-    check_type_widening(schema_text(table.metadata()))
+    # "Type Widening": files may hold a column's narrower type. Spark's parquet readers (4.2
+    # and later, vectorised and row-based) widen every change Delta 4.0 allows as they read,
+    # as Delta Spark relies on; tests/test_spark_companion.py checks each on both readers.
     logical = table.schema()
     physical = table.physical_schema()
     try:
