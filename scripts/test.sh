@@ -47,17 +47,19 @@ python tests/reference_engine/env.py
 # tests, by mvn into ~/.cache/deltalog-object-store-jars (DELTALOG_OBJECT_STORE_JARS).
 python tests/hadoop_aws.py >/dev/null
 
-# The Delta Spark modules (tests/test_delta_spark_*.py: a JVM of their own per module, mostly
-# Spark's own work) start now, in a second pytest beside the checks and the rest of the suite,
-# so that both cores work throughout; their output is printed at the end.
+# The modules whose Spark runs in JVMs and processes of their own start now, in a second
+# pytest beside the checks and the rest of the suite, so that both cores work throughout:
+# Delta Spark's (tests/test_delta_spark_*.py), the standalone cluster's and the S3 one's
+# (issue #45). Their output is printed at the end.
+own_jvms=(tests/test_delta_spark_*.py tests/test_spark_cluster.py tests/test_spark_object_store.py)
 reference_pid=""
 tmp="$(mktemp -d)"
 # A failing check ends the script: the background run goes with it.
 trap 'if [ -n "$reference_pid" ]; then kill "$reference_pid" 2>/dev/null || true; fi; rm -rf "$tmp"' EXIT
 if [ "$#" -eq 0 ]; then
-  stage "pytest of the Delta Spark modules, in the background"
+  stage "pytest of the modules with JVMs of their own, in the background"
   python -m pytest -q -p no:cacheprovider --durations=10 --basetemp="$tmp/reference" \
-    tests/test_delta_spark_*.py >"$tmp/reference.log" 2>&1 &
+    "${own_jvms[@]}" >"$tmp/reference.log" 2>&1 &
   reference_pid=$!
 fi
 
@@ -83,12 +85,13 @@ stage "pytest"
 set +e
 if [ -n "$reference_pid" ]; then
   python -m pytest -q -p no:cacheprovider --durations=10 --basetemp="$tmp/main" \
-    --ignore-glob='*/test_delta_spark_*'
+    --ignore-glob='*/test_delta_spark_*' --ignore=tests/test_spark_cluster.py \
+    --ignore=tests/test_spark_object_store.py
   status=$?
   wait "$reference_pid"
   reference_status=$?
   reference_pid=""
-  stage "pytest of the Delta Spark modules (exit status $reference_status)"
+  stage "pytest of the modules with JVMs of their own (exit status $reference_status)"
   cat "$tmp/reference.log"
 else
   python -m pytest -q -p no:cacheprovider --durations=10 "$@"

@@ -180,8 +180,8 @@ def test_streaming_query_killed_and_restarted_on_the_cluster(
     cluster: StandaloneCluster, tmp_path: Path
 ) -> None:
     """The query's driver is SIGKILLed mid-stream (its executors on the worker go with its
-    application) and restarted from its checkpoint while another process appends; drained
-    with AvailableNow, the sink holds every row of the table exactly once."""
+    application) and restarted from its checkpoint, twice, while another process appends;
+    drained with AvailableNow, the sink holds every row of the table exactly once."""
     table, out, checkpoint = tmp_path / "t", tmp_path / "out", tmp_path / "ck"
     dl.write_table(str(table), pa.table({"id": pa.array([0], pa.int64())}))
     appender = subprocess.Popen(
@@ -200,14 +200,15 @@ def test_streaming_query_killed_and_restarted_on_the_cluster(
     code = session_lines(cluster.master_url) + textwrap.dedent(QUERY)
     args = [sys.executable, "-c", code, str(table), str(out), str(checkpoint)]
     try:
-        query = subprocess.Popen(
-            [*args, "forever"], env=env, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL
-        )
-        assert query.stdout is not None
-        assert query.stdout.readline().strip() == b"started"
-        time.sleep(8)  # a few micro-batches on the executors
-        query.send_signal(signal.SIGKILL)
-        query.wait()
+        for _ in range(2):
+            query = subprocess.Popen(
+                [*args, "forever"], env=env, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL
+            )
+            assert query.stdout is not None
+            assert query.stdout.readline().strip() == b"started"
+            time.sleep(5)  # a few micro-batches on the executors
+            query.send_signal(signal.SIGKILL)
+            query.wait()
         assert appender.wait(300) == 0
     finally:
         if appender.poll() is None:

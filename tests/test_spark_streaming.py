@@ -1,17 +1,13 @@
 """``spark.readStream.format("deltalog")`` (issue #33, item 3): the snapshot then each new
 version, ``startingVersion`` / ``startingTimestamp``, ``maxFilesPerTrigger`` /
 ``maxBytesPerTrigger``, ``Trigger.AvailableNow``, non-append versions refused unless
-``skipChangeCommits`` / ``ignoreChanges``, the change data feed as a stream, and a query killed
-(SIGKILL, its own process) and restarted from its checkpoint while another process appends:
-every row exactly once. Sinks are Spark's own parquet file sink (exactly once by its log)."""
+``skipChangeCommits`` / ``ignoreChanges``, the change data feed as a stream. A query killed
+(SIGKILL, its own process) and restarted from its checkpoint while another process appends is
+tests/test_spark_cluster.py's, on a standalone cluster. Sinks are Spark's own parquet file
+sink (exactly once by its log)."""
 
 from __future__ import annotations
 
-import os
-import signal
-import subprocess
-import sys
-import textwrap
 import time
 from pathlib import Path
 from typing import Any
@@ -134,65 +130,6 @@ def test_change_feed_stream_equals_load_cdf(spark: Any, tmp_path: Path) -> None:
     )
     expected = dl.DeltaTable(table).load_cdf(starting_version=0).read_all().to_pylist()
     assert got == sorted((r["id"], r["_change_type"], r["_commit_version"]) for r in expected)
-
-
-QUERY = """
-import os, sys
-os.environ["PYSPARK_PYTHON"] = sys.executable
-from pyspark.sql import SparkSession
-import deltalog.spark
-spark = (SparkSession.builder.master("local[2]").config("spark.ui.enabled", "false")
-         .config("spark.sql.shuffle.partitions", "2").getOrCreate())
-spark.sparkContext.setLogLevel("ERROR")
-deltalog.spark.register(spark)
-table, out, checkpoint, mode = sys.argv[1:5]
-stream = spark.readStream.format("deltalog").option("maxFilesPerTrigger", "2").load(table)
-writer = (stream.writeStream.format("parquet").option("path", out)
-          .option("checkpointLocation", checkpoint))
-if mode == "forever":
-    query = writer.trigger(processingTime="200 milliseconds").start()
-    print("started", flush=True)
-    query.awaitTermination()
-else:
-    writer.trigger(availableNow=True).start().awaitTermination(300)
-"""
-
-APPENDER = """
-import sys, time
-import pyarrow as pa
-import deltalog as dl
-table, first, count = sys.argv[1], int(sys.argv[2]), int(sys.argv[3])
-for i in range(first, first + count):
-    dl.write_table(table, pa.table({"id": pa.array([i], pa.int64())}), mode="append")
-    time.sleep(0.05)
-"""
-
-
-def test_killed_and_restarted_query_delivers_every_row_once(spark: Any, tmp_path: Path) -> None:
-    """The query runs in its own process while another process appends; it is SIGKILLed
-    mid-stream and restarted from its checkpoint (twice), then drained with AvailableNow: the
-    sink holds every row of the table exactly once."""
-    table, out, checkpoint = tmp_path / "t", tmp_path / "out", tmp_path / "ck"
-    dl.write_table(str(table), rows(0))
-    query_py, appender_py = tmp_path / "query.py", tmp_path / "append.py"
-    query_py.write_text(textwrap.dedent(QUERY))
-    appender_py.write_text(textwrap.dedent(APPENDER))
-    env = {**os.environ, "PYSPARK_PYTHON": sys.executable}
-    appender = subprocess.Popen([sys.executable, str(appender_py), str(table), "1", "60"], env=env)
-    args = [sys.executable, str(query_py), str(table), str(out), str(checkpoint)]
-    for _ in range(2):
-        query = subprocess.Popen(
-            [*args, "forever"], env=env, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL
-        )
-        assert query.stdout is not None
-        assert query.stdout.readline().strip() == b"started"
-        time.sleep(6)  # a few micro-batches
-        query.send_signal(signal.SIGKILL)
-        query.wait()
-    assert appender.wait(300) == 0
-    drain = subprocess.run([*args, "once"], env=env, timeout=600, capture_output=True)
-    assert drain.returncode == 0, drain.stderr[-2000:]
-    assert ids_in(spark, out) == list(range(61))  # every row once, none lost
 
 
 # -- Exactly once when the table moves while the query starts (issue #42, item 1) ------------
