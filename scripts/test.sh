@@ -49,9 +49,10 @@ python tests/hadoop_aws.py >/dev/null
 
 # The modules whose Spark runs in JVMs and processes of their own start now, in a second
 # pytest beside the checks and the rest of the suite, so that both cores work throughout:
-# Delta Spark's (tests/test_delta_spark_*.py), the standalone cluster's and the S3 one's
-# (issue #45). Their output is printed at the end.
-own_jvms=(tests/test_delta_spark_*.py tests/test_spark_cluster.py tests/test_spark_object_store.py)
+# Delta Spark's (tests/test_delta_spark_*.py), the standalone cluster's, the S3 one's and the
+# Spark 4.2 one's (issue #45). Their output is printed at the end.
+own_jvms=(tests/test_delta_spark_*.py tests/test_spark_cluster.py tests/test_spark_object_store.py
+  tests/test_spark_releases.py)
 reference_pid=""
 tmp="$(mktemp -d)"
 # A failing check ends the script: the background run goes with it.
@@ -86,7 +87,7 @@ set +e
 if [ -n "$reference_pid" ]; then
   python -m pytest -q -p no:cacheprovider --durations=10 --basetemp="$tmp/main" \
     --ignore-glob='*/test_delta_spark_*' --ignore=tests/test_spark_cluster.py \
-    --ignore=tests/test_spark_object_store.py
+    --ignore=tests/test_spark_object_store.py --ignore=tests/test_spark_releases.py
   status=$?
   wait "$reference_pid"
   reference_status=$?
