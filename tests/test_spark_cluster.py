@@ -85,7 +85,7 @@ for name, uri in args["reads"].items():
     df = dls.read_table(spark, uri)
     got = df.toArrow()
     out[name] = {
-        "path": str(dls.read_path(df)),
+        "path": dls.read_path(df).path, "scan": str(dls.read_path(df)),
         "same": sorted_rows(got) == sorted_rows(dl.DeltaTable(uri).to_pyarrow_table()),
         "rows": got.num_rows,
     }

@@ -49,8 +49,22 @@ for name, uri in args["tables"].items():
     got = df.toArrow()
     reference = dl.DeltaTable(uri, storage_options=options).to_pyarrow_table()
     plan = df._jdf.queryExecution().executedPlan().toString()
-    out[name] = {"path": str(dls.read_path(df)), "same": sorted_rows(got) == sorted_rows(reference),
+    out[name] = {"path": dls.read_path(df).path, "same": sorted_rows(got) == sorted_rows(reference),
                  "rows": got.num_rows, "s3a": "s3a://" in plan}
+# A MERGE whose target (with deletion vectors) is read on the native path, rows addressed by
+# the plan's URIs (s3a), new rows and deletion vectors written by deltalog to the same store.
+import logging
+messages = []
+class Keep(logging.Handler):
+    def emit(self, record):
+        messages.append(record.getMessage())
+logging.getLogger("deltalog.spark").addHandler(Keep())
+logging.getLogger("deltalog.spark").setLevel(logging.INFO)
+source = spark.createDataFrame([(i, "merged", -1.0) for i in range(2900, 3100)],
+                               "id long, p string, v double")
+(dls.merge(args["merge"], source, "target.id = source.id", storage_options=options)
+    .when_matched_update_all().when_not_matched_insert_all().execute())
+out["merge_log"] = [m for m in messages if m.startswith("DML target")]
 # The session's Hadoop configuration holds no endpoint or key for the bucket: the reads above
 # found moto only through the storage_options scoped to their scans (S3A's default is AWS).
 conf = spark._jsc.hadoopConfiguration()
@@ -86,7 +100,22 @@ def test_native_reads_on_s3(s3_server: tuple[dict[str, str], Any], tmp_path: Pat
     upload_table(client, corpus_table(golden), f"spark-{tmp_path.name}/golden")
     tables["golden"] = f"{prefix}/golden"
 
-    args = {"jars": [str(j) for j in jars()], "options": options, "tables": tables}
+    merge, reference = f"{prefix}/merge", f"{prefix}/merge-reference"
+    for uri in (merge, reference):
+        for i in range(3):
+            dl.write_table(
+                uri, data.slice(i * 1000, 1000), storage_options=options,
+                configuration={"delta.enableDeletionVectors": "true"},
+                mode="append" if i else "error",
+            )  # fmt: skip
+        dl.DeltaTable(uri, storage_options=options).delete("id % 7 = 3")
+
+    args = {
+        "jars": [str(j) for j in jars()],
+        "options": options,
+        "tables": tables,
+        "merge": merge,
+    }
     env = {**os.environ, "PYSPARK_PYTHON": sys.executable}
     done = subprocess.run(
         [sys.executable, "-c", textwrap.dedent(DRIVER), json.dumps(args)],
@@ -105,6 +134,27 @@ def test_native_reads_on_s3(s3_server: tuple[dict[str, str], Any], tmp_path: Pat
         assert out[name]["same"], name
         assert out[name]["rows"] > 0
     assert out["session"] == [None, None, None]
+
+    # The same MERGE by deltalog alone on an identical table.
+    source = pa.table(
+        {
+            "id": pa.array(range(2900, 3100), pa.int64()),
+            "p": ["merged"] * 200,
+            "v": pa.array([-1.0] * 200),
+        }
+    )
+    (
+        dl.DeltaTable(reference, storage_options=options)
+        .merge(source, "target.id = source.id")
+        .when_matched_update_all()
+        .when_not_matched_insert_all()
+        .execute()
+    )
+    (line,) = out["merge_log"]
+    assert line.startswith(f"DML target of {merge}") and line.endswith(": native parquet scan")
+    got = dl.DeltaTable(merge, storage_options=options).to_pyarrow_table()
+    expected = dl.DeltaTable(reference, storage_options=options).to_pyarrow_table()
+    assert sorted(got.to_pylist(), key=repr) == sorted(expected.to_pylist(), key=repr)
 
 
 def test_storage_options_become_bucket_scoped_hadoop_settings() -> None:

@@ -192,11 +192,11 @@ class SparkMerger:
         files = table.scan(filter=keys).tasks()
         types = {f.name: f.dataType for f in _spark_fields(table)}
         source_columns = self._source.columns
-        # Spark cannot size a Python source's output (it sees a handful of task rows), so it
-        # would take the target for small and broadcast it: the sort-merge hint keeps the
-        # target a streamed, shuffled side of every join.
+        # A target read natively is a file relation Spark sizes, so it broadcasts a small
+        # source instead of shuffling the target (as Delta Spark's MERGE does); a target read
+        # through the data source carries the sort-merge hint (target_frame).
         frame, key = target_frame(spark, table, files)
-        target = frame.alias(target_alias).hint("merge")
+        target = frame.alias(target_alias)
         source = self._source.withColumn(SOURCE_MARK, F.lit(True)).alias(source_alias)
         on = F.expr(self._predicate)
         matched = self._codes("matched")

@@ -90,14 +90,17 @@ def target_frame(
             frame = nr.plan_native_read(
                 spark, table, None, files, (FILE_COLUMN, ROW_COLUMN), hidden
             )
-            key = nr.file_key(table, files)
+            key = nr.file_key(table, files, frame)
         except nr.NativeReadUnsupported as e:
             reason = e.reason
         else:
             log_target(table, "native parquet scan")
             return frame, key
     log_target(table, f"data source ({reason})")
-    return _source_target_frame(spark, table, files, lineage), _same
+    # Spark cannot size a Python source's output (it sees a handful of task rows), so it
+    # would take the target for small and broadcast it: the sort-merge hint keeps the target
+    # a streamed, shuffled side of every join it is in.
+    return _source_target_frame(spark, table, files, lineage).hint("merge"), _same
 
 
 def log_target(table: DeltaTable, how: str) -> None:

@@ -125,8 +125,12 @@ def plan_native_read(
     else:
         from deltalog.spark.read.planned import plan_companion_read
 
-        df, described = plan_companion_read(spark, entry, table, columns, tasks, row_ids, hidden)
-        return _described(df.alias(NATIVE), described)
+        df, described, key = plan_companion_read(
+            spark, entry, table, columns, tasks, row_ids, hidden
+        )
+        out = _described(df.alias(NATIVE), described)
+        out._deltalog_file_key = key  # type: ignore[attr-defined]
+        return out
 
     mode = table.column_mapping_mode()
     if mode == "id":
@@ -374,9 +378,16 @@ def _hive_agrees(
     return True
 
 
-def file_key(table: DeltaTable, tasks: Sequence[ScanTask]) -> Callable[[str], str]:
+def file_key(
+    table: DeltaTable, tasks: Sequence[ScanTask], df: DataFrame | None = None
+) -> Callable[[str], str]:
     """Maps a ``_metadata.file_path`` of a native read of ``tasks`` (Spark's URI of the file)
-    back to the task's ``path``, by the local file each names."""
+    back to the task's ``path``: by the plan's URIs for a read through the JVM companion
+    (``df``, the DataFrame :func:`plan_native_read` made), else by the local file each
+    names."""
+    planned = getattr(df, "_deltalog_file_key", None)
+    if planned is not None:
+        return planned  # type: ignore[no-any-return]
     root = _local_root(table.table_uri)
     by_file = {}
     for task in tasks:

@@ -22,10 +22,10 @@ deleted rows inside the vectorised reader. Protocol sections this follows:
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
-from urllib.parse import urlparse
+from urllib.parse import unquote, urlparse
 
 import pyarrow as pa
 
@@ -55,9 +55,11 @@ def plan_companion_read(
     tasks: Sequence[ScanTask] | None,
     row_ids: tuple[str, str] | None,
     hidden: Sequence[tuple[str, str]],
-) -> tuple[DataFrame, str]:
+) -> tuple[DataFrame, str, Callable[[str], str] | None]:
     """:func:`deltalog.spark.read.native.plan_native_read` through the companion ``entry``;
-    returns the DataFrame (the table's logical columns) and a description of the scan."""
+    returns the DataFrame (the table's logical columns), a description of the scan and, when
+    ``tasks`` are given, the function mapping a row's ``_metadata.file_path`` (Spark's URI of
+    its file) back to its task's ``path``."""
     from pyspark.sql import DataFrame, functions as F
     from pyspark.sql.types import BooleanType, LongType, StringType, StructField, StructType
 
@@ -97,6 +99,7 @@ def plan_companion_read(
     plan = raw.file_plan()
     if tasks_with_dv is None:
         tasks_with_dv = _files_with_deletion_vectors(plan)
+    key = None if tasks is None else _file_key(plan, [t.path for t in tasks])
 
     partition_columns = list(table.metadata().partition_columns)
     parts = set(partition_columns)
@@ -151,7 +154,30 @@ def plan_companion_read(
         f"{count} files, {tasks_with_dv} with deletion vectors, one parquet scan "
         "(deltalog's JVM companion)"
     )
-    return files.select(*[output(n) for n in wanted], *ids), described
+    return files.select(*[output(n) for n in wanted], *ids), described, key
+
+
+def _file_key(plan: bytes, paths: list[str]) -> Callable[[str], str]:
+    """Spark's URI of a planned file (``_metadata.file_path``: Hadoop's ``Path`` of the plan's
+    URI, ``s3`` as ``s3a``) → the task's path; URIs compare by scheme, authority and decoded
+    path, as Hadoop normalizes them."""
+    uris = pa.ipc.open_stream(plan).read_all().column("path").to_pylist()
+    by_uri = {_uri_key(u): p for u, p in zip(uris, paths, strict=True)}
+
+    def key(spark_path: str) -> str:
+        found = by_uri.get(_uri_key(spark_path))
+        if found is None:
+            raise RuntimeError(f"Spark read a file deltalog did not plan: {spark_path}")
+        return found
+
+    return key
+
+
+def _uri_key(uri: str) -> tuple[str, str, str]:
+    parsed = urlparse(uri)
+    scheme = {"s3": "s3a", "s3n": "s3a"}.get(parsed.scheme, parsed.scheme)
+    netloc = "" if parsed.netloc == "localhost" else parsed.netloc
+    return scheme, netloc, unquote(parsed.path)
 
 
 def _files_with_deletion_vectors(plan: bytes) -> int:
