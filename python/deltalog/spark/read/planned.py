@@ -29,6 +29,7 @@ from urllib.parse import unquote, urlparse
 
 import pyarrow as pa
 
+from deltalog.spark.hadoop import hadoop_options
 from deltalog.spark.read.common import NativeReadUnsupported, nullable, quoted
 from deltalog.spark.types import spark_schema
 
@@ -117,8 +118,6 @@ def plan_companion_read(
     partition_schema = StructType(
         [StructField(c, spark_fields[c].dataType, True) for c in partition_columns]
     )
-    from deltalog.spark.hadoop import hadoop_options
-
     jdf = entry.dataFrame(
         spark._jsparkSession,
         root,
