@@ -25,6 +25,7 @@ pyspark = pytest.importorskip("pyspark", reason="pyspark is a test dependency (.
 import deltalog.spark as dls  # noqa: E402
 import deltalog.spark.jvm as jvm  # noqa: E402
 from deltalog.spark.read.native import NativeReadUnsupported, ReadPath  # noqa: E402
+from deltalog.spark.write.native import _session_conf  # noqa: E402
 
 DV = {"delta.enableDeletionVectors": "true"}
 
@@ -74,7 +75,8 @@ def test_the_companion_is_built_and_attaches(spark: Any) -> None:
     compiled = str(entry.compiledSparkVersion())
     assert ".".join(compiled.split(".")[:2]) in jvm.SUPPORTED_SPARK
     assert ".".join(spark.version.split(".")[:2]) in jvm.SUPPORTED_SPARK
-    assert jvm.companion(spark) is not None  # attached once, found again
+    # Attached once, found again: the same class answers.
+    assert str(jvm.companion(spark).compiledSparkVersion()) == compiled
 
 
 @pytest.mark.parametrize(
@@ -95,10 +97,7 @@ def test_deletion_vectors_read_natively(spark: Any, tmp_path: Path, conf: dict[s
     uri = dv_table(tmp_path / "t")
     reference = dl.DeltaTable(uri).to_pyarrow_table()
     assert reference.num_rows < 3000
-    old = {k: spark.conf.get(k, None) for k in conf}
-    for k, v in conf.items():
-        spark.conf.set(k, v)
-    try:
+    with _session_conf(spark, conf):
         df = dls.read_table(spark, uri, path="native")
         assert dls.read_path(df) == ReadPath("native")
         assert rows(df.toArrow()) == rows(reference)
@@ -110,12 +109,6 @@ def test_deletion_vectors_read_natively(spark: Any, tmp_path: Path, conf: dict[s
         )
         assert rows(selective) == rows(expected) and expected.num_rows > 0
         assert df.filter("s IS NULL").count() == reference["s"].null_count
-    finally:
-        for k, v in old.items():
-            if v is None:
-                spark.conf.unset(k)
-            else:
-                spark.conf.set(k, v)
 
 
 def test_explain_shows_the_planned_scan(spark: Any, tmp_path: Path) -> None:
@@ -311,12 +304,9 @@ def test_type_widening_reads_natively(spark: Any, tmp_path: Path, vectorised: st
     table.delete("id = 2")  # a deletion vector on a narrow file
     wide = pa.Table.from_pylist([{**wide_row, "id": 3}], table.schema())
     dl.write_table(uri, wide, mode="append")
-    spark.conf.set("spark.sql.parquet.enableVectorizedReader", vectorised)
-    try:
+    with _session_conf(spark, {"spark.sql.parquet.enableVectorizedReader": vectorised}):
         df = dls.read_table(spark, uri, path="native")
         assert dls.read_path(df) == ReadPath("native")
         reference = dl.DeltaTable(uri).to_pyarrow_table()
         assert rows(df.toArrow().cast(reference.schema)) == rows(reference)
         assert df.count() == 2
-    finally:
-        spark.conf.unset("spark.sql.parquet.enableVectorizedReader")

@@ -5,10 +5,35 @@ source as it is; :mod:`deltalog.spark.read.planned`, through deltalog's JVM comp
 from __future__ import annotations
 
 import json
+from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from pyspark.sql.types import DataType
+    import pyarrow as pa
+    from pyspark.sql.types import DataType, StructType
+
+    from deltalog.table.delta_table import DeltaTable
+
+
+def table_schemas(
+    table: DeltaTable, columns: Sequence[str] | None
+) -> tuple[pa.Schema, pa.Schema, StructType, StructType]:
+    """The table's logical and physical schemas, in Arrow and as Spark types; raises
+    :class:`NativeReadUnsupported` for a type Spark lacks or a column the table lacks."""
+    from deltalog.spark.types import spark_schema
+
+    logical = table.schema()
+    physical = table.physical_schema()
+    try:
+        logical_spark = spark_schema(logical)
+        physical_spark = spark_schema(physical)
+    except TypeError as e:
+        raise NativeReadUnsupported(str(e)) from None
+    if columns is not None:
+        missing = [c for c in columns if c not in logical.names]
+        if missing:
+            raise NativeReadUnsupported(f"no column {missing[0]!r} in the table")
+    return logical, physical, logical_spark, physical_spark
 
 
 class NativeReadUnsupported(Exception):
@@ -55,4 +80,4 @@ def nullable(t: DataType) -> DataType:
     return t
 
 
-__all__ = ["NativeReadUnsupported", "check_type_widening", "nullable", "quoted"]
+__all__ = ["NativeReadUnsupported", "check_type_widening", "nullable", "quoted", "table_schemas"]

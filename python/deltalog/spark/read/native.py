@@ -55,8 +55,13 @@ from urllib.parse import unquote, urlparse
 import pyarrow as pa
 
 from deltalog.protocol.actions import schema_text
-from deltalog.spark.read.common import NativeReadUnsupported, check_type_widening, nullable, quoted
-from deltalog.spark.types import spark_schema
+from deltalog.spark.read.common import (
+    NativeReadUnsupported,
+    check_type_widening,
+    nullable,
+    quoted,
+    table_schemas,
+)
 
 if TYPE_CHECKING:
     from pyspark.sql import Column, DataFrame, SparkSession
@@ -136,17 +141,7 @@ def plan_native_read(
     if mode == "id":
         raise NativeReadUnsupported(f"column mapping in id mode ({without})")
     check_type_widening(schema_text(table.metadata()))
-    logical = table.schema()
-    physical = table.physical_schema()
-    try:
-        logical_spark = spark_schema(logical)
-        physical_spark = spark_schema(physical)
-    except TypeError as e:
-        raise NativeReadUnsupported(str(e)) from None
-    if columns is not None:
-        missing = [c for c in columns if c not in logical.names]
-        if missing:
-            raise NativeReadUnsupported(f"no column {missing[0]!r} in the table")
+    logical, physical, logical_spark, physical_spark = table_schemas(table, columns)
     if tasks is None:
         tasks = table.scan().tasks()
     partition_columns = list(table.metadata().partition_columns)

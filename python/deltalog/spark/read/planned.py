@@ -30,8 +30,7 @@ from urllib.parse import unquote, urlparse
 import pyarrow as pa
 
 from deltalog.spark.hadoop import hadoop_options
-from deltalog.spark.read.common import NativeReadUnsupported, nullable, quoted
-from deltalog.spark.types import spark_schema
+from deltalog.spark.read.common import NativeReadUnsupported, nullable, quoted, table_schemas
 
 if TYPE_CHECKING:
     from pyspark.sql import Column, DataFrame, SparkSession
@@ -70,20 +69,10 @@ def plan_companion_read(
     # "Type Widening": files may hold a column's narrower type. Spark's parquet readers (4.2
     # and later, vectorised and row-based) widen every change Delta 4.0 allows as they read,
     # as Delta Spark relies on; tests/test_spark_companion.py checks each on both readers.
-    logical = table.schema()
-    physical = table.physical_schema()
-    try:
-        logical_spark = spark_schema(logical)
-        physical_spark = spark_schema(physical)
-    except TypeError as e:
-        raise NativeReadUnsupported(str(e)) from None
+    logical, physical, logical_spark, physical_spark = table_schemas(table, columns)
     if mode == "id":
         physical_spark = _with_field_ids(physical_spark, physical)
         spark.conf.set("spark.sql.parquet.fieldId.read.enabled", "true")
-    if columns is not None:
-        missing = [c for c in columns if c not in logical.names]
-        if missing:
-            raise NativeReadUnsupported(f"no column {missing[0]!r} in the table")
     root = _root_uri(table.table_uri)
     if tasks is None:
         raw = table.scan()._raw
@@ -98,9 +87,11 @@ def plan_companion_read(
         count = len(tasks)
         tasks_with_dv = sum(1 for t in tasks if t.deletion_vector is not None)
     plan = raw.file_plan()
+    planned = pa.ipc.open_stream(plan).read_all()  # decoded once, for the counts and keys
     if tasks_with_dv is None:
-        tasks_with_dv = _files_with_deletion_vectors(plan)
-    key = None if tasks is None else _file_key(plan, [t.path for t in tasks])
+        deleted = planned.column("deleted_rows")
+        tasks_with_dv = len(deleted) - int(deleted.null_count)
+    key = None if tasks is None else _file_key(planned, [t.path for t in tasks])
 
     partition_columns = list(table.metadata().partition_columns)
     parts = set(partition_columns)
@@ -156,11 +147,11 @@ def plan_companion_read(
     return files.select(*[output(n) for n in wanted], *ids), described, key
 
 
-def _file_key(plan: bytes, paths: list[str]) -> Callable[[str], str]:
+def _file_key(plan: pa.Table, paths: list[str]) -> Callable[[str], str]:
     """Spark's URI of a planned file (``_metadata.file_path``: Hadoop's ``Path`` of the plan's
     URI, ``s3`` as ``s3a``) → the task's path; URIs compare by scheme, authority and decoded
     path, as Hadoop normalizes them."""
-    uris = pa.ipc.open_stream(plan).read_all().column("path").to_pylist()
+    uris = plan.column("path").to_pylist()
     by_uri = {_uri_key(u): p for u, p in zip(uris, paths, strict=True)}
 
     def key(spark_path: str) -> str:
@@ -177,11 +168,6 @@ def _uri_key(uri: str) -> tuple[str, str, str]:
     scheme = {"s3": "s3a", "s3n": "s3a"}.get(parsed.scheme, parsed.scheme)
     netloc = "" if parsed.netloc == "localhost" else parsed.netloc
     return scheme, netloc, unquote(parsed.path)
-
-
-def _files_with_deletion_vectors(plan: bytes) -> int:
-    column = pa.ipc.open_stream(plan).read_all().column("deleted_rows")
-    return len(column) - int(column.null_count)
 
 
 #: Stores Spark reads through Hadoop file systems of these schemes (``s3`` is S3A's).
