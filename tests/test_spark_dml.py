@@ -187,6 +187,44 @@ def test_an_ambiguous_merge_is_an_error_and_commits_nothing(spark: Any, tmp_path
     assert len(read_by_deltalake(uri)) == 20
 
 
+def test_a_nondeterministic_source_is_read_once(spark: Any, tmp_path: Path) -> None:
+    """A source that gives other rows each time it is computed (a random sample with random
+    values) is materialized once, as Delta Spark's MERGE materializes it: every one of its rows
+    either updates its target row or is inserted, exactly once, with the same value both
+    ways, and the metrics count the same rows. Computed afresh in each step (the key range,
+    the join, the rows to insert), rows would be inserted beside rows they also updated, or
+    lost."""
+    import random
+
+    from pyspark.sql import functions as F
+
+    uri = str(tmp_path / "t")
+    make_table(uri, 200, partitioned=False)
+    # (Spark's rand() is seeded once per plan, so it gives the same rows each time; a Python
+    # function's random numbers do not.)
+    coin = F.udf(lambda _: random.random(), "double").asNondeterministic()
+    source = (
+        spark.range(0, 400, numPartitions=4)
+        .filter(coin("id") < 0.5)
+        .select("id", coin("id").alias("v"), F.lit("new").alias("g"))
+    )
+    metrics = (
+        dls.merge(uri, source, "target.id = source.id")
+        .when_matched_update_all()
+        .when_not_matched_insert_all()
+        .execute()
+    )
+    rows = read_by_deltalake(uri)
+    ids = [r["id"] for r in rows]
+    assert len(ids) == len(set(ids))  # no row both updated and inserted
+    assert set(range(200)) <= set(ids)
+    changed = [r for r in rows if r["g"] == "new"]
+    assert metrics["num_source_rows"] == len(changed)
+    assert metrics["num_target_rows_updated"] == sum(1 for r in changed if r["id"] < 200)
+    assert metrics["num_target_rows_inserted"] == sum(1 for r in changed if r["id"] >= 200)
+    assert 0 < metrics["num_target_rows_inserted"] < 200
+
+
 def test_delete_and_update_match_deltalogs_own(spark: Any, tmp_path: Path) -> None:
     uri, copy = str(tmp_path / "t"), str(tmp_path / "copy")
     make_table(uri, 300)

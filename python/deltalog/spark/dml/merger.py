@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping, Sequence
+from contextlib import ExitStack
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -172,14 +173,25 @@ class SparkMerger:
     def execute(self) -> dict[str, Any]:
         """Runs the MERGE (Spark jobs, then one commit) and reloads the table at the latest
         version. Returns the metrics of :meth:`deltalog.TableMerger.execute`."""
-        from pyspark.sql import functions as F
-
         table = self._table
         _check_rewritable(table)
         if not self._clauses:
             raise InvalidArgumentError("a MERGE needs at least one when_* clause")
+        with ExitStack() as cleanup:
+            return self._execute(cleanup)
+
+    def _execute(self, cleanup: ExitStack) -> dict[str, Any]:
+        from pyspark import StorageLevel
+        from pyspark.sql import functions as F
+
+        table = self._table
         source_alias, target_alias = self._aliases
         spark = self._source.sparkSession
+        # The source is read more than once (its key range, the join, the rows to insert), so
+        # it is materialized first, as Delta Spark's MERGE materializes it: every step sees
+        # the same rows, each with the id that tells the inserted ones apart.
+        materialized = _materialize(self._source, cleanup)
+        source_rows = materialized.count()
         columns = [f.name for f in table.schema()]
         by_source = self._codes("not_matched_by_source")
         # Every target row can be acted on by NOT MATCHED BY SOURCE; otherwise only files that
@@ -187,7 +199,7 @@ class SparkMerger:
         keys = (
             None
             if by_source
-            else _key_ranges(self._predicate, self._source, source_alias, target_alias, columns)
+            else _key_ranges(self._predicate, materialized, source_alias, target_alias, columns)
         )
         files = table.scan(filter=keys).tasks()
         types = {f.name: f.dataType for f in _spark_fields(table)}
@@ -197,7 +209,7 @@ class SparkMerger:
         # through the data source carries the sort-merge hint (target_frame).
         frame, key = target_frame(spark, table, files)
         target = frame.alias(target_alias)
-        source = self._source.withColumn(SOURCE_MARK, F.lit(True)).alias(source_alias)
+        source = materialized.alias(source_alias)
         on = F.expr(self._predicate)
         matched = self._codes("matched")
         not_matched = self._codes("not_matched")
@@ -205,7 +217,10 @@ class SparkMerger:
         def condition(clause: _Clause) -> Column:
             return F.expr(clause.predicate) if clause.predicate else F.lit(True)
 
-        # 1. Which target rows a clause modifies: the join's pairs, classified.
+        # 1. The target rows a clause may act on, each classified by the clause that acts
+        # (KEEP: none): the join's pairs when only matched rows can change, kept for the steps
+        # below (the target is read once; a MERGE's pairs are few), else every target row,
+        # paired or not.
         is_matched = F.col(f"`{source_alias}`.`{SOURCE_MARK}`").isNotNull()
         action = F.lit(KEEP)
         for code, clause in reversed(by_source):
@@ -214,47 +229,38 @@ class SparkMerger:
             action = F.when(is_matched & condition(clause), F.lit(code)).otherwise(action)
         file_col = F.col(f"`{target_alias}`.`{FILE_COLUMN}`")
         row_col = F.col(f"`{target_alias}`.`{ROW_COLUMN}`")
-        touched: list[str] = []
+        classified = target.join(source, on, "left_outer" if by_source else "inner").select(
+            "*", action.alias(ACTION_COLUMN)
+        )
+        if not by_source:
+            classified = classified.persist(StorageLevel.MEMORY_AND_DISK)
+            cleanup.callback(classified.unpersist)
         if matched or by_source:
-            pairs = target.join(source, on, "inner").select(
-                file_col.alias("f"), row_col.alias("r"), action.alias("a")
-            )
-            per_row = pairs.groupBy("f", "r").agg(
-                F.count(F.lit(1)).alias("n"),
-                F.sum(F.when(F.col("a") != KEEP, 1).otherwise(0)).alias("m"),
-            )
-            per_file = (
-                per_row.groupBy("f")
+            per_row = (
+                classified.filter(is_matched)
+                .groupBy(file_col.alias("f"), row_col.alias("r"))
                 .agg(
-                    F.sum("m").alias("modified"),
-                    F.max(F.when(F.col("m") > 0, F.col("n")).otherwise(0)).alias("ambiguous"),
+                    F.count(F.lit(1)).alias("n"),
+                    F.sum(F.when(F.col(ACTION_COLUMN) != KEEP, 1).otherwise(0)).alias("m"),
                 )
-                .filter("modified > 0")
-                .collect()
             )
-            for row in per_file:
-                if row["ambiguous"] > 1:
-                    raise InvalidArgumentError(
-                        "MERGE is ambiguous: several source rows match the same target row "
-                        f"(in {key(row['f'])}) and a MATCHED clause would modify it"
-                    )
-                if row["modified"] > 0:
-                    touched.append(row["f"])
-        every = bool(by_source)  # every unmatched row may be acted on: every file is read
-        touched = sorted(set(touched))
+            for row in per_row.filter("n > 1 AND m > 0").limit(1).collect():
+                raise InvalidArgumentError(
+                    "MERGE is ambiguous: several source rows match the same target row "
+                    f"(in {key(row['f'])}) and a MATCHED clause would modify it"
+                )
 
         rewrite = _Rewrite(spark, table, self._target_file_size)
-        # 2. The rows to write: the touched files' rows with their clause's values, and the
-        # source rows that match no target row.
+        # 2. The rows to write: the classified target rows with their clause's values (a
+        # KEEP row is not written; a target row matched twice is one, the check above made
+        # sure), and the source rows that match no target row.
         parts = []
         deleted: set[str] = set()
         updated: set[str] = set()
         inserted: set[str] = set()
         for code, clause in matched + by_source:
             (deleted if clause.action == "delete" else updated).add(code)
-        if touched or (every and files):
-            scope = target if every else target.filter(file_col.isin(touched))
-            rewritten = scope.join(source, on, "left_outer")
+        if matched or by_source:
             values: dict[str, Column] = {}
             for c in columns:
                 value = F.col(f"`{target_alias}`.`{c}`")
@@ -265,9 +271,6 @@ class SparkMerger:
                     if new is not None:
                         value = F.when(F.col(ACTION_COLUMN) == code, new).otherwise(value)
                 values[c] = value.cast(types[c]).alias(c)
-            # (A target row matched twice is left alone by every clause, the ambiguity check
-            # made sure: as a :data:`KEEP` row it is not written, however many times it joined.)
-            classified = rewritten.select("*", action.alias(ACTION_COLUMN))
             before = (
                 [F.col(f"`{target_alias}`.`{c}`").cast(types[c]).alias(PRE + c) for c in columns]
                 if rewrite.cdf
@@ -279,17 +282,22 @@ class SparkMerger:
                 else []
             )
             parts.append(
-                classified.select(
+                classified.filter(F.col(ACTION_COLUMN) != KEEP).select(
                     *values.values(),
                     F.col(ACTION_COLUMN),
-                    F.col(FILE_COLUMN),
-                    F.col(ROW_COLUMN),
+                    file_col.alias(FILE_COLUMN),
+                    row_col.alias(ROW_COLUMN),
                     *lineage,
                     *before,
                 )
             )
         if not_matched:
-            unmatched = source.join(target, on, "left_anti")
+            # The source rows in no pair: told apart by their ids, so the target is not read
+            # again (an anti-join of the source with the target would shuffle all of it).
+            paired = classified.filter(is_matched).select(
+                F.col(f"`{source_alias}`.`{SOURCE_ID}`").alias(SOURCE_ID)
+            )
+            unmatched = source.join(paired, SOURCE_ID, "left_anti").alias(source_alias)
             insert_action = F.lit(None).cast("string")
             for code, clause in reversed(not_matched):
                 insert_action = F.when(condition(clause), F.lit(code)).otherwise(insert_action)
@@ -345,7 +353,6 @@ class SparkMerger:
                 ],
             },
             adds,
-            [t.path for t in files] if every else [key(t) for t in touched],
             masks,
             files,
             self._commit_properties,
@@ -360,8 +367,37 @@ class SparkMerger:
             removed,
             vectors,
             changes,
-            source_rows=self._source.count(),
+            source_rows=source_rows,
         )
+
+
+#: The id of each source row in the materialized source (:func:`_materialize`).
+SOURCE_ID = "_deltalog_source_id"
+
+
+def _materialize(source: DataFrame, cleanup: ExitStack) -> DataFrame:
+    """``source`` with :data:`SOURCE_MARK` and :data:`SOURCE_ID`, computed once and kept on
+    the executors (a local checkpoint, as Delta Spark's MERGE materializes its source: a lost
+    block fails the MERGE rather than recompute a source that may not give the same rows
+    twice), released by ``cleanup``."""
+    from pyspark.sql import functions as F
+
+    marked = source.select(
+        "*", F.lit(True).alias(SOURCE_MARK), F.monotonically_increasing_id().alias(SOURCE_ID)
+    )
+    kept = marked.localCheckpoint(eager=True)
+    cleanup.callback(_release, kept)
+    return kept
+
+
+def _release(checkpointed: DataFrame) -> None:
+    """Frees a local checkpoint's blocks now (Spark's cleaner would only once the driver's
+    garbage collector runs); where the plan is not reachable (Spark Connect) that is left to
+    the cleaner."""
+    try:
+        checkpointed._jdf.queryExecution().logical().rdd().unpersist(False)
+    except Exception:  # best effort: the cleaner frees them later
+        pass
 
 
 _PAIR = re.compile(r"^\s*`?(\w+)`?\s*\.\s*`?(\w+)`?\s*=\s*`?(\w+)`?\s*\.\s*`?(\w+)`?\s*$")

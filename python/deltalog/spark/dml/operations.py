@@ -155,7 +155,6 @@ def _predicate_rewrite(
         operation,
         {"predicate": predicate},
         adds,
-        [key(t) for t in touched],
         masks,
         files,
         commit_properties,

@@ -329,15 +329,14 @@ class _Rewrite:
         operation: str,
         parameters: Mapping[str, Any],
         adds: list[str],
-        touched: Sequence[str],
         masks: Mapping[str, list[int]],
         files: Sequence[Any],
         commit_properties: Any = None,
     ) -> tuple[int | None, int, int]:
         """One commit: with deletion vectors the ``masks`` (rows that go per file), else the
-        ``touched`` files removed; ``adds`` added; every file of ``files`` (the scan's tasks)
-        in the read set. Returns the version (None when nothing changed), the files removed
-        and the deletion vectors added."""
+        files with rows in ``masks`` removed and their other rows copied; ``adds`` added;
+        every file of ``files`` (the scan's tasks) in the read set. Returns the version (None
+        when nothing changed), the files removed and the deletion vectors added."""
         from deltalog import _native
 
         removals: list[str] = []
