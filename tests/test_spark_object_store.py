@@ -65,6 +65,21 @@ source = spark.createDataFrame([(i, "merged", -1.0) for i in range(2900, 3100)],
 (dls.merge(args["merge"], source, "target.id = source.id", storage_options=options)
     .when_matched_update_all().when_not_matched_insert_all().execute())
 out["merge_log"] = [m for m in messages if m.startswith("DML target")]
+# Writes by Spark's parquet writer straight into the bucket (deltalog's commit protocol): a new
+# partitioned table, an append, and an append that breaks a NOT NULL column and commits nothing.
+rows = spark.createDataFrame(
+    [(i, ["a", "b c", "50%", None][i % 4], float(i)) for i in range(500)],
+    "id long, p string, v double")
+dls.write_table(rows, args["write"], partition_by=["p"], storage_options=options)
+dls.write_table(rows.where("id < 100"), args["write"], mode="append", storage_options=options)
+dl.DeltaTable(args["write"], storage_options=options).alter.add_constraint({"small": "id < 1000"})
+try:
+    dls.write_table(spark.sql("SELECT id * 10 AS id, 'x' AS p, 1.0D AS v FROM range(200)"),
+                    args["write"], mode="append", storage_options=options)
+    out["violation"] = None
+except dl.ConstraintViolationError as e:
+    out["violation"] = str(e)
+out["write_log"] = [m for m in messages if m.startswith("deltalog write of")]
 # The session's Hadoop configuration holds no endpoint or key for the bucket: the reads above
 # found moto only through the storage_options scoped to their scans (S3A's default is AWS).
 conf = spark._jsc.hadoopConfiguration()
@@ -100,6 +115,7 @@ def test_native_reads_on_s3(s3_server: tuple[dict[str, str], Any], tmp_path: Pat
     upload_table(client, corpus_table(golden), f"spark-{tmp_path.name}/golden")
     tables["golden"] = f"{prefix}/golden"
 
+    written = f"{prefix}/written"
     merge, reference = f"{prefix}/merge", f"{prefix}/merge-reference"
     for uri in (merge, reference):
         for i in range(3):
@@ -115,6 +131,7 @@ def test_native_reads_on_s3(s3_server: tuple[dict[str, str], Any], tmp_path: Pat
         "options": options,
         "tables": tables,
         "merge": merge,
+        "write": written,
     }
     env = {**os.environ, "PYSPARK_PYTHON": sys.executable}
     done = subprocess.run(
@@ -155,6 +172,41 @@ def test_native_reads_on_s3(s3_server: tuple[dict[str, str], Any], tmp_path: Pat
     got = dl.DeltaTable(merge, storage_options=options).to_pyarrow_table()
     expected = dl.DeltaTable(reference, storage_options=options).to_pyarrow_table()
     assert sorted(got.to_pylist(), key=repr) == sorted(expected.to_pylist(), key=repr)
+
+    # The writes: Spark's parquet writer each time, the rows as written, every data object in
+    # the table's prefix a file of the table (nothing staged, no _temporary, no _SUCCESS).
+    assert out["write_log"] == [f"deltalog write of {written}: Spark's parquet writer"] * 2
+    assert "NOT NULL" not in (out["violation"] or "") and "small" in (out["violation"] or "")
+    table = dl.DeltaTable(written, storage_options=options)
+    assert table.version() == 2  # two writes and the constraint; the failed append: nothing
+    got = table.to_pyarrow_table()
+    expected_rows = [(i, ["a", "b c", "50%", None][i % 4], float(i)) for i in range(500)]
+    expected_rows += [r for r in expected_rows if r[0] < 100]
+    rows = list(zip(*[got.column(c).to_pylist() for c in ("id", "p", "v")], strict=True))
+    assert sorted(rows, key=repr) == sorted(expected_rows, key=repr)
+    assert deltalake_reads(written, options) == sorted(expected_rows, key=repr)
+    key = f"spark-{tmp_path.name}/written/"
+    objects = [
+        o["Key"][len(key) :]
+        for page in client.get_paginator("list_objects_v2").paginate(Bucket=S3_BUCKET, Prefix=key)
+        for o in page.get("Contents", [])
+    ]
+    data_objects = {o for o in objects if not o.startswith("_delta_log/")}
+    committed = set(table.files())  # (relative keys as stored)
+    assert committed <= data_objects and len(committed) >= 4  # partitions of both writes
+    leftover = data_objects - committed
+    # (the failed append's tasks that finished after its job failed may leave files no commit
+    # names, for VACUUM, as Delta Spark's do; nothing else may be there)
+    assert all(o.startswith("p=x/part-") for o in leftover), leftover
+
+
+def deltalake_reads(uri: str, options: dict[str, str]) -> list[tuple[Any, ...]]:
+    """The table's rows as the deltalake package reads them (an independent reader)."""
+    import deltalake
+
+    got = deltalake.DeltaTable(uri, storage_options=options).to_pyarrow_table()
+    rows = zip(*[got.column(c).to_pylist() for c in ("id", "p", "v")], strict=True)
+    return sorted(rows, key=repr)
 
 
 def test_storage_options_become_bucket_scoped_hadoop_settings() -> None:

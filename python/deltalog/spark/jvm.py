@@ -43,9 +43,10 @@ class CompanionUnavailable(Exception):
         self.reason = reason
 
 
-def companion(spark: SparkSession) -> Any:
-    """The companion's entry point class (a py4j ``JavaClass``) in ``spark``'s JVM, the jar
-    attached first if it is not yet. Raises :class:`CompanionUnavailable` naming the reason."""
+def companion(spark: SparkSession, name: str = ENTRY) -> Any:
+    """A class of the companion (a py4j ``JavaClass``; the entry point unless ``name`` says
+    which) in ``spark``'s JVM, the jar attached first if it is not yet. Raises
+    :class:`CompanionUnavailable` naming the reason."""
     version = spark.version
     if ".".join(version.split(".")[:2]) not in SUPPORTED_SPARK:
         raise CompanionUnavailable(
@@ -72,12 +73,12 @@ def companion(spark: SparkSession) -> Any:
     # which holds the jars added to it.
     jvm.java.lang.Thread.currentThread().setContextClassLoader(loader)
     entry = jvm
-    for part in ENTRY.split("."):
+    for part in name.split("."):
         entry = getattr(entry, part)
     from py4j.java_gateway import JavaClass  # type: ignore[import-untyped]
 
     if not isinstance(entry, JavaClass):
-        raise CompanionUnavailable(f"{ENTRY} did not load from {JAR}")
+        raise CompanionUnavailable(f"{name} did not load from {JAR}")
     return entry
 
 

@@ -5,9 +5,14 @@ source path does (:class:`deltalog.spark.write.source_writer.DeltaWriter`: save 
 ``mergeSchema``/``overwriteSchema``, catalogs, the application transaction), then:
 
 1. **Rows to files, by Spark.** The DataFrame is projected onto the table's schema and written
-   by Spark's parquet writer into a hidden staging directory of the table (``_deltalog_
-   staging-<uuid>``; "Delta Table Specification": files beginning with ``_`` are not data),
-   partitioned by ``partitionBy``. Each partition column is first replaced by its text as
+   by Spark's parquet writer, partitioned by ``partitionBy``: on a local disk into a hidden
+   staging directory of the table (``_deltalog_staging-<uuid>``; "Delta Table
+   Specification": files beginning with ``_`` are not data), the files then renamed into
+   place; on an object store (``s3://`` as S3A, any store Hadoop opens; the table's
+   ``storage_options`` as Hadoop settings of this write only) straight to their places by
+   the JVM companion's commit protocol (``DirectCommitProtocol``), which hands the job's
+   files to the commit, as Delta Spark's delayed commit does: no rename, which there would
+   copy every byte. Each partition column is first replaced by its text as
    "Partition Value Serialization" spells it, computed by Spark expressions independent of
    the session's time zone, so the directory Spark names is ``<physical name>=<escaped
    text>`` and the files hold no partition column. Timestamps are written as INT64
@@ -30,14 +35,16 @@ source path does (:class:`deltalog.spark.write.source_writer.DeltaWriter`: save 
    truncation and NaN rules).
 4. **One commit.** The data source path's commit (conflict rules, idempotent transactions,
    catalog-managed commits, the first commit of a new table). A failed job or commit deletes
-   every file this write made; when a catalog cannot say whether the commit landed
+   every file this write made (on an object store: every file of a task the job saw commit;
+   a task that finishes after its job failed leaves a file no commit names, which VACUUM
+   removes, as with Delta Spark); when a catalog cannot say whether the commit landed
    (:class:`~deltalog.exceptions.CommitOutcomeUnknownError`) the files stay.
 
 What this path cannot express raises :class:`NativeWriteUnsupported` before any file is
 written, and :func:`deltalog.spark.write_table` falls back to the data source: identity
 columns, nested types in column-mapped tables, partition columns of floating-point or binary
-type, a DataFrame whose column types differ from the table's, ``replaceWhere``, tables off the
-local file system.
+type, a DataFrame whose column types differ from the table's, ``replaceWhere``, tables on an
+object store when the JVM companion is unavailable.
 """
 
 from __future__ import annotations
@@ -50,9 +57,11 @@ import uuid
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any
+from urllib.parse import unquote, urlparse
 
+from deltalog.spark.jvm import CompanionUnavailable, companion
 from deltalog.spark.read.common import nullable, quoted
-from deltalog.spark.read.native import _HIVE_NULL, _local_root, _spark_unescape
+from deltalog.spark.read.native import _HIVE_NULL, _spark_unescape
 
 if TYPE_CHECKING:
     from pyspark.sql import Column, DataFrame, SparkSession
@@ -95,46 +104,144 @@ def native_write(df: DataFrame, overwrite: bool, options: Mapping[str, str]) -> 
     if options.get("replacewhere"):
         raise NativeWriteUnsupported("replaceWhere (every written row must match it)")
     writer = DeltaWriter(dict(options), df.schema, overwrite)
-    root = _local_root(writer._uri)
-    snapshot = writer._snapshot()
     spark = df.sparkSession
+    # On a local disk the files are staged and renamed into place (a rename is cheap there,
+    # and a failed job's files all go with its staging directory); on an object store they
+    # are written in place by deltalog's commit protocol (a rename would copy every byte).
+    local = _local_directory(writer._uri)
+    created = local is not None and not os.path.exists(local)  # a new table's directory
+    protocol: Any = None
+    if local is None:
+        try:
+            protocol = companion(spark, COMMIT_PROTOCOL)
+        except CompanionUnavailable as e:
+            raise NativeWriteUnsupported(
+                f"the table is on an object store ({urlparse(writer._uri).scheme}:) and the "
+                f"JVM companion that writes there is unavailable: {e.reason}"
+            ) from None
+    snapshot = writer._snapshot()
     physical_df, partition_keys = prepare(spark, df, snapshot)
+    written: list[str] = []  # the files this write made (relative paths), until committed
+
+    def forget(paths: list[str]) -> None:
+        if local is not None:
+            for path in paths:
+                _remove(local, path)
+        elif paths:
+            _native.delete_files(snapshot, paths)
+
+    try:
+        if local is None:
+            files = _write_in_place(physical_df, partition_keys, writer, protocol, written)
+        else:
+            files = _write_staged(physical_df, partition_keys, local, written)
+        adds = list(_native.add_actions_from_footers(snapshot, files)) if files else []
+        kept, empty = [], []
+        for (path, _), add in zip(files, adds, strict=True):
+            if json.loads(json.loads(add)["add"]["stats"])["numRecords"] == 0:
+                empty.append(path)  # Spark writes one file for a DataFrame without rows
+            else:
+                kept.append(add)
+        forget(empty)
+        written = [p for p in written if p not in set(empty)]
+        writer.commit([WrittenFiles(kept)])
+    except CommitOutcomeUnknownError:
+        raise  # the commit may have landed: its files must stay
+    except BaseException:
+        forget(written)
+        if created and local is not None:
+            _remove_empty(local)
+        raise
+    return list(written)
+
+
+#: deltalog's commit protocol (``jvm/``): Spark's tasks write each file in its place, the job
+#: hands the list to deltalog's commit.
+COMMIT_PROTOCOL = "dev.deltalog.spark.DirectCommitProtocol"
+_PROTOCOL_CONF = "spark.sql.sources.commitProtocolClass"
+
+
+def _write_in_place(
+    frame: DataFrame,
+    partition_keys: list[str],
+    writer: Any,
+    protocol: Any,
+    written: list[str],
+) -> list[tuple[str, dict[str, str | None]]]:
+    """Spark's parquet writer under deltalog's commit protocol (the JVM companion's
+    ``DirectCommitProtocol``): every file straight to its place in the table, on any store
+    Hadoop opens, no staging and no rename (on an object store a rename copies every byte).
+    The output path Spark is given names the write (its last segment; the files go to the
+    table root); the protocol, set for this write only, reports the files the job wrote, and
+    a failed job deletes them itself. Their paths go to ``written`` as soon as they are
+    known."""
+    from deltalog.spark.hadoop import hadoop_options
+    from deltalog.spark.write.source_writer import _storage_options
+
+    mark = f"_deltalog_write-{uuid.uuid4()}"
+    uri = writer._uri
+    settings = hadoop_options(uri, _storage_options(writer._options))
+    try:
+        with _session_conf(frame.sparkSession, {**_WRITE_CONF, _PROTOCOL_CONF: COMMIT_PROTOCOL}):
+            (
+                frame.write.partitionBy(*partition_keys)
+                .mode("append")
+                .options(**settings)
+                .option("compression", "snappy")
+                .parquet(f"{_hadoop_root(uri)}/{mark}")
+            )
+    except Exception as e:
+        raise _violation(e) or e from None
+    files = protocol.takeWritten(mark)
+    if files is None:
+        raise RuntimeError(
+            f"Spark's write of {uri} finished without deltalog's commit protocol reporting its "
+            "files (spark.sql.sources.commitProtocolClass was changed during the write?)"
+        )
+    paths = sorted(str(f) for f in files)
+    written.extend(paths)
+    return [(path, _partition_values(path.split("/")[:-1])) for path in paths]
+
+
+def _hadoop_root(uri: str) -> str:
+    """The table root as Hadoop's ``Path`` takes it literally (decoded; ``s3`` is S3A)."""
+    parsed = urlparse(uri)
+    if parsed.scheme in ("", "file"):
+        return "file:" + unquote(parsed.path if parsed.scheme else uri).rstrip("/")
+    scheme = {"s3": "s3a", "s3n": "s3a"}.get(parsed.scheme, parsed.scheme)
+    return f"{scheme}://{parsed.netloc}{unquote(parsed.path)}".rstrip("/")
+
+
+def _local_directory(uri: str) -> str | None:
+    """The table's directory when it is on the local file system, else None."""
+    parsed = urlparse(uri)
+    if parsed.scheme not in ("", "file"):
+        return None
+    return unquote(parsed.path if parsed.scheme else uri).rstrip("/")
+
+
+def _write_staged(
+    frame: DataFrame, partition_keys: list[str], root: str, written: list[str]
+) -> list[tuple[str, dict[str, str | None]]]:
+    """Without the JVM companion, on a local disk: Spark's parquet writer into a hidden
+    staging directory of the table (``_deltalog_staging-<uuid>``; "Delta Table
+    Specification": files beginning with ``_`` are not data), the files then moved to their
+    places (each added to ``written`` as it moves)."""
     staging = f"{root}/_deltalog_staging-{uuid.uuid4()}"
-    created = not os.path.exists(root)  # a new table's directory, Spark makes it
-    moved: list[str] = []
     try:
         try:
-            with _session_conf(spark, _WRITE_CONF):
+            with _session_conf(frame.sparkSession, _WRITE_CONF):
                 (
-                    physical_df.write.partitionBy(*partition_keys)
+                    frame.write.partitionBy(*partition_keys)
                     .mode("errorifexists")
                     .option("compression", "snappy")
                     .parquet("file:" + staging)
                 )
         except Exception as e:
             raise _violation(e) or e from None
-        files = _move_into_place(staging, root, moved)
-        adds = list(_native.add_actions_from_footers(snapshot, files)) if files else []
-        kept = []
-        for (path, _), add in zip(files, adds, strict=True):
-            if json.loads(json.loads(add)["add"]["stats"])["numRecords"] == 0:
-                _remove(root, path)  # Spark writes one file for a DataFrame without rows
-                moved.remove(path)
-            else:
-                kept.append(add)
-        writer.commit([WrittenFiles(kept)])
-    except CommitOutcomeUnknownError:
-        raise  # the commit may have landed: its files must stay
-    except BaseException:
-        for path in moved:
-            _remove(root, path)
-        shutil.rmtree(staging, ignore_errors=True)
-        if created:
-            _remove_empty(root)
-        raise
+        return _move_into_place(staging, root, written)
     finally:
         shutil.rmtree(staging, ignore_errors=True)
-    return list(moved)
 
 
 def prepare(spark: SparkSession, df: DataFrame, snapshot: Any) -> tuple[DataFrame, list[str]]:
@@ -357,12 +464,7 @@ def _move_into_place(
     for directory, _, names in sorted(os.walk(staging)):
         relative = os.path.relpath(directory, staging)
         segments = [] if relative == "." else relative.split(os.sep)
-        values: dict[str, str | None] = {}
-        for segment in segments:
-            key, eq, raw = segment.partition("=")
-            if not eq:
-                raise RuntimeError(f"Spark wrote an unexpected directory {segment!r}")
-            values[_spark_unescape(key)] = None if raw == _HIVE_NULL else _spark_unescape(raw)
+        values = _partition_values(segments)
         for name in sorted(names):
             if name.startswith((".", "_")) or not name.endswith(".parquet"):
                 continue  # checksums, _SUCCESS
@@ -372,6 +474,18 @@ def _move_into_place(
             moved.append(path)
             out.append((path, values))
     return out
+
+
+def _partition_values(segments: list[str]) -> dict[str, str | None]:
+    """The partition values of a file in the directories ``segments`` Spark named (``<physical
+    name>=<escaped text>``), unescaped."""
+    values: dict[str, str | None] = {}
+    for segment in segments:
+        key, eq, raw = segment.partition("=")
+        if not eq:
+            raise RuntimeError(f"Spark wrote an unexpected directory {segment!r}")
+        values[_spark_unescape(key)] = None if raw == _HIVE_NULL else _spark_unescape(raw)
+    return values
 
 
 def _remove_empty(directory: str) -> None:
