@@ -31,9 +31,12 @@ Delta Spark (the Delta protocol's reference implementation) on the same tables, 
    ``update``: column ``spark``) and by deltalog alone (``DeltaTable.merge`` / ``delete`` /
    ``update``: column ``single``).
 4. Streaming: a table made by ``deltalog.write_table`` then 100 appends of 1,000 rows, read
-   from version 1 (the 100 appends) to completion by ``spark.readStream.format("deltalog")``
-   with ``Trigger.AvailableNow`` into the ``noop`` sink, with the default admission (one
-   batch) and with ``maxFilesPerTrigger`` 10 (ten batches).
+   from version 1 (the 100 appends) to completion by ``deltalog.spark.read_stream`` (each
+   micro-batch a plan read by Spark's parquet scan through the JVM companion: column
+   ``planned``) and by ``spark.readStream.format("deltalog")`` (the Python data source:
+   column ``source``) with ``Trigger.AvailableNow`` into the ``noop`` sink, with the default
+   admission (one batch) and with ``maxFilesPerTrigger`` 10 (ten batches).
+   ``--streaming-only`` runs this part alone.
 
 Delta Spark, the anchor (``--delta-spark``, the default; ``--no-delta-spark`` leaves it out):
 every operation above is also done by Delta Spark 4.4 on the same table (a fresh copy of it
@@ -59,6 +62,7 @@ Usage::
 
     python benches/spark.py [--rows 10000000] [--runs 5] [--merge-rows 100000] [--reads-only]
                             [--partitioned] [--deletion-vectors] [--no-delta-spark]
+                            [--streaming-only]
 """
 
 from __future__ import annotations
@@ -214,6 +218,7 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument(
         "--reads-only", action="store_true", help="skip the write, the DML and the streaming"
     )
+    p.add_argument("--streaming-only", action="store_true", help="only the streaming reads")
     p.add_argument(
         "--partitioned",
         action="store_true",
@@ -275,6 +280,11 @@ def main(argv: list[str] | None = None) -> int:
         return side
 
     try:
+        if args.streaming_only:
+            if args.delta_spark:
+                ds = start_delta_spark()
+            stream(spark, ds, tmp, fresh, args.runs, anchor)
+            return 0
         uri = str(tmp / "table")
         n = args.rows
         ids = pa.array(range(n), pa.int64())
@@ -552,21 +562,28 @@ def stream(
         ids = pa.array(range(i * APPEND_ROWS, (i + 1) * APPEND_ROWS), pa.int64())
         rows = pa.table({"id": ids, "value": pc.multiply(pc.cast(ids, pa.float64()), 0.5)})
         dl.write_table(path, rows, mode="append")
+    import deltalog.spark as dls
+
     print(
-        f"{'streaming read':<{WIDE}}{'deltalog':>9}"
-        + (f"{'delta':>9}{'dl/delta':>11}" if ds else "")
+        f"{'streaming read':<{WIDE}}{'planned':>9}{'source':>9}"
+        + (f"{'delta':>9}{'plan/delta':>11}{'src/delta':>11}" if ds else "")
     )
     for per_batch in (None, 10):
 
-        def deltalog_side(per_batch: int | None = per_batch) -> tuple[float, Any]:
+        def deltalog_side(
+            per_batch: int | None = per_batch, planned: bool = True
+        ) -> tuple[float, Any]:
             checkpoint = fresh(None)
             began = time.perf_counter()
-            reader = spark.readStream.format("deltalog").option("startingVersion", 1)
+            options = {"startingVersion": "1"}
             if per_batch:
-                reader = reader.option("maxFilesPerTrigger", per_batch)
+                options["maxFilesPerTrigger"] = str(per_batch)
+            if planned:
+                frame = dls.read_stream(spark, path, path="native", **options)
+            else:
+                frame = spark.readStream.format("deltalog").options(**options).load(path)
             query = (
-                reader.load(path)
-                .writeStream.format("noop")
+                frame.writeStream.format("noop")
                 .option("checkpointLocation", checkpoint)
                 .trigger(availableNow=True)
                 .start()
@@ -582,22 +599,26 @@ def stream(
             shutil.rmtree(checkpoint, ignore_errors=True)
             return answer
 
-        sides: list[Side] = [deltalog_side] + ([delta_spark_side] if ds else [])
+        def source_side(per_batch: int | None = per_batch) -> tuple[float, Any]:
+            return deltalog_side(per_batch, planned=False)
+
+        sides: list[Side] = [deltalog_side, source_side] + ([delta_spark_side] if ds else [])
         answers, medians = measure(sides, runs)
         assert all(a == APPENDS * APPEND_ROWS for a in answers), answers
         label = f"{APPENDS} appends of {APPEND_ROWS:,} rows, " + (
             f"{per_batch} files a batch" if per_batch else "one batch"
         )
-        line = f"{label:<{WIDE}}{medians[0]:8.2f}s"
+        line = f"{label:<{WIDE}}{medians[0]:8.2f}s{medians[1]:8.2f}s"
         if ds:
-            line += f"{medians[1]:8.2f}s{ratio(medians[0], medians[1])}"
-            anchor.append((f"stream {label}", medians[0], medians[1]))
+            line += f"{medians[2]:8.2f}s{ratio(medians[0], medians[2])}"
+            line += ratio(medians[1], medians[2])
+            anchor.append((f"stream {label} (read_stream)", medians[0], medians[2]))
         print(line)
 
 
 def print_anchor(anchor: list[tuple[str, float, float]], args: argparse.Namespace, ds: Any) -> None:
     table = ", ".join(
-        [f"{args.rows:,} rows"]
+        [f"{args.rows:,} rows" if not args.streaming_only else "the streaming table only"]
         + (["partitioned"] if args.partitioned else [])
         + (["1% deleted by deletion vectors"] if args.deletion_vectors else [])
     )

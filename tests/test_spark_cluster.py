@@ -160,7 +160,10 @@ def test_reads_write_and_merge_on_the_cluster(cluster: StandaloneCluster, tmp_pa
 QUERY = """
 import json, sys
 table, out, checkpoint, mode = sys.argv[1:5]
-stream = spark.readStream.format("deltalog").option("maxFilesPerTrigger", "2").load(table)
+import deltalog.spark as dls
+# Micro-batches as plans (the JVM companion's stream source; the data source's stream is
+# tests/test_spark_streaming.py's too).
+stream = dls.read_stream(spark, table, path="native", maxFilesPerTrigger="2")
 writer = (stream.writeStream.format("parquet").option("path", out)
           .option("checkpointLocation", checkpoint))
 if mode == "forever":

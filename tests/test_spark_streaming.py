@@ -36,17 +36,38 @@ def run(spark: Any, source: Any, out: Path, checkpoint: Path) -> Any:
     return query
 
 
+@pytest.fixture(params=["source", "planned"])
+def stream_of(request: Any, spark: Any) -> Any:
+    """Opens a table as a stream with the given options: through the ``deltalog`` data source
+    (``spark.readStream.format("deltalog")``) or as planned micro-batches through the JVM
+    companion (``deltalog.spark.read_stream``, which must not fall back); the same answers
+    either way."""
+    import deltalog.spark as dls
+
+    def open_stream(table: str, **options: str) -> Any:
+        if request.param == "source":
+            reader = spark.readStream.format("deltalog")
+            for key, value in options.items():
+                reader = reader.option(key, value)
+            return reader.load(table)
+        return dls.read_stream(spark, table, path="native", **options)
+
+    return open_stream
+
+
 def ids_in(spark: Any, out: Path) -> list[int]:
     return sorted(r.id for r in spark.read.parquet(str(out)).collect())
 
 
-def test_snapshot_then_appends_in_bounded_batches(spark: Any, tmp_path: Path) -> None:
+def test_snapshot_then_appends_in_bounded_batches(
+    spark: Any, tmp_path: Path, stream_of: Any
+) -> None:
     table = str(tmp_path / "t")
     dl.write_table(table, rows(1, 2))
     dl.write_table(table, rows(3), mode="append")
     dl.write_table(table, rows(4), mode="append")
     out, checkpoint = tmp_path / "out", tmp_path / "ck"
-    stream = spark.readStream.format("deltalog").option("maxFilesPerTrigger", "1").load(table)
+    stream = stream_of(table, maxFilesPerTrigger="1")
     query = run(spark, stream, out, checkpoint)
     assert ids_in(spark, out) == [1, 2, 3, 4]
     # The snapshot's 3 files, one a batch.
@@ -57,40 +78,35 @@ def test_snapshot_then_appends_in_bounded_batches(spark: Any, tmp_path: Path) ->
     t = dl.DeltaTable(table)
     t.optimize.compact()  # dataChange = false: not data for a stream
     dl.write_table(table, rows(7), mode="append")
-    run(spark, spark.readStream.format("deltalog").load(table), out, checkpoint)
+    run(spark, stream_of(table), out, checkpoint)
     assert ids_in(spark, out) == [1, 2, 3, 4, 5, 6, 7]
 
 
-def test_starting_version_and_bytes_limit(spark: Any, tmp_path: Path) -> None:
+def test_starting_version_and_bytes_limit(spark: Any, tmp_path: Path, stream_of: Any) -> None:
     table = str(tmp_path / "t")
     dl.write_table(table, rows(1))
     for i in range(2, 6):
         dl.write_table(table, rows(i), mode="append")
     out, checkpoint = tmp_path / "out", tmp_path / "ck"
-    stream = (
-        spark.readStream.format("deltalog")
-        .option("startingVersion", "3")
-        .option("maxBytesPerTrigger", "1")  # at least one file a batch
-        .load(table)
-    )
+    # (maxBytesPerTrigger 1: at least one file a batch)
+    stream = stream_of(table, startingVersion="3", maxBytesPerTrigger="1")
     query = run(spark, stream, out, checkpoint)
     assert ids_in(spark, out) == [4, 5]
     assert len([p for p in query.recentProgress if p["numInputRows"] > 0]) == 2
     history = {h["version"]: h["timestamp"] for h in dl.DeltaTable(table).history()}
     stamp = history[4]
-    from_time = spark.readStream.format("deltalog").option("startingTimestamp", str(stamp))
-    run(spark, from_time.load(table), tmp_path / "out2", tmp_path / "ck2")
+    from_time = stream_of(table, startingTimestamp=str(stamp))
+    run(spark, from_time, tmp_path / "out2", tmp_path / "ck2")
     assert ids_in(spark, tmp_path / "out2") == [5]
 
 
-def test_non_append_versions(spark: Any, tmp_path: Path) -> None:
+def test_non_append_versions(spark: Any, tmp_path: Path, stream_of: Any) -> None:
     table = str(tmp_path / "t")
     dl.write_table(table, rows(1, 2, 3))
     dl.DeltaTable(table).delete("id = 2")
     dl.write_table(table, rows(4), mode="append")
-    start = spark.readStream.format("deltalog").option("startingVersion", "0")
     query = (
-        start.load(table)
+        stream_of(table, startingVersion="0")
         .writeStream.format("parquet")
         .option("path", str(tmp_path / "a"))
         .option("checkpointLocation", str(tmp_path / "ca"))
@@ -99,13 +115,32 @@ def test_non_append_versions(spark: Any, tmp_path: Path) -> None:
     )
     with pytest.raises(Exception, match="removes or rewrites data"):
         query.awaitTermination(180)
-    skip = start.option("skipChangeCommits", "true").load(table)
+    skip = stream_of(table, startingVersion="0", skipChangeCommits="true")
     run(spark, skip, tmp_path / "b", tmp_path / "cb")
     assert ids_in(spark, tmp_path / "b") == [1, 2, 3, 4]  # the DELETE is skipped
-    ignore = start.option("ignoreChanges", "true").load(table)
+    ignore = stream_of(table, startingVersion="0", ignoreChanges="true")
     run(spark, ignore, tmp_path / "c", tmp_path / "cc")
     # The DELETE's rewritten file (copy-on-write: rows 1 and 3 again) is delivered.
     assert ids_in(spark, tmp_path / "c") == [1, 1, 2, 3, 3, 4]
+
+
+def test_deletion_vectors_in_a_stream(spark: Any, tmp_path: Path, stream_of: Any) -> None:
+    """Files with deletion vectors: the starting snapshot's rows are those left, and with
+    ignoreChanges a DELETE's file (re-added with its deletion vector) gives its remaining
+    rows again."""
+    table = str(tmp_path / "t")
+    dl.write_table(
+        table, rows(1, 2, 3, 4, 5, 6), configuration={"delta.enableDeletionVectors": "true"}
+    )
+    dl.DeltaTable(table).delete("id = 2")  # version 1: the file again, with a vector
+    dl.write_table(table, rows(7), mode="append")
+    vectors = [t.deletion_vector is not None for t in dl.DeltaTable(table).scan().tasks()]
+    assert sorted(vectors) == [False, True]
+    run(spark, stream_of(table), tmp_path / "a", tmp_path / "ca")
+    assert ids_in(spark, tmp_path / "a") == [1, 3, 4, 5, 6, 7]
+    changes = stream_of(table, startingVersion="0", ignoreChanges="true")
+    run(spark, changes, tmp_path / "b", tmp_path / "cb")
+    assert ids_in(spark, tmp_path / "b") == [1, 1, 2, 3, 3, 4, 4, 5, 5, 6, 6, 7]
 
 
 def test_change_feed_stream_equals_load_cdf(spark: Any, tmp_path: Path) -> None:
@@ -196,7 +231,9 @@ def test_initial_offset_is_decided_once(tmp_path: Path, cdf: bool) -> None:
         assert sorted(got) == [0, 1, 2, 10, 11]
 
 
-def test_appends_racing_the_start_are_delivered_once(spark: Any, tmp_path: Path) -> None:
+def test_appends_racing_the_start_are_delivered_once(
+    spark: Any, tmp_path: Path, stream_of: Any
+) -> None:
     """The outside trial's race, 6 times with random timings: a query
     without startingVersion whose first snapshot has more files than a batch takes, appends
     landing while it starts, every batch limit, and in some trials a stop and restart from the
@@ -213,12 +250,11 @@ def test_appends_racing_the_start_are_delivered_once(spark: Any, tmp_path: Path)
         for i in range(1, initial):
             dl.write_table(table, rows(i), mode="append")
         appended: list[int] = []
-        source = spark.readStream.format("deltalog")
         if rng.random() < 0.5:
             limit = f"maxFilesPerTrigger={rng.randint(1, initial - 1)}"
         else:
             limit = f"maxBytesPerTrigger={rng.choice([1, 1500, 2500])}"
-        source = source.option(*limit.split("="))
+        key, value = limit.split("=")
         pause = rng.uniform(0, 0.02)
         out, checkpoint = tmp_path / f"out{n}", tmp_path / f"ck{n}"
 
@@ -233,7 +269,7 @@ def test_appends_racing_the_start_are_delivered_once(spark: Any, tmp_path: Path)
 
         def start() -> Any:
             return (
-                source.load(table)
+                stream_of(table, **{key: value})
                 .writeStream.format("parquet")
                 .option("path", str(out))
                 .option("checkpointLocation", str(checkpoint))

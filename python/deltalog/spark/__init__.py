@@ -12,6 +12,7 @@ executor, and the driver makes the commits.
 
     deltalog.spark.read_table(spark, uri, columns=[...])       # Spark's own parquet scan
     deltalog.spark.read_path(df)                               # which path a read took
+    deltalog.spark.read_stream(spark, uri, startingVersion=5)  # micro-batches as plans
     deltalog.spark.write_table(df, uri, mode="error", partition_by=["day"])
     deltalog.spark.to_spark(dl.DeltaTable(uri).scan(...), spark)
 
@@ -54,6 +55,7 @@ __all__ = [
     "merge",
     "optimize",
     "read_path",
+    "read_stream",
     "read_table",
     "register",
     "spark_schema",
@@ -240,6 +242,57 @@ def read_table(
         )
         df = reader.load(uri)
     return _tagged(df.alias(nr.SOURCE), nr.ReadPath("source", reason))
+
+
+def read_stream(
+    spark: SparkSession,
+    uri: str,
+    storage_options: Mapping[str, str] | None = None,
+    path: str = "auto",
+    **options: Any,
+) -> DataFrame:
+    """The table at ``uri`` (a location, or a name of the catalog given to :func:`register`) as
+    a streaming DataFrame: its snapshot then every append, or from ``startingVersion`` /
+    ``startingTimestamp``, with ``maxFilesPerTrigger``, ``maxBytesPerTrigger``,
+    ``ignoreChanges``, ``skipChangeCommits`` and ``readChangeFeed`` as the ``deltalog``
+    streaming source takes them (:mod:`deltalog.spark.streaming`, whose offsets both paths
+    share).
+
+    ``path="auto"`` (default) reads each micro-batch as a plan through deltalog's JVM
+    companion: Spark's parquet scan of exactly the batch's files
+    (:mod:`deltalog.spark.read.planned_stream`); the change feed, and any stream the
+    companion cannot serve, take the data source (``path="source"`` always does;
+    ``path="native"`` raises instead). An INFO line on ``deltalog.spark`` says which."""
+    from deltalog.spark.jvm import CompanionUnavailable
+    from deltalog.spark.read import native as nr
+
+    if path not in ("auto", "native", "source"):
+        raise ValueError(f"path must be 'auto', 'native' or 'source', not {path!r}")
+    _ensure_registered(spark)
+    given = _options(storageOptions=storage_options, **options)
+    reason = "path='source'"
+    if path != "source":
+        from deltalog.spark.options import DEFAULT_CATALOG_OPTION
+        from deltalog.spark.read.planned_stream import planned_stream
+
+        lowered = {k.lower(): v for k, v in {**given, "path": uri}.items()}
+        catalog = _CATALOGS.get(id(spark))
+        if catalog is not None:
+            lowered[DEFAULT_CATALOG_OPTION] = catalog
+        try:
+            df = planned_stream(spark, lowered)
+        except (CompanionUnavailable, nr.NativeReadUnsupported) as e:
+            if path == "native":
+                raise nr.NativeReadUnsupported(
+                    f"deltalog cannot stream {uri} as plans: {e.reason}"
+                ) from None
+            reason = e.reason
+        else:
+            nr.log.info("deltalog stream of %s: planned micro-batches (JVM companion)", uri)
+            return _tagged(df, nr.ReadPath("native", scan="planned micro-batches"))
+    nr.log.info("deltalog stream of %s: data source (%s)", uri, reason)
+    df = spark.readStream.format(NAME).options(**given).load(uri)
+    return _tagged(df, nr.ReadPath("source", reason))
 
 
 def read_path(df: DataFrame) -> ReadPath | None:

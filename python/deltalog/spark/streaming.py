@@ -335,6 +335,10 @@ class DeltaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
     def partitions(self, start: dict[str, Any], end: dict[str, Any]) -> list[InputPartition]:
         if self._cdf:
             return self._cdf_partitions(start, end)
+        return _packed(self.batch_tasks(start, end))
+
+    def batch_tasks(self, start: dict[str, Any], end: dict[str, Any]) -> list[ScanTask]:
+        """The files of the batch from ``start`` (exclusive) to ``end``, in stream order."""
         tasks: list[ScanTask] = []
         if start == end:
             return []
@@ -349,7 +353,7 @@ class DeltaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
                 break
             # After the snapshot of v0 comes version v0 + 1; after version v, v + 1.
             version, index, snapshot = version + 1, -1, False
-        return _packed(tasks)
+        return tasks
 
     def _cdf_partitions(self, start: dict[str, Any], end: dict[str, Any]) -> list[InputPartition]:
         if start == end:

@@ -176,7 +176,7 @@ def _write_in_place(
     a failed job deletes them itself. Their paths go to ``written`` as soon as they are
     known."""
     from deltalog.spark.hadoop import hadoop_options
-    from deltalog.spark.write.source_writer import _storage_options
+    from deltalog.spark.options import _storage_options
 
     mark = f"_deltalog_write-{uuid.uuid4()}"
     uri = writer._uri
