@@ -80,6 +80,14 @@ try:
 except dl.ConstraintViolationError as e:
     out["violation"] = str(e)
 out["write_log"] = [m for m in messages if m.startswith("deltalog write of")]
+# The written table as a stream of planned micro-batches (its snapshot, two files a batch).
+stream = dls.read_stream(spark, args["write"], storage_options=options, path="native",
+                         maxFilesPerTrigger="2")
+query = (stream.writeStream.format("memory").queryName("from_s3")
+         .trigger(availableNow=True).start())
+query.awaitTermination(300)
+out["stream"] = sorted(tuple(r) for r in spark.sql("SELECT id, p, v FROM from_s3").collect())
+out["stream_batches"] = len([p for p in query.recentProgress if p["numInputRows"] > 0])
 # The session's Hadoop configuration holds no endpoint or key for the bucket: the reads above
 # found moto only through the storage_options scoped to their scans (S3A's default is AWS).
 conf = spark._jsc.hadoopConfiguration()
@@ -185,6 +193,9 @@ def test_native_reads_on_s3(s3_server: tuple[dict[str, str], Any], tmp_path: Pat
     rows = list(zip(*[got.column(c).to_pylist() for c in ("id", "p", "v")], strict=True))
     assert sorted(rows, key=repr) == sorted(expected_rows, key=repr)
     assert deltalake_reads(written, options) == sorted(expected_rows, key=repr)
+    streamed = [tuple(r) for r in out["stream"]]
+    assert sorted(streamed, key=repr) == sorted(expected_rows, key=repr)
+    assert out["stream_batches"] >= len(table.files()) // 2
     key = f"spark-{tmp_path.name}/written/"
     objects = [
         o["Key"][len(key) :]
