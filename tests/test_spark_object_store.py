@@ -259,3 +259,100 @@ def test_storage_options_become_bucket_scoped_hadoop_settings() -> None:
     assert hadoop_options("s3://data/t", None) == {}
     assert hadoop_options("/local/t", {"AWS_REGION": "x"}) == {}
     assert hadoop_options("gs://bucket/t", {"google_service_account": "x"}) == {}
+
+
+VENDED = """
+import json, os, sys
+os.environ["PYSPARK_PYTHON"] = sys.executable
+from pyspark.sql import SparkSession
+args = json.loads(sys.argv[1])
+spark = (SparkSession.builder.master("local[2]")
+         .config("spark.ui.enabled", "false")
+         .config("spark.jars", ",".join(args["jars"]))
+         .getOrCreate())
+spark.sparkContext.setLogLevel("ERROR")
+import deltalog as dl
+import deltalog.spark as dls
+base = args["base"]  # the endpoint only: the keys are the catalog's to vend
+dls.register(spark, catalog=args["catalog"])
+import logging
+messages = []
+class Keep(logging.Handler):
+    def emit(self, record):
+        messages.append(record.getMessage())
+logging.getLogger("deltalog.spark").addHandler(Keep())
+logging.getLogger("deltalog.spark").setLevel(logging.INFO)
+out = {}
+df = dls.read_table(spark, "sales.orders", storage_options=base)
+out["read"] = [str(dls.read_path(df)), sorted(r.id for r in df.collect())]
+more = spark.createDataFrame([(i,) for i in range(10, 15)], "id long")
+dls.write_table(more, "sales.orders", mode="append", storage_options=base)
+again = dls.read_table(spark, "sales.orders", storage_options=base)
+out["after"] = [str(dls.read_path(again).path), sorted(r.id for r in again.collect())]
+out["writes"] = [m for m in messages if m.startswith("deltalog write of")]
+print("RESULT " + json.dumps(out), flush=True)
+"""
+
+
+def test_unity_catalog_tables_with_vended_credentials(
+    s3_server: tuple[dict[str, str], Any], tmp_path: Path
+) -> None:
+    """A table of deltalog's catalog server whose warehouse is on moto's S3, the server vending
+    STS credentials scoped to the table (``temporary-table-credentials``): Spark reads it on the
+    native path and appends to it with Spark's parquet writer, with no credentials of its own
+    (no AWS variables in the driver's environment, none in the session, the endpoint alone in
+    ``storage_options``): only the vended ones reach S3A, scoped to the scan and the write."""
+    import catalog_server
+    from deltalog.server.auth import add_token
+
+    options, client = s3_server
+    bucket = "vended-spark"
+    if bucket not in {b["Name"] for b in client.list_buckets().get("Buckets", [])}:
+        client.create_bucket(Bucket=bucket)
+    tokens = tmp_path / "tokens.json"
+    keys = {role: add_token(tokens, role, role) for role in ("reader", "writer", "admin")}
+    endpoint = options["AWS_ENDPOINT_URL"]
+    flags = [f"--storage-option={k}={v}" for k, v in options.items()]
+    flags += ["--s3-role-arn", "arn:aws:iam::123456789012:role/deltalog-vended"]
+    flags += ["--sts-endpoint", endpoint, "--s3-region", "us-east-1"]
+    server = catalog_server.start(
+        tmp_path / "server", warehouse=f"s3://{bucket}/wh", tokens=tokens, args=flags
+    )
+    try:
+        admin = dl.connect_catalog(
+            {"type": "rest", "uri": server.url, "token": keys["admin"]}, storage_options=options
+        )
+        admin.create_namespace(["main"])
+        admin.create_namespace(["main", "sales"])
+        admin.write_table(["main", "sales", "orders"], pa.table({"id": pa.array([1, 2, 3])}))
+        base = {"AWS_ENDPOINT_URL": endpoint, "AWS_ALLOW_HTTP": "true", "AWS_REGION": "us-east-1"}
+        args = {
+            "jars": [str(j) for j in jars()],
+            "base": base,
+            "catalog": {
+                "type": "unity", "uri": server.url, "catalog": "main", "token": keys["writer"],
+            },
+        }  # fmt: skip
+        env = {k: v for k, v in os.environ.items() if not k.startswith("AWS_")}
+        env["PYSPARK_PYTHON"] = sys.executable
+        done = subprocess.run(
+            [sys.executable, "-c", textwrap.dedent(VENDED), json.dumps(args)],
+            env=env,
+            capture_output=True,
+            timeout=600,
+        )
+        stderr = done.stderr.decode(errors="replace")
+        causes = [x for x in stderr.splitlines() if "Exception" in x or "Caused by" in x]
+        assert done.returncode == 0, "\n".join(causes[:20]) + stderr[-2000:]
+        line = [x for x in done.stdout.decode().splitlines() if x.startswith("RESULT ")][-1]
+        out = json.loads(line.removeprefix("RESULT "))
+        path, ids = out["read"]
+        assert path.startswith("native") and ids == [1, 2, 3], out
+        assert out["after"] == ["native", [1, 2, 3, 10, 11, 12, 13, 14]]
+        # The append is Spark's write, committed through the catalog (a new version).
+        table = admin.load_table(["main", "sales", "orders"])
+        assert table.version() == 1
+        [write] = out["writes"]
+        assert write.endswith(": Spark's parquet writer"), write
+    finally:
+        server.stop()

@@ -176,11 +176,10 @@ def _write_in_place(
     a failed job deletes them itself. Their paths go to ``written`` as soon as they are
     known."""
     from deltalog.spark.hadoop import hadoop_options
-    from deltalog.spark.options import _storage_options
 
     mark = f"_deltalog_write-{uuid.uuid4()}"
     uri = writer._uri
-    settings = hadoop_options(uri, _storage_options(writer._options))
+    settings = hadoop_options(uri, writer._storage)
     try:
         with _session_conf(frame.sparkSession, {**_WRITE_CONF, _PROTOCOL_CONF: COMMIT_PROTOCOL}):
             (

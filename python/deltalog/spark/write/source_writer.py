@@ -51,6 +51,10 @@ class DeltaWriter(DataSourceArrowWriter):
         self._options = options
         self._overwrite = overwrite
         self._uri = _path(options)
+        #: The store options the write uses: the table's own when it exists (a catalog's
+        #: table carries those the catalog vends, ``temporary-table-credentials``), else the
+        #: ``storageOptions`` given.
+        self._storage = _storage_options(options)
         #: For a catalog-managed table, the catalog's commits up to the version read, which
         #: the tasks open that version from.
         self._held: Held | None = None
@@ -77,6 +81,7 @@ class DeltaWriter(DataSourceArrowWriter):
         if _exists(options):
             table = _open(options)
             self._uri = table.table_uri
+            self._storage = table._storage_options or self._storage
             self._read_version: int | None = table.version()
             self._held = held_commits(table)
             existing = table.metadata().partition_columns
@@ -123,7 +128,7 @@ class DeltaWriter(DataSourceArrowWriter):
             self._creates_in_catalog = managed
 
     def _snapshot(self) -> Any:
-        storage = _storage_options(self._options)
+        storage = self._storage
         if self._first_commit is not None:
             # The version 0 this write creates, read from its content (no log yet).
             return task_snapshot(self._uri, 0, storage, [(0, None, self._first_commit.encode())])
@@ -201,7 +206,7 @@ class DeltaWriter(DataSourceArrowWriter):
         from deltalog.write.writer import CommitProperties, _target_file_size
 
         actions = [a for m in messages if isinstance(m, WrittenFiles) for a in m.actions]
-        storage = _storage_options(self._options)
+        storage = self._storage
         app = _app_transaction(self._options)
         props = CommitProperties(
             app_id=app[0] if app else None,
