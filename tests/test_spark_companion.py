@@ -191,6 +191,7 @@ def test_spark_releases_the_jar_is_not_built_for(
     """A Spark release outside the jar's is a clear reason, never a NoSuchMethodError."""
     uri = dv_table(tmp_path / "t", n=300)
     monkeypatch.setattr(jvm, "SUPPORTED_SPARK", ("3.5",))
+    monkeypatch.setattr(jvm, "_sessions", {})  # (a session is checked when first attached)
     df = dls.read_table(spark, uri)
     taken = dls.read_path(df)
     assert taken is not None and taken.path == "source"

@@ -45,6 +45,7 @@ def without_companion(monkeypatch: pytest.MonkeyPatch) -> None:
     import deltalog.spark.jvm as jvm
 
     monkeypatch.setattr(jvm, "JAR", jvm.JAR.with_name("missing.jar"))
+    monkeypatch.setattr(jvm, "_sessions", {})  # (a session is checked when first attached)
 
 
 def test_golden_tables_through_the_native_path(spark: Any) -> None:
@@ -228,6 +229,7 @@ def test_hive_style_directories_are_one_scan(
         import deltalog.spark.jvm as jvm
 
         monkeypatch.setattr(jvm, "JAR", jvm.JAR.with_name("missing.jar"))
+        monkeypatch.setattr(jvm, "_sessions", {})
     root = tmp_path / "t"
     values = ["a", "b c", "50%", "é", None, "x=y"]
     data = pa.table(

@@ -151,7 +151,14 @@ def _activate(spark: SparkSession) -> None:
     session = getattr(spark, "_jsparkSession", None)
     if jvm is None or session is None:
         return  # Spark Connect: no JVM here, the server resolves sources
-    jvm.org.apache.spark.sql.SparkSession.setActiveSession(session)
+    found = _SESSION_CLASS.get(id(jvm))
+    if found is None:  # (each step of the package path is a py4j round trip: resolved once)
+        found = _SESSION_CLASS[id(jvm)] = jvm.org.apache.spark.sql.SparkSession
+    found.setActiveSession(session)
+
+
+#: Spark's ``SparkSession`` class, by the gateway's JVM view (id).
+_SESSION_CLASS: dict[int, Any] = {}
 
 
 def _options(**options: Any) -> dict[str, str]:

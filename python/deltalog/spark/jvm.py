@@ -16,6 +16,7 @@ this installation, a Spark version the jar is not built for, Spark Connect witho
 from __future__ import annotations
 
 import threading
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -43,18 +44,55 @@ class CompanionUnavailable(Exception):
         self.reason = reason
 
 
+@dataclass
+class _Attached:
+    """A session the jar is attached to: its class loader (the session's, holding the jars
+    added to it), Java's ``Thread`` class and the companion classes resolved so far (each
+    step of a class's package path is a py4j round trip: resolved once)."""
+
+    session: Any
+    loader: Any
+    thread: Any
+    classes: dict[str, Any] = field(default_factory=dict)
+
+
+_sessions: dict[int, _Attached] = {}  # by the session's JVM object (py4j proxy, its id)
+
+
 def companion(spark: SparkSession, name: str = ENTRY) -> Any:
     """A class of the companion (a py4j ``JavaClass``; the entry point unless ``name`` says
     which) in ``spark``'s JVM, the jar attached first if it is not yet. Raises
     :class:`CompanionUnavailable` naming the reason."""
+    jvm = getattr(spark, "_jvm", None)
+    jsession = getattr(spark, "_jsparkSession", None)
+    attached = _sessions.get(id(jsession))
+    if attached is None or attached.session is not jsession:
+        attached = _attach(spark, jvm, jsession)
+        _sessions[id(jsession)] = attached  # (it holds the proxy: the id stays its own)
+    # py4j resolves classes with the calling thread's context class loader: the session's,
+    # which holds the jars added to it.
+    attached.thread.currentThread().setContextClassLoader(attached.loader)
+    entry = attached.classes.get(name)
+    if entry is None:
+        entry = jvm
+        for part in name.split("."):
+            entry = getattr(entry, part)
+        from py4j.java_gateway import JavaClass  # type: ignore[import-untyped]
+
+        if not isinstance(entry, JavaClass):
+            raise CompanionUnavailable(f"{name} did not load from {JAR}")
+        attached.classes[name] = entry
+    return entry
+
+
+def _attach(spark: SparkSession, jvm: Any, jsession: Any) -> _Attached:
+    """Checks the session can take the jar and attaches it (once per application)."""
     version = spark.version
     if ".".join(version.split(".")[:2]) not in SUPPORTED_SPARK:
         raise CompanionUnavailable(
             f"Spark {version} is not a release the deltalog JVM companion is built for "
             f"({', '.join(SUPPORTED_SPARK)})"
         )
-    jvm = getattr(spark, "_jvm", None)
-    jsession = getattr(spark, "_jsparkSession", None)
     if jvm is None or jsession is None:
         raise CompanionUnavailable("the session has no JVM gateway (Spark Connect?)")
     if not JAR.is_file():
@@ -69,17 +107,7 @@ def companion(spark: SparkSession, name: str = ENTRY) -> Any:
             if not any(str(u).endswith("/" + JAR.name) for u in loader.getURLs()):
                 spark.sql(f"ADD JAR '{_sql_text(str(JAR))}'")
             _attached.add(app)
-    # py4j resolves classes with the calling thread's context class loader: the session's,
-    # which holds the jars added to it.
-    jvm.java.lang.Thread.currentThread().setContextClassLoader(loader)
-    entry = jvm
-    for part in name.split("."):
-        entry = getattr(entry, part)
-    from py4j.java_gateway import JavaClass  # type: ignore[import-untyped]
-
-    if not isinstance(entry, JavaClass):
-        raise CompanionUnavailable(f"{name} did not load from {JAR}")
-    return entry
+    return _Attached(jsession, loader, jvm.java.lang.Thread)
 
 
 def _sql_text(text: str) -> str:

@@ -131,9 +131,9 @@ def plan_native_read(
         from deltalog.spark.read.planned import plan_companion_read
 
         df, described, key = plan_companion_read(
-            spark, entry, table, columns, tasks, row_ids, hidden
+            spark, entry, table, columns, tasks, row_ids, hidden, NATIVE
         )
-        out = _described(df.alias(NATIVE), described)
+        out = _described(df, described)
         out._deltalog_file_key = key  # type: ignore[attr-defined]
         return out
 

@@ -22,7 +22,7 @@ deleted rows inside the vectorised reader. Protocol sections this follows:
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 from urllib.parse import unquote, urlparse
@@ -55,9 +55,11 @@ def plan_companion_read(
     tasks: Sequence[ScanTask] | None,
     row_ids: tuple[str, str] | None,
     hidden: Sequence[tuple[str, str]],
+    alias: str,
 ) -> tuple[DataFrame, str, Callable[[str], str] | None]:
     """:func:`deltalog.spark.read.native.plan_native_read` through the companion ``entry``;
-    returns the DataFrame (the table's logical columns), a description of the scan and, when
+    returns the DataFrame (the table's logical columns, aliased ``alias``), a description of
+    the scan and, when
     ``tasks`` are given, the function mapping a row's ``_metadata.file_path`` (Spark's URI of
     its file) back to its task's ``path``."""
     from pyspark.sql import DataFrame, functions as F
@@ -117,11 +119,19 @@ def plan_companion_read(
         partition_schema.json(),
         hadoop_options(table.table_uri, table._storage_options),
     )
+    described = (
+        f"{count} files, {tasks_with_dv} with deletion vectors, one parquet scan "
+        "(deltalog's JVM companion)"
+    )
+    by_name = {lf.name: (ls, ps) for lf, ls, ps in data_fields}
+    wanted = list(columns) if columns is not None else logical.names
+    sql = _output_sql(wanted, parts, by_name, row_ids, hidden)
+    if sql is not None:  # the usual case: shaped in the JVM in one call
+        out = entry.shaped(jdf, bool(tasks_with_dv), "\0".join(sql), alias)
+        return DataFrame(out, spark), described, key
     files = DataFrame(jdf, spark)
     if tasks_with_dv:
         files = files.where(~F.col(DELETED))
-
-    by_name = {lf.name: (ls, ps) for lf, ls, ps in data_fields}
 
     def output(name: str) -> Column:
         if name in parts:
@@ -132,7 +142,6 @@ def plan_companion_read(
             column = column.cast(nullable(ls.dataType))
         return column.alias(name)
 
-    wanted = list(columns) if columns is not None else logical.names
     ids: list[Column] = [F.col(quoted(p)).alias(a) for p, a in hidden]
     if row_ids is not None:
         ids = [
@@ -140,11 +149,33 @@ def plan_companion_read(
             F.col("_metadata.row_index").alias(row_ids[1]),
             *ids,
         ]
-    described = (
-        f"{count} files, {tasks_with_dv} with deletion vectors, one parquet scan "
-        "(deltalog's JVM companion)"
-    )
-    return files.select(*[output(n) for n in wanted], *ids), described, key
+    return files.select(*[output(n) for n in wanted], *ids).alias(alias), described, key
+
+
+def _output_sql(
+    wanted: Sequence[str],
+    parts: set[str],
+    by_name: Mapping[str, tuple[Any, Any]],
+    row_ids: tuple[str, str] | None,
+    hidden: Sequence[tuple[str, str]],
+) -> list[str] | None:
+    """The read's output columns as Spark SQL expressions (physical names renamed to logical
+    ones), or None when one needs a cast (nested physical names, renamed by position) or a
+    name holds a NUL (the separator :meth:`PlannedScan.shaped` splits on)."""
+    out: list[str] = []
+    for name in wanted:
+        if name in parts:
+            out.append(quoted(name))
+            continue
+        ls, ps = by_name[name]
+        if ps.dataType != ls.dataType:
+            return None
+        out.append(f"{quoted(ps.name)} AS {quoted(name)}")
+    if row_ids is not None:
+        out.append(f"CAST(_metadata.file_path AS STRING) AS {quoted(row_ids[0])}")
+        out.append(f"_metadata.row_index AS {quoted(row_ids[1])}")
+    out += [f"{quoted(p)} AS {quoted(a)}" for p, a in hidden]
+    return None if any("\0" in e for e in out) else out
 
 
 def _file_key(plan: pa.Table, paths: list[str]) -> Callable[[str], str]:

@@ -71,4 +71,20 @@ public final class PlannedScan {
             session);
     return session.baseRelationToDataFrame(relation);
   }
+
+  /**
+   * {@code files} (a {@link #dataFrame}) shaped as the read's result in one py4j call: the
+   * rows marked deleted dropped when {@code dropDeleted}, projected by {@code outputs} (Spark
+   * SQL expressions separated by NUL characters) and aliased {@code alias}.
+   */
+  public static Dataset<Row> shaped(
+      Dataset<Row> files, boolean dropDeleted, String outputs, String alias) {
+    Dataset<Row> kept =
+        dropDeleted
+            ? files.where(
+                org.apache.spark.sql.functions.not(
+                    org.apache.spark.sql.functions.col(DeletionVectorParquetFormat.DELETED)))
+            : files;
+    return kept.selectExpr(outputs.split("\u0000", -1)).alias(alias);
+  }
 }
