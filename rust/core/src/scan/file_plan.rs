@@ -66,24 +66,22 @@ pub async fn file_plan(
         .iter()
         .map(|t| file_uri(storage, &t.path))
         .collect::<DeltaResult<Vec<_>>>()?;
-    // Owned futures: a closure handing out futures that borrow its argument is not `Send`
-    // for every lifetime, which a runtime's `block_on` needs.
-    let sizes = stream::iter(tasks.to_vec())
+    // Each file's size and deletion vector, the files read CONCURRENCY at a time. Owned
+    // futures: a closure handing out futures that borrow its argument is not `Send` for every
+    // lifetime, which a runtime's `block_on` needs.
+    let (sizes, deleted): (Vec<i64>, Vec<Option<Vec<u8>>>) = stream::iter(tasks.to_vec())
         .map(|task| {
             let storage = storage.clone();
-            async move { file_size(&storage, &task).await }
+            async move {
+                let size = file_size(&storage, &task).await?;
+                Ok::<_, DeltaError>((size, deleted_rows(&storage, &task).await?))
+            }
         })
         .buffered(CONCURRENCY)
         .try_collect::<Vec<_>>()
-        .await?;
-    let deleted = stream::iter(tasks.to_vec())
-        .map(|task| {
-            let storage = storage.clone();
-            async move { deleted_rows(&storage, &task).await }
-        })
-        .buffered(CONCURRENCY)
-        .try_collect::<Vec<_>>()
-        .await?;
+        .await?
+        .into_iter()
+        .unzip();
     let DataType::Struct(fields) = schema.field(3).data_type().clone() else {
         return Err(DeltaError::Internal(
             "the plan's partition column is not a struct".into(),
