@@ -236,9 +236,25 @@ def test_dml_reads_a_dv_target_natively(
     assert rows(spark_read) == rows(dl.DeltaTable(uri).to_pyarrow_table())
 
 
+FRESH_SESSION = """
+import json, os, sys
+os.environ["PYSPARK_PYTHON"] = sys.executable
+from pyspark.sql import SparkSession
+import deltalog, deltalog as dl, deltalog.spark as dls
+spark = SparkSession.builder.master("local[1]").config("spark.ui.enabled", "false").getOrCreate()
+df = dls.read_table(spark, sys.argv[1])
+print("RESULT " + json.dumps({
+    "module": deltalog.__file__, "path": str(dls.read_path(df)),
+    "rows": df.count(), "expected": dl.DeltaTable(sys.argv[1]).to_pyarrow_table().num_rows,
+}), flush=True)
+"""
+
+
 def test_the_wheel_holds_the_jar(tmp_path: Path) -> None:
     """The wheel maturin builds from this checkout (the README's commands build the jar
-    first) carries the companion where :data:`deltalog.spark.jvm.JAR` looks for it."""
+    first) carries the companion where :data:`deltalog.spark.jvm.JAR` looks for it, and
+    installed into a fresh venv (PySpark from the system's site packages) a Spark session
+    made with no configuration at all reads a table with deletion vectors natively."""
     import shutil
     import subprocess
     import zipfile
@@ -256,6 +272,28 @@ def test_the_wheel_holds_the_jar(tmp_path: Path) -> None:
     (wheel,) = tmp_path.glob("deltalog-*.whl")
     names = zipfile.ZipFile(wheel).namelist()
     assert "deltalog/spark/jars/deltalog-spark.jar" in names
+
+    import json
+    import sys
+
+    venv = tmp_path / "venv"
+    subprocess.run([sys.executable, "-m", "venv", "--system-site-packages", str(venv)], check=True)
+    python = str(venv / "bin" / "python")
+    subprocess.run(
+        [python, "-m", "pip", "install", "-q", "--no-deps", str(wheel)],
+        check=True,
+        capture_output=True,
+    )
+    uri = dv_table(tmp_path / "t", n=600)
+    done = subprocess.run(
+        [python, "-c", FRESH_SESSION, uri], capture_output=True, timeout=300, cwd=tmp_path
+    )
+    assert done.returncode == 0, done.stderr.decode(errors="replace")[-3000:]
+    line = [x for x in done.stdout.decode().splitlines() if x.startswith("RESULT ")][-1]
+    out = json.loads(line.removeprefix("RESULT "))
+    assert out["module"].startswith(str(venv))  # the wheel's deltalog, not this checkout's
+    assert out["path"].startswith("native: ") and "with deletion vectors" in out["path"], out
+    assert out["rows"] == out["expected"] > 0
 
 
 #: Every widening Delta 4.0 allows (tests/test_type_widening.py holds the rule), one column
