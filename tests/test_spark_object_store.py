@@ -97,6 +97,22 @@ print("RESULT " + json.dumps(out), flush=True)
 """
 
 
+def run_driver(code: str, args: dict[str, Any], env: dict[str, str]) -> Any:
+    """Runs a Spark driver program (``code``, given ``args`` as JSON) in a process of its own
+    with ``env``; returns what it printed after ``RESULT``."""
+    done = subprocess.run(
+        [sys.executable, "-c", textwrap.dedent(code), json.dumps(args)],
+        env={**env, "PYSPARK_PYTHON": sys.executable},
+        capture_output=True,
+        timeout=600,
+    )
+    stderr = done.stderr.decode(errors="replace")
+    causes = [x for x in stderr.splitlines() if "Exception" in x or "Caused by" in x]
+    assert done.returncode == 0, "\n".join(causes[:20]) + stderr[-2000:]
+    line = [x for x in done.stdout.decode().splitlines() if x.startswith("RESULT ")][-1]
+    return json.loads(line.removeprefix("RESULT "))
+
+
 def test_native_reads_on_s3(s3_server: tuple[dict[str, str], Any], tmp_path: Path) -> None:
     options, client = s3_server
     prefix = f"s3://{S3_BUCKET}/spark-{tmp_path.name}"
@@ -141,18 +157,7 @@ def test_native_reads_on_s3(s3_server: tuple[dict[str, str], Any], tmp_path: Pat
         "merge": merge,
         "write": written,
     }
-    env = {**os.environ, "PYSPARK_PYTHON": sys.executable}
-    done = subprocess.run(
-        [sys.executable, "-c", textwrap.dedent(DRIVER), json.dumps(args)],
-        env=env,
-        capture_output=True,
-        timeout=600,
-    )
-    stderr = done.stderr.decode(errors="replace")
-    causes = [x for x in stderr.splitlines() if "Exception" in x or "Caused by" in x]
-    assert done.returncode == 0, "\n".join(causes[:20]) + stderr[-2000:]
-    line = [x for x in done.stdout.decode().splitlines() if x.startswith("RESULT ")][-1]
-    out = json.loads(line.removeprefix("RESULT "))
+    out = run_driver(DRIVER, args, {**os.environ})
     for name in tables:
         assert out[name]["path"] == "native", (name, out[name])
         assert out[name]["s3a"], name  # read by Spark's S3A, not by deltalog
@@ -334,18 +339,7 @@ def test_unity_catalog_tables_with_vended_credentials(
             },
         }  # fmt: skip
         env = {k: v for k, v in os.environ.items() if not k.startswith("AWS_")}
-        env["PYSPARK_PYTHON"] = sys.executable
-        done = subprocess.run(
-            [sys.executable, "-c", textwrap.dedent(VENDED), json.dumps(args)],
-            env=env,
-            capture_output=True,
-            timeout=600,
-        )
-        stderr = done.stderr.decode(errors="replace")
-        causes = [x for x in stderr.splitlines() if "Exception" in x or "Caused by" in x]
-        assert done.returncode == 0, "\n".join(causes[:20]) + stderr[-2000:]
-        line = [x for x in done.stdout.decode().splitlines() if x.startswith("RESULT ")][-1]
-        out = json.loads(line.removeprefix("RESULT "))
+        out = run_driver(VENDED, args, env)
         path, ids = out["read"]
         assert path.startswith("native") and ids == [1, 2, 3], out
         assert out["after"] == ["native", [1, 2, 3, 10, 11, 12, 13, 14]]
