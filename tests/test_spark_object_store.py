@@ -24,7 +24,8 @@ from hadoop_aws import jars
 
 pytest.importorskip("pyspark", reason="pyspark is a test dependency (.ci/run)")
 
-DRIVER = """
+#: The start of each driver program: a session with S3A's jars, deltalog imported.
+SESSION = """
 import json, os, sys
 os.environ["PYSPARK_PYTHON"] = sys.executable
 from pyspark.sql import SparkSession
@@ -37,6 +38,11 @@ spark = (SparkSession.builder.master("local[2]")
 spark.sparkContext.setLogLevel("ERROR")
 import deltalog as dl
 import deltalog.spark as dls
+"""
+
+DRIVER = (
+    SESSION
+    + """
 options = args["options"]
 
 def sorted_rows(table):
@@ -95,6 +101,7 @@ out["session"] = [conf.get(k) for k in (
     "fs.s3a.endpoint", "fs.s3a.bucket.tables.endpoint", "fs.s3a.bucket.tables.access.key")]
 print("RESULT " + json.dumps(out), flush=True)
 """
+)
 
 
 def run_driver(code: str, args: dict[str, Any], env: dict[str, str]) -> Any:
@@ -266,18 +273,9 @@ def test_storage_options_become_bucket_scoped_hadoop_settings() -> None:
     assert hadoop_options("gs://bucket/t", {"google_service_account": "x"}) == {}
 
 
-VENDED = """
-import json, os, sys
-os.environ["PYSPARK_PYTHON"] = sys.executable
-from pyspark.sql import SparkSession
-args = json.loads(sys.argv[1])
-spark = (SparkSession.builder.master("local[2]")
-         .config("spark.ui.enabled", "false")
-         .config("spark.jars", ",".join(args["jars"]))
-         .getOrCreate())
-spark.sparkContext.setLogLevel("ERROR")
-import deltalog as dl
-import deltalog.spark as dls
+VENDED = (
+    SESSION
+    + """
 base = args["base"]  # the endpoint only: the keys are the catalog's to vend
 dls.register(spark, catalog=args["catalog"])
 import logging
@@ -297,6 +295,7 @@ out["after"] = [str(dls.read_path(again).path), sorted(r.id for r in again.colle
 out["writes"] = [m for m in messages if m.startswith("deltalog write of")]
 print("RESULT " + json.dumps(out), flush=True)
 """
+)
 
 
 def test_unity_catalog_tables_with_vended_credentials(
