@@ -24,7 +24,8 @@ from hadoop_aws import jars
 
 pytest.importorskip("pyspark", reason="pyspark is a test dependency (.ci/run)")
 
-#: The start of each driver program: a session with S3A's jars, deltalog imported.
+#: The start of each driver program: a session with S3A's jars, deltalog imported, its log
+#: lines kept in ``messages``.
 SESSION = """
 import json, os, sys
 os.environ["PYSPARK_PYTHON"] = sys.executable
@@ -38,6 +39,14 @@ spark = (SparkSession.builder.master("local[2]")
 spark.sparkContext.setLogLevel("ERROR")
 import deltalog as dl
 import deltalog.spark as dls
+# deltalog.spark's INFO lines (which path each read, write and DML target took)
+import logging
+messages = []
+class Keep(logging.Handler):
+    def emit(self, record):
+        messages.append(record.getMessage())
+logging.getLogger("deltalog.spark").addHandler(Keep())
+logging.getLogger("deltalog.spark").setLevel(logging.INFO)
 """
 
 DRIVER = (
@@ -59,13 +68,6 @@ for name, uri in args["tables"].items():
                  "rows": got.num_rows, "s3a": "s3a://" in plan}
 # A MERGE whose target (with deletion vectors) is read on the native path, rows addressed by
 # the plan's URIs (s3a), new rows and deletion vectors written by deltalog to the same store.
-import logging
-messages = []
-class Keep(logging.Handler):
-    def emit(self, record):
-        messages.append(record.getMessage())
-logging.getLogger("deltalog.spark").addHandler(Keep())
-logging.getLogger("deltalog.spark").setLevel(logging.INFO)
 source = spark.createDataFrame([(i, "merged", -1.0) for i in range(2900, 3100)],
                                "id long, p string, v double")
 (dls.merge(args["merge"], source, "target.id = source.id", storage_options=options)
@@ -278,13 +280,6 @@ VENDED = (
     + """
 base = args["base"]  # the endpoint only: the keys are the catalog's to vend
 dls.register(spark, catalog=args["catalog"])
-import logging
-messages = []
-class Keep(logging.Handler):
-    def emit(self, record):
-        messages.append(record.getMessage())
-logging.getLogger("deltalog.spark").addHandler(Keep())
-logging.getLogger("deltalog.spark").setLevel(logging.INFO)
 out = {}
 df = dls.read_table(spark, "sales.orders", storage_options=base)
 out["read"] = [str(dls.read_path(df)), sorted(r.id for r in df.collect())]
