@@ -279,15 +279,10 @@ def read_stream(
     given = _options(storageOptions=storage_options, **options)
     reason = "path='source'"
     if path != "source":
-        from deltalog.spark.options import DEFAULT_CATALOG_OPTION
         from deltalog.spark.read.planned_stream import planned_stream
 
-        lowered = {k.lower(): v for k, v in {**given, "path": uri}.items()}
-        catalog = _CATALOGS.get(id(spark))
-        if catalog is not None:
-            lowered[DEFAULT_CATALOG_OPTION] = catalog
         try:
-            df = planned_stream(spark, lowered)
+            df = planned_stream(spark, _source_options(spark, given, uri))
         except (CompanionUnavailable, nr.NativeReadUnsupported) as e:
             if path == "native":
                 raise nr.NativeReadUnsupported(
@@ -340,14 +335,22 @@ def _open_for_read(
 ) -> DeltaTable:
     """The table ``read_table`` names, opened as the data source opens it (a location, or a
     name in the session's default catalog)."""
-    from deltalog.spark.options import DEFAULT_CATALOG_OPTION, _open
+    from deltalog.spark.options import _open
 
-    options = _options(path=uri, storageOptions=storage_options)
-    options = {k.lower(): v for k, v in options.items()}
+    options = _source_options(spark, _options(storageOptions=storage_options), uri)
+    return _open(options, version, timestamp)
+
+
+def _source_options(spark: SparkSession, options: Mapping[str, str], uri: str) -> dict[str, str]:
+    """``options`` for the table ``uri`` as the data source sees them: keys in lower case, and
+    the session's default catalog (given to :func:`register`), so names resolve as there."""
+    from deltalog.spark.options import DEFAULT_CATALOG_OPTION
+
+    out = {k.lower(): v for k, v in {**options, "path": uri}.items()}
     catalog = _CATALOGS.get(id(spark))
     if catalog is not None:
-        options[DEFAULT_CATALOG_OPTION] = catalog
-    return _open(options, version, timestamp)
+        out[DEFAULT_CATALOG_OPTION] = catalog
+    return out
 
 
 def write_table(
@@ -419,13 +422,8 @@ def write_table(
         from deltalog.spark.write import native as nw
 
         try:
-            lowered = {k.lower(): v for k, v in options.items()}
-            default_catalog = _CATALOGS.get(id(df.sparkSession))
-            if default_catalog is not None:  # names resolve as the data source resolves them
-                from deltalog.spark.options import DEFAULT_CATALOG_OPTION
-
-                lowered[DEFAULT_CATALOG_OPTION] = default_catalog
-            nw.native_write(df, mode == "overwrite", {**lowered, "path": uri})
+            source = _source_options(df.sparkSession, options, uri)
+            nw.native_write(df, mode == "overwrite", source)
         except nw.NativeWriteUnsupported as e:
             if path == "native":
                 raise nw.NativeWriteUnsupported(

@@ -143,7 +143,8 @@ def native_write(df: DataFrame, overwrite: bool, options: Mapping[str, str]) -> 
             else:
                 kept.append(add)
         forget(empty)
-        written = [p for p in written if p not in set(empty)]
+        dropped = set(empty)
+        written = [p for p in written if p not in dropped]
         writer.commit([WrittenFiles(kept)])
     except CommitOutcomeUnknownError:
         raise  # the commit may have landed: its files must stay
