@@ -9,7 +9,8 @@ root down to it, or that list joined by a delimiter (``.`` by default).
 from __future__ import annotations
 
 import abc
-from collections.abc import Mapping, Sequence
+import dataclasses
+from collections.abc import Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from deltalog.catalog.names import check_name
@@ -22,6 +23,44 @@ if TYPE_CHECKING:
     from deltalog.write.writer import WriteMode
 
 Identifier = str | Sequence[str]
+
+
+@dataclasses.dataclass(frozen=True)
+class PropertiesUpdateSummary:
+    """What :meth:`Catalog.update_namespace_properties` did (pyiceberg's shape): the keys it
+    removed, the keys it set, and the keys asked to be removed that were not there."""
+
+    removed: list[str]
+    updated: list[str]
+    missing: list[str]
+
+
+def plan_properties_update(
+    current: Mapping[str, str],
+    removals: Iterable[str] | None,
+    updates: Mapping[str, str] | None,
+) -> tuple[dict[str, str], PropertiesUpdateSummary]:
+    """The properties after removing ``removals`` and setting ``updates``, and the summary;
+    a key both removed and set is refused (pyiceberg refuses it too)."""
+    removals = sorted(set(removals or ()))
+    updates = dict(updates or {})
+    both = sorted(set(removals) & set(updates))
+    if both:
+        raise InvalidArgumentError(f"properties both removed and updated: {both}")
+    for key, value in updates.items():
+        if not isinstance(key, str) or not key or not isinstance(value, str):
+            raise InvalidArgumentError(
+                f"a namespace property is a non-empty string key with a string value: "
+                f"{key!r}={value!r}"
+            )
+    result = {k: v for k, v in current.items() if k not in removals}
+    result.update(updates)
+    summary = PropertiesUpdateSummary(
+        removed=[k for k in removals if k in current],
+        updated=sorted(updates),
+        missing=[k for k in removals if k not in current],
+    )
+    return result, summary
 
 
 def parse_identifier(identifier: Identifier, delimiter: str = ".") -> list[str]:
@@ -75,8 +114,42 @@ class Catalog(abc.ABC):
         """The names of the namespaces directly under ``namespace`` (the root when None)."""
 
     @abc.abstractmethod
-    def create_namespace(self, namespace: Identifier) -> None:
-        """Creates a namespace (its parent must exist)."""
+    def create_namespace(
+        self, namespace: Identifier, properties: Mapping[str, str] | None = None
+    ) -> None:
+        """Creates a namespace (its parent must exist), with ``properties``."""
+
+    def create_namespace_if_not_exists(
+        self, namespace: Identifier, properties: Mapping[str, str] | None = None
+    ) -> None:
+        """Creates the namespace unless it exists (pyiceberg's name); an existing one is
+        left as it is, its properties unchanged."""
+        from deltalog.exceptions import AlreadyExistsError
+
+        if self.namespace_exists(namespace):
+            return
+        try:
+            self.create_namespace(namespace, properties)
+        except AlreadyExistsError:
+            pass  # created meanwhile by someone else: it exists, as asked
+
+    def load_namespace_properties(self, namespace: Identifier) -> dict[str, str]:
+        """The namespace's properties (pyiceberg's name)."""
+        from deltalog.exceptions import UnsupportedFeatureError
+
+        raise UnsupportedFeatureError(f"{type(self).__name__} keeps no namespace properties")
+
+    def update_namespace_properties(
+        self,
+        namespace: Identifier,
+        removals: Iterable[str] | None = None,
+        updates: Mapping[str, str] | None = None,
+    ) -> PropertiesUpdateSummary:
+        """Removes the keys ``removals`` and sets ``updates`` on the namespace's properties
+        (pyiceberg's name and result); a key both removed and set is refused."""
+        from deltalog.exceptions import UnsupportedFeatureError
+
+        raise UnsupportedFeatureError(f"{type(self).__name__} keeps no namespace properties")
 
     @abc.abstractmethod
     def drop_namespace(self, namespace: Identifier) -> None:
@@ -135,6 +208,39 @@ class Catalog(abc.ABC):
             **kwargs,
         )
         return self.load_table(name)
+
+    def create_table_if_not_exists(
+        self,
+        name: Identifier,
+        schema: pa.Schema,
+        partition_by: list[str] | None = None,
+        configuration: Mapping[str, str] | None = None,
+        **kwargs: Any,
+    ) -> DeltaTable:
+        """The table ``name``: created as :meth:`create_table` does unless the catalog holds
+        it already (pyiceberg's name), in which case it is loaded as it is; its schema is not
+        compared with ``schema``."""
+        from deltalog.exceptions import AlreadyExistsError
+
+        if not self.table_exists(name):
+            try:
+                return self.create_table(name, schema, partition_by, configuration, **kwargs)
+            except AlreadyExistsError:
+                pass  # created meanwhile by someone else
+        return self.load_table(name)
+
+    def rename_table(self, from_name: Identifier, to_name: Identifier) -> DeltaTable:
+        """Renames (or moves, where the catalog can) table ``from_name`` to ``to_name`` and
+        returns it; its data and log stay where they are, except in a directory catalog,
+        whose tables are their directories."""
+        from deltalog.exceptions import UnsupportedFeatureError
+
+        raise UnsupportedFeatureError(f"{type(self).__name__} cannot rename tables")
+
+    def purge_table(self, name: Identifier) -> None:
+        """Removes the table from the catalog and deletes its files (pyiceberg's name; the
+        same as ``drop_table(name, purge=True)``)."""
+        self.drop_table(name, purge=True)
 
     @abc.abstractmethod
     def register_table(self, name: Identifier, location: str) -> DeltaTable:

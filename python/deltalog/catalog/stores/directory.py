@@ -122,7 +122,9 @@ class DirectoryCatalog(Catalog):
             raise UnsupportedFeatureError(_NO_NAMESPACES)
         return []
 
-    def create_namespace(self, namespace: Identifier) -> None:
+    def create_namespace(
+        self, namespace: Identifier, properties: Mapping[str, str] | None = None
+    ) -> None:
         raise UnsupportedFeatureError(_NO_NAMESPACES)
 
     def drop_namespace(self, namespace: Identifier) -> None:

@@ -194,7 +194,9 @@ class UnityCatalog(Catalog):
             if not token:
                 return sorted(names)
 
-    def create_namespace(self, namespace: Identifier) -> None:
+    def create_namespace(
+        self, namespace: Identifier, properties: Mapping[str, str] | None = None
+    ) -> None:
         from unitycatalog.client.models.create_schema import CreateSchema
 
         schema = self._schema(namespace)
@@ -202,7 +204,9 @@ class UnityCatalog(Catalog):
             f"create schema {schema}",
             "schemas",
             "create_schema",
-            CreateSchema(name=schema, catalog_name=self.catalog),
+            CreateSchema(
+                name=schema, catalog_name=self.catalog, properties=dict(properties or {}) or None
+            ),
             idempotent=False,
         )
 
