@@ -178,19 +178,30 @@ def test_one_directory_is_one_table(managed: Config, tmp_path: Path) -> None:
     assert ids(cat.load_table("ext")) == [7]
 
 
-def test_a_new_table_cannot_be_created_where_another_lives(managed: Config, tmp_path: Path) -> None:
+def test_a_new_table_never_lands_where_another_lives(managed: Config, tmp_path: Path) -> None:
     """A registered table inside the warehouse keeps its directory: a new table whose derived
-    location is that directory is refused before any file is written."""
+    location is that directory gets a directory of its own beside it, and the registered
+    table's log is untouched. A derived location inside another table is refused before any
+    file is written."""
     cat = connect(managed)
     cat.create_namespace("sales")
     target = tmp_path / "wh" / "sales" / "orders"
     dl.write_table(str(target), rows(5))
     cat.register_table("legacy", str(target))
     before = sorted(p.name for p in (target / "_delta_log").iterdir())
-    with pytest.raises(dl.InvalidArgumentError, match="overlaps"):
-        cat.write_table("sales.orders", rows(6))
+    cat.write_table("sales.orders", rows(6))
+    fresh = cat.load_table("sales.orders")
+    assert fresh.table_uri.rstrip("/") != str(target)
+    assert Path(fresh.table_uri.removeprefix("file://")).parent == target.parent
+    assert ids(fresh) == [6]
     assert sorted(p.name for p in (target / "_delta_log").iterdir()) == before
     assert ids(cat.load_table("legacy")) == [5]
+    cat.create_namespace("west")
+    dl.write_table(str(tmp_path / "wh" / "west"), rows(1))  # a table where namespace west lives
+    cat.register_table("west_table", str(tmp_path / "wh" / "west"))
+    with pytest.raises(dl.InvalidArgumentError, match="overlaps"):
+        cat.write_table("west.orders", rows(2))  # <warehouse>/west/orders: inside that table
+    assert cat.list_tables("west") == []
 
 
 def _set_location(config: Config, name: str, location: str) -> None:

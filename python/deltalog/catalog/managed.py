@@ -14,11 +14,17 @@ from __future__ import annotations
 
 import abc
 import time
-from collections.abc import Mapping, Sequence
+import uuid
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from deltalog.catalog.base import Catalog, Identifier
+from deltalog.catalog.base import (
+    Catalog,
+    Identifier,
+    PropertiesUpdateSummary,
+    plan_properties_update,
+)
 from deltalog.catalog.names import (
     ConfusableNameError,
     canonical_location,
@@ -245,12 +251,20 @@ class Store(abc.ABC):
     def drop_table(self, table_id: int) -> None: ...
 
     @abc.abstractmethod
-    def rename_table(self, table_id: int, name: str) -> None:
-        """Renames the table within its namespace (its location stays).
+    def rename_table(self, table_id: int, name: str, namespace: int | None = None) -> None:
+        """Renames the table, moving it to ``namespace`` when given (its location stays).
 
         Raises:
             AlreadyExistsError: the namespace has a table or namespace of that name.
+            NamespaceNotFoundError: ``namespace`` is gone.
         """
+
+    @abc.abstractmethod
+    def update_namespace_properties(
+        self, namespace: int, removals: Iterable[str], updates: Mapping[str, str]
+    ) -> tuple[dict[str, str], dict[str, str]]:
+        """Removes ``removals`` and sets ``updates`` on the namespace's properties in one
+        transaction; the properties before and after."""
 
     @abc.abstractmethod
     def table_uuid(self, table_id: int) -> str:
@@ -469,11 +483,31 @@ class ManagedCatalog(Catalog):
         parent = Store.ROOT if namespace is None else self._namespace(self._names(namespace))
         return self._store.child_namespaces(parent)
 
-    def create_namespace(self, namespace: Identifier) -> None:
+    def create_namespace(
+        self, namespace: Identifier, properties: Mapping[str, str] | None = None
+    ) -> None:
         parent, name = self._split(namespace)
         pid = self._namespace(parent)
         self._check_free(pid, name, namespace, "namespace")
-        self._store.create_namespace(pid, name)
+        checked, _ = plan_properties_update({}, None, properties)
+        self._store.create_namespace(pid, name, checked or None)
+
+    def load_namespace_properties(self, namespace: Identifier) -> dict[str, str]:
+        return self._store.namespace_properties(self._namespace(self._names(namespace)))
+
+    def update_namespace_properties(
+        self,
+        namespace: Identifier,
+        removals: Iterable[str] | None = None,
+        updates: Mapping[str, str] | None = None,
+    ) -> PropertiesUpdateSummary:
+        nid = self._namespace(self._names(namespace))
+        plan_properties_update({}, removals, updates)  # the arguments checked
+        before, _ = self._store.update_namespace_properties(
+            nid, list(removals or ()), dict(updates or {})
+        )
+        _, summary = plan_properties_update(before, removals, updates)
+        return summary
 
     def drop_namespace(self, namespace: Identifier) -> None:
         parent, name = self._split(namespace)
@@ -503,14 +537,23 @@ class ManagedCatalog(Catalog):
             return False
         return True
 
+    def derived_location(self, names: Sequence[str], what: str) -> str:
+        """The directory of a new table of identifier ``names``: ``<warehouse>/<names…>``,
+        not a symbolic link on the way. When that directory is another table's own (a table
+        renamed away from this name, or one registered there), a fresh directory beside it
+        (``<name>-<random>``): a directory is never two tables'. A location inside or above
+        another table's is left to the caller (and the store) to refuse."""
+        location = unlinked_location("/".join([self.warehouse, *names]), what)
+        taken = self._store.overlapping(location)
+        if taken and all(canonical_location(other) == location for _, other in taken):
+            location = unlinked_location(f"{location}-{uuid.uuid4().hex[:12]}", what)
+        return location
+
     def _new_table(self, name: Identifier) -> tuple[tuple[int, str, str], TableCatalogClient]:
         parent, table = self._split(name)
         pid = self._namespace(parent)
         self._check_free(pid, table, name, "table")
-        # The directory the catalog derives, not a link to another one on the way.
-        location = unlinked_location(
-            "/".join([self.warehouse, *parent, table]), f"the new table {name!r}"
-        )
+        location = self.derived_location([*parent, table], f"the new table {name!r}")
         taken = self._store.overlapping(location)
         if taken:
             # Checked again when version 0 is ratified; refused here before any file is written.
@@ -526,6 +569,18 @@ class ManagedCatalog(Catalog):
         0) registers it (catalogManaged RFC, "Creating and Dropping Catalog-managed Tables")."""
         (_, _, location), client = self._new_table(name)
         return location, client
+
+    def rename_table(self, from_name: Identifier, to_name: Identifier) -> DeltaTable:
+        """Renames table ``from_name`` to ``to_name``, which may be in another namespace (that
+        must exist); the table keeps its location, its files and its commits. A later table
+        given the old name gets a directory of its own (:meth:`_new_table`)."""
+        record = self._record(from_name)
+        parent, table = self._split(to_name)
+        pid = self._namespace(parent)
+        if pid != record.namespace_id or name_key(table) != name_key(record.name):
+            self._check_free(pid, table, to_name, "table")
+        self._store.rename_table(record.id, table, pid)
+        return self.load_table(to_name)
 
     def _create_from_data(self, name: Identifier, data: Any, mode: WriteMode, **kwargs: Any) -> int:
         from deltalog.table.write import write_table

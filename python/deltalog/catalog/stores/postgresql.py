@@ -291,6 +291,8 @@ class PostgresStore(SqlStore):
     def _lock_locations(self, db: Any) -> None:
         self._run(db, "SELECT pg_advisory_xact_lock(?)", (LOCATION_LOCK,))
 
+    FOR_UPDATE = " FOR UPDATE"
+
     def _lock_tables(self, db: Any, table_ids: Sequence[int]) -> None:
         if table_ids:
             self._run(

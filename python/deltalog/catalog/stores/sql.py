@@ -17,7 +17,7 @@ from __future__ import annotations
 import abc
 import functools
 from collections import Counter
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from contextlib import AbstractContextManager
 from typing import Any, TypeVar
 
@@ -131,6 +131,10 @@ class SqlStore(Store):
     @abc.abstractmethod
     def _insert(self, db: Any, sql: str, params: Sequence[Any]) -> int:
         """Runs an ``INSERT`` and returns the id of the new row."""
+
+    #: What locks a row read in a write transaction until its end (PostgreSQL's ``FOR
+    #: UPDATE``; SQLite's write transactions hold the database's write lock already).
+    FOR_UPDATE = ""
 
     def _lock_schema(self, db: Any) -> None:
         """Serialises the schema migrations of concurrent openers (a transaction that writes
@@ -356,7 +360,7 @@ class SqlStore(Store):
             self._run(db, "UPDATE tables SET uuid = ? WHERE id = ?", (fresh, table_id))
             return fresh
 
-    def rename_table(self, table_id: int, name: str) -> None:
+    def rename_table(self, table_id: int, name: str, namespace: int | None = None) -> None:
         try:
             with self._transaction() as db:
                 row = self._one(
@@ -364,15 +368,44 @@ class SqlStore(Store):
                 )
                 if row is None:
                     raise CatalogError(f"the table {table_id} is no longer in the catalog")
-                if name_key(row[1]) != name_key(name):  # not a new spelling of its own name
-                    self._claim(db, row[0], name, "table")
+                target = row[0] if namespace is None else namespace
+                if target != self.ROOT and (
+                    self._one(db, "SELECT id FROM namespaces WHERE id = ?", (target,)) is None
+                ):
+                    raise NamespaceNotFoundError(f"the namespace {target} no longer exists")
+                # Not a new spelling of its own name in its own namespace: the name is claimed.
+                if target != row[0] or name_key(row[1]) != name_key(name):
+                    self._claim(db, target, name, "table")
                 self._run(
                     db,
-                    "UPDATE tables SET name = ?, name_key = ? WHERE id = ?",
-                    (name, name_key(name), table_id),
+                    "UPDATE tables SET namespace_id = ?, name = ?, name_key = ? WHERE id = ?",
+                    (target, name, name_key(name), table_id),
                 )
         except self.integrity_errors as e:
             raise AlreadyExistsError(f"the namespace already has a {name!r}") from e
+
+    def update_namespace_properties(
+        self, namespace: int, removals: Iterable[str], updates: Mapping[str, str]
+    ) -> tuple[dict[str, str], dict[str, str]]:
+        if namespace == self.ROOT:
+            raise InvalidArgumentError("the catalog's root namespace keeps no properties")
+        with self._transaction() as db:
+            # Read (its row locked) and written in one transaction: two concurrent updates of
+            # different keys both land.
+            row = self._one(
+                db, f"SELECT properties FROM namespaces WHERE id = ?{self.FOR_UPDATE}", (namespace,)
+            )
+            if row is None:
+                raise NamespaceNotFoundError(f"the namespace {namespace} no longer exists")
+            before = _properties(row[0])
+            after = {k: v for k, v in before.items() if k not in set(removals)}
+            after.update(updates)
+            self._run(
+                db,
+                "UPDATE namespaces SET properties = ? WHERE id = ?",
+                (_properties_json(after), namespace),
+            )
+            return before, after
 
     def _lock_locations(self, db: Any) -> None:
         """Serialises the transactions that add a table location, so that two of them cannot

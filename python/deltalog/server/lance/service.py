@@ -339,8 +339,8 @@ class CatalogService(VersionRoutes):
             self._require(r.principal, "admin", "declare a table outside the warehouse")
             location = self._location(body.location)
         else:
-            try:  # the directory the catalog derives, not a link on the way
-                location = names.unlinked_location(derived, f"table {r.names!r}")
+            try:  # the directory the catalog derives (a fresh one where another table lives)
+                location = self.catalog.derived_location(r.names, f"table {r.names!r}")
             except InvalidArgumentError as e:
                 raise RestError(p.INVALID_INPUT, str(e)) from e
         try:

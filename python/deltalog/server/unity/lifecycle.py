@@ -72,13 +72,10 @@ class TableLifecycle:
         sid = self.catalogs.schema_id(catalog, schema)
         if self.store.namespace_id(sid, name) is not None:
             raise UcError("AlreadyExistsException", f"{name!r} is the name of a namespace")
-        from deltalog.catalog.names import unlinked_location
-
         try:
-            # The directory the catalog derives, not a link on the way.
-            location = unlinked_location(
-                "/".join([self.service.catalog.warehouse, catalog, schema, name]),
-                f"table {catalog}.{schema}.{name}",
+            # The directory the catalog derives (a fresh one where another table lives).
+            location = self.service.catalog.derived_location(
+                [catalog, schema, name], f"table {catalog}.{schema}.{name}"
             )
             return self.store.register(sid, name, location, None, managed=True)
         except AlreadyExistsError as e:
