@@ -5,23 +5,28 @@ namespace inside it, and table ``c.s.t`` the table ``t`` of namespace ``c$s`` (`
 Lance routes). The same store, roles and checks serve both APIs: creating and dropping catalogs
 and schemas needs an admin (as namespaces do), registering and dropping tables too.
 
-Requests are validated with the generated ``unitycatalog-client`` models; names with the
-rules every deltalog catalog applies (:mod:`deltalog.catalog.names`).
+Requests are validated with the models generated from the spec (:mod:`deltalog.protocol.unity`);
+names with the rules every deltalog catalog applies (:mod:`deltalog.catalog.names`).
 """
 
 from __future__ import annotations
 
 import uuid as uuidlib
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeVar
+
+import pydantic
 
 from deltalog.catalog.clients.unity.errors import UcError
+from deltalog.protocol.unity import catalog_api
 from deltalog.server.unity import views
 
 if TYPE_CHECKING:
     from deltalog.catalog.managed import TableRecord
     from deltalog.server.auth import Principal
     from deltalog.server.lance.service import CatalogService
+
+M = TypeVar("M", bound=pydantic.BaseModel)
 
 #: The most entries one page of a UC list holds (``max_results`` caps: catalogs and schemas
 #: 1000, tables 50, as the spec's ``maximum`` says).
@@ -43,20 +48,11 @@ def namespace_uuid(namespace_id: int) -> str:
     return str(uuidlib.uuid5(uuidlib.NAMESPACE_URL, f"deltalog:namespace:{namespace_id}"))
 
 
-def model(module: str, name: str, body: dict[str, Any] | None) -> Any:
-    """``body`` validated by the generated model ``unitycatalog.<module>.<name>`` (400 when it
-    does not fit; unknown fields refused)."""
+def model(cls: type[M], body: dict[str, Any] | None) -> M:
+    """``body`` validated by ``cls``, a model of :mod:`deltalog.protocol.unity` (400 when it
+    does not fit: unknown fields refused, strict types, so no ``"1"`` for ``1``)."""
     import pydantic
 
-    try:
-        from deltalog.catalog.clients.unity.generated import model_class
-    except ImportError as e:
-        raise UcError(
-            "NotImplementedException",
-            "the server's Unity Catalog routes need unitycatalog-client: pip install "
-            f"'deltalog[unity]' ({e})",
-        ) from e
-    cls = model_class(module, name)
     if not isinstance(body, dict):
         raise UcError("BadRequestException", "the request body must be a JSON object")
     known = {f.alias or n for n, f in cls.model_fields.items()}
@@ -64,18 +60,17 @@ def model(module: str, name: str, body: dict[str, Any] | None) -> Any:
     if unknown:
         raise UcError("BadRequestException", f"unknown fields: {', '.join(unknown)}")
     try:
-        # from_dict: the generated parse (mended by deltalog.catalog.clients.unity.generated), which
-        # knows Delta's string-or-object types; strict types (no "1" for 1) either way.
-        return cls.from_dict(body)
+        return cls.model_validate(body)
     except pydantic.ValidationError as e:
         problems = "; ".join(
             f"{'.'.join(str(x) for x in err['loc'])}: {err['msg']}" for err in e.errors()
         )
         raise UcError("InvalidParameterValueException", f"invalid request: {problems}") from e
-    except (TypeError, ValueError, AttributeError, KeyError) as e:
-        raise UcError(
-            "InvalidParameterValueException", f"invalid request: {type(e).__name__}: {e}"
-        ) from e
+
+
+def properties_of(found: catalog_api.SecurablePropertiesMap | None) -> dict[str, str] | None:
+    """A request's ``SecurablePropertiesMap`` as a dict (``None`` when absent)."""
+    return None if found is None else dict(found.root)
 
 
 def max_results(query: dict[str, str], kind: str) -> int:
@@ -212,10 +207,12 @@ class UnityCatalogs:
 
     def create_catalog(self, r: UcRequest) -> dict[str, Any]:
         self.require(r.principal, "admin", "create a catalog")
-        body = model("client.models", "CreateCatalog", r.body)
+        body = model(catalog_api.CreateCatalog, r.body)
         name = self.check_name(body.name, "catalog")
         _no_storage_root(body.storage_root)
-        return self._create_namespace(self.store.ROOT, name, body.comment, body.properties, None)
+        return self._create_namespace(
+            self.store.ROOT, name, body.comment, properties_of(body.properties), None
+        )
 
     def _create_namespace(
         self,
@@ -355,12 +352,14 @@ class UnityCatalogs:
 
     def create_schema(self, r: UcRequest) -> dict[str, Any]:
         self.require(r.principal, "admin", "create a schema")
-        body = model("client.models", "CreateSchema", r.body)
+        body = model(catalog_api.CreateSchema, r.body)
         name = self.check_name(body.name, "schema")
         _no_storage_root(body.storage_root)
         cid = self.catalog_id(body.catalog_name)
         (catalog,) = self.spelled([body.catalog_name])
-        return self._create_namespace(cid, name, body.comment, body.properties, catalog)
+        return self._create_namespace(
+            cid, name, body.comment, properties_of(body.properties), catalog
+        )
 
     def get_schema(self, r: UcRequest) -> dict[str, Any]:
         catalog, schema = self.split(r.params["full_name"], 2, "schema")
@@ -415,14 +414,14 @@ class UnityCatalogs:
     def create_table(self, r: UcRequest) -> dict[str, Any]:
         """``POST /tables``: registers an external Delta table (admin, as the Lance routes'
         ``register``)."""
-        body = model("client.models", "CreateTable", r.body)
+        body = model(catalog_api.CreateTable, r.body)
         kind = getattr(body.table_type, "value", body.table_type)
         if kind == "MANAGED":
             # The last step of POST /staging-tables, writing version 0, POST /tables.
             ordered = sorted(body.columns or [], key=lambda c: c.position or 0)
             partitions = sorted(
                 (c for c in ordered if c.partition_index is not None),
-                key=lambda c: c.partition_index,
+                key=lambda c: c.partition_index or 0,
             )
             record = self.delta.promote(
                 r.principal,
@@ -491,7 +490,7 @@ class UnityCatalogs:
     # -- temporary credentials ---------------------------------------------------------------
 
     def temporary_table_credentials(self, r: UcRequest) -> dict[str, Any]:
-        body = model("client.models", "GenerateTemporaryTableCredential", r.body)
+        body = model(catalog_api.GenerateTemporaryTableCredential, r.body)
         operation = getattr(body.operation, "value", body.operation)
         if operation not in ("READ", "READ_WRITE"):
             raise UcError("InvalidParameterValueException", f"operation {operation!r}")
@@ -503,7 +502,7 @@ class UnityCatalogs:
         return self.service.credentials.uc_form(record.location, write)
 
     def temporary_path_credentials(self, r: UcRequest) -> dict[str, Any]:
-        body = model("client.models", "GenerateTemporaryPathCredential", r.body)
+        body = model(catalog_api.GenerateTemporaryPathCredential, r.body)
         operation = getattr(body.operation, "value", body.operation)
         write = {"PATH_READ": False, "PATH_READ_WRITE": True, "PATH_CREATE_TABLE": True}.get(
             str(operation)

@@ -32,7 +32,10 @@ import logging
 import os
 from typing import TYPE_CHECKING, Any
 
+import pydantic
+
 from deltalog.catalog.clients.unity.errors import UcError
+from deltalog.protocol.unity import delta_api
 from deltalog.server.unity import views
 from deltalog.server.unity.catalogs import UcRequest, UnityCatalogs, model
 from deltalog.server.unity.lifecycle import TableLifecycle
@@ -71,26 +74,32 @@ GOVERNED = (
 )
 
 #: The update models by action, and the requirement models by type.
-_UPDATES = {
-    "add-commit": "DeltaAddCommitUpdate",
-    "set-latest-backfilled-version": "DeltaSetLatestBackfilledVersionUpdate",
-    "set-properties": "DeltaSetPropertiesUpdate",
-    "remove-properties": "DeltaRemovePropertiesUpdate",
-    "set-columns": "DeltaSetSchemaUpdate",
-    "set-table-comment": "DeltaSetTableCommentUpdate",
-    "set-protocol": "DeltaSetProtocolUpdate",
-    "set-domain-metadata": "DeltaSetDomainMetadataUpdate",
-    "remove-domain-metadata": "DeltaRemoveDomainMetadataUpdate",
-    "set-partition-columns": "DeltaSetPartitionColumnsUpdate",
-    "update-metadata-snapshot-version": "DeltaUpdateSnapshotVersionUpdate",
+#: (``DeltaTableUpdate`` / ``DeltaTableRequirement``: their discriminator mappings.)
+_UPDATES: dict[str, type[pydantic.BaseModel]] = {
+    "add-commit": delta_api.DeltaAddCommitUpdate,
+    "set-latest-backfilled-version": delta_api.DeltaSetLatestBackfilledVersionUpdate,
+    "set-properties": delta_api.DeltaSetPropertiesUpdate,
+    "remove-properties": delta_api.DeltaRemovePropertiesUpdate,
+    "set-columns": delta_api.DeltaSetSchemaUpdate,
+    "set-table-comment": delta_api.DeltaSetTableCommentUpdate,
+    "set-protocol": delta_api.DeltaSetProtocolUpdate,
+    "set-domain-metadata": delta_api.DeltaSetDomainMetadataUpdate,
+    "remove-domain-metadata": delta_api.DeltaRemoveDomainMetadataUpdate,
+    "set-partition-columns": delta_api.DeltaSetPartitionColumnsUpdate,
+    "update-metadata-snapshot-version": delta_api.DeltaUpdateSnapshotVersionUpdate,
 }
-_REQUIREMENTS = {"assert-table-uuid": "DeltaAssertTableUUID", "assert-etag": "DeltaAssertEtag"}
+_REQUIREMENTS: dict[str, type[pydantic.BaseModel]] = {
+    "assert-table-uuid": delta_api.DeltaAssertTableUUID,
+    "assert-etag": delta_api.DeltaAssertEtag,
+}
 
 #: How often ``loadTable`` reads again when a commit lands between its reads.
 _LOAD_ATTEMPTS = 8
 
 
-def _by_kind(items: Any, key: str, models: dict[str, str], what: str) -> dict[str, Any]:
+def _by_kind(
+    items: Any, key: str, models: dict[str, type[pydantic.BaseModel]], what: str
+) -> dict[str, Any]:
     """A request's requirements / updates, each validated by its model, at most one of each."""
     if not isinstance(items, list) or not items:
         raise UcError("BadRequestException", f"{what} must be a non-empty array")
@@ -101,7 +110,7 @@ def _by_kind(items: Any, key: str, models: dict[str, str], what: str) -> dict[st
             raise UcError("BadRequestException", f"unknown {what[:-1]} {kind!r}")
         if kind in found:
             raise UcError("BadRequestException", f"at most one {kind} per request")
-        found[kind] = model("delta.models", models[kind], item)
+        found[kind] = model(models[kind], item)
     return found
 
 

@@ -17,6 +17,7 @@ import logging
 from typing import TYPE_CHECKING, Any
 
 from deltalog.catalog.clients.unity.errors import UcError
+from deltalog.protocol.unity import catalog_api, delta_api
 from deltalog.server.unity import views
 from deltalog.server.unity.catalogs import UcRequest, UnityCatalogs, model
 
@@ -85,7 +86,7 @@ class TableLifecycle:
 
     def create_staging_table(self, r: UcRequest) -> dict[str, Any]:
         """The Delta API's ``createStagingTable``."""
-        body = model("delta.models", "DeltaCreateStagingTableRequest", r.body)
+        body = model(delta_api.DeltaCreateStagingTableRequest, r.body)
         record = self.stage(r.principal, r.params["catalog"], r.params["schema"], body.name)
         return {
             "table-id": self._uuid(record),
@@ -106,12 +107,7 @@ class TableLifecycle:
         if raw is None:
             raise UcError("BadRequestException", "the request body must be a JSON object")
         columns = raw.get("columns")
-        # The columns' string-or-object types are checked by the generated serde below.
-        body = model(
-            "delta.models",
-            "DeltaCreateTableRequest",
-            {**raw, "columns": {"type": "struct", "fields": []}},
-        )
+        body = model(delta_api.DeltaCreateTableRequest, raw)
         catalog, schema = r.params["catalog"], r.params["schema"]
         name = self.catalogs.check_name(body.name, "table")
         kind = getattr(body.table_type, "value", body.table_type)
@@ -165,7 +161,7 @@ class TableLifecycle:
 
     def uc_create_staging_table(self, r: UcRequest) -> dict[str, Any]:
         """The UC API's ``POST /staging-tables`` (``StagingTableInfo``)."""
-        body = model("client.models", "CreateStagingTable", r.body)
+        body = model(catalog_api.CreateStagingTable, r.body)
         record = self.stage(r.principal, body.catalog_name, body.schema_name, body.name)
         return {
             "name": record.name,
@@ -267,7 +263,7 @@ class TableLifecycle:
         from deltalog.exceptions import AlreadyExistsError
 
         self.catalogs.require(r.principal, "admin", "rename a table")
-        body = model("delta.models", "DeltaRenameTableRequest", r.body)
+        body = model(delta_api.DeltaRenameTableRequest, r.body)
         new = self.catalogs.check_name(body.new_name, "table")
         record = self._record(r)
         try:
@@ -311,12 +307,16 @@ class TableLifecycle:
 
     def report_metrics(self, r: UcRequest) -> None:
         self.catalogs.require(r.principal, "writer", "report metrics")
-        body = model("delta.models", "DeltaReportMetricsRequest", r.body)
+        body = model(delta_api.DeltaReportMetricsRequest, r.body)
         record = self._record(r)
         if str(body.table_id).lower() != self._uuid(record):
             raise UcError(
                 "InvalidParameterValueException",
                 f"table-id {body.table_id} is not the table's ({self._uuid(record)})",
             )
-        report = body.report.to_dict() if body.report is not None else {}
+        report = (
+            body.report.model_dump(mode="json", by_alias=True, exclude_none=True)
+            if body.report is not None
+            else {}
+        )
         _log.info(json.dumps({"event": "metrics", "table": self._names(r), "report": report}))
