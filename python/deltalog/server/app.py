@@ -120,6 +120,7 @@ _TABLE_OPS = {
     "exists": Operation("POST", m.TableExistsRequest, "reader", "table_exists"),
     "drop": Operation("POST", None, "admin", "drop_table"),
     "deregister": Operation("POST", m.DeregisterTableRequest, "admin", "deregister_table"),
+    "rename": Operation("POST", m.RenameTableRequest, "admin", "rename_table"),
     "declare": Operation("POST", m.DeclareTableRequest, "writer", "declare_table"),
     "create": Operation("POST", None, "writer", "create_table"),
     "version/list": Operation("POST", None, "reader", "list_table_versions"),

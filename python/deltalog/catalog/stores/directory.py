@@ -218,6 +218,44 @@ class DirectoryCatalog(Catalog):
             )
         _native.delete_tree(self.table_uri(name), self.storage_options)
 
+    def rename_table(self, from_name: Identifier, to_name: Identifier) -> DeltaTable:
+        """Renames the table's directory (a directory catalog's table is its directory: "Lance
+        Directory Catalog"). Local directories only: an object store has no rename, and
+        copying every object is not a rename. Refused when the table names any file by an
+        absolute path into its own directory (the rename would break it), and while the new
+        name is taken. A writer that has the old location open keeps writing there: rename a
+        table nobody writes to."""
+        import pyarrow.compute as pc
+
+        from deltalog.exceptions import AlreadyExistsError
+
+        source = self.table_uri(from_name)
+        table = self.load_table(from_name)  # an existing Delta table
+        local = self._local(source)
+        if local is None:
+            raise UnsupportedFeatureError(
+                f"the directory catalog {self.path} is on an object store, which cannot rename "
+                f"a table's directory ({source}); copy it with DeltaTable.clone and drop it"
+            )
+        self._check_not_link(source)
+        actions = table.get_add_actions()
+        paths = actions.column("path")
+        absolute = pc.or_(pc.starts_with(paths, "/"), pc.match_substring(paths, "://"))
+        dv = actions.column("deletion_vector")
+        on_path = pc.equal(pc.struct_field(dv, "storage_type"), "p")
+        if pc.any(absolute).as_py() or pc.any(on_path).as_py():
+            raise UnsupportedFeatureError(
+                f"table {from_name!r} names files or deletion vectors by absolute path: renaming "
+                f"its directory {source} would break it"
+            )
+        target = self._new_table_uri(to_name)
+        target_local = self._local(target)
+        assert target_local is not None  # the catalog's own directory is local
+        if self.table_exists(to_name) and os.path.realpath(target_local) != os.path.realpath(local):
+            raise AlreadyExistsError(f"the directory catalog {self.path} has a table {to_name!r}")
+        os.rename(local, target_local)
+        return self.load_table(to_name)
+
     def _create_from_data(self, name: Identifier, data: Any, mode: WriteMode, **kwargs: Any) -> int:
         from deltalog.table.write import write_table
 

@@ -510,6 +510,23 @@ class CatalogService(VersionRoutes):
             id=r.names, location=record.location, properties=dict(record.properties or {})
         )
 
+    def rename_table(self, r: Request) -> m.RenameTableResponse:
+        """``RenameTable``: a new name, and with ``new_namespace_id`` a new namespace (which
+        must exist); the table keeps its location, its files and its commits."""
+        body: m.RenameTableRequest = r.body
+        record = self._table(r.names)
+        names = list(r.names[:-1] if body.new_namespace_id is None else body.new_namespace_id)
+        for name in [*names, body.new_table_name]:
+            check_name(name)
+        pid = self._namespace_id(names)
+        try:
+            self.store.rename_table(record.id, body.new_table_name, pid)
+        except AlreadyExistsError as e:
+            raise RestError(p.TABLE_ALREADY_EXISTS, str(e)) from e
+        except NamespaceNotFoundError as e:
+            raise RestError(p.NAMESPACE_NOT_FOUND, str(e)) from e
+        return m.RenameTableResponse()
+
     def drop_table(self, r: Request) -> m.DropTableResponse:
         record = self._table(r.names)
         try:

@@ -21,7 +21,7 @@ import json
 import os
 import threading
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, TypeVar
 
 import urllib3
@@ -34,7 +34,12 @@ from lance_namespace_urllib3_client import (
 )
 from lance_namespace_urllib3_client.exceptions import ApiException
 
-from deltalog.catalog.base import Catalog, Identifier
+from deltalog.catalog.base import (
+    Catalog,
+    Identifier,
+    PropertiesUpdateSummary,
+    plan_properties_update,
+)
 from deltalog.catalog.clients.rest import protocol as p
 from deltalog.catalog.clients.rest.errors import _TRANSIENT, _NoAnswer, translate
 from deltalog.catalog.clients.rest.table_client import (
@@ -213,6 +218,36 @@ class RestCatalog(Catalog):
             request,
             idempotent=False,
         )
+
+    def load_namespace_properties(self, namespace: Identifier) -> dict[str, str]:
+        return self.namespace_properties(namespace)
+
+    def update_namespace_properties(
+        self,
+        namespace: Identifier,
+        removals: Iterable[str] | None = None,
+        updates: Mapping[str, str] | None = None,
+    ) -> PropertiesUpdateSummary:
+        """The Lance Namespace protocol has no call that changes some of a namespace's
+        properties: this reads them (``DescribeNamespace``) and writes the result whole
+        (``CreateNamespace`` with mode ``overwrite``). Two clients updating one namespace at
+        once may lose one's change; tables and their commits are untouched either way."""
+        after, summary = plan_properties_update(
+            self.namespace_properties(namespace), removals, updates
+        )
+        ns_api, _ = self._apis()
+        names, wire = self._id(namespace)
+        if not names:
+            raise InvalidArgumentError("the catalog's root namespace keeps no properties")
+        request = m.CreateNamespaceRequest(id=names, mode="overwrite", properties=after)
+        self._call(
+            f"update namespace {namespace!r}",
+            ns_api.create_namespace,
+            wire,
+            request,
+            idempotent=True,
+        )
+        return summary
 
     def namespace_properties(self, namespace: Identifier) -> dict[str, str]:
         """The namespace's properties."""
@@ -441,6 +476,28 @@ class RestCatalog(Catalog):
         if not record.managed:
             raise InvalidArgumentError(f"{name!r} is storage-managed (registered), not managed")
         return RestTableClient(self, list(record.id))  # type: ignore[call-overload]
+
+    def rename_table(self, from_name: Identifier, to_name: Identifier) -> DeltaTable:
+        """``RenameTable``: the table keeps its location, files and commits; ``to_name`` may
+        be in another namespace (which must exist). The server's admins only."""
+        _, t_api = self._apis()
+        names, wire = self._id(from_name)
+        target = self._wire_names(self._names(to_name))
+        request = m.RenameTableRequest(
+            id=names, new_table_name=target[-1], new_namespace_id=target[:-1]
+        )
+        try:
+            self._call(
+                f"rename table {from_name!r}", t_api.rename_table, wire, request, idempotent=False
+            )
+        except _NoAnswer as e:
+            # The rename may have landed: it did when the new name is taken and the old free.
+            if not (self.table_exists(to_name) and not self.table_exists(from_name)):
+                raise CatalogUnavailableError(
+                    f"rename table {from_name!r}: no answer, and the catalog still holds "
+                    f"{from_name!r} or no {to_name!r}: the rename did not land ({e})"
+                ) from e
+        return self.load_table(to_name)
 
     def drop_table(self, name: Identifier, purge: bool = True) -> None:
         """Removes the table: with ``purge`` the server deletes its files too, without it the
