@@ -376,8 +376,9 @@ INTENDED = {
     ("GET", "/v1/table?limit=100000", ""): 400,
     # behavior Cascade drops what the namespace holds; the adapter refuses.
     ("POST", "/v1/namespace/p0/drop", '{"behavior": "Cascade"}'): 200,
+    # deltalog serves RenameTable (the adapter answers 406).
+    ("POST", "/v1/table/p0%24t1/rename", '{"new_table_name": "t2"}'): 200,
     # Operations deltalog does not serve: code 0 (Unsupported, 406).
-    ("POST", "/v1/table/p1%24x/rename", "{}"): 406,
     ("GET", "/v1/nothing", ""): 406,
 }
 
@@ -424,6 +425,7 @@ _STEPS: list[tuple[str, str, str]] = [
     ("POST", "/v1/table/p0%24t1/declare", "{}"),
     ("GET", "/v1/namespace/p0/table/list", ""),
     ("GET", "/v1/table?limit=100000", ""),
+    ("POST", "/v1/table/p0%24t1/rename", '{"new_table_name": "t2"}'),
     ("POST", "/v1/namespace/p0/drop", '{"behavior": "Cascade"}'),
     ("POST", "/v1/table/p1%24x/rename", "{}"),
     ("GET", "/v1/nothing", ""),
