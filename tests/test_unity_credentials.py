@@ -5,8 +5,8 @@ policy narrowed to the table's prefix (``server/unity/credentials.py``).
 moto's server (S3 and STS on loopback) answers AssumeRole but does not enforce session
 policies, so the policy document itself is checked here too: its exact statements, and what a
 small evaluator of IAM's ``Allow`` / ``StringLike`` rules says it lets through. The routes are
-driven against a real server process whose warehouse is on moto's S3, with the generated
-``unitycatalog-client``; the vended keys are used with boto3."""
+driven against a real server process whose warehouse is on moto's S3, with plain HTTP
+(``unity_helpers.Uc``); the vended keys are used with boto3."""
 
 from __future__ import annotations
 
@@ -24,24 +24,15 @@ from typing import Any
 import boto3
 import pyarrow as pa
 import pytest
-from unitycatalog.client.api.tables_api import TablesApi
-from unitycatalog.client.api.temporary_credentials_api import TemporaryCredentialsApi
-from unitycatalog.client.models import (
-    GenerateTemporaryPathCredential,
-    GenerateTemporaryTableCredential,
-    PathOperation,
-    TableOperation,
-)
 
 import catalog_server
 import deltalog as dl
 from deltalog.catalog.clients.unity.errors import UcError
-from deltalog.catalog.clients.unity.generated import (
-    DeltaTablesApi,
-    DeltaTemporaryCredentialsApi,
-    delta_model,
-)
 from deltalog.exceptions import InvalidArgumentError
+from deltalog.protocol.unity.catalog_api import (
+    GenerateTemporaryPathCredential,
+    GenerateTemporaryTableCredential,
+)
 from deltalog.server.auth import add_token
 from deltalog.server.unity.credentials import (
     CredentialVendor,
@@ -50,7 +41,17 @@ from deltalog.server.unity.credentials import (
     session_policy,
     vendor_from_config,
 )
-from unity_helpers import Uc, delta_error, uc_error
+from unity_helpers import (
+    DeltaTablesApi,
+    DeltaTemporaryCredentialsApi,
+    TablesApi,
+    TemporaryCredentialsApi,
+    Uc,
+    delta_error,
+    delta_model,
+    dump,
+    uc_error,
+)
 
 BUCKET = "vended"
 ROLE = "arn:aws:iam::123456789012:role/deltalog-vended"
@@ -471,7 +472,7 @@ def test_table_credentials_work(vending: Any, moto: tuple[str, dict[str, str], A
         now_ms = time.time() * 1000
         assert now_ms < credential.expiration_time_ms <= now_ms + DURATION * 1000 + 60_000
         assert credential.expiration_time_ms > now_ms + (DURATION - 120) * 1000
-        config = credential.config.to_dict()
+        config = dump(credential.config)
         assert set(config) >= {"s3.access-key-id", "s3.secret-access-key", "s3.session-token"}
         # Never the server's own keys.
         assert config["s3.access-key-id"] != options["AWS_ACCESS_KEY_ID"]
@@ -502,7 +503,7 @@ def test_table_credentials_work(vending: Any, moto: tuple[str, dict[str, str], A
         "sales",
         "orders",
     )
-    assert again.storage_credentials[0].config.to_dict() == seen["READ"]
+    assert dump(again.storage_credentials[0].config) == seen["READ"]
     # The table still reads through the catalog with the server's own storage options.
     cat = dl.connect_catalog(
         {"type": "rest", "uri": vending.url, "token": vending.keys["reader"]},
@@ -518,7 +519,7 @@ def test_uc_temporary_table_credentials(vending: Any) -> None:
     answer = reader(
         TemporaryCredentialsApi,
         "generate_temporary_table_credentials",
-        GenerateTemporaryTableCredential(table_id=info.table_id, operation=TableOperation.READ),
+        GenerateTemporaryTableCredential(table_id=info.table_id, operation="READ"),
     )
     aws = answer.aws_temp_credentials
     assert aws is not None and aws.access_key_id and aws.secret_access_key and aws.session_token
@@ -529,9 +530,7 @@ def test_uc_temporary_table_credentials(vending: Any) -> None:
     written = writer(
         TemporaryCredentialsApi,
         "generate_temporary_table_credentials",
-        GenerateTemporaryTableCredential(
-            table_id=info.table_id, operation=TableOperation.READ_WRITE
-        ),
+        GenerateTemporaryTableCredential(table_id=info.table_id, operation="READ_WRITE"),
     )
     assert written.aws_temp_credentials.access_key_id not in (aws.access_key_id, "testing")
 
@@ -559,9 +558,7 @@ def test_roles_and_paths(vending: Any) -> None:
         reader.error(
             TemporaryCredentialsApi,
             "generate_temporary_table_credentials",
-            GenerateTemporaryTableCredential(
-                table_id=info.table_id, operation=TableOperation.READ_WRITE
-            ),
+            GenerateTemporaryTableCredential(table_id=info.table_id, operation="READ_WRITE"),
         ),
         "PERMISSION_DENIED",
         403,
@@ -588,7 +585,7 @@ def test_roles_and_paths(vending: Any) -> None:
             admin.error(
                 TemporaryCredentialsApi,
                 "generate_temporary_path_credentials",
-                GenerateTemporaryPathCredential(url=outside, operation=PathOperation.PATH_READ),
+                GenerateTemporaryPathCredential(url=outside, operation="PATH_READ"),
             ),
             "PERMISSION_DENIED",
             403,
@@ -619,7 +616,7 @@ def test_roles_and_paths(vending: Any) -> None:
     answer = admin(
         TemporaryCredentialsApi,
         "generate_temporary_path_credentials",
-        GenerateTemporaryPathCredential(url=inside, operation=PathOperation.PATH_READ_WRITE),
+        GenerateTemporaryPathCredential(url=inside, operation="PATH_READ_WRITE"),
     )
     assert answer.aws_temp_credentials.session_token and answer.url == inside
     # A wildcard in a path is refused, not turned into a wider policy.
@@ -653,7 +650,7 @@ def test_staging_table_credentials(vending: Any, moto: tuple[str, dict[str, str]
     [again] = creds.storage_credentials
     assert again.prefix == staged.location + "/" and again.operation.value == "READ_WRITE"
     # The keys write the staging table's files.
-    s3 = client_of(endpoint, again.config.to_dict())
+    s3 = client_of(endpoint, dump(again.config))
     key = key_of(staged.location) + "/part-0.parquet"
     s3.put_object(Bucket=BUCKET, Key=key, Body=b"not yet a table")
     assert s3.get_object(Bucket=BUCKET, Key=key)["Body"].read() == b"not yet a table"
@@ -692,9 +689,7 @@ def test_without_a_vendor_s3_is_501(
             reader.error(
                 TemporaryCredentialsApi,
                 "generate_temporary_table_credentials",
-                GenerateTemporaryTableCredential(
-                    table_id=info.table_id, operation=TableOperation.READ
-                ),
+                GenerateTemporaryTableCredential(table_id=info.table_id, operation="READ"),
             ),
             "UNIMPLEMENTED",
             501,

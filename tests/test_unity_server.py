@@ -1,5 +1,6 @@
-"""The Unity Catalog routes of ``deltalog catalog serve`` (issue #32), driven by the generated
-``unitycatalog-client`` against a real server process on loopback: the UC API's catalogs,
+"""The Unity Catalog routes of ``deltalog catalog serve`` (issue #32), driven by plain HTTP
+(``unity_helpers.Uc``: urllib3, answers checked against the specs' models) against a real
+server process on loopback: the UC API's catalogs,
 schemas, tables and credentials, the Delta API v1's whole table life cycle and commit
 protocol, UC's error shapes and statuses, and governance by the same tokens and roles as the
 Lance routes. Commits are written by hand (pyarrow's parquet, hand-written JSON), not by
@@ -13,32 +14,35 @@ from typing import Any
 
 import pyarrow as pa
 import pytest
-from unitycatalog.client.api.catalogs_api import CatalogsApi
-from unitycatalog.client.api.schemas_api import SchemasApi
-from unitycatalog.client.api.tables_api import TablesApi
-from unitycatalog.client.api.temporary_credentials_api import TemporaryCredentialsApi
-from unitycatalog.client.models import (
-    CreateCatalog,
-    CreateSchema,
-    GenerateTemporaryTableCredential,
-    TableOperation,
-)
 
 import catalog_server
 import deltalog as dl
-from deltalog.catalog.clients.unity.generated import (
+from deltalog.protocol.unity.catalog_api import (
+    CreateCatalog,
+    CreateSchema,
+    GenerateTemporaryTableCredential,
+)
+from deltalog.server.auth import add_token
+from unity_helpers import (
+    CatalogsApi,
     DeltaConfigurationApi,
     DeltaTablesApi,
     DeltaTemporaryCredentialsApi,
+    SchemasApi,
+    TablesApi,
+    TemporaryCredentialsApi,
+    Uc,
+    commit_of,
+    delta_error,
     delta_model,
+    dump,
+    staged_commit,
+    uc_error,
 )
-from deltalog.server.auth import add_token
-from unity_helpers import Uc, commit_of, delta_error, staged_commit, uc_error
 
 
 def update(requirements: list[dict[str, Any]], updates: list[dict[str, Any]]) -> Any:
-    """A ``DeltaUpdateTableRequest`` (its generated model, built through ``model_validate``
-    per item: the generated ``from_dict`` of 0.7.0 drops the fields of ``allOf`` subtypes)."""
+    """A ``DeltaUpdateTableRequest`` (the spec's model, each item validated by its own)."""
     req_models = {"assert-table-uuid": "DeltaAssertTableUUID", "assert-etag": "DeltaAssertEtag"}
     upd_models = {
         "add-commit": "DeltaAddCommitUpdate",
@@ -139,8 +143,8 @@ def test_table_listing_carries_what_engines_need(server: Any) -> None:
     assert info.data_source_format.value == "DELTA"
     location = Path(cat.describe_table(["main", "sales", "orders"]).location)
     assert info.storage_location == location.as_uri()
-    assert info.properties["delta.feature.catalogManaged"] == "supported"
-    assert info.properties["delta.enableInCommitTimestamps"] == "true"
+    assert info.properties.root["delta.feature.catalogManaged"] == "supported"
+    assert info.properties.root["delta.enableInCommitTimestamps"] == "true"
     columns = {c.name: c for c in info.columns}
     expected = {
         "id": ("bigint", "LONG"),
@@ -161,16 +165,14 @@ def test_table_listing_carries_what_engines_need(server: Any) -> None:
     credentials = uc(
         TemporaryCredentialsApi,
         "generate_temporary_table_credentials",
-        GenerateTemporaryTableCredential(table_id=info.table_id, operation=TableOperation.READ),
+        GenerateTemporaryTableCredential(table_id=info.table_id, operation="READ"),
     )
     assert credentials.aws_temp_credentials is None and credentials.url == info.storage_location
     uc_error(
         uc.error(
             TemporaryCredentialsApi,
             "generate_temporary_table_credentials",
-            GenerateTemporaryTableCredential(
-                table_id=info.table_id, operation=TableOperation.READ_WRITE
-            ),
+            GenerateTemporaryTableCredential(table_id=info.table_id, operation="READ_WRITE"),
         ),
         "PERMISSION_DENIED",
         403,
@@ -391,7 +393,7 @@ def test_staging_create_rename_delete(server: Any, tmp_path: Path) -> None:
     import shutil
 
     shutil.rmtree(Path(location) / "_delta_log")
-    version_zero(location, staged.table_id, [1, 2])
+    version_zero(location, str(staged.table_id), [1, 2])
     created = writer(DeltaTablesApi, "create_table", "main", "sales", request)
     assert created.latest_table_version == 0 and created.metadata.table_uuid == staged.table_id
     assert created.metadata.properties["delta.feature.catalogManaged"] == "supported"
@@ -401,11 +403,11 @@ def test_staging_create_rename_delete(server: Any, tmp_path: Path) -> None:
     dl.write_table(t, pa.table({"id": pa.array([3], pa.int64())}), mode="append")
     assert writer(DeltaTablesApi, "load_table", "main", "sales", "events").latest_table_version == 1
     # Metrics (the table-id must be the table's), exists, rename, delete.
-    metrics = delta_model("DeltaReportMetricsRequest").from_dict(
-        {"table-id": staged.table_id, "report": {"commit-report": {"num-files-added": 1}}}
+    metrics = delta_model("DeltaReportMetricsRequest").model_validate(
+        {"table-id": str(staged.table_id), "report": {"commit-report": {"num-files-added": 1}}}
     )
     writer(DeltaTablesApi, "report_metrics", "main", "sales", "events", metrics)
-    wrong = delta_model("DeltaReportMetricsRequest").from_dict(
+    wrong = delta_model("DeltaReportMetricsRequest").model_validate(
         {"table-id": "00000000-0000-0000-0000-000000000000"}
     )
     delta_error(
@@ -414,7 +416,7 @@ def test_staging_create_rename_delete(server: Any, tmp_path: Path) -> None:
         400,
     )
     writer(DeltaTablesApi, "table_exists", "main", "sales", "events")
-    rename = delta_model("DeltaRenameTableRequest").from_dict({"new-name": "events2"})
+    rename = delta_model("DeltaRenameTableRequest").model_validate({"new-name": "events2"})
     delta_error(
         writer.error(DeltaTablesApi, "rename_table", "main", "sales", "events", rename),
         "PermissionDeniedException",
@@ -434,8 +436,8 @@ def test_staging_create_rename_delete(server: Any, tmp_path: Path) -> None:
     # An external table (written by deltalake): registered by an admin, read by path.
     outside = tmp_path / "external"
     deltalake.write_deltalake(str(outside), pa.table({"id": pa.array([7], pa.int64())}))
-    external = delta_model("DeltaCreateTableRequest").from_dict(
-        {**create_request("ext", outside.as_uri()).to_dict(), "table-type": "EXTERNAL"}
+    external = delta_model("DeltaCreateTableRequest").model_validate(
+        {**dump(create_request("ext", outside.as_uri())), "table-type": "EXTERNAL"}
     )
     delta_error(
         writer.error(DeltaTablesApi, "create_table", "main", "sales", external),
@@ -451,7 +453,7 @@ def test_staging_create_rename_delete(server: Any, tmp_path: Path) -> None:
 
 
 def create_request(name: str, location: str) -> Any:
-    return delta_model("DeltaCreateTableRequest").from_dict(
+    return delta_model("DeltaCreateTableRequest").model_validate(
         {
             "name": name,
             "location": location,
@@ -530,7 +532,7 @@ def version_zero(location: str, table_id: str, values: list[int]) -> None:
 def test_managed_table_through_the_uc_api(server: Any) -> None:
     """UC API clients (UC 0.5's Spark connector) create a managed table with POST
     /staging-tables, version 0 written at the staging location, then POST /tables."""
-    from unitycatalog.client.models import (
+    from deltalog.protocol.unity.catalog_api import (
         ColumnInfo,
         ColumnTypeName,
         CreateStagingTable,
@@ -553,7 +555,7 @@ def test_managed_table_through_the_uc_api(server: Any) -> None:
     column = ColumnInfo(
         name="id",
         type_text="bigint",
-        type_name=ColumnTypeName.LONG,
+        type_name=ColumnTypeName.long,
         type_json=json.dumps({"name": "id", "type": "long", "nullable": True, "metadata": {}}),
         position=0,
         nullable=True,
@@ -562,8 +564,8 @@ def test_managed_table_through_the_uc_api(server: Any) -> None:
         name="t",
         catalog_name="main",
         schema_name="sales",
-        table_type=TableType.MANAGED,
-        data_source_format=DataSourceFormat.DELTA,
+        table_type=TableType.managed,
+        data_source_format=DataSourceFormat.delta,
         columns=[column],
         storage_location=staged.staging_location,
     )
@@ -579,7 +581,7 @@ def test_managed_table_through_the_uc_api(server: Any) -> None:
 def test_credential_routes_of_a_local_warehouse(server: Any) -> None:
     """The generated client on every credential route: a local table needs no credentials
     (an empty list, the URL as it is); paths only inside the warehouse; roles as for data."""
-    from unitycatalog.client.models import GenerateTemporaryPathCredential, PathOperation
+    from deltalog.protocol.unity.catalog_api import GenerateTemporaryPathCredential
 
     cat = make_table(server, [1])
     location = str(cat.describe_table(["main", "sales", "orders"]).location)
@@ -614,7 +616,7 @@ def test_credential_routes_of_a_local_warehouse(server: Any) -> None:
     path = admin(
         TemporaryCredentialsApi,
         "generate_temporary_path_credentials",
-        GenerateTemporaryPathCredential(url=inside, operation=PathOperation.PATH_READ_WRITE),
+        GenerateTemporaryPathCredential(url=inside, operation="PATH_READ_WRITE"),
     )
     assert path.url == inside and path.expiration_time
     writer = Uc(server.url, server.keys["writer"])
@@ -622,7 +624,7 @@ def test_credential_routes_of_a_local_warehouse(server: Any) -> None:
         writer.error(
             TemporaryCredentialsApi,
             "generate_temporary_path_credentials",
-            GenerateTemporaryPathCredential(url=inside, operation=PathOperation.PATH_READ_WRITE),
+            GenerateTemporaryPathCredential(url=inside, operation="PATH_READ_WRITE"),
         ),
         "PERMISSION_DENIED",
         403,

@@ -1,11 +1,14 @@
 """deltalog's Unity Catalog client: ``dl.connect_catalog({"type": "unity", "uri": …, "token": …,
 "catalog": …})`` lists, creates, loads, writes and drops the tables of one catalog of any UC
-server speaking the UC API and the UC Delta API (``../shared/spec/unitycatalog-*``), through
-the generated ``unitycatalog-client`` (:mod:`deltalog.catalog.clients.unity.generated`,
-:mod:`deltalog.catalog.clients.unity.transport`).
+server speaking the UC API and the UC Delta API (``../shared/spec/unitycatalog-*``), over
+synchronous HTTP (:mod:`deltalog.catalog.clients.unity.transport`, urllib3) with the models
+generated from those specs (:mod:`deltalog.protocol.unity`).
 
 Names are ``schema.table`` (or ``catalog.schema.table`` naming the configured catalog, or
-``table`` in the configured default ``schema``); the namespaces are the catalog's schemas.
+``table`` in the configured default ``schema``); the namespaces are the catalog's schemas,
+their properties the schema's (``getSchema`` / ``updateSchema``, which replaces them whole).
+A table is renamed within its schema only (the Delta API's ``renameTable``: "Cross-schema and
+cross-catalog moves are not supported").
 
 A catalog-managed table (``delta.feature.catalogManaged = supported``) is read and written
 through :class:`UnityTableClient`, deltalog's :class:`~deltalog.catalog.CatalogClient` over
@@ -39,17 +42,25 @@ import logging
 import os
 import threading
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, cast
 
-from deltalog.catalog.base import Catalog, Identifier
+from deltalog.catalog.base import (
+    Catalog,
+    Identifier,
+    PropertiesUpdateSummary,
+    plan_properties_update,
+)
 from deltalog.catalog.clients.unity.table_client import UnityTableClient
-from deltalog.catalog.clients.unity.transport import Transport
+from deltalog.catalog.clients.unity.transport import Transport, path
 from deltalog.exceptions import (
     CatalogPermissionError,
     InvalidArgumentError,
+    NamespaceNotFoundError,
     TableNotFoundError,
+    UnsupportedFeatureError,
 )
+from deltalog.protocol.unity import catalog_api, delta_api
 
 if TYPE_CHECKING:
     from deltalog.table.delta_table import DeltaTable
@@ -72,14 +83,16 @@ def _local(location: str) -> str | None:
     return None if "://" in location else location
 
 
-def _storage_options(credentials: Sequence[Any], base: Mapping[str, str] | None) -> dict[str, str]:
+def _storage_options(
+    credentials: Sequence[delta_api.DeltaStorageCredential], base: Mapping[str, str] | None
+) -> dict[str, str]:
     """object_store options from vended ``DeltaStorageCredential`` s (the longest prefix
     first), over the catalog's own ``base`` options (endpoint, region…)."""
     options = dict(base or {})
     if not credentials:
         return options
     best = max(credentials, key=lambda c: len(c.prefix or ""))
-    config = best.config.to_dict() if best.config is not None else {}
+    config = best.config.model_dump(by_alias=True) if best.config is not None else {}
     mapping = {
         "s3.access-key-id": "aws_access_key_id",
         "s3.secret-access-key": "aws_secret_access_key",
@@ -120,30 +133,16 @@ class UnityCatalog(Catalog):
     def __repr__(self) -> str:
         return f"UnityCatalog({self.uri!r}, catalog={self.catalog!r})"
 
-    # -- the generated APIs ------------------------------------------------------------------
+    # -- requests ----------------------------------------------------------------------------
 
-    def call(
-        self, what: str, api: str, method: str, *args: Any, idempotent: bool, **kw: Any
-    ) -> Any:
-        """``<api>(client).<method>(...)`` (an API class of the generated client by name)."""
-        from unitycatalog.client.api import catalogs_api, schemas_api, tables_api
+    @property
+    def transport(self) -> Transport:
+        """The HTTP connections (:mod:`deltalog.catalog.clients.unity.transport`)."""
+        return self._transport
 
-        from deltalog.catalog.clients.unity import generated
-
-        apis = {
-            "catalogs": catalogs_api.CatalogsApi,
-            "schemas": schemas_api.SchemasApi,
-            "tables": tables_api.TablesApi,
-            "delta": generated.DeltaTablesApi,
-            "delta_config": generated.DeltaConfigurationApi,
-            "delta_credentials": generated.DeltaTemporaryCredentialsApi,
-        }
-        return self._transport.call(what, apis[api], method, *args, idempotent=idempotent, **kw)
-
-    def model(self, name: str, document: dict[str, Any]) -> Any:
-        from deltalog.catalog.clients.unity.generated import delta_model
-
-        return delta_model(name).from_dict(document)
+    def _delta_route(self, schema: str, *rest: str) -> str:
+        """A Delta API path below ``/delta/v1/catalogs/<catalog>/schemas/<schema>``."""
+        return path("delta", "v1", "catalogs", self.catalog, "schemas", schema, *rest)
 
     # -- names -------------------------------------------------------------------------------
 
@@ -174,22 +173,20 @@ class UnityCatalog(Catalog):
     def list_namespaces(self, namespace: Identifier | None = None) -> list[str]:
         if namespace is not None:
             if not self.namespace_exists(namespace):
-                from deltalog.exceptions import NamespaceNotFoundError
-
                 raise NamespaceNotFoundError(f"schema {namespace!r} does not exist")
             return []  # schemas hold no namespaces
         names: list[str] = []
         token = None
         while True:
-            page = self.call(
+            page = self._transport.request(
                 f"list the schemas of {self.catalog}",
-                "schemas",
-                "list_schemas",
-                catalog_name=self.catalog,
-                page_token=token,
+                "GET",
+                path("schemas"),
+                query={"catalog_name": self.catalog, "page_token": token},
+                answer=catalog_api.ListSchemasResponse,
                 idempotent=True,
             )
-            names += [s.name for s in page.schemas or []]
+            names += [s.name for s in page.schemas or [] if s.name]
             token = page.next_page_token
             if not token:
                 return sorted(names)
@@ -197,41 +194,70 @@ class UnityCatalog(Catalog):
     def create_namespace(
         self, namespace: Identifier, properties: Mapping[str, str] | None = None
     ) -> None:
-        from unitycatalog.client.models.create_schema import CreateSchema
-
+        """Creates schema ``namespace`` with ``properties`` (the UC API's ``createSchema``)."""
         schema = self._schema(namespace)
-        self.call(
+        props = dict(properties or {})
+        request = catalog_api.CreateSchema.model_validate(
+            {"name": schema, "catalog_name": self.catalog, "properties": props or None}
+        )
+        self._transport.request(
             f"create schema {schema}",
-            "schemas",
-            "create_schema",
-            CreateSchema(
-                name=schema, catalog_name=self.catalog, properties=dict(properties or {}) or None
-            ),
+            "POST",
+            path("schemas"),
+            body=request,
+            answer=catalog_api.SchemaInfo,
             idempotent=False,
         )
 
+    def _get_schema(self, schema: str) -> catalog_api.SchemaInfo:
+        return self._transport.request(
+            f"get schema {schema}",
+            "GET",
+            path("schemas", f"{self.catalog}.{schema}"),
+            answer=catalog_api.SchemaInfo,
+            idempotent=True,
+        )
+
+    def load_namespace_properties(self, namespace: Identifier) -> dict[str, str]:
+        """The schema's properties (the UC API's ``getSchema``)."""
+        found = self._get_schema(self._schema(namespace))
+        return dict(found.properties.root) if found.properties is not None else {}
+
+    def update_namespace_properties(
+        self,
+        namespace: Identifier,
+        removals: Iterable[str] | None = None,
+        updates: Mapping[str, str] | None = None,
+    ) -> PropertiesUpdateSummary:
+        """Removes ``removals`` and sets ``updates`` on the schema's properties: read with
+        ``getSchema``, written whole with ``updateSchema`` (its ``properties`` replace the
+        schema's; UC has no finer update, so a concurrent update of the same schema may be
+        lost)."""
+        schema = self._schema(namespace)
+        current = self.load_namespace_properties(schema)
+        after, summary = plan_properties_update(current, removals, updates)
+        self._transport.request(
+            f"update the properties of schema {schema}",
+            "PATCH",
+            path("schemas", f"{self.catalog}.{schema}"),
+            body=catalog_api.UpdateSchema.model_validate({"properties": after}),
+            answer=catalog_api.SchemaInfo,
+            idempotent=False,
+        )
+        return summary
+
     def drop_namespace(self, namespace: Identifier) -> None:
         schema = self._schema(namespace)
-        self.call(
+        self._transport.request(
             f"delete schema {schema}",
-            "schemas",
-            "delete_schema",
-            f"{self.catalog}.{schema}",
+            "DELETE",
+            path("schemas", f"{self.catalog}.{schema}"),
             idempotent=False,
         )
 
     def namespace_exists(self, namespace: Identifier) -> bool:
-        from deltalog.exceptions import NamespaceNotFoundError
-
-        schema = self._schema(namespace)
         try:
-            self.call(
-                f"get schema {schema}",
-                "schemas",
-                "get_schema",
-                f"{self.catalog}.{schema}",
-                idempotent=True,
-            )
+            self._get_schema(self._schema(namespace))
         except (NamespaceNotFoundError, TableNotFoundError):
             return False
         return True
@@ -252,16 +278,19 @@ class UnityCatalog(Catalog):
         for schema in schemas:
             token = None
             while True:
-                page = self.call(
+                page = self._transport.request(
                     f"list the tables of {self.catalog}.{schema}",
-                    "tables",
-                    "list_tables",
-                    catalog_name=self.catalog,
-                    schema_name=schema,
-                    page_token=token,
+                    "GET",
+                    path("tables"),
+                    query={
+                        "catalog_name": self.catalog,
+                        "schema_name": schema,
+                        "page_token": token,
+                    },
+                    answer=catalog_api.ListTablesResponse,
                     idempotent=True,
                 )
-                found = [t.name for t in page.tables or []]
+                found = [t.name for t in page.tables or [] if t.name]
                 names += found if namespace is not None else [f"{schema}.{t}" for t in found]
                 token = page.next_page_token
                 if not token:
@@ -271,34 +300,23 @@ class UnityCatalog(Catalog):
     def table_exists(self, name: Identifier) -> bool:
         try:
             schema, table = self._split(name)  # no table has a name the catalog refuses
-            self.call(
+            self._transport.request(
                 f"check table {schema}.{table}",
-                "delta",
-                "table_exists",
-                self.catalog,
-                schema,
-                table,
+                "HEAD",
+                self._delta_route(schema, "tables", table),
                 idempotent=True,
             )
-        except (TableNotFoundError, InvalidArgumentError):
+        except (TableNotFoundError, InvalidArgumentError, NamespaceNotFoundError):
             return False
-        except Exception as e:
-            from deltalog.exceptions import NamespaceNotFoundError
-
-            if isinstance(e, NamespaceNotFoundError):
-                return False
-            raise
         return True
 
-    def load_response(self, schema: str, table: str) -> Any:
-        """``loadTable`` of ``schema.table`` (the generated ``DeltaLoadTableResponse``)."""
-        return self.call(
+    def load_response(self, schema: str, table: str) -> delta_api.DeltaLoadTableResponse:
+        """``loadTable`` of ``schema.table``."""
+        return self._transport.request(
             f"load table {self.catalog}.{schema}.{table}",
-            "delta",
-            "load_table",
-            self.catalog,
-            schema,
-            table,
+            "GET",
+            self._delta_route(schema, "tables", table),
+            answer=delta_api.DeltaLoadTableResponse,
             idempotent=True,
         )
 
@@ -339,7 +357,11 @@ class UnityCatalog(Catalog):
                 "delta.clusteringColumns",
             }
             metadata = {
-                "schemaString": json.dumps(from_delta_api(meta.columns.to_dict())),
+                "schemaString": json.dumps(
+                    from_delta_api(
+                        meta.columns.model_dump(mode="json", by_alias=True, exclude_none=True)
+                    )
+                ),
                 "partitionColumns": list(meta.partition_columns or []),
                 "configuration": {
                     k: v
@@ -369,14 +391,12 @@ class UnityCatalog(Catalog):
         answer = None
         for operation in ("READ_WRITE", "READ"):
             try:
-                answer = self.call(
+                answer = self._transport.request(
                     f"credentials of {schema}.{table}",
-                    "delta_credentials",
-                    "get_table_credentials",
-                    operation=operation,
-                    catalog=self.catalog,
-                    var_schema=schema,
-                    table=table,
+                    "GET",
+                    self._delta_route(schema, "tables", table, "credentials"),
+                    query={"operation": operation},
+                    answer=delta_api.DeltaCredentialsResponse,
                     idempotent=True,
                 )
                 break
@@ -401,7 +421,7 @@ class UnityCatalog(Catalog):
         properties = dict(metadata.properties or {})
         if properties.get("delta.feature.catalogManaged") != "supported":
             return DeltaTable(location, version=version, storage_options=options)
-        client = UnityTableClient(self, schema, table, metadata.table_uuid, location, options)
+        client = UnityTableClient(self, schema, table, str(metadata.table_uuid), location, options)
         client.prime(loaded)
         return DeltaTable(location, version=version, storage_options=options, catalog_client=client)
 
@@ -421,8 +441,7 @@ class UnityCatalog(Catalog):
         if writer_features is not None:
             protocol["writer-features"] = list(writer_features)
         uri = location if "://" in location else "file://" + os.path.abspath(location)
-        request = self.model(
-            "DeltaCreateTableRequest",
+        request = delta_api.DeltaCreateTableRequest.model_validate(
             {
                 "name": table,
                 "location": uri,
@@ -435,13 +454,12 @@ class UnityCatalog(Catalog):
                 "last-commit-timestamp-ms": found._raw.timestamp() or 0,
             },
         )
-        self.call(
+        self._transport.request(
             f"register {schema}.{table}",
-            "delta",
-            "create_table",
-            self.catalog,
-            schema,
-            request,
+            "POST",
+            self._delta_route(schema, "tables"),
+            body=request,
+            answer=delta_api.DeltaLoadTableResponse,
             idempotent=False,
         )
         return self.load_table(name)
@@ -451,45 +469,60 @@ class UnityCatalog(Catalog):
         (``purge`` cannot keep them: UC's ``deleteTable`` has no such choice) and keeps an
         external table's."""
         schema, table = self._split(name)
-        self.call(
+        self._transport.request(
             f"delete table {schema}.{table}",
-            "delta",
-            "delete_table",
-            self.catalog,
-            schema,
-            table,
+            "DELETE",
+            self._delta_route(schema, "tables", table),
             idempotent=False,
         )
 
-    def rename_table(self, name: Identifier, new_name: str) -> None:
-        """Renames a table within its schema."""
-        schema, table = self._split(name)
-        self.call(
+    def rename_table(self, from_name: Identifier, to_name: Identifier) -> DeltaTable:
+        """Renames a table within its schema (the Delta API's ``renameTable``: "Cross-schema
+        and cross-catalog moves are not supported") and returns it. ``to_name`` is
+        ``schema.table`` (or ``catalog.schema.table``, or a bare table name in
+        ``from_name``'s schema).
+
+        Raises:
+            UnsupportedFeatureError: ``to_name`` is in another schema or catalog.
+        """
+        schema, table = self._split(from_name)
+        names = self._names(to_name)
+        if len(names) == 1:
+            names = [schema, *names]
+        elif len(names) == 3 and names[0] != self.catalog:
+            raise UnsupportedFeatureError(
+                f"UC renames a table within its schema: {to_name!r} is in catalog "
+                f"{names[0]!r}, not {self.catalog!r}"
+            )
+        new_schema, new_table = self._split(names)
+        if new_schema != schema:
+            raise UnsupportedFeatureError(
+                f"UC renames a table within its schema (renameTable: no cross-schema moves): "
+                f"{schema}.{table} cannot become {new_schema}.{new_table}"
+            )
+        self._transport.request(
             f"rename table {schema}.{table}",
-            "delta",
-            "rename_table",
-            self.catalog,
-            schema,
-            table,
-            self.model("DeltaRenameTableRequest", {"new-name": new_name}),
+            "POST",
+            self._delta_route(schema, "tables", table, "rename"),
+            body=delta_api.DeltaRenameTableRequest.model_validate({"new-name": new_table}),
             idempotent=False,
         )
+        return self.load_table([schema, new_table])
 
     def new_table_target(self, name: Identifier) -> tuple[str, Any | None]:
         schema, table = self._split(name)
-        staged = self.call(
+        staged = self._transport.request(
             f"create staging table {schema}.{table}",
-            "delta",
-            "create_staging_table",
-            self.catalog,
-            schema,
-            self.model("DeltaCreateStagingTableRequest", {"name": table}),
+            "POST",
+            self._delta_route(schema, "staging-tables"),
+            body=delta_api.DeltaCreateStagingTableRequest.model_validate({"name": table}),
+            answer=delta_api.DeltaStagingTableResponse,
             idempotent=False,
         )
         location = _local(staged.location) or staged.location
         options = _storage_options(list(staged.storage_credentials or []), self.storage_options)
         client = UnityTableClient(
-            self, schema, table, staged.table_id, location, options, creating=True
+            self, schema, table, str(staged.table_id), location, options, creating=True
         )
         return location, client
 

@@ -16,7 +16,7 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from deltalog.catalog import reports
-from deltalog.catalog.clients.unity.transport import NoAnswer, UcConflict
+from deltalog.catalog.clients.unity.transport import NoAnswer, UcConflict, path as uc_path
 from deltalog.exceptions import (
     CatalogError,
     CatalogThrottledError,
@@ -24,6 +24,7 @@ from deltalog.exceptions import (
     CommitOutcomeUnknownError,
 )
 from deltalog.protocol.catalog_client import RatifiedCommit, RatifiedCommits
+from deltalog.protocol.unity import delta_api
 
 if TYPE_CHECKING:
     from deltalog.catalog.clients.unity.client import UnityCatalog
@@ -51,17 +52,21 @@ def _update_table(
     table_uuid: str,
     what: str,
     updates: list[dict[str, Any]],
-) -> Any:
+) -> delta_api.DeltaLoadTableResponse:
     """``updateTable`` of ``schema.table`` (asserting its UUID) with ``updates``."""
-    request = catalog.model(
-        "DeltaUpdateTableRequest",
+    request = delta_api.DeltaUpdateTableRequest.model_validate(
         {
             "requirements": [{"type": "assert-table-uuid", "uuid": table_uuid}],
             "updates": updates,
-        },
+        }
     )
-    return catalog.call(
-        what, "delta", "update_table", catalog.catalog, schema, table, request, idempotent=False
+    return catalog.transport.request(
+        what,
+        "POST",
+        uc_path("delta", "v1", "catalogs", catalog.catalog, "schemas", schema, "tables", table),
+        body=request,
+        answer=delta_api.DeltaLoadTableResponse,
+        idempotent=False,
     )
 
 
@@ -128,7 +133,7 @@ class UnityTableClient:
     # -- reading -----------------------------------------------------------------------------
 
     @staticmethod
-    def _commits(loaded: Any) -> RatifiedCommits:
+    def _commits(loaded: delta_api.DeltaLoadTableResponse) -> RatifiedCommits:
         commits = sorted(
             (
                 RatifiedCommit(c.version, path=c.file_name, timestamp=c.timestamp)
@@ -141,7 +146,7 @@ class UnityTableClient:
             latest = commits[-1].version if commits else -1
         return RatifiedCommits(commits, latest)
 
-    def prime(self, loaded: Any) -> None:
+    def prime(self, loaded: delta_api.DeltaLoadTableResponse) -> None:
         """Takes a ``loadTable`` answer just received as the next answer of
         :meth:`get_ratified_commits` (the table is opened without asking twice)."""
         with self._lock:
@@ -204,7 +209,7 @@ class UnityTableClient:
             "file-modification-timestamp": mtime,
         }
 
-    def _update(self, what: str, updates: list[dict[str, Any]]) -> Any:
+    def _update(self, what: str, updates: list[dict[str, Any]]) -> delta_api.DeltaLoadTableResponse:
         return _update_table(self.catalog, self.schema, self.table, self.table_uuid, what, updates)
 
     def commit(
@@ -253,7 +258,7 @@ class UnityTableClient:
         if reported is not None:
             # Reported first: what it frees counts no more against the unpublished cap.
             updates.insert(0, _backfilled(reported))
-        for attempt in range(1 + self.catalog._transport.retries):
+        for attempt in range(1 + self.catalog.transport.retries):
             try:
                 answer = self._update(what, updates)
                 self._reported(reported)
@@ -339,8 +344,7 @@ class UnityTableClient:
                 }
         meta = json.loads(metadata)
         location = self.location if "://" in self.location else "file://" + self.location
-        request = self.catalog.model(
-            "DeltaCreateTableRequest",
+        request = delta_api.DeltaCreateTableRequest.model_validate(
             {
                 "name": self.table,
                 "location": location,
@@ -353,13 +357,14 @@ class UnityTableClient:
                 **({"comment": meta["description"]} if meta.get("description") else {}),
             },
         )
-        self.catalog.call(
+        self.catalog.transport.request(
             f"create table {self.name}",
-            "delta",
-            "create_table",
-            self.catalog.catalog,
-            self.schema,
-            request,
+            "POST",
+            uc_path(
+                "delta", "v1", "catalogs", self.catalog.catalog, "schemas", self.schema, "tables"
+            ),
+            body=request,
+            answer=delta_api.DeltaLoadTableResponse,
             idempotent=False,
         )
         self._creating, self._pending = False, None
@@ -379,8 +384,7 @@ class UnityTableClient:
                 self._unreported.version = version
             if self._report_at_exit is None:
                 # Sent when this client is collected, else at exit (deltalog.catalog.reports:
-                # never from inside a cyclic collection, which may run on the transport's own
-                # event loop).
+                # never from inside a cyclic collection).
                 job = functools.partial(
                     _report,
                     self.catalog,

@@ -1,20 +1,27 @@
-"""How deltalog's Unity Catalog client talks to a UC server: the generated ``unitycatalog-client``
-APIs (async, on aiohttp) run on one event loop in a background thread per client, so that
-deltalog's synchronous callers, native threads included, wait on them; the connections are
-kept alive across calls; a forked child starts its own loop. UC's errors become deltalog's
-(:func:`translate`).
+"""How deltalog's Unity Catalog client talks to a UC server: synchronous HTTP on urllib3 (the
+library the REST client's generated Lance Namespace client uses too), one
+``urllib3.PoolManager`` per client whose kept-alive connections every thread reuses (a forked
+child makes its own: a parent's sockets are never shared), requests and answers as the models
+of :mod:`deltalog.protocol.unity` (sent by alias, ``None`` fields left out: the specs mark
+them optional), UC's errors become deltalog's (:func:`translate`).
+
+Retries: a call that changes nothing is sent again on a :data:`TRANSIENT` status or a
+connection failure (up to ``retries`` more times, backing off); a call that changes something
+is sent once, and when its answer is lost (the connection broke, it timed out, the server
+failed with a 500) it raises :class:`NoAnswer`: it may or may not have taken effect.
 """
 
 from __future__ import annotations
 
-import asyncio
-import concurrent.futures
 import json
-import multiprocessing.util
 import os
 import threading
-from collections.abc import Callable
-from typing import Any
+import time
+from collections.abc import Mapping
+from typing import Any, TypeVar, overload
+from urllib.parse import quote, urlencode
+
+import pydantic
 
 from deltalog.exceptions import (
     AlreadyExistsError,
@@ -36,6 +43,11 @@ PREFIX = "/api/2.1/unity-catalog"
 #: HTTP statuses after which a call that changes nothing is sent again.
 TRANSIENT = {429, 500, 502, 503, 504}
 
+#: Connections kept alive per host (threads beyond it open short-lived extra ones).
+POOL_SIZE = 16
+
+M = TypeVar("M", bound=pydantic.BaseModel)
+
 
 class NoAnswer(CatalogError):
     """A call that changes something got no answer (the connection broke, it timed out, the
@@ -52,7 +64,8 @@ class UcConflict(CatalogError):
 
 
 def translate(status: int, body: str | None, what: str) -> DeltaError:
-    """The deltalog error of a UC error answer (either of UC's error shapes)."""
+    """The deltalog error of a UC error answer (either of UC's error shapes: the Delta API's
+    ``DeltaErrorResponse``, "Errors", and the UC API's ``error_code`` answer)."""
     kind, message = "", body or ""
     try:
         document = json.loads(body) if body else {}
@@ -90,34 +103,30 @@ def translate(status: int, body: str | None, what: str) -> DeltaError:
     return NoAnswer(text)
 
 
-class _ExitSafeExecutor(concurrent.futures.ThreadPoolExecutor):
-    """The loop's default executor, where aiohttp looks up ``.netrc`` and resolves host names
-    for each request: a thread pool, and once the interpreter is exiting, the call itself on
-    the loop's thread. Python shuts every thread pool down before the ``atexit`` hooks run,
-    which is when the exit reports (:mod:`deltalog.catalog.reports`) are sent on this loop."""
+def path(*segments: str) -> str:
+    """A path below :data:`PREFIX` from its segments, each percent-encoded on its own (a name
+    holding ``/`` or ``.`` stays one segment)."""
+    return "/" + "/".join(quote(s, safe="") for s in segments)
 
-    def submit(self, fn: Callable[..., Any], /, *args: Any, **kwargs: Any) -> Any:
-        try:
-            return super().submit(fn, *args, **kwargs)
-        except RuntimeError:  # "cannot schedule new futures after (interpreter) shutdown"
-            future: concurrent.futures.Future[Any] = concurrent.futures.Future()
-            try:
-                future.set_result(fn(*args, **kwargs))
-            except BaseException as e:
-                future.set_exception(e)
-            return future
+
+def wire(body: pydantic.BaseModel | Mapping[str, Any]) -> bytes:
+    """A request body as JSON: a model by alias, without the ``None`` (absent) fields."""
+    if isinstance(body, pydantic.BaseModel):
+        document: Any = body.model_dump(mode="json", by_alias=True, exclude_none=True)
+    else:
+        document = dict(body)
+    return json.dumps(document, separators=(",", ":")).encode()
 
 
 class Transport:
-    """The generated clients of one UC server, on a background event loop."""
+    """The HTTP connections of one UC client (see the module docs)."""
 
     def __init__(self, uri: str, token: str | None, timeout: float, retries: int = 3) -> None:
         try:
-            import deltalog.catalog.clients.unity.generated  # noqa: F401
+            import urllib3  # noqa: F401
         except ImportError as e:
             raise UnsupportedFeatureError(
-                "the unity catalog needs unitycatalog-client, which is not installed: pip "
-                f"install 'deltalog[unity]' ({e})"
+                f"the unity catalog needs urllib3 and pydantic: pip install 'deltalog[unity]' ({e})"
             ) from e
         self.uri = uri.rstrip("/")
         self.token = token
@@ -125,86 +134,92 @@ class Transport:
         self.retries = retries
         self._lock = threading.Lock()
         self._pid = -1
-        self._loop: asyncio.AbstractEventLoop | None = None
-        self._clients: dict[str, Any] = {}
+        self._pool: Any = None
 
-    def _start(self) -> asyncio.AbstractEventLoop:
+    def _connections(self) -> Any:
+        """The client's ``PoolManager`` (a new one in a forked child)."""
+        import urllib3
+
         with self._lock:
-            finalizer = getattr(self, "_finalizer", None)
-            shut = finalizer is None or not finalizer.still_active()
-            if self._loop is None or shut or self._pid != os.getpid():
-                # (A loop its finalizer shut down is not used again: a call on a stopped loop
-                # would wait for its whole timeout.)
-                loop = asyncio.new_event_loop()
-                loop.set_default_executor(_ExitSafeExecutor(thread_name_prefix="deltalog-unity"))
-                thread = threading.Thread(
-                    target=loop.run_forever, name="deltalog-unity", daemon=True
+            if self._pool is None or self._pid != os.getpid():
+                self._pool = urllib3.PoolManager(
+                    num_pools=4,
+                    maxsize=POOL_SIZE,
+                    retries=False,  # retried here, by the rules in the module docs
+                    timeout=urllib3.Timeout(connect=min(self.timeout, 10.0), read=self.timeout),
                 )
-                thread.start()
-                self._loop, self._pid, self._clients = loop, os.getpid(), {}
-                # Closed when the transport is collected, or at exit (aiohttp warns about
-                # sessions left open, and the loop's thread would linger) — at exit only
-                # after the exit reports (deltalog.catalog.reports, exit priority 0), which
-                # are sent on this loop: multiprocessing's exit hook runs its finalizers by
-                # priority, where weakref.finalize's atexit order is unrelated to it.
-                self._finalizer = multiprocessing.util.Finalize(
-                    self, _shut_down, (loop, self._clients, os.getpid()), exitpriority=-1
-                )
-            return self._loop
+                self._pid = os.getpid()
+            return self._pool
 
-    async def _client(self, delta: bool) -> Any:
-        key = "delta" if delta else "uc"
-        client = self._clients.get(key)
-        if client is None:
-            from unitycatalog.client.api_client import ApiClient
-            from unitycatalog.client.configuration import Configuration
+    def _headers(self, has_body: bool) -> dict[str, str]:
+        headers = {"Accept": "application/json", "User-Agent": "deltalog-unity"}
+        if has_body:
+            headers["Content-Type"] = "application/json"
+        if self.token:
+            headers["Authorization"] = f"Bearer {self.token}"
+        return headers
 
-            from deltalog.catalog.clients.unity.generated import DeltaApiClient
+    @overload
+    def request(
+        self,
+        what: str,
+        method: str,
+        route: str,
+        *,
+        idempotent: bool,
+        answer: type[M],
+        query: Mapping[str, str | int | None] | None = None,
+        body: pydantic.BaseModel | Mapping[str, Any] | None = None,
+    ) -> M: ...
 
-            config = Configuration(host=self.uri + PREFIX)
-            header = (
-                {"header_name": "Authorization", "header_value": f"Bearer {self.token}"}
-                if self.token
-                else {}
-            )
-            client = (DeltaApiClient if delta else ApiClient)(config, **header)
-            self._clients[key] = client
-        return client
+    @overload
+    def request(
+        self,
+        what: str,
+        method: str,
+        route: str,
+        *,
+        idempotent: bool,
+        answer: None = None,
+        query: Mapping[str, str | int | None] | None = None,
+        body: pydantic.BaseModel | Mapping[str, Any] | None = None,
+    ) -> None: ...
 
-    def call(
-        self, what: str, api: type[Any], method: str, *args: Any, idempotent: bool, **kw: Any
-    ) -> Any:
-        """``api(client).method(*args, **kw)``, awaited on the loop: a call that changes
-        nothing is retried on transient failures; errors translated (:func:`translate`; a
-        call that changes something and gets no answer raises :class:`NoAnswer`)."""
-        from unitycatalog.client.exceptions import ApiException
+    def request(
+        self,
+        what: str,
+        method: str,
+        route: str,
+        *,
+        idempotent: bool,
+        answer: type[M] | None = None,
+        query: Mapping[str, str | int | None] | None = None,
+        body: pydantic.BaseModel | Mapping[str, Any] | None = None,
+    ) -> M | None:
+        """``method`` on ``route`` (a :func:`path`) with ``query`` (``None`` values left out)
+        and ``body``; the answer validated as ``answer`` (``None``: its body is ignored).
 
-        delta = api.__module__.startswith("unitycatalog.delta")
+        Raises:
+            DeltaError: the UC error translated (:func:`translate`); :class:`NoAnswer` when a
+                call that changes something got no answer; ``CatalogUnavailableError`` when a
+                call that changes nothing got none after its retries; ``CatalogError`` for
+                an answer that is not the spec's model.
+        """
+        import urllib3
+
+        url = self.uri + PREFIX + route
+        params = {k: str(v) for k, v in (query or {}).items() if v is not None}
+        if params:
+            url += "?" + urlencode(params)
+        payload = wire(body) if body is not None else None
+        headers = self._headers(payload is not None)
         attempts = 1 + (self.retries if idempotent else 0)
-
-        async def run() -> Any:
-            client = await self._client(delta)
-            return await getattr(api(client), method)(*args, _request_timeout=self.timeout, **kw)
-
-        import time
-
         for attempt in range(attempts):
-            loop = self._start()
-            future = asyncio.run_coroutine_threadsafe(run(), loop)
             try:
-                return future.result(self.timeout + 5)
-            except ApiException as e:
-                if e.status in TRANSIENT and attempt + 1 < attempts:
-                    time.sleep(0.05 * 2**attempt)
-                    continue
-                error = translate(int(e.status or 0), e.body, what)
-                if isinstance(error, NoAnswer) and idempotent:
-                    error = CatalogUnavailableError(str(error))
-                raise error from None
-            except (DeltaError, TypeError, ValueError):
-                raise  # deltalog's own, or a call the generated API refuses (pydantic's)
-            except Exception as e:  # aiohttp's connection errors, timeouts
-                future.cancel()
+                response = self._connections().request(
+                    method, url, body=payload, headers=headers, preload_content=True
+                )
+            except urllib3.exceptions.HTTPError as e:  # connection failures, timeouts
                 if attempt + 1 < attempts:
                     time.sleep(0.05 * 2**attempt)
                     continue
@@ -212,32 +227,31 @@ class Transport:
                 if idempotent:
                     raise CatalogUnavailableError(text) from e
                 raise NoAnswer(text) from e
+            status = int(response.status)
+            if 200 <= status < 300:
+                return None if answer is None else self._parse(what, answer, response.data)
+            if status in TRANSIENT and attempt + 1 < attempts:
+                time.sleep(0.05 * 2**attempt)
+                continue
+            said = response.data.decode("utf-8", "replace") if response.data else None
+            error = translate(status, said, what)
+            if isinstance(error, NoAnswer) and idempotent:
+                error = CatalogUnavailableError(str(error))
+            raise error
         raise AssertionError("unreachable")
 
+    def _parse(self, what: str, answer: type[M], data: bytes) -> M:
+        try:
+            return answer.model_validate_json(data or b"{}")
+        except pydantic.ValidationError as e:
+            raise CatalogError(
+                f"{what}: the Unity Catalog at {self.uri} answered what is not a "
+                f"{answer.__name__}: {e}"
+            ) from e
+
     def close(self) -> None:
-        """Closes the connections and stops the loop (the next call starts them again)."""
-        finalizer = getattr(self, "_finalizer", None)
-        if finalizer is not None and self._pid == os.getpid():
-            finalizer()
-        self._loop = None
-
-
-def _shut_down(loop: asyncio.AbstractEventLoop, clients: dict[str, Any], pid: int) -> None:
-    """Closes a transport's clients on its loop, then stops the loop (its own process only:
-    a forked child's copy of the loop has no thread running it)."""
-    if pid != os.getpid() or not loop.is_running():
-        return
-
-    async def shut() -> None:
-        for client in list(clients.values()):
-            await client.close()
-        clients.clear()
-
-    try:
-        asyncio.run_coroutine_threadsafe(shut(), loop).result(5)
-    except Exception:
-        pass
-    loop.call_soon_threadsafe(loop.stop)
-
-
-Call = Callable[..., Any]
+        """Closes the kept-alive connections (the next call opens new ones)."""
+        with self._lock:
+            pool, self._pool = self._pool, None
+        if pool is not None and self._pid == os.getpid():
+            pool.clear()
