@@ -28,8 +28,10 @@ from deltalog.protocol import features
 from deltalog.protocol.actions import Metadata, Protocol
 from deltalog.protocol.catalog_client import CatalogClient
 from deltalog.table import locations
+from deltalog.table.compat import TableCompat
 from deltalog.table.dml import TableDML
 from deltalog.table.maintenance import TableMaintenance, VacuumResult as VacuumResult
+from deltalog.table.pyiceberg_verbs import TableIcebergVerbs
 from deltalog.table.reads import TableReads
 from deltalog.table.timestamps import TimestampLike, _timestamp_ms
 from deltalog.write.writer import CommitProperties, check_snapshot_writable
@@ -52,7 +54,7 @@ def _flatten(table: pa.Table) -> pa.Table:
     return table
 
 
-class DeltaTable(TableReads, TableDML, TableMaintenance):
+class DeltaTable(TableReads, TableDML, TableMaintenance, TableCompat, TableIcebergVerbs):
     """A Delta table at one version.
 
     Args:
@@ -292,9 +294,18 @@ class DeltaTable(TableReads, TableDML, TableMaintenance):
         storage_options: Mapping[str, str] | None = None,
         features: list[str] | None = None,
         clustering_columns: list[str] | None = None,
+        *,
+        commit_properties: CommitProperties | None = None,
+        post_commithook_properties: Any = None,
+        raise_if_key_not_exists: bool = True,
     ) -> DeltaTable:
         """Creates an empty table with ``schema`` (Arrow types mapped to Delta types) and
-        returns it. ``mode="ignore"`` leaves an existing table alone.
+        returns it. ``mode="ignore"`` leaves an existing table alone; ``"overwrite"``
+        replaces an existing table's schema, partitioning and rows (CREATE OR REPLACE, as
+        deltalake), ``"append"`` creates a table where there is none and raises where there is.
+        ``commit_properties`` / ``post_commithook_properties`` as for writes.
+        ``raise_if_key_not_exists`` (deltalake's): deltalog always refuses unknown ``delta.*``
+        keys (as Delta Spark), so ``False`` changes nothing for them; other keys are stored.
 
         ``features`` are table features the protocol supports from the start (as
         ``configuration={"delta.feature.<name>": "supported"}`` does); properties such as
@@ -312,12 +323,20 @@ class DeltaTable(TableReads, TableDML, TableMaintenance):
                     "schema must be a pyarrow.Schema (e.g. pa.schema({'id': pa.int64()})) or "
                     f"export __arrow_c_schema__, not {type(schema).__name__}"
                 )
-        if mode not in ("error", "ignore"):
-            raise ValueError('mode must be "error" or "ignore" for create')
-        write_table(
+        from deltalog.table import compat_args
+
+        if mode not in ("error", "ignore", "overwrite", "append"):
+            raise ValueError('mode must be "error", "ignore", "overwrite" or "append" for create')
+        del raise_if_key_not_exists  # unknown delta.* keys are always refused (see above)
+        cleanup = compat_args.check_hooks(post_commithook_properties)
+        if mode == "append" and cls.is_deltatable(str(table_uri), storage_options):
+            raise InvalidArgumentError(
+                f'create(mode="append"): a table exists at {table_uri} (deltalake refuses too)'
+            )
+        version = write_table(
             table_uri,
             schema.empty_table(),
-            mode=mode,  # type: ignore[arg-type]
+            mode="error" if mode == "append" else mode,  # type: ignore[arg-type]
             partition_by=partition_by,
             configuration=configuration,
             name=name,
@@ -325,8 +344,12 @@ class DeltaTable(TableReads, TableDML, TableMaintenance):
             storage_options=storage_options,
             table_features=features,
             clustering_columns=clustering_columns,
+            commit_properties=compat_args.commit_props(commit_properties),
+            schema_mode="overwrite" if mode == "overwrite" else None,
         )
-        return cls(table_uri, storage_options=storage_options)
+        table = cls(table_uri, storage_options=storage_options)
+        compat_args.run_hooks(table, cleanup, version)
+        return table
 
     @staticmethod
     def is_deltatable(table_uri: str, storage_options: Mapping[str, str] | None = None) -> bool:
@@ -418,11 +441,29 @@ class DeltaTable(TableReads, TableDML, TableMaintenance):
         """The URI-decoded paths of the active files, relative to the table root unless absolute."""
         return self._raw.files()
 
-    def file_uris(self) -> list[str]:
-        """Absolute URIs of the active files."""
+    def file_uris(
+        self,
+        partition_filters: Any = None,
+        *,
+        file_pruning_predicate: Any = None,
+    ) -> list[str]:
+        """Absolute URIs of the active files (``file://`` ones for local tables, where
+        deltalake gives plain paths); with ``partition_filters`` / ``file_pruning_predicate``
+        (deltalake's; DNF tuples or a deltalog predicate) those of the files that may hold
+        matching rows (partition values and statistics prune, as in :meth:`scan`)."""
+        if partition_filters is not None and file_pruning_predicate is not None:
+            raise TypeError("pass partition_filters or file_pruning_predicate, not both")
+        wanted = partition_filters if partition_filters is not None else file_pruning_predicate
+        if isinstance(wanted, str):
+            raise InvalidArgumentError(
+                "file_uris() takes DNF tuples or a deltalog predicate (deltalog.col), not SQL text"
+            )
+        paths = (
+            self.files() if wanted is None else [t.path for t in self.scan(filter=wanted).tasks()]
+        )
         root = self.table_uri.rstrip("/")
         out = []
-        for p in self.files():
+        for p in paths:
             out.append(p if "://" in p else (f"file://{p}" if p.startswith("/") else f"{root}/{p}"))
         return out
 
@@ -470,11 +511,18 @@ class DeltaTable(TableReads, TableDML, TableMaintenance):
         self,
         source: Any,
         predicate: str,
-        source_alias: str = "source",
-        target_alias: str = "target",
+        source_alias: str | None = "source",
+        target_alias: str | None = "target",
         commit_properties: CommitProperties | None = None,
         target_file_size: int | None = None,
         merge_schema: bool = False,
+        *,
+        error_on_type_mismatch: bool = True,
+        writer_properties: Any = None,
+        streamed_exec: bool | None = None,
+        max_spill_size: int | None = None,
+        max_temp_directory_size: int | None = None,
+        post_commithook_properties: Any = None,
     ) -> TableMerger:
         """Starts a MERGE of ``source`` (a pyarrow Table/RecordBatchReader, pandas or polars
         frame, or any Arrow stream) into the loaded version, matched by ``predicate`` (SQL
@@ -484,24 +532,45 @@ class DeltaTable(TableReads, TableDML, TableMaintenance):
         :func:`deltalog.write_table`. ``merge_schema=True`` (deltalake's name; Delta Spark's
         ``autoMerge``) adds the source's columns the table lacks, as nullable columns at the
         end, in the MERGE's own commit, when a clause is ``when_matched_update_all`` or
-        ``when_not_matched_insert_all``; existing rows read them as null."""
+        ``when_not_matched_insert_all``; existing rows read them as null.
+
+        deltalake's keyword arguments: ``post_commithook_properties`` as for OPTIMIZE;
+        ``streamed_exec=False`` is how deltalog runs a MERGE (the source held in memory, target
+        files pruned by its key ranges), so ``True`` (stream the source) is refused;
+        ``writer_properties``, ``error_on_type_mismatch=False`` and the spill limits are
+        refused (:mod:`deltalog.table.compat_args`)."""
+        from deltalog.table import compat_args
         from deltalog.table.merge import TableMerger
 
+        compat_args.refuse_writer_properties(writer_properties, "merge")
+        compat_args.refuse_lenient_casts(error_on_type_mismatch, "merge")
+        compat_args.refuse_spill_limits(max_spill_size, max_temp_directory_size)
+        if streamed_exec:
+            raise InvalidArgumentError(
+                "merge(streamed_exec=True) is not supported: deltalog's MERGE holds the source "
+                "in memory and prunes target files by its key ranges (deltalake's "
+                "streamed_exec=False); pass False or leave it unset"
+            )
         return TableMerger(
             self,
             source,
             predicate,
-            source_alias,
-            target_alias,
-            commit_properties,
+            source_alias if source_alias is not None else "source",
+            target_alias if target_alias is not None else "target",
+            compat_args.commit_props(commit_properties),
             target_file_size,
             merge_schema,
+            compat_args.check_hooks(post_commithook_properties),
         )
 
     # -- table changes -----------------------------------------------------------------------
 
     def repair(
-        self, dry_run: bool = False, commit_properties: CommitProperties | None = None
+        self,
+        dry_run: bool = False,
+        *args: Any,
+        commit_properties: CommitProperties | None = None,
+        post_commithook_properties: Any = None,
     ) -> dict[str, Any]:
         """FSCK REPAIR: removes from the table the files its log lists but storage no longer
         has (as deltalake's ``repair``), in one commit, and reloads at the latest version.
@@ -509,6 +578,7 @@ class DeltaTable(TableReads, TableDML, TableMaintenance):
         Args:
             dry_run: only report the missing files.
             commit_properties: extra commitInfo fields.
+            post_commithook_properties: as for OPTIMIZE (deltalake's).
 
         Returns:
             ``{"dry_run": …, "files_removed": [paths], "version": …}`` (``version`` None on a
@@ -517,11 +587,18 @@ class DeltaTable(TableReads, TableDML, TableMaintenance):
         Raises:
             CommitConflictError: a concurrent commit removed one of those files too.
         """
+        from deltalog.table import compat_args
+
+        commit_properties, hooks = compat_args.split_positional(
+            "repair", args, commit_properties, post_commithook_properties
+        )
+        cleanup = compat_args.check_hooks(hooks)
         check_snapshot_writable(self._raw)
-        props = commit_properties or CommitProperties()
+        props = compat_args.commit_props(commit_properties)
         version, missing = _native.repair(self._raw, bool(dry_run), props.commit_info_json())
         if version is not None:
             self.update_incremental()
+            compat_args.run_hooks(self, cleanup, version)
         return {"dry_run": bool(dry_run), "files_removed": missing, "version": version}
 
     def clone(
@@ -598,16 +675,30 @@ class DeltaTable(TableReads, TableDML, TableMaintenance):
         self,
         target: int | TimestampLike,
         commit_properties: CommitProperties | None = None,
+        *,
+        ignore_missing_files: bool = False,
+        protocol_downgrade_allowed: bool = False,
+        post_commithook_properties: Any = None,
     ) -> dict[str, Any]:
         """Makes the table's content that of an earlier version (an int) or of the version
         current at a time, as a new commit (``RESTORE``): files active then but not now are
         re-added, files active now but not then removed, the metadata restored; the protocol
         is kept (never downgraded). Files removed by VACUUM cannot come back
-        (``DataFileNotFoundError``, nothing committed).
+        (``DataFileNotFoundError`` naming them, nothing committed), on any store.
+
+        deltalake's keywords: ``ignore_missing_files=True`` (re-add files storage lost) and
+        ``protocol_downgrade_allowed=True`` where the older version's protocol is lower (a
+        feature leaves a protocol only by DROP FEATURE's rules, protocol "Table Features")
+        are refused with ``InvalidArgumentError``; ``post_commithook_properties`` as for
+        OPTIMIZE.
 
         Returns:
             ``version``, ``num_restored_files``, ``num_removed_files``.
         """
+        from deltalog.exceptions import DataFileNotFoundError
+        from deltalog.table import compat_args
+
+        cleanup = compat_args.check_hooks(post_commithook_properties)
         latest = self._latest()
         check_snapshot_writable(latest)
         if isinstance(target, int) and not isinstance(target, bool):
@@ -620,8 +711,31 @@ class DeltaTable(TableReads, TableDML, TableMaintenance):
             )
         old = latest.load_version(version)
         features.check_readable(Protocol(*old.protocol()))
+        if protocol_downgrade_allowed and Protocol(*old.protocol()) != self._protocol:
+            raise InvalidArgumentError(
+                f"restore(protocol_downgrade_allowed=True): version {version}'s protocol "
+                f"{Protocol(*old.protocol())} differs from the table's {self._protocol}, and "
+                "deltalog never downgrades a protocol on RESTORE (features leave by "
+                'alter.drop_feature, protocol "Table Features")'
+            )
+        # "Add File and Remove File": a re-added file must exist. The FSCK listing of the old
+        # version checks every store, not only local ones.
+        _version, lost = _native.repair(old, True, None)
+        lost = sorted(set(lost) - set(latest.files()))
+        if lost:
+            if ignore_missing_files:
+                raise InvalidArgumentError(
+                    f"restore(ignore_missing_files=True) is not supported: version {version}'s "
+                    f"files {lost[:5]} are gone (vacuumed?) and deltalog does not commit files "
+                    "storage does not have"
+                )
+            raise DataFileNotFoundError(
+                f"cannot restore version {version}: its file {lost[0]} is gone "
+                f"({len(lost)} missing; removed by VACUUM?)",
+                file=lost[0],
+            )
         actions, restored, removed = _native.restore_actions(latest, old)
-        props = commit_properties or CommitProperties()
+        props = compat_args.commit_props(commit_properties)
         app = props.app_transaction()
         committed = _native.commit_actions(
             self.table_uri,
@@ -637,6 +751,7 @@ class DeltaTable(TableReads, TableDML, TableMaintenance):
             latest,
         )
         self.update_incremental()
+        compat_args.run_hooks(self, cleanup, committed)
         return {
             "version": committed,
             "num_restored_files": restored,

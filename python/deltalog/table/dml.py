@@ -26,11 +26,16 @@ class TableDML:
 
         def update_incremental(self) -> None: ...
 
+        def cleanup_metadata(self, *, now: Any = None) -> list[str]: ...
+
     def delete(
         self,
         predicate: str | FilterLike | None = None,
         commit_properties: CommitProperties | None = None,
         target_file_size: int | None = None,
+        *,
+        writer_properties: Any = None,
+        post_commithook_properties: Any = None,
     ) -> dict[str, Any]:
         """Deletes the rows matching ``predicate`` (every row when ``None``) and reloads this
         object at the latest version. The rows are those of the loaded version; commits made
@@ -42,6 +47,9 @@ class TableDML:
             commit_properties: an application transaction and extra commitInfo fields.
             target_file_size: size in bytes files written are closed at, as for
                 :func:`deltalog.write_table`.
+            writer_properties: deltalake's; refused (``InvalidArgumentError``): deltalog's
+                DML writes with its own parquet settings.
+            post_commithook_properties: deltalake's, as for OPTIMIZE.
 
         With ``delta.enableDeletionVectors=true`` on a table that supports the feature, rows
         are marked deleted in deletion vectors; otherwise the files holding them are
@@ -59,7 +67,14 @@ class TableDML:
                 the metadata; nothing was committed.
             ValueError: a malformed predicate or unknown column.
         """
-        return self._dml(predicate, None, commit_properties, target_file_size=target_file_size)
+        return self._dml(
+            predicate,
+            None,
+            commit_properties,
+            target_file_size=target_file_size,
+            writer_properties=writer_properties,
+            hooks=post_commithook_properties,
+        )
 
     def update(
         self,
@@ -70,6 +85,9 @@ class TableDML:
         new_values: Mapping[str, Any] | None = None,
         commit_properties: CommitProperties | None = None,
         target_file_size: int | None = None,
+        writer_properties: Any = None,
+        error_on_type_mismatch: bool = True,
+        post_commithook_properties: Any = None,
     ) -> dict[str, Any]:
         """Sets columns of the rows matching ``predicate`` (every row when ``None``).
 
@@ -79,6 +97,9 @@ class TableDML:
                 ``deltalake`` name).
             new_values: column name -> Python value (``{"status": "done", "n": None}``).
             predicate: as for :meth:`delete`.
+            writer_properties, post_commithook_properties: as for :meth:`delete`.
+            error_on_type_mismatch: deltalake's; deltalog raises on a value that does not
+                cast to its column's type, so ``False`` (write null instead) is refused.
 
         With deletion vectors the updated rows are deleted from their files by a DV and
         written to new files; otherwise the files are rewritten. Change data files carry
@@ -105,7 +126,18 @@ class TableDML:
             shown.append((column, sql_literal(value)))
         if not assignments:
             raise ValueError("update needs set/updates or new_values")
-        return self._dml(predicate, assignments, commit_properties, shown, target_file_size)
+        from deltalog.table import compat_args
+
+        compat_args.refuse_lenient_casts(error_on_type_mismatch, "update")
+        return self._dml(
+            predicate,
+            assignments,
+            commit_properties,
+            shown,
+            target_file_size,
+            writer_properties,
+            post_commithook_properties,
+        )
 
     def _dml(
         self,
@@ -114,7 +146,15 @@ class TableDML:
         commit_properties: CommitProperties | None,
         shown: list[tuple[str, str]] | None = None,
         target_file_size: int | None = None,
+        writer_properties: Any = None,
+        hooks: Any = None,
     ) -> dict[str, Any]:
+        from deltalog.table import compat_args
+
+        compat_args.refuse_writer_properties(
+            writer_properties, "delete" if assignments is None else "update"
+        )
+        cleanup = compat_args.check_hooks(hooks)
         # The statement reads the loaded version; commits since are checked as concurrent
         # winners (blind appends commute, a change to a file it read conflicts).
         check_snapshot_writable(self._raw)
@@ -130,7 +170,7 @@ class TableDML:
                 predicate_text = as_filter.to_sql()
             except RecursionError:
                 predicate_text = None
-        props = commit_properties or CommitProperties()
+        props = compat_args.commit_props(commit_properties)
         app = props.app_transaction()
         metrics: dict[str, Any] = _native.dml(
             raw,
@@ -145,4 +185,5 @@ class TableDML:
         )
         with after_commit(metrics.get("version")):
             self.update_incremental()
+        compat_args.run_hooks(self, cleanup, metrics.get("version"))
         return metrics

@@ -83,7 +83,14 @@ class TableMaintenance:
         )
         return result
 
-    def compact_logs(self, start: int | None = None, end: int | None = None) -> str:
+    def compact_logs(
+        self,
+        start: int | None = None,
+        end: int | None = None,
+        *,
+        starting_version: int | None = None,
+        ending_version: int | None = None,
+    ) -> str:
         """Writes a log compaction file, ``<start>.<end>.compacted.json``: the reconciled
         actions of commits ``start..=end`` ("Log Compaction Files"), which readers use instead
         of those commits. The commits stay (time travel into the range still reads them).
@@ -91,6 +98,7 @@ class TableMaintenance:
         Args:
             start: the first commit (default: the one after the loaded version's checkpoint).
             end: the last commit (default: the loaded version).
+            starting_version, ending_version: deltalake's names of ``start`` and ``end``.
 
         Returns:
             The table-relative path of the file written.
@@ -98,6 +106,14 @@ class TableMaintenance:
         Raises:
             VersionNotFoundError: a commit of the range does not exist (e.g. cleaned up).
         """
+        if starting_version is not None:
+            if start is not None:
+                raise TypeError("pass start or its alias starting_version, not both")
+            start = starting_version
+        if ending_version is not None:
+            if end is not None:
+                raise TypeError("pass end or its alias ending_version, not both")
+            end = ending_version
         start = _args.optional_integer("start", start)
         end = _args.optional_integer("end", end)
         check_snapshot_writable(self._raw)
@@ -141,6 +157,10 @@ class TableMaintenance:
         *,
         now: TimestampLike | None = None,
         progress: bool | None = None,
+        full: bool | None = None,
+        keep_versions: list[int] | None = None,
+        commit_properties: Any = None,
+        post_commithook_properties: Any = None,
     ) -> VacuumResult:
         """Deletes files under the table root that no version inside the retention window
         references and that are older than it: data files, deletion vector files and change
@@ -153,6 +173,16 @@ class TableMaintenance:
             now: the current time (for tests; default: the clock).
             progress: show a progress bar on stderr (default: when stderr is a terminal and
                 more than 1,000 files go).
+            full: deltalake's mode. deltalog's VACUUM lists the whole table root, as Delta
+                Spark's does: that is ``full=True`` and the default here (deltalake's default
+                is ``False``). ``full=False`` ("lite") only deletes files that remove actions
+                in the commits still in ``_delta_log`` name (and their deletion vector
+                files), never files the log never knew.
+            keep_versions: versions whose files (and deletion vector files) are kept whatever
+                the retention says (deltalake's).
+            commit_properties: extra commitInfo fields of the VACUUM START / END commits
+                (no application transaction: VACUUM changes no data).
+            post_commithook_properties: as for OPTIMIZE (deltalake's).
 
         The latest version is vacuumed, after a full writer-protocol check (always: this is
         what the ``vacuumProtocolCheck`` feature asks of every VACUUM).
@@ -171,7 +201,17 @@ class TableMaintenance:
             else _args.hours_to_ms("retention_hours", retention_hours)
         )
         now_ms = None if now is None else _timestamp_ms(now)
+        from deltalog.table import compat_args, optimize_args
+
+        props = optimize_args.commit_properties(commit_properties)
+        cleanup = compat_args.check_hooks(post_commithook_properties)
         plan = _native.vacuum_plan(latest, retention_ms, enforce_retention_duration, now_ms)
+        if full is False:
+            named = _tombstoned_paths(self.table_uri, latest, self._storage_options)
+            plan = [(p, size) for p, size in plan if p in named]
+        if keep_versions:
+            kept = _paths_of_versions(latest, keep_versions)
+            plan = [(p, size) for p, size in plan if p not in kept]
         result = VacuumResult([p for p, _ in plan], bytes=sum(size for _, size in plan))
         if dry_run or not plan:
             return result
@@ -186,11 +226,13 @@ class TableMaintenance:
         }
         if retention_ms is not None:
             start_parameters["specifiedRetentionMillis"] = str(retention_ms)
+        custom = dict(props.custom_metadata)
         started = self._log_vacuum(
             latest,
             "VACUUM START",
             start_parameters,
             {"numFilesToDelete": len(result), "sizeOfDataToDelete": result.bytes},
+            custom,
         )
         show = progress if progress is not None else (sys.stderr.isatty() and len(plan) > 1000)
         done = 0
@@ -211,13 +253,15 @@ class TableMaintenance:
             if show:
                 print(file=sys.stderr)
             directories = {p.rpartition("/")[0] for p in result[:done]}
-            self._log_vacuum(
+            ended = self._log_vacuum(
                 latest.advance(started),
                 "VACUUM END",
                 {"status": status},
                 {"numDeletedFiles": done, "numVacuumedDirectories": len(directories)},
+                custom,
             )
             self.update_incremental()
+        compat_args.run_hooks(self, cleanup, ended)
         return result
 
     def _log_vacuum(
@@ -226,9 +270,10 @@ class TableMaintenance:
         operation: str,
         parameters: dict[str, str],
         metrics: dict[str, int],
+        custom: dict[str, Any] | None = None,
     ) -> int:
         """Commits a commitInfo-only version recording a VACUUM step; returns its version."""
-        info = {"operationMetrics": {k: str(v) for k, v in metrics.items()}}
+        info = {**(custom or {}), "operationMetrics": {k: str(v) for k, v in metrics.items()}}
         return _native.commit_actions(
             self.table_uri,
             read.version(),
@@ -242,3 +287,50 @@ class TableMaintenance:
             self._storage_options,
             read,
         )
+
+
+def _tombstoned_paths(
+    uri: str, snapshot: _native.RawSnapshot, storage_options: dict[str, str] | None
+) -> set[str]:
+    """Table-relative paths (URI-decoded) of the files ``remove`` actions name in the commits
+    still in ``_delta_log`` ("Add File and Remove File"), with their deletion vector files:
+    what a lite VACUUM may delete."""
+    from urllib.parse import unquote
+
+    from deltalog.table.deletion_vectors import relative_dv_path
+
+    named: set[str] = set()
+    for version, _ts, _info in snapshot.history(None):
+        data = _native.read_log_file(uri, f"{version:020d}.json", storage_options)
+        for line in (data or b"").splitlines():
+            if b'"remove"' not in line:
+                continue
+            remove = json.loads(line).get("remove")
+            if not remove:
+                continue
+            named.add(unquote(remove["path"]))
+            dv = remove.get("deletionVector")
+            if dv:
+                path = relative_dv_path(
+                    {"storage_type": dv["storageType"], "path_or_inline_dv": dv["pathOrInlineDv"]}
+                )
+                if path is not None:
+                    named.add(path)
+    return named
+
+
+def _paths_of_versions(snapshot: _native.RawSnapshot, versions: list[int]) -> set[str]:
+    """The files (and deletion vector files) the given versions read."""
+    from deltalog.table.deletion_vectors import relative_dv_path
+
+    kept: set[str] = set()
+    for version in versions:
+        old = snapshot.load_version(_args.version("keep_versions", version))
+        adds = old.add_actions().read_all()
+        kept.update(adds.column("path").to_pylist())
+        for dv in adds.column("deletion_vector").to_pylist():
+            if dv is not None and dv["storage_type"] is not None:
+                path = relative_dv_path(dv)
+                if path is not None:
+                    kept.add(path)
+    return kept

@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING, Any
 
 from deltalog import _native
 from deltalog._interrupts import after_commit
+from deltalog.exceptions import InvalidArgumentError
 from deltalog.write.writer import check_snapshot_writable
 
 if TYPE_CHECKING:
@@ -41,6 +42,7 @@ class TableMerger:
         commit_properties: CommitProperties | None,
         target_file_size: int | None = None,
         merge_schema: bool = False,
+        cleanup: bool = False,
     ) -> None:
         from deltalog.write.writer import _reader, _target_file_size
 
@@ -52,6 +54,7 @@ class TableMerger:
         self._commit_properties = commit_properties
         self._target_file_size = _target_file_size(target_file_size)
         self._merge_schema = bool(merge_schema)
+        self._cleanup = cleanup
 
     def _add(
         self,
@@ -74,9 +77,33 @@ class TableMerger:
         """Matched target rows get ``updates`` (target column -> SQL over both sides)."""
         return self._add("matched", "update", predicate, updates)
 
-    def when_matched_update_all(self, predicate: str | None = None) -> TableMerger:
-        """Matched target rows take every column from the source row (``UPDATE SET *``)."""
+    def when_matched_update_all(
+        self, predicate: str | None = None, except_cols: list[str] | None = None
+    ) -> TableMerger:
+        """Matched target rows take every column from the source row (``UPDATE SET *``);
+        with ``except_cols`` (deltalake's), every source column the table has except those."""
+        if except_cols:
+            return self.when_matched_update(self._all_but(except_cols), predicate)
         return self._add("matched", "update_all", predicate)
+
+    def _all_but(self, except_cols: list[str]) -> dict[str, str]:
+        """``{column: "<source>.column"}`` for the source's columns that the table has, less
+        ``except_cols`` (names compared case-insensitively, as Delta's column names are)."""
+        if isinstance(except_cols, str):
+            raise TypeError("except_cols must be a list of column names, not a string")
+        if self._merge_schema:
+            raise InvalidArgumentError(
+                "except_cols with merge_schema=True is not supported: name the columns to set "
+                "(when_matched_update / when_not_matched_insert)"
+            )
+        skip = {c.lower() for c in except_cols}
+        have = {f.name.lower() for f in self._table.schema()}
+        source_alias = self._aliases[0]
+        return {
+            name: f"{source_alias}.`{name}`"
+            for name in self._source.schema.names
+            if name.lower() in have and name.lower() not in skip
+        }
 
     def when_matched_delete(self, predicate: str | None = None) -> TableMerger:
         """Matched target rows are deleted."""
@@ -89,8 +116,13 @@ class TableMerger:
         -> SQL over the source); other columns are null (or computed when generated)."""
         return self._add("not_matched", "insert", predicate, updates)
 
-    def when_not_matched_insert_all(self, predicate: str | None = None) -> TableMerger:
-        """Source rows that match no target row are inserted as they are (``INSERT *``)."""
+    def when_not_matched_insert_all(
+        self, predicate: str | None = None, except_cols: list[str] | None = None
+    ) -> TableMerger:
+        """Source rows that match no target row are inserted as they are (``INSERT *``);
+        with ``except_cols`` (deltalake's), those columns are left null (or computed)."""
+        if except_cols:
+            return self.when_not_matched_insert(self._all_but(except_cols), predicate)
         return self._add("not_matched", "insert_all", predicate)
 
     def when_not_matched_by_source_update(
@@ -132,4 +164,7 @@ class TableMerger:
         )
         with after_commit(metrics.get("version")):
             table.update_incremental()
+        from deltalog.table import compat_args
+
+        compat_args.run_hooks(table, self._cleanup, metrics.get("version"))
         return metrics

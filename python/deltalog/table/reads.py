@@ -103,12 +103,49 @@ class TableReads:
         *,
         filters: FilterLike | None = None,
         partitions: FilterLike | None = None,
+        filesystem: Any = None,
     ) -> pa.Table:
         """Every live row of this version (deleted rows removed) as a ``pyarrow.Table``;
-        arguments as for :meth:`scan`."""
+        arguments as for :meth:`scan`. ``filesystem`` (deltalake's: a
+        ``pyarrow.fs.FileSystem`` the files are read through) reads through
+        :meth:`to_pyarrow_dataset` instead of the native reader, with its limits (no deletion
+        vectors, no column mapping: ``UnsupportedFeatureError``)."""
+        if filesystem is not None:
+            return self._through_filesystem(
+                filesystem, columns, filter, with_row_tracking, filters, partitions
+            )
         return self.scan(
             columns, filter, with_row_tracking, filters=filters, partitions=partitions
         ).to_pyarrow_table()
+
+    def _through_filesystem(
+        self,
+        filesystem: Any,
+        columns: list[str] | None,
+        filter: FilterLike | None,
+        with_row_tracking: bool,
+        filters: FilterLike | None,
+        partitions: FilterLike | None,
+    ) -> pa.Table:
+        from deltalog.exceptions import InvalidArgumentError
+
+        if with_row_tracking:
+            raise InvalidArgumentError(
+                "with_row_tracking needs deltalog's reader: pass no filesystem"
+            )
+        if isinstance(filesystem, str):
+            import pyarrow.fs as pafs
+
+            filesystem, _ = pafs.FileSystem.from_uri(filesystem)
+        predicate = _merged_filter(filter, filters, partitions)
+        expression = None
+        if predicate is not None:
+            # The same predicate, evaluated by pyarrow on the dataset's rows.
+            import pyarrow.compute as pc
+
+            expression = _arrow_expression(pc, predicate)
+        dataset = self.to_pyarrow_dataset(filesystem=filesystem)
+        return dataset.to_table(columns=_column_list(columns), filter=expression)
 
     def to_pyarrow_dataset(
         self,
@@ -152,11 +189,22 @@ class TableReads:
         *,
         filters: FilterLike | None = None,
         partitions: FilterLike | None = None,
+        filesystem: Any = None,
+        types_mapper: Any = None,
     ) -> pd.DataFrame:
-        """The live rows as a pandas DataFrame."""
-        return self.scan(
-            columns, filter, with_row_tracking, filters=filters, partitions=partitions
-        ).to_pandas()
+        """The live rows as a pandas DataFrame; ``types_mapper`` (deltalake's) maps Arrow
+        types to pandas extension dtypes (``pyarrow.Table.to_pandas``), ``filesystem`` as for
+        :meth:`to_pyarrow_table`."""
+        table = self.to_pyarrow_table(
+            columns,
+            filter,
+            with_row_tracking,
+            filters=filters,
+            partitions=partitions,
+            filesystem=filesystem,
+        )
+        frame: pd.DataFrame = table.to_pandas(types_mapper=types_mapper)
+        return frame
 
     # -- change data feed ------------------------------------------------------------------
 
@@ -230,9 +278,30 @@ class TableReads:
         filter: FilterLike | None = None,
         *,
         predicate: Any = None,
+        allow_out_of_range: bool = False,
     ) -> pa.RecordBatchReader:
         """The change data feed as a stream of record batches (see :meth:`scan_cdf`;
-        ``predicate`` is an alias of ``filter``, not SQL text)."""
+        ``predicate`` is an alias of ``filter``, not SQL text). ``allow_out_of_range``
+        (deltalake's): a range starting after the latest version (or timestamp) gives no
+        rows instead of ``VersionNotFoundError``, and one ending after it ends there."""
+        if allow_out_of_range:
+            latest = self._raw.load_version(None)
+            last = latest.version()
+            empty = False
+            if starting_timestamp is not None:
+                stamp = latest.timestamp()
+                empty = stamp is not None and _timestamp_ms(starting_timestamp) > stamp
+            elif starting_version > last:
+                empty = True
+            if empty:
+                plan = self.scan_cdf(last, last, None, None, columns, filter, predicate=predicate)
+                return pa.RecordBatchReader.from_batches(plan.schema, [])
+            if ending_version is not None and ending_version > last:
+                ending_version = last
+            if ending_timestamp is not None:
+                stamp = latest.timestamp()
+                if stamp is not None and _timestamp_ms(ending_timestamp) > stamp:
+                    ending_timestamp, ending_version = None, last
         return self.scan_cdf(
             starting_version,
             ending_version,
@@ -242,3 +311,66 @@ class TableReads:
             filter,
             predicate=predicate,
         ).to_batches()
+
+
+def _arrow_expression(pc: Any, predicate: Expr) -> Any:
+    """A deltalog predicate as a ``pyarrow.compute.Expression`` (for reads through a
+    pyarrow dataset)."""
+    import json
+
+    def convert(node: Any) -> Any:
+        if "and" in node:
+            parts = [convert(n) for n in node["and"]]
+            out = parts[0]
+            for p in parts[1:]:
+                out = out & p
+            return out
+        if "or" in node:
+            parts = [convert(n) for n in node["or"]]
+            out = parts[0]
+            for p in parts[1:]:
+                out = out | p
+            return out
+        if "not" in node:
+            return ~convert(node["not"])
+        if "is_null" in node:
+            return pc.field(node["is_null"]["column"]).is_null()
+        if "in" in node:
+            values = [_plain(v) for v in node["in"]["values"]]
+            return pc.field(node["in"]["column"]).isin(values)
+        if "compare" in node:
+            c = node["compare"]
+            field, value = pc.field(c["column"]), pc.scalar(_plain(c["value"]))
+            ops = {
+                "=": field == value,
+                "!=": field != value,
+                "<": field < value,
+                "<=": field <= value,
+                ">": field > value,
+                ">=": field >= value,
+            }
+            return ops[c["op"]]
+        raise ValueError(f"a predicate pyarrow cannot evaluate: {node}")
+
+    return convert(json.loads(predicate.to_json()))
+
+
+def _plain(literal: Any) -> Any:
+    """The Python value of a literal of a predicate's JSON (``{"int": 3}`` -> 3; see
+    :func:`deltalog.expressions._literal`)."""
+    import datetime as dt
+    import decimal
+
+    if literal == "null":
+        return None
+    ((kind, value),) = literal.items()
+    if kind == "date":
+        return dt.date(1970, 1, 1) + dt.timedelta(days=value)
+    if kind == "timestamp":
+        epoch = dt.datetime(1970, 1, 1, tzinfo=dt.timezone.utc)
+        return epoch + dt.timedelta(microseconds=value)
+    if kind == "decimal":
+        return decimal.Decimal(value)
+    if kind == "binary":
+        return bytes(value)
+    return value

@@ -9,7 +9,7 @@ from __future__ import annotations
 import json
 import uuid
 from collections.abc import Iterable, Mapping
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Any, Literal, cast
 
 from deltalog import _native
 from deltalog._interrupts import after_commit
@@ -254,3 +254,60 @@ def write_table(
             else:
                 table_or_uri.update_incremental()
     return version
+
+
+def write_deltalake(
+    table_or_uri: Any,
+    data: Any,
+    *,
+    partition_by: list[str] | str | None = None,
+    mode: WriteMode = "error",
+    name: str | None = None,
+    description: str | None = None,
+    configuration: Mapping[str, str | None] | None = None,
+    schema_mode: Literal["merge", "overwrite"] | None = None,
+    storage_options: Mapping[str, str] | None = None,
+    predicate: str | None = None,
+    target_file_size: int | None = None,
+    writer_properties: Any = None,
+    commit_properties: Any = None,
+    post_commithook_properties: Any = None,
+) -> None:
+    """deltalake's ``write_deltalake``, its name and keyword-only signature, on
+    :func:`write_table` (which see for each argument; ``table_or_uri`` may be a
+    ``pathlib.Path``). deltalake's own ``WriterProperties`` / ``CommitProperties`` objects
+    are converted, ``post_commithook_properties`` honoured as for OPTIMIZE. A
+    ``configuration`` value of ``None`` is refused (deltalake drops the key). Returns None,
+    as deltalake does; :func:`write_table` returns the version.
+    """
+    from deltalog.table import compat_args, optimize_args
+
+    if configuration is not None and any(v is None for v in configuration.values()):
+        raise InvalidArgumentError(
+            "configuration values must be strings: a None value is refused "
+            f"({sorted(k for k, v in configuration.items() if v is None)})"
+        )
+    cleanup = compat_args.check_hooks(post_commithook_properties)
+    target = table_or_uri if isinstance(table_or_uri, DeltaTable) else str(table_or_uri)
+    version = write_table(
+        target,
+        data,
+        mode=mode,
+        partition_by=partition_by,
+        configuration=cast("Mapping[str, str] | None", configuration),
+        name=name,
+        description=description,
+        storage_options=storage_options,
+        commit_properties=compat_args.commit_props(commit_properties),
+        schema_mode=schema_mode,
+        predicate=predicate,
+        target_file_size=target_file_size,
+        writer_properties=optimize_args.writer_properties(writer_properties),
+    )
+    if cleanup:
+        opened = (
+            target
+            if isinstance(target, DeltaTable)
+            else DeltaTable(target, storage_options=storage_options)
+        )
+        compat_args.run_hooks(opened, cleanup, version)

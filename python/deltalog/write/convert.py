@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Mapping, Sequence
-from typing import TYPE_CHECKING, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 from deltalog import _native
 from deltalog._lazy import lazy_module
@@ -37,6 +37,8 @@ def convert_to_deltalake(
     storage_options: Mapping[str, str] | None = None,
     commit_properties: CommitProperties | None = None,
     collect_stats: bool = True,
+    *,
+    post_commithook_properties: Any = None,
 ) -> int:
     """Converts the parquet directory at ``uri`` to a Delta table, in place, in one commit.
 
@@ -57,6 +59,8 @@ def convert_to_deltalake(
         commit_properties: extra commitInfo fields.
         collect_stats: read every file for statistics (default). Without them the table is
             valid but no file can be skipped until it is rewritten.
+        post_commithook_properties: deltalake's, as for OPTIMIZE
+            (:class:`deltalog.PostCommitHookProperties`).
 
     Returns:
         The version committed (0), or the table's version with ``mode="ignore"``.
@@ -68,7 +72,10 @@ def convert_to_deltalake(
         CorruptDataFileError: a file that is not parquet.
     """
     from deltalog.protocol import properties
-    from deltalog.write.writer import CommitProperties, new_table_protocol
+    from deltalog.table import compat_args
+    from deltalog.write.writer import new_table_protocol
+
+    cleanup = compat_args.check_hooks(post_commithook_properties)
 
     if mode not in ("error", "ignore"):
         raise InvalidArgumentError(f'mode must be "error" or "ignore", not {mode!r}')
@@ -102,7 +109,7 @@ def convert_to_deltalake(
         uri, names, partition_schema, config or None, bool(collect_stats), options
     )
     protocol, stored = new_table_protocol(schema, config)
-    props = commit_properties or CommitProperties()
+    props = compat_args.commit_props(commit_properties)
     version, _ = _native.write_table(
         uri,
         pa.RecordBatchReader.from_batches(schema, []),
@@ -124,4 +131,8 @@ def convert_to_deltalake(
         None,
         list(adds),
     )
+    if cleanup:
+        from deltalog.table.delta_table import DeltaTable
+
+        compat_args.run_hooks(DeltaTable(uri, storage_options=options), cleanup, version)
     return int(version)

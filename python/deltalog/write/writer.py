@@ -42,13 +42,57 @@ class CommitProperties:
             table already holds for ``app_id`` (or a later one) is skipped, so retried jobs
             write exactly once.
         custom_metadata: extra commitInfo fields (deltalog's own fields are never replaced).
+        app_transactions: deltalake's spelling of the application transaction: a list of one
+            object with ``app_id`` and ``version`` (``deltalake.Transaction``, or an
+            ``(app_id, version)`` pair). deltalog's commits carry one ``txn`` action, so more
+            than one is refused.
+        max_commit_retries: deltalake's; deltalog retries a commit that lost its version to a
+            non-conflicting one up to its own limit, so only ``None`` is accepted.
+
+    deltalake's positional order (``custom_metadata`` first) works too: a mapping given as
+    the first argument is the custom metadata.
     """
 
     app_id: str | None = None
     app_version: int | None = None
     custom_metadata: Mapping[str, Any] = field(default_factory=dict)
+    app_transactions: Any = None
+    max_commit_retries: int | None = None
 
     def __post_init__(self) -> None:
+        if isinstance(self.app_id, Mapping):
+            # deltalake's CommitProperties(custom_metadata, max_commit_retries, app_transactions)
+            # called positionally.
+            retries, transactions = self.app_version, self.custom_metadata or None
+            object.__setattr__(self, "custom_metadata", dict(self.app_id))
+            object.__setattr__(self, "app_id", None)
+            object.__setattr__(self, "app_version", None)
+            if retries is not None:
+                object.__setattr__(self, "max_commit_retries", retries)
+            if transactions is not None:
+                object.__setattr__(self, "app_transactions", transactions)
+        if self.max_commit_retries is not None:
+            raise InvalidArgumentError(
+                "CommitProperties(max_commit_retries=...) is not supported: deltalog retries a "
+                "commit that lost its version to a non-conflicting one up to its own limit"
+            )
+        if self.app_transactions is not None:
+            listed = list(self.app_transactions)
+            if len(listed) > 1:
+                raise InvalidArgumentError(
+                    "CommitProperties(app_transactions=...) holds at most one transaction: a "
+                    'deltalog commit carries one txn action ("Transaction Identifiers")'
+                )
+            if listed:
+                one = listed[0]
+                if isinstance(one, tuple):
+                    app, version = one
+                else:
+                    app, version = one.app_id, one.version
+                if self.app_id is not None and (self.app_id, self.app_version) != (app, version):
+                    raise TypeError("app_id/app_version and app_transactions disagree")
+                object.__setattr__(self, "app_id", app)
+                object.__setattr__(self, "app_version", version)
         if (self.app_id is None) != (self.app_version is None):
             raise ValueError("app_id and app_version go together")
         if self.app_version is not None:

@@ -36,14 +36,26 @@ class TableAlterer(ColumnAlterer, FeatureDropper):
 
     # -- operations ----------------------------------------------------------------------
 
-    def set_table_name(self, name: str, commit_properties: CommitProperties | None = None) -> int:
+    def set_table_name(
+        self,
+        name: str,
+        commit_properties: CommitProperties | None = None,
+        *,
+        post_commithook_properties: Any = None,
+    ) -> int:
         """Sets the table's ``name`` (the ``metaData`` field)."""
+        self._hooks(post_commithook_properties)
         return self._commit_metadata_fields({"name": name}, commit_properties)
 
     def set_table_description(
-        self, description: str, commit_properties: CommitProperties | None = None
+        self,
+        description: str,
+        commit_properties: CommitProperties | None = None,
+        *,
+        post_commithook_properties: Any = None,
     ) -> int:
         """Sets the table's ``description`` (the ``metaData`` field)."""
+        self._hooks(post_commithook_properties)
         return self._commit_metadata_fields({"description": description}, commit_properties)
 
     def _commit_metadata_fields(
@@ -61,11 +73,16 @@ class TableAlterer(ColumnAlterer, FeatureDropper):
         )
 
     def add_constraint(
-        self, constraints: Mapping[str, str], commit_properties: CommitProperties | None = None
+        self,
+        constraints: Mapping[str, str],
+        commit_properties: CommitProperties | None = None,
+        *,
+        post_commithook_properties: Any = None,
     ) -> int:
         """Adds CHECK constraints (name -> SQL boolean expression; spec "CHECK Constraints").
         Every existing row must satisfy them (false or unknown violates):
         ``ConstraintViolationError`` otherwise, and nothing is committed."""
+        self._hooks(post_commithook_properties)
         if len(constraints) != 1:
             raise ValueError("add one constraint at a time (as ALTER TABLE ADD CONSTRAINT)")
         ((name, sql),) = constraints.items()
@@ -95,9 +112,12 @@ class TableAlterer(ColumnAlterer, FeatureDropper):
         name: str,
         raise_if_not_exists: bool = True,
         commit_properties: CommitProperties | None = None,
+        *,
+        post_commithook_properties: Any = None,
     ) -> int | None:
         """Drops a CHECK constraint; returns the version, or None when there was none to drop
         and ``raise_if_not_exists`` is false."""
+        self._hooks(post_commithook_properties)
         config = dict(self._table.metadata().configuration)
         key = _CONSTRAINT_PREFIX + name.lower()
         if key not in config:

@@ -147,10 +147,13 @@ class ColumnAlterer(AlterCommitter):
         column: str,
         metadata: Mapping[str, Any],
         commit_properties: CommitProperties | None = None,
+        *,
+        post_commithook_properties: Any = None,
     ) -> int:
         """Merges ``metadata`` into the column's field metadata (``comment`` and other user
         keys; deltalake's ``set_column_metadata``). Keys Delta itself owns (column mapping,
         identity, generation expressions, invariants, type changes) are refused."""
+        self._hooks(post_commithook_properties)
         reserved = [k for k in metadata if _reserved_field_key(k)]
         if reserved:
             raise InvalidArgumentError(
@@ -163,8 +166,15 @@ class ColumnAlterer(AlterCommitter):
         fields[index]["metadata"] = meta
         return self._commit_schema("CHANGE COLUMN", {"column": column}, schema, commit_properties)
 
-    def drop_not_null(self, column: str, commit_properties: CommitProperties | None = None) -> int:
+    def drop_not_null(
+        self,
+        column: str,
+        commit_properties: CommitProperties | None = None,
+        *,
+        post_commithook_properties: Any = None,
+    ) -> int:
         """ALTER TABLE ... ALTER COLUMN ... DROP NOT NULL: the column accepts nulls."""
+        self._hooks(post_commithook_properties)
         schema = self._schema()
         fields, index = self._field(schema, column)
         if fields[index].get("nullable", True):
@@ -172,6 +182,17 @@ class ColumnAlterer(AlterCommitter):
         fields[index]["nullable"] = True
         return self._commit_schema(
             "CHANGE COLUMN", {"column": column, "nullable": True}, schema, commit_properties
+        )
+
+    def drop_column_not_null(
+        self,
+        column_name: str,
+        commit_properties: CommitProperties | None = None,
+        post_commithook_properties: Any = None,
+    ) -> int:
+        """deltalake's name of :meth:`drop_not_null`."""
+        return self.drop_not_null(
+            column_name, commit_properties, post_commithook_properties=post_commithook_properties
         )
 
     def change_column_type(
@@ -258,6 +279,8 @@ class ColumnAlterer(AlterCommitter):
         self,
         fields: pa.Field | Iterable[pa.Field] | pa.Schema,
         commit_properties: CommitProperties | None = None,
+        *,
+        post_commithook_properties: Any = None,
     ) -> int:
         """Adds nullable columns at the end of the schema (``ALTER TABLE ADD COLUMNS``);
         existing rows read them as null. Under column mapping they get ids and physical names.
@@ -267,6 +290,7 @@ class ColumnAlterer(AlterCommitter):
             InvalidArgumentError: a name the table already has (case-insensitively), or a
                 column that is not nullable.
         """
+        self._hooks(post_commithook_properties)
         if isinstance(fields, pa.Field):
             fields = [fields]
         schema = fields if isinstance(fields, pa.Schema) else pa.schema(list(fields))

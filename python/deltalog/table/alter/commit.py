@@ -33,6 +33,16 @@ class AlterCommitter:
 
     def __init__(self, table: DeltaTable) -> None:
         self._table = table
+        #: Clean up expired log files after the next commit (deltalake's
+        #: ``post_commithook_properties``; see :meth:`_hooks`).
+        self._cleanup = False
+
+    def _hooks(self, post_commithook_properties: Any) -> None:
+        """Checks deltalake's ``post_commithook_properties`` of the change about to commit
+        (:func:`deltalog.table.compat_args.check_hooks`); :meth:`_commit` runs them."""
+        from deltalog.table import compat_args
+
+        self._cleanup = compat_args.check_hooks(post_commithook_properties)
 
     # -- helpers -------------------------------------------------------------------------
 
@@ -114,8 +124,8 @@ class AlterCommitter:
         commit_properties: CommitProperties | None = None,
         extra_actions: Iterable[dict[str, Any]] = (),
         schema_string: str | None = None,
+        partition_columns: list[str] | None = None,
     ) -> int:
-        from deltalog.write.writer import CommitProperties
 
         table = self._table
         meta = table._raw.metadata()
@@ -126,13 +136,18 @@ class AlterCommitter:
             actions.append(json.dumps(protocol))
         enabling_ict = False
         if configuration is not None:
-            actions.append(json.dumps(self._metadata_action(configuration, schema_string)))
+            changes = {} if partition_columns is None else {"partitionColumns": partition_columns}
+            actions.append(
+                json.dumps(self._metadata_action(configuration, schema_string, **changes))
+            )
             # "In-Commit Timestamps": enabling it on an existing table records the version and
             # timestamp it starts from (the core fills them in at commit).
             was = features._is_true(meta["configuration"].get(_ICT))
             enabling_ict = features._is_true(configuration.get(_ICT)) and not was
         actions.extend(json.dumps(a) for a in extra_actions)
-        props = commit_properties or CommitProperties()
+        from deltalog.table import compat_args
+
+        props = compat_args.commit_props(commit_properties)
         app = props.app_transaction()
         version = _native.commit_actions(
             table.table_uri,
@@ -150,6 +165,10 @@ class AlterCommitter:
         )
         with after_commit(version):
             table.update_incremental()
+        from deltalog.table import compat_args
+
+        cleanup, self._cleanup = self._cleanup, False
+        compat_args.run_hooks(table, cleanup, version)
         return version
 
     def _commit_schema(

@@ -24,15 +24,49 @@ if TYPE_CHECKING:
 class PropertyAlterer(AlterCommitter):
     """The table property changes of :class:`deltalog.table.alter.alterer.TableAlterer`."""
 
+    def set_table_properties(
+        self,
+        properties: Mapping[str, str],
+        raise_if_not_exists: bool = True,
+        *,
+        commit_properties: CommitProperties | None = None,
+        post_commithook_properties: Any = None,
+    ) -> int:
+        """deltalake's name of :meth:`set_properties`. ``raise_if_not_exists=True`` (its
+        default) refuses keys that are not Delta table properties, as deltalake does;
+        ``False`` stores other keys too. Unknown ``delta.*`` keys are refused either way
+        (deltalog's rule, as Delta Spark's)."""
+        if raise_if_not_exists:
+            from deltalog.protocol import properties as known
+
+            unknown = sorted(
+                k
+                for k in properties
+                if k.lower() not in known._BY_LOWER_KEY
+                and k.lower() not in known._PROTOCOL_VERSIONS_LOWER
+                and not k.lower().startswith(known.FEATURE_PREFIX)
+            )
+            if unknown:
+                raise InvalidArgumentError(
+                    f"{unknown} are not Delta table properties (pass raise_if_not_exists=False "
+                    "to store them)"
+                )
+        return self.set_properties(
+            properties, commit_properties, post_commithook_properties=post_commithook_properties
+        )
+
     def set_properties(
         self,
         properties: Mapping[str, str],
         commit_properties: CommitProperties | None = None,
+        *,
+        post_commithook_properties: Any = None,
     ) -> int:
         """Sets table properties (``SET TBLPROPERTIES``). Properties that enable a feature
         (``delta.enableDeletionVectors``, ``delta.enableChangeDataFeed``, ...) and
         ``delta.feature.<name> = supported`` upgrade the protocol with it. Returns the version.
         """
+        self._hooks(post_commithook_properties)
         wanted, stored = features.features_for_configuration(properties)
         if any(k.startswith(_CONSTRAINT_PREFIX) for k in stored):
             raise ValueError("add CHECK constraints with add_constraint, which checks the rows")
@@ -107,11 +141,45 @@ class PropertyAlterer(AlterCommitter):
         )
 
     def add_feature(
-        self, names: str | Iterable[str], commit_properties: CommitProperties | None = None
+        self,
+        feature: Any,
+        allow_protocol_versions_increase: bool | None = None,
+        commit_properties: CommitProperties | None = None,
+        *,
+        post_commithook_properties: Any = None,
     ) -> int:
-        """Adds table features to the protocol (``delta.feature.<name> = supported``)."""
-        names = [names] if isinstance(names, str) else list(names)
+        """Adds table features to the protocol (``delta.feature.<name> = supported``):
+        ``feature`` is a name, a :class:`deltalog.TableFeatures` (deltalake's enum too) or a
+        list of them. ``allow_protocol_versions_increase=False`` (deltalake's) refuses a
+        change that raises the protocol's reader or writer version (e.g. a legacy protocol to
+        reader 3 / writer 7); unset, deltalog raises them as needed ("Protocol Evolution")."""
+        from deltalog.table.compat import feature_name
+        from deltalog.write.writer import CommitProperties as _Props
+
+        if isinstance(allow_protocol_versions_increase, _Props):
+            # deltalog's older order: add_feature(names, commit_properties).
+            commit_properties, allow_protocol_versions_increase = (
+                allow_protocol_versions_increase,
+                None,
+            )
+        self._hooks(post_commithook_properties)
+        listed = feature if isinstance(feature, (list, tuple, set)) else [feature]
+        names = [feature_name(f) for f in listed]
         features.features_for_configuration({}, names)  # unknown names raise
+        if allow_protocol_versions_increase is False:
+            action = self._protocol_action(names)
+            current = self._table.protocol()
+            if action is not None and (
+                action["protocol"]["minReaderVersion"] > current.min_reader_version
+                or action["protocol"]["minWriterVersion"] > current.min_writer_version
+            ):
+                raise InvalidArgumentError(
+                    f"adding {names} raises the protocol from reader "
+                    f"{current.min_reader_version} / writer {current.min_writer_version} to "
+                    f"{action['protocol']['minReaderVersion']} / "
+                    f"{action['protocol']['minWriterVersion']}: pass "
+                    "allow_protocol_versions_increase=True"
+                )
         return self._commit(
             "SET TBLPROPERTIES",
             {"properties": json.dumps({f"delta.feature.{n}": "supported" for n in names})},
