@@ -44,16 +44,19 @@ from deltalog.exceptions import (
 from deltalog.expressions import Column, Expr, col
 from deltalog.protocol import features
 from deltalog.protocol.actions import Metadata, Protocol
+from deltalog.table.compat import AddAction, DeltaTableConfig, RemoveAction, TableFeatures
 from deltalog.table.delta_table import DeltaTable, VacuumResult
 from deltalog.table.optimize_args import PostCommitHookProperties
+from deltalog.table.query import QueryBuilder
 from deltalog.table.scan import DeltaScan, ScanTask, read_task
 from deltalog.table.transaction import Transaction, write_files
-from deltalog.table.write import write_table
+from deltalog.table.write import write_deltalake, write_table
 from deltalog.write.convert import convert_to_deltalake
 from deltalog.write.properties import BloomFilterProperties, ColumnProperties, WriterProperties
 from deltalog.write.writer import CommitProperties
 
 __all__ = [
+    "AddAction",
     "AlreadyExistsError",
     "BloomFilterProperties",
     "CatalogAuthenticationError",
@@ -76,6 +79,7 @@ __all__ = [
     "DeltaError",
     "DeltaScan",
     "DeltaTable",
+    "DeltaTableConfig",
     "Expr",
     "FeatureDropWaitError",
     "InterruptedAfterCommit",
@@ -87,10 +91,13 @@ __all__ = [
     "NotADeltaTableError",
     "PostCommitHookProperties",
     "Protocol",
+    "QueryBuilder",
+    "RemoveAction",
     "ScanTask",
     "SchemaMismatchError",
     "SparkWorkerPythonError",
     "StorageError",
+    "TableFeatures",
     "TableNotFoundError",
     "Transaction",
     "UnsupportedFeatureError",
@@ -105,6 +112,7 @@ __all__ = [
     "features",
     "load_catalog",
     "read_task",
+    "write_deltalake",
     "write_files",
     "write_table",
 ]
