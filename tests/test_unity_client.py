@@ -246,3 +246,34 @@ def test_the_last_commit_is_reported_at_exit_without_waiting(server: Any) -> Non
     # The server got the report: it checked _delta_log/1.json and forgot the commit.
     assert uc.load_response("sales", "orders").commits in (None, [])
     assert uc.load_table("sales.orders").version() == 1
+
+
+def test_catalog_verbs(server: Any) -> None:
+    """pyiceberg's verbs on the unity client: namespace properties (getSchema / updateSchema),
+    rename within a schema (the Delta API's renameTable), purge_table."""
+    uc = unity(server)
+    uc.create_namespace("sales", {"owner": "ops", "tier": "gold"})
+    assert uc.load_namespace_properties("sales") == {"owner": "ops", "tier": "gold"}
+    summary = uc.update_namespace_properties("sales", removals=["tier", "nope"], updates={"a": "1"})
+    assert (summary.removed, summary.updated, summary.missing) == (["tier"], ["a"], ["nope"])
+    assert uc.load_namespace_properties("main.sales") == {"owner": "ops", "a": "1"}
+    with pytest.raises(dl.InvalidArgumentError, match="both removed and updated"):
+        uc.update_namespace_properties("sales", removals=["a"], updates={"a": "2"})
+    with pytest.raises(dl.NamespaceNotFoundError):
+        uc.load_namespace_properties("nope")
+    with pytest.raises(dl.CatalogPermissionError):
+        unity(server, "writer").update_namespace_properties("sales", updates={"b": "2"})
+    assert uc.load_namespace_properties("sales") == {"owner": "ops", "a": "1"}
+    uc.write_table("sales.orders", rows(1, 2))
+    renamed = uc.rename_table("sales.orders", "sales.orders2")
+    assert isinstance(renamed, dl.DeltaTable) and ids(renamed) == [1, 2]
+    assert uc.list_tables("sales") == ["orders2"]
+    uc.create_namespace("hr")
+    with pytest.raises(dl.UnsupportedFeatureError, match="within its schema"):
+        uc.rename_table("sales.orders2", "hr.orders2")
+    with pytest.raises(dl.UnsupportedFeatureError, match="within its schema"):
+        uc.rename_table("sales.orders2", "other.sales.orders2")
+    assert ids(uc.rename_table("main.sales.orders2", "orders")) == [1, 2]
+    location = uc.describe_table("sales.orders").location
+    uc.purge_table("sales.orders")
+    assert not uc.table_exists("sales.orders") and not Path(location).exists()

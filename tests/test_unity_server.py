@@ -667,3 +667,54 @@ def test_a_forced_delete_removes_only_what_uc_sees(server: Any, tmp_path: Path) 
     assert cat.list_namespaces("main") == [] and not orders.exists()
     assert dl.DeltaTable(str(external)).to_pyarrow_table().column("id").to_pylist() == [7]
     assert cat.list_tables("main") == ["loose"]
+
+
+def test_update_schema_and_catalog(server: Any) -> None:
+    """``updateSchema`` / ``updateCatalog`` (PATCH): properties replaced whole, the comment kept
+    unless given; admin only; bad bodies 400; renaming is not served (501)."""
+    admin = Uc(server.url, server.keys["admin"])
+    admin(CatalogsApi, "create_catalog", CreateCatalog(name="main", comment="c"))
+    admin(
+        SchemasApi,
+        "create_schema",
+        CreateSchema.model_validate(
+            {"name": "sales", "catalog_name": "main", "comment": "s", "properties": {"a": "1"}}
+        ),
+    )
+    got = admin(SchemasApi, "update_schema", "main.sales", {"properties": {"b": "2"}})
+    assert got.properties.root == {"b": "2", "comment": "s"} and got.comment == "s"
+    got = admin(SchemasApi, "update_schema", "main.sales", {"comment": "t"})
+    assert got.properties.root == {"b": "2", "comment": "t"}
+    assert admin(SchemasApi, "get_schema", "main.sales").properties.root == {
+        "b": "2",
+        "comment": "t",
+    }
+    uc_error(
+        Uc(server.url, server.keys["writer"]).error(
+            SchemasApi, "update_schema", "main.sales", {"properties": {}}
+        ),
+        "PERMISSION_DENIED",
+        403,
+    )
+    uc_error(
+        admin.error(SchemasApi, "update_schema", "main.sales", {"properties": {"a": 1}}),
+        "INVALID_ARGUMENT",
+        400,
+    )
+    uc_error(
+        admin.error(SchemasApi, "update_schema", "main.sales", {"owner": "x"}),
+        "INVALID_ARGUMENT",
+        400,
+    )
+    uc_error(
+        admin.error(SchemasApi, "update_schema", "main.nope", {"properties": {}}),
+        "NOT_FOUND",
+        404,
+    )
+    uc_error(
+        admin.error(SchemasApi, "update_schema", "main.sales", {"new_name": "x"}),
+        "UNIMPLEMENTED",
+        501,
+    )
+    got = admin(CatalogsApi, "update_catalog", "main", {"properties": {"k": "v"}})
+    assert got.properties.root == {"k": "v", "comment": "c"} and got.comment == "c"

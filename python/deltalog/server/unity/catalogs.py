@@ -367,6 +367,46 @@ class UnityCatalogs:
         catalog, schema = self.spelled([catalog, schema])
         return self._schema_info(catalog, schema, nid)
 
+    def update_schema(self, r: UcRequest) -> dict[str, Any]:
+        """``PATCH /schemas/{full_name}`` (``updateSchema``): ``properties`` replace the
+        schema's (as UC's reference server does), ``comment`` sets its comment (kept otherwise);
+        admin only, as creating one. ``new_name`` is not served (501)."""
+        self.require(r.principal, "admin", "update a schema")
+        body = model(catalog_api.UpdateSchema, r.body)
+        catalog, schema = self.split(r.params["full_name"], 2, "schema")
+        nid = self.schema_id(catalog, schema)
+        catalog, schema = self.spelled([catalog, schema])
+        self._update_namespace(nid, body.comment, properties_of(body.properties), body.new_name)
+        return self._schema_info(catalog, schema, nid)
+
+    def update_catalog(self, r: UcRequest) -> dict[str, Any]:
+        """``PATCH /catalogs/{name}`` (``updateCatalog``): as :meth:`update_schema`."""
+        self.require(r.principal, "admin", "update a catalog")
+        body = model(catalog_api.UpdateCatalog, r.body)
+        nid = self.catalog_id(r.params["name"])
+        (name,) = self.spelled([r.params["name"]])
+        self._update_namespace(nid, body.comment, properties_of(body.properties), body.new_name)
+        return self._catalog_info(name, nid)
+
+    def _update_namespace(
+        self,
+        nid: int,
+        comment: str | None,
+        properties: dict[str, str] | None,
+        new_name: str | None,
+    ) -> None:
+        if new_name is not None:
+            raise UcError("NotImplementedException", "deltalog does not rename catalogs or schemas")
+        if properties is None and comment is None:
+            return
+        current = self.store.namespace_properties(nid)
+        after = dict(properties) if properties is not None else dict(current)
+        after.pop("comment", None)
+        kept = comment if comment is not None else current.get("comment")
+        if kept is not None:
+            after["comment"] = kept
+        self.store.set_namespace_properties(nid, after)
+
     def delete_schema(self, r: UcRequest) -> dict[str, Any]:
         self.require(r.principal, "admin", "delete a schema")
         return self._drop(self.split(r.params["full_name"], 2, "schema"), r.query)
