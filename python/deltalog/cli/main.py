@@ -20,6 +20,9 @@ deltalog catalog token list|revoke|rotate --tokens FILE [--name NAME] [--json]
 deltalog catalog list [--json]
 deltalog catalog describe [--catalog NAME] [--json]
 deltalog catalog tables [--catalog NAME] [NAMESPACE] [--recursive] [--json]
+deltalog catalog namespace create|drop|properties|set|unset NS ... [--catalog NAME] [--json]
+deltalog catalog table create|drop|rename|set|unset TABLE ... [--catalog NAME] [--json]
+    (deltalog.cli.manage has the verbs' arguments)
 deltalog --version
 """
 
@@ -443,8 +446,10 @@ def _add_catalog_commands(sub: Any) -> None:
     catalog = sub.add_parser("catalog", help=text, description=text)
     commands = catalog.add_subparsers(dest="catalog_command", required=True, metavar="COMMAND")
     from deltalog.cli.browse import add_browse_commands
+    from deltalog.cli.manage import add_manage_commands
 
     add_browse_commands(commands)
+    add_manage_commands(commands)
     text = "serve a catalog of Delta tables over HTTP until SIGTERM / Ctrl-C"
     p = commands.add_parser("serve", help=text, description=text)
     p.add_argument(

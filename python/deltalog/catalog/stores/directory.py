@@ -157,8 +157,11 @@ class DirectoryCatalog(Catalog):
         configuration: Mapping[str, str] | None = None,
         **kwargs: Any,
     ) -> DeltaTable:
+        from deltalog.exceptions import AlreadyExistsError
         from deltalog.table.delta_table import DeltaTable
 
+        if self.table_exists(name):
+            raise AlreadyExistsError(f"the directory catalog {self.path} has a table {name!r}")
         uri = self._new_table_uri(name)
         return DeltaTable.create(
             uri,
