@@ -693,7 +693,8 @@ class DeltaTable(TableReads, TableDML, TableMaintenance, TableCompat, TableIcebe
         OPTIMIZE.
 
         Returns:
-            ``version``, ``num_restored_files``, ``num_removed_files``.
+            ``version``, ``num_restored_files``, ``num_removed_files``, and the last two
+            under deltalake's keys ``numRestoredFile`` and ``numRemovedFile``.
         """
         from deltalog.exceptions import DataFileNotFoundError
         from deltalog.table import compat_args
@@ -756,6 +757,8 @@ class DeltaTable(TableReads, TableDML, TableMaintenance, TableCompat, TableIcebe
             "version": committed,
             "num_restored_files": restored,
             "num_removed_files": removed,
+            "numRestoredFile": restored,
+            "numRemovedFile": removed,
         }
 
     def __repr__(self) -> str:
