@@ -65,10 +65,12 @@ def feature_name(value: Any) -> str:
         return value.value
     if isinstance(value, str):
         return value
-    kind = type(value)
-    if kind.__name__ == "TableFeatures" and kind.__module__.split(".")[0] == "deltalake":
-        name = str(value).rpartition(".")[2]
-        return TableFeatures[name].value
+    # deltalake's enum is a native class (module "builtins"): known by its name and text.
+    text = str(value)
+    if type(value).__name__ == "TableFeatures" and text.startswith("TableFeatures."):
+        name = text.rpartition(".")[2]
+        if name in TableFeatures.__members__:
+            return TableFeatures[name].value
     raise InvalidArgumentError(f"a table feature is a name or a TableFeatures, not {value!r}")
 
 
