@@ -216,3 +216,17 @@ def test_negative_version(make_log: Callable[..., LogWriter], version: int) -> N
     t = dl.DeltaTable(str(log.root))
     with pytest.raises((ValueError, dl.DeltaError)):
         t.load_as_version(version)
+
+
+def test_an_error_says_its_kind_once(tmp_path: Path) -> None:
+    """The exception's class names the kind ("InvalidArgumentError"): the message is the
+    reason alone, never "invalid argument: invalid argument: …" after layers re-wrapped it."""
+    import pyarrow as pa
+
+    dl.write_table(str(tmp_path), pa.table({"a": [1]}))
+    with pytest.raises(dl.InvalidArgumentError) as info:
+        dl.write_table(str(tmp_path), pa.table({"a": [1]}))
+    assert str(info.value).startswith("a table already exists at "), str(info.value)
+    with pytest.raises(dl.UnsupportedFeatureError) as unsupported:
+        dl.DeltaTable(str(tmp_path)).alter.add_feature("noSuchFeature")
+    assert not str(unsupported.value).lower().startswith("unsupported: "), str(unsupported.value)

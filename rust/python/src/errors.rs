@@ -13,7 +13,13 @@ use pyo3::types::{PyDict, PyType};
 pub(crate) fn to_py_err(py: Python<'_>, err: DeltaError) -> PyErr {
     let build = || -> PyResult<PyErr> {
         let module = py.import("deltalog.exceptions")?;
-        let message = err.to_string();
+        // The class says "invalid argument" / "unsupported": the message is the reason alone,
+        // however many layers repeated the prefix on the way.
+        let message = match &err {
+            DeltaError::InvalidArgument(reason) => strip_prefixes(reason, "invalid argument: "),
+            DeltaError::Unsupported(reason) => strip_prefixes(reason, "unsupported: "),
+            _ => err.to_string(),
+        };
         if let DeltaError::CatalogRaised { table, error, .. } = &err {
             let raised = error.downcast_ref::<PyErr>().map(|e| e.clone_ref(py));
             if let Some(raised) = &raised {
@@ -115,6 +121,15 @@ pub(crate) fn to_py_err(py: Python<'_>, err: DeltaError) -> PyErr {
         Ok(PyErr::from_value(instance))
     };
     build().unwrap_or_else(|e| e)
+}
+
+/// `text` without every leading repetition of `prefix`.
+fn strip_prefixes(text: &str, prefix: &str) -> String {
+    let mut rest = text;
+    while let Some(stripped) = rest.strip_prefix(prefix) {
+        rest = stripped;
+    }
+    rest.to_string()
 }
 
 /// The attributes of a `CorruptLogError` (and its subclass `LogIntegrityError`).
