@@ -89,12 +89,8 @@ def test_create_write_transaction_commits_the_callers_files(tmp_path: Path) -> N
 def test_refused_parameters_raise_and_commit_nothing(tmp_path: Path) -> None:
     t = dv_table(tmp_path / "t")
     version = t.version()
-    with pytest.raises(dl.InvalidArgumentError, match="writer_properties"):
-        t.delete("id = 0", writer_properties=dl.WriterProperties(compression="ZSTD"))
     with pytest.raises(dl.InvalidArgumentError, match="error_on_type_mismatch"):
         t.update({"id": "0"}, error_on_type_mismatch=False)
-    with pytest.raises(dl.InvalidArgumentError, match="streamed_exec"):
-        t.merge(pa.table({"id": [1]}), "target.id = source.id", streamed_exec=True)
     with pytest.raises(dl.InvalidArgumentError, match="max_commit_retries"):
         dl.CommitProperties(max_commit_retries=3)
     with pytest.raises(dl.InvalidArgumentError, match="create_checkpoint"):
@@ -300,3 +296,50 @@ def test_write_deltalake_signature_and_missing_duckdb_message(tmp_path: Path) ->
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert "deltalog[sql]" in out.stdout
+
+
+def _codecs(t: dl.DeltaTable, paths: set[str]) -> set[str]:
+    import pyarrow.parquet as pq
+
+    root = t.table_uri.removeprefix("file://")
+    return {
+        pq.ParquetFile(f"{root}/{path}").metadata.row_group(0).column(0).compression
+        for path in paths
+    }
+
+
+@pytest.mark.parametrize("flavour", ["deltalog", "deltalake"])
+def test_dml_and_merge_write_with_writer_properties(tmp_path: Path, flavour: str) -> None:
+    """DELETE, UPDATE and MERGE encode the files they write with the writer properties
+    given (deltalake's class or deltalog's), as a write does; deltalake reads the result."""
+    props = (
+        dl.WriterProperties(compression="ZSTD")
+        if flavour == "deltalog"
+        else deltalake.WriterProperties(compression="ZSTD")
+    )
+    uri = str(tmp_path / "t")
+    dl.write_table(uri, pa.table({"id": list(range(10)), "v": ["x"] * 10}))
+    t = dl.DeltaTable(uri)
+    assert _codecs(t, set(t.files())) == {"SNAPPY"}
+    for step in (
+        lambda: t.delete("id = 0", writer_properties=props),
+        lambda: t.update({"v": "'y'"}, "id = 1", writer_properties=props),
+        lambda: (
+            t.merge(
+                pa.table({"id": [2, 42], "v": ["m", "n"]}),
+                "target.id = source.id",
+                writer_properties=props,
+                streamed_exec=True,
+            )
+            .when_matched_update_all()
+            .when_not_matched_insert_all()
+            .execute()
+        ),
+    ):
+        before = set(t.files())
+        step()
+        written = set(t.files()) - before
+        assert written and _codecs(t, written) == {"ZSTD"}
+    got = deltalake.DeltaTable(uri).to_pyarrow_table().sort_by("id").to_pydict()
+    assert got["id"] == [*range(1, 10), 42]
+    assert got["v"][:2] == ["y", "m"] and got["v"][-1] == "n"

@@ -44,14 +44,14 @@ from deltalog.exceptions import (
 from deltalog.expressions import Column, Expr, col
 from deltalog.protocol import features
 from deltalog.protocol.actions import Metadata, Protocol
-from deltalog.table.compat import AddAction, DeltaTableConfig, RemoveAction, TableFeatures
+from deltalog.table.convert import convert_to_deltalake
 from deltalog.table.delta_table import DeltaTable, VacuumResult
+from deltalog.table.interop.compat import AddAction, DeltaTableConfig, RemoveAction, TableFeatures
+from deltalog.table.interop.query import QueryBuilder
 from deltalog.table.optimize_args import PostCommitHookProperties
-from deltalog.table.query import QueryBuilder
 from deltalog.table.scan import DeltaScan, ScanTask, read_task
 from deltalog.table.transaction import Transaction, write_files
 from deltalog.table.write import write_deltalake, write_table
-from deltalog.write.convert import convert_to_deltalake
 from deltalog.write.properties import BloomFilterProperties, ColumnProperties, WriterProperties
 from deltalog.write.writer import CommitProperties
 

@@ -245,6 +245,7 @@ def dml(
     predicate_text: str | None = None,
     set_text: list[tuple[str, str]] | None = None,
     target_file_size: int | None = None,
+    writer_properties: str | None = None,
 ) -> dict[str, Any]:
     """DELETE (`set` None) or UPDATE of the latest version `snapshot`; the metrics, with
     `version` None when nothing changed. `set` holds `(column, value, is_sql)`;
@@ -371,6 +372,7 @@ def merge(
     commit_info: str | None = None,
     target_file_size: int | None = None,
     merge_schema: bool = False,
+    writer_properties: str | None = None,
 ) -> dict[str, Any]:
     """MERGE `source` into the snapshot's table; the metrics (`version` None: no change).
     `merge_schema`: the source's new columns join the schema in the same commit (with

@@ -28,10 +28,10 @@ from deltalog.protocol import features
 from deltalog.protocol.actions import Metadata, Protocol
 from deltalog.protocol.catalog_client import CatalogClient
 from deltalog.table import locations
-from deltalog.table.compat import TableCompat
 from deltalog.table.dml import TableDML
+from deltalog.table.interop.compat import TableCompat
+from deltalog.table.interop.pyiceberg import TableIcebergVerbs
 from deltalog.table.maintenance import TableMaintenance, VacuumResult as VacuumResult
-from deltalog.table.pyiceberg_verbs import TableIcebergVerbs
 from deltalog.table.reads import TableReads
 from deltalog.table.timestamps import TimestampLike, _timestamp_ms
 from deltalog.write.writer import CommitProperties, check_snapshot_writable
@@ -323,7 +323,7 @@ class DeltaTable(TableReads, TableDML, TableMaintenance, TableCompat, TableIcebe
                     "schema must be a pyarrow.Schema (e.g. pa.schema({'id': pa.int64()})) or "
                     f"export __arrow_c_schema__, not {type(schema).__name__}"
                 )
-        from deltalog.table import compat_args
+        from deltalog.table.interop import arguments as compat_args
 
         if mode not in ("error", "ignore", "overwrite", "append"):
             raise ValueError('mode must be "error", "ignore", "overwrite" or "append" for create')
@@ -535,22 +535,18 @@ class DeltaTable(TableReads, TableDML, TableMaintenance, TableCompat, TableIcebe
         ``when_not_matched_insert_all``; existing rows read them as null.
 
         deltalake's keyword arguments: ``post_commithook_properties`` as for OPTIMIZE;
-        ``streamed_exec=False`` is how deltalog runs a MERGE (the source held in memory, target
-        files pruned by its key ranges), so ``True`` (stream the source) is refused;
-        ``writer_properties``, ``error_on_type_mismatch=False`` and the spill limits are
-        refused (:mod:`deltalog.table.compat_args`)."""
-        from deltalog.table import compat_args
+        ``writer_properties`` encode the files the MERGE writes, as for
+        :func:`deltalog.write_table`; ``streamed_exec`` is accepted either way: deltalog's
+        MERGE reads the source once, into memory, and prunes target files by its key ranges
+        (what deltalake's ``streamed_exec=False`` does; the results are the same as a
+        streamed MERGE's, the memory is the source's size); ``error_on_type_mismatch=False``
+        and the spill limits are refused (:mod:`deltalog.table.interop.arguments`)."""
+        from deltalog.table.interop import arguments as compat_args
         from deltalog.table.merge import TableMerger
 
-        compat_args.refuse_writer_properties(writer_properties, "merge")
+        parquet = compat_args.writer_properties_json(writer_properties)
         compat_args.refuse_lenient_casts(error_on_type_mismatch, "merge")
         compat_args.refuse_spill_limits(max_spill_size, max_temp_directory_size)
-        if streamed_exec:
-            raise InvalidArgumentError(
-                "merge(streamed_exec=True) is not supported: deltalog's MERGE holds the source "
-                "in memory and prunes target files by its key ranges (deltalake's "
-                "streamed_exec=False); pass False or leave it unset"
-            )
         return TableMerger(
             self,
             source,
@@ -561,6 +557,7 @@ class DeltaTable(TableReads, TableDML, TableMaintenance, TableCompat, TableIcebe
             target_file_size,
             merge_schema,
             compat_args.check_hooks(post_commithook_properties),
+            parquet,
         )
 
     # -- table changes -----------------------------------------------------------------------
@@ -587,7 +584,7 @@ class DeltaTable(TableReads, TableDML, TableMaintenance, TableCompat, TableIcebe
         Raises:
             CommitConflictError: a concurrent commit removed one of those files too.
         """
-        from deltalog.table import compat_args
+        from deltalog.table.interop import arguments as compat_args
 
         commit_properties, hooks = compat_args.split_positional(
             "repair", args, commit_properties, post_commithook_properties
@@ -697,7 +694,7 @@ class DeltaTable(TableReads, TableDML, TableMaintenance, TableCompat, TableIcebe
             under deltalake's keys ``numRestoredFile`` and ``numRemovedFile``.
         """
         from deltalog.exceptions import DataFileNotFoundError
-        from deltalog.table import compat_args
+        from deltalog.table.interop import arguments as compat_args
 
         cleanup = compat_args.check_hooks(post_commithook_properties)
         latest = self._latest()

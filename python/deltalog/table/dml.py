@@ -47,8 +47,8 @@ class TableDML:
             commit_properties: an application transaction and extra commitInfo fields.
             target_file_size: size in bytes files written are closed at, as for
                 :func:`deltalog.write_table`.
-            writer_properties: deltalake's; refused (``InvalidArgumentError``): deltalog's
-                DML writes with its own parquet settings.
+            writer_properties: how the files the statement writes are encoded (deltalake's
+                or deltalog's ``WriterProperties``), as for :func:`deltalog.write_table`.
             post_commithook_properties: deltalake's, as for OPTIMIZE.
 
         With ``delta.enableDeletionVectors=true`` on a table that supports the feature, rows
@@ -126,7 +126,7 @@ class TableDML:
             shown.append((column, sql_literal(value)))
         if not assignments:
             raise ValueError("update needs set/updates or new_values")
-        from deltalog.table import compat_args
+        from deltalog.table.interop import arguments as compat_args
 
         compat_args.refuse_lenient_casts(error_on_type_mismatch, "update")
         return self._dml(
@@ -149,11 +149,9 @@ class TableDML:
         writer_properties: Any = None,
         hooks: Any = None,
     ) -> dict[str, Any]:
-        from deltalog.table import compat_args
+        from deltalog.table.interop import arguments as compat_args
 
-        compat_args.refuse_writer_properties(
-            writer_properties, "delete" if assignments is None else "update"
-        )
+        parquet = compat_args.writer_properties_json(writer_properties)
         cleanup = compat_args.check_hooks(hooks)
         # The statement reads the loaded version; commits since are checked as concurrent
         # winners (blind appends commute, a change to a file it read conflicts).
@@ -182,6 +180,7 @@ class TableDML:
             predicate_text,
             shown,
             _target_file_size(target_file_size),
+            parquet,
         )
         with after_commit(metrics.get("version")):
             self.update_incremental()

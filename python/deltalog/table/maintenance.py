@@ -201,7 +201,8 @@ class TableMaintenance:
             else _args.hours_to_ms("retention_hours", retention_hours)
         )
         now_ms = None if now is None else _timestamp_ms(now)
-        from deltalog.table import compat_args, optimize_args
+        from deltalog.table import optimize_args
+        from deltalog.table.interop import arguments as compat_args
 
         props = optimize_args.commit_properties(commit_properties)
         cleanup = compat_args.check_hooks(post_commithook_properties)
@@ -297,7 +298,7 @@ def _tombstoned_paths(
     what a lite VACUUM may delete."""
     from urllib.parse import unquote
 
-    from deltalog.table.deletion_vectors import relative_dv_path
+    from deltalog.table.interop.deletion_vectors import relative_dv_path
 
     named: set[str] = set()
     for version, _ts, _info in snapshot.history(None):
@@ -321,7 +322,7 @@ def _tombstoned_paths(
 
 def _paths_of_versions(snapshot: _native.RawSnapshot, versions: list[int]) -> set[str]:
     """The files (and deletion vector files) the given versions read."""
-    from deltalog.table.deletion_vectors import relative_dv_path
+    from deltalog.table.interop.deletion_vectors import relative_dv_path
 
     kept: set[str] = set()
     for version in versions:

@@ -43,6 +43,7 @@ class TableMerger:
         target_file_size: int | None = None,
         merge_schema: bool = False,
         cleanup: bool = False,
+        writer_properties: str | None = None,
     ) -> None:
         from deltalog.write.writer import _reader, _target_file_size
 
@@ -55,6 +56,7 @@ class TableMerger:
         self._target_file_size = _target_file_size(target_file_size)
         self._merge_schema = bool(merge_schema)
         self._cleanup = cleanup
+        self._writer_properties = writer_properties
 
     def _add(
         self,
@@ -161,10 +163,11 @@ class TableMerger:
             props.commit_info_json(),
             self._target_file_size,
             self._merge_schema,
+            self._writer_properties,
         )
         with after_commit(metrics.get("version")):
             table.update_incremental()
-        from deltalog.table import compat_args
+        from deltalog.table.interop import arguments as compat_args
 
         compat_args.run_hooks(table, self._cleanup, metrics.get("version"))
         return metrics

@@ -280,7 +280,8 @@ def write_deltalake(
     ``configuration`` value of ``None`` is refused (deltalake drops the key). Returns None,
     as deltalake does; :func:`write_table` returns the version.
     """
-    from deltalog.table import compat_args, optimize_args
+    from deltalog.table import optimize_args
+    from deltalog.table.interop import arguments as compat_args
 
     if configuration is not None and any(v is None for v in configuration.values()):
         raise InvalidArgumentError(

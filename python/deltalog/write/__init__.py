@@ -5,7 +5,7 @@
   (protocol "Creation of New Log Entries", "Table Features for New and Existing Tables").
 - :mod:`~deltalog.write.properties`: parquet writer properties (row groups, compression, bloom
   filters).
-- :mod:`~deltalog.write.convert`: ``convert_to_deltalake`` (a parquet directory becomes a table).
+- :mod:`~deltalog.table.convert`: ``convert_to_deltalake`` (a parquet directory becomes a table).
 
 Data files are encoded and committed by the native core (``rust/core/src/write``).
 """

@@ -82,7 +82,7 @@ pub(crate) fn write_rows_with_lineage(
 /// JSON list of `deltalog_core::dml::merge::MergeClause`. Returns the metrics, with
 /// `version` None when nothing changed.
 #[pyfunction]
-#[pyo3(signature = (snapshot, source, predicate, source_alias, target_alias, clauses, app_transaction=None, commit_info=None, target_file_size=None, merge_schema=false))]
+#[pyo3(signature = (snapshot, source, predicate, source_alias, target_alias, clauses, app_transaction=None, commit_info=None, target_file_size=None, merge_schema=false, writer_properties=None))]
 #[allow(clippy::too_many_arguments)]
 pub(crate) fn merge(
     py: Python<'_>,
@@ -96,6 +96,7 @@ pub(crate) fn merge(
     commit_info: Option<&str>,
     target_file_size: Option<u64>,
     merge_schema: bool,
+    writer_properties: Option<&str>,
 ) -> PyResult<Py<PyDict>> {
     use deltalog_core::dml::merge::{merge, MergeClause, MergeSpec};
     let clauses: Vec<MergeClause> = serde_json::from_str(clauses).map_err(|e| {
@@ -115,6 +116,7 @@ pub(crate) fn merge(
         clauses,
         target_file_size,
         merge_schema,
+        parquet: parquet_settings(py, writer_properties)?,
     };
     let info = commit_info_map(commit_info)?;
     let snapshot = snapshot.snapshot.clone();
@@ -186,7 +188,7 @@ pub(crate) fn remove_actions(
 /// all rows when both are None. `set` holds `(column, value, is_sql)`: a SQL expression, or
 /// an expression's JSON. Returns the metrics, with `version` None when nothing changed.
 #[pyfunction]
-#[pyo3(signature = (snapshot, predicate_sql=None, predicate_json=None, set=None, app_transaction=None, commit_info=None, predicate_text=None, set_text=None, target_file_size=None))]
+#[pyo3(signature = (snapshot, predicate_sql=None, predicate_json=None, set=None, app_transaction=None, commit_info=None, predicate_text=None, set_text=None, target_file_size=None, writer_properties=None))]
 #[allow(clippy::too_many_arguments)]
 pub(crate) fn dml(
     py: Python<'_>,
@@ -199,6 +201,7 @@ pub(crate) fn dml(
     predicate_text: Option<String>,
     set_text: Option<Vec<(String, String)>>,
     target_file_size: Option<u64>,
+    writer_properties: Option<&str>,
 ) -> PyResult<Py<PyDict>> {
     use deltalog_core::dml::delete_update::{execute, Change, DmlOptions};
     use deltalog_core::expr::Expr;
@@ -227,6 +230,7 @@ pub(crate) fn dml(
             .or_else(|| predicate_json.map(str::to_string)),
         set_text,
         target_file_size,
+        parquet: parquet_settings(py, writer_properties)?,
     };
     let snapshot = snapshot.snapshot.clone();
     let metrics = block_on(py, async move {
@@ -246,4 +250,18 @@ pub(crate) fn dml(
     )?;
     out.set_item("num_files_scanned", metrics.num_files_scanned)?;
     Ok(out.unbind())
+}
+
+/// The parquet settings of a `WriterProperties`' JSON (`None`: deltalog's own).
+fn parquet_settings(
+    py: Python<'_>,
+    writer_properties: Option<&str>,
+) -> PyResult<Option<std::sync::Arc<deltalog_core::write::parquet_options::ParquetSettings>>> {
+    writer_properties
+        .map(|json| {
+            deltalog_core::write::parquet_options::ParquetSettings::from_json(json)
+                .map(std::sync::Arc::new)
+        })
+        .transpose()
+        .map_err(|e| to_py_err(py, e))
 }

@@ -39,8 +39,8 @@ class AlterCommitter:
 
     def _hooks(self, post_commithook_properties: Any) -> None:
         """Checks deltalake's ``post_commithook_properties`` of the change about to commit
-        (:func:`deltalog.table.compat_args.check_hooks`); :meth:`_commit` runs them."""
-        from deltalog.table import compat_args
+        (:func:`deltalog.table.interop.arguments.check_hooks`); :meth:`_commit` runs them."""
+        from deltalog.table.interop import arguments as compat_args
 
         self._cleanup = compat_args.check_hooks(post_commithook_properties)
 
@@ -145,7 +145,7 @@ class AlterCommitter:
             was = features._is_true(meta["configuration"].get(_ICT))
             enabling_ict = features._is_true(configuration.get(_ICT)) and not was
         actions.extend(json.dumps(a) for a in extra_actions)
-        from deltalog.table import compat_args
+        from deltalog.table.interop import arguments as compat_args
 
         props = compat_args.commit_props(commit_properties)
         app = props.app_transaction()
@@ -165,7 +165,7 @@ class AlterCommitter:
         )
         with after_commit(version):
             table.update_incremental()
-        from deltalog.table import compat_args
+        from deltalog.table.interop import arguments as compat_args
 
         cleanup, self._cleanup = self._cleanup, False
         compat_args.run_hooks(table, cleanup, version)

@@ -153,7 +153,7 @@ class PropertyAlterer(AlterCommitter):
         list of them. ``allow_protocol_versions_increase=False`` (deltalake's) refuses a
         change that raises the protocol's reader or writer version (e.g. a legacy protocol to
         reader 3 / writer 7); unset, deltalog raises them as needed ("Protocol Evolution")."""
-        from deltalog.table.compat import feature_name
+        from deltalog.table.interop.compat import feature_name
         from deltalog.write.writer import CommitProperties as _Props
 
         if isinstance(allow_protocol_versions_increase, _Props):

@@ -73,6 +73,9 @@ pub struct DmlOptions {
     /// Target size of the files written (`None`: the table's `delta.targetFileSize`, else
     /// the default).
     pub target_file_size: Option<u64>,
+    /// How the rewritten files are encoded (compression, row groups, statistics, bloom
+    /// filters; `None`: deltalog's settings).
+    pub parquet: Option<std::sync::Arc<crate::write::parquet_options::ParquetSettings>>,
 }
 
 /// What a DML statement did.
@@ -143,6 +146,7 @@ pub async fn execute(
         )));
     }
     let mut rewriter = Rewriter::for_statement(snapshot, options.target_file_size).await?;
+    rewriter.set_parquet(options.parquet.clone());
     if let Some((app, version)) = &options.app_transaction {
         if snapshot
             .transactions()

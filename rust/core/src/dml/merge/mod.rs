@@ -99,6 +99,8 @@ pub struct MergeSpec {
     /// Schema evolution: with `UPDATE SET *` or `INSERT *` clauses, the source's columns the
     /// table lacks are added (nullable, at the end) in the MERGE's own commit.
     pub merge_schema: bool,
+    /// How the rewritten and inserted files are encoded (`None`: deltalog's settings).
+    pub parquet: Option<std::sync::Arc<crate::write::parquet_options::ParquetSettings>>,
 }
 
 /// What a MERGE did.
@@ -143,6 +145,7 @@ pub async fn merge(
         None => snapshot,
     };
     let mut rewriter = Rewriter::for_statement(snapshot, spec.target_file_size).await?;
+    rewriter.set_parquet(spec.parquet.clone());
     let schema = snapshot.schema()?;
     let source = if spec.source.is_empty() {
         RecordBatch::new_empty(spec.source_schema.clone())

@@ -220,7 +220,7 @@ class TableCompat:
         ``RecordBatchReader`` of ``filepath`` (the data file's absolute URI) and
         ``selection_vector`` (one boolean per row of the file, false where deleted), for the
         files that have one only. Materialised in memory."""
-        from deltalog.table.deletion_vectors import deleted_rows
+        from deltalog.table.interop.deletion_vectors import deleted_rows
 
         adds = self.get_add_actions()
         root = self.table_uri.rstrip("/")
@@ -367,7 +367,7 @@ class TableCompat:
         removes that change data are refused on an append-only table
         ("Append-only Tables"). Conflicts are checked as for any deltalog commit.
         """
-        from deltalog.table import compat_args
+        from deltalog.table.interop import arguments as compat_args
 
         commit_properties, post_commithook_properties = compat_args.split_positional(
             "create_write_transaction", args, commit_properties, post_commithook_properties

@@ -143,7 +143,7 @@ class InspectTable:
         Value Serialization"; empty for an unpartitioned table), ``file_count``, ``record_count``
         (live rows), ``deleted_record_count``, ``total_size_in_bytes`` and
         ``last_modified``."""
-        from deltalog.table.compat import logical_partition_names
+        from deltalog.table.interop.compat import logical_partition_names
 
         names = logical_partition_names(self._table)
         files = self.files().to_pylist()
@@ -188,7 +188,7 @@ class InspectTable:
         ``storage_type``, ``path_or_inline_dv``, ``offset``, ``size_in_bytes``,
         ``cardinality``, ``num_records`` and ``dv_file`` (the table-relative DV file of a
         ``u`` vector, null for inline ones)."""
-        from deltalog.table.deletion_vectors import relative_dv_path
+        from deltalog.table.interop.deletion_vectors import relative_dv_path
 
         rows = []
         adds = self._table.get_add_actions()

@@ -72,7 +72,7 @@ def convert_to_deltalake(
         CorruptDataFileError: a file that is not parquet.
     """
     from deltalog.protocol import properties
-    from deltalog.table import compat_args
+    from deltalog.table.interop import arguments as compat_args
     from deltalog.write.writer import new_table_protocol
 
     cleanup = compat_args.check_hooks(post_commithook_properties)

@@ -1,7 +1,8 @@
 """deltalake's arguments on deltalog's verbs, checked in one place.
 
 deltalake 1.6 gives most verbs a ``post_commithook_properties``, DML and MERGE a
-``writer_properties``, MERGE an ``error_on_type_mismatch`` and spill limits. Each is honoured
+``writer_properties`` (honoured: :func:`writer_properties_json`), MERGE an
+``error_on_type_mismatch`` and spill limits. Each is honoured
 where deltalog can do what deltalake documents, and refused with an
 :class:`~deltalog.exceptions.InvalidArgumentError` naming the setting where it cannot: never
 accepted and dropped.
@@ -37,16 +38,15 @@ def run_hooks(table: _Cleans, cleanup: bool, version: int | None) -> None:
         table.cleanup_metadata()
 
 
-def refuse_writer_properties(value: Any, verb: str) -> None:
-    """DELETE, UPDATE and MERGE write their files with deltalog's own parquet settings: the
-    native core takes no writer properties for them, so any given are refused."""
-    if value is not None:
-        raise InvalidArgumentError(
-            f"{verb}(writer_properties=...) is not supported: deltalog's {verb.upper()} writes "
-            "its files with its own parquet settings; rewrite them afterwards with "
-            "optimize.compact(writer_properties=...), or write with "
-            "write_deltalake(..., writer_properties=...)"
-        )
+def writer_properties_json(value: Any) -> str | None:
+    """DELETE, UPDATE and MERGE encode the files they write with ``writer_properties``
+    (deltalake's ``WriterProperties`` or deltalog's: compression, row groups, statistics,
+    bloom filters), as ``write_table`` does; the JSON the native core takes, or None for
+    deltalog's own settings."""
+    from deltalog.table.optimize_args import writer_properties
+
+    checked = writer_properties(value)
+    return checked.to_json() if checked is not None else None
 
 
 def refuse_lenient_casts(error_on_type_mismatch: bool, verb: str) -> None:

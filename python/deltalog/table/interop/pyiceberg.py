@@ -1,7 +1,7 @@
 """pyiceberg's table verbs on a Delta table, methods of :class:`deltalog.DeltaTable` (which
-inherits :class:`TableIcebergVerbs`): ``inspect`` (:mod:`deltalog.table.inspect`),
-``upsert`` (:mod:`deltalog.table.upsert`) and ``update_schema``
-(:mod:`deltalog.table.schema_update`)."""
+inherits :class:`TableIcebergVerbs`): ``inspect`` (:mod:`deltalog.table.interop.inspect`),
+``upsert`` (:mod:`deltalog.table.interop.upsert`) and ``update_schema``
+(:mod:`deltalog.table.interop.schema_update`)."""
 
 from __future__ import annotations
 
@@ -9,9 +9,9 @@ from typing import TYPE_CHECKING, Any, cast
 
 if TYPE_CHECKING:
     from deltalog.table.delta_table import DeltaTable
-    from deltalog.table.inspect import InspectTable
-    from deltalog.table.schema_update import UpdateSchema
-    from deltalog.table.upsert import UpsertResult
+    from deltalog.table.interop.inspect import InspectTable
+    from deltalog.table.interop.schema_update import UpdateSchema
+    from deltalog.table.interop.upsert import UpsertResult
     from deltalog.write.writer import CommitProperties
 
 
@@ -22,8 +22,8 @@ class TableIcebergVerbs:
     def inspect(self) -> InspectTable:
         """Metadata tables of the loaded version as ``pyarrow.Table``\\ s: ``history()``,
         ``versions()``, ``files()``, ``partitions()``, ``checkpoints()``,
-        ``deletion_vectors()`` (see :mod:`deltalog.table.inspect`)."""
-        from deltalog.table.inspect import InspectTable
+        ``deletion_vectors()`` (see :mod:`deltalog.table.interop.inspect`)."""
+        from deltalog.table.interop.inspect import InspectTable
 
         return InspectTable(cast("DeltaTable", self))
 
@@ -42,7 +42,7 @@ class TableIcebergVerbs:
         value differs (null-safe), the others are inserted. Duplicate keys in ``df`` are
         refused. Returns ``rows_updated`` and ``rows_inserted`` (and the ``version``), then
         this object shows the latest version."""
-        from deltalog.table.upsert import upsert
+        from deltalog.table.interop.upsert import upsert
 
         return upsert(
             cast("DeltaTable", self),
@@ -63,10 +63,10 @@ class TableIcebergVerbs:
     ) -> UpdateSchema:
         """pyiceberg's ``update_schema()``: ``with t.update_schema() as u: u.add_column(...)``
         commits the changes once when the block exits, nothing when it raises (see
-        :mod:`deltalog.table.schema_update`). ``allow_incompatible_changes=True`` is refused:
-        Delta's schema changes are the compatible ones only."""
+        :mod:`deltalog.table.interop.schema_update`). ``allow_incompatible_changes=True`` is
+        refused: Delta's schema changes are the compatible ones only."""
         from deltalog.exceptions import InvalidArgumentError
-        from deltalog.table.schema_update import UpdateSchema
+        from deltalog.table.interop.schema_update import UpdateSchema
 
         if allow_incompatible_changes:
             raise InvalidArgumentError(
