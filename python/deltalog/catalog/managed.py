@@ -13,6 +13,7 @@ put-if-absent).
 from __future__ import annotations
 
 import abc
+import dataclasses
 import time
 import uuid
 from collections.abc import Iterable, Mapping, Sequence
@@ -32,6 +33,13 @@ from deltalog.catalog.names import (
     name_key,
     same_name,
     unlinked_location,
+)
+from deltalog.catalog.stores.records import (  # re-exported: the stores' records
+    CommitRecord as CommitRecord,
+    NamespaceRecord as NamespaceRecord,
+    Proposal as Proposal,
+    TableRecord as TableRecord,
+    default_principal as default_principal,
 )
 from deltalog.exceptions import (
     AlreadyExistsError,
@@ -60,38 +68,6 @@ MAX_UNPUBLISHED = 1000
 
 #: Commits up to this size are proposed inline: the catalog holds their content.
 MAX_INLINE_COMMIT_BYTES = 64 * 1024
-
-
-@dataclass(frozen=True)
-class TableRecord:
-    """A table of the catalog."""
-
-    id: int
-    namespace_id: int
-    name: str
-    location: str
-    managed: bool
-    latest_version: int
-    #: The JSON of the table's latest ``protocol`` / ``metaData`` action, when the catalog has
-    #: been given it (catalogManaged RFC, "Catalog-managed Tables": catalogs are encouraged to
-    #: return them so that readers may skip replay).
-    protocol: str | None = None
-    metadata: str | None = None
-    #: The table's catalog properties (Lance catalog specification), not Delta's.
-    properties: Mapping[str, str] | None = None
-    #: The configuration of the table's latest ``delta.clustering`` domain, when it has one.
-    clustering: str | None = None
-    #: The in-commit timestamp of the latest version the catalog ratified with one.
-    last_ict: int | None = None
-    #: The table's UUID (Unity Catalog's ``table_id``; ``None`` until first asked for, for a
-    #: table registered before deltalog recorded one: :meth:`Store.table_uuid`).
-    uuid: str | None = None
-    #: When the catalog registered the table, in milliseconds since the epoch.
-    created_ms: int | None = None
-    #: The latest version whose commit carried a ``protocol`` or ``metaData`` action, and its
-    #: in-commit timestamp (UC's ``last-commit-version`` / ``last-commit-timestamp-ms``).
-    metadata_version: int | None = None
-    metadata_ict: int | None = None
 
 
 @dataclass(frozen=True)
@@ -133,57 +109,12 @@ class TableDescription:
         return (self.metadata or {}).get("schemaString")
 
 
-@dataclass(frozen=True)
-class Proposal:
-    """A commit proposed to a :class:`Store` for ratification (:meth:`Store.ratify_all`).
-
-    Attributes:
-        table_id: the table, or ``None`` for a table ``create`` registers.
-        version: the version proposed: the table's next one (0 for a new table).
-        path: the staged commit's file name, for a staged commit.
-        content: the commit's actions, for an inline commit.
-        create: (namespace id, name, location) of a new catalog-managed table whose version 0
-            this is: the table is registered in the same step.
-        protocol: the JSON of the commit's ``protocol`` action, if it has one: the table's
-            cached latest protocol (``None`` leaves the cached one as it is).
-        metadata: the JSON of the commit's ``metaData`` action, likewise.
-        sha256: the SHA-256 of the commit's content, recorded with the version: the catalog
-            binds the version to it (and recognises a replay of the same commit by it).
-        txn_id: the commit's ``commitInfo.txnId``: a table ratifies each at most once.
-        ict: the commit's in-commit timestamp: the next commit's must be later.
-        clustering: ``(present, configuration)`` of the commit's ``delta.clustering``
-            domain action (configuration ``None``: the domain is removed).
-    """
-
-    table_id: int | None
-    version: int
-    path: str | None
-    content: bytes | None
-    create: tuple[int, str, str] | None = None
-    protocol: str | None = None
-    metadata: str | None = None
-    sha256: str | None = None
-    txn_id: str | None = None
-    ict: int | None = None
-    clustering: tuple[bool, str | None] = (False, None)
-
-
-@dataclass(frozen=True)
-class CommitRecord:
-    """What the catalog recorded of a version it ratified (also after it is published): its
-    content's SHA-256, its staged file name (``None`` for an inline commit), its txnId and
-    in-commit timestamp (``None`` for versions ratified before deltalog recorded them)."""
-
-    version: int
-    sha256: str | None
-    staged_path: str | None
-    txn_id: str | None
-    ict: int | None
-    ratified_ms: int | None = None
-
-
 class Store(abc.ABC):
-    """The database behind a :class:`ManagedCatalog` (one implementation per engine)."""
+    """The database behind a :class:`ManagedCatalog` (one implementation per engine).
+
+    The calls that create or change a namespace or table take ``principal``: who does it,
+    recorded as its creator (its owner) or last updater with the time; ``None`` (a library
+    caller) records :func:`default_principal`."""
 
     ROOT = 0  # the id of the root namespace
 
@@ -195,14 +126,24 @@ class Store(abc.ABC):
 
     @abc.abstractmethod
     def create_namespace(
-        self, parent: int, name: str, properties: Mapping[str, str] | None = None
+        self,
+        parent: int,
+        name: str,
+        properties: Mapping[str, str] | None = None,
+        principal: str | None = None,
     ) -> None: ...
+
+    @abc.abstractmethod
+    def namespace_record(self, namespace: int) -> NamespaceRecord | None:
+        """The namespace of that id (not the root), or None."""
 
     @abc.abstractmethod
     def namespace_properties(self, namespace: int) -> dict[str, str]: ...
 
     @abc.abstractmethod
-    def set_namespace_properties(self, namespace: int, properties: Mapping[str, str]) -> None: ...
+    def set_namespace_properties(
+        self, namespace: int, properties: Mapping[str, str], principal: str | None = None
+    ) -> None: ...
 
     @abc.abstractmethod
     def drop_namespace(self, parent: int, name: str) -> None: ...
@@ -243,6 +184,7 @@ class Store(abc.ABC):
         location: str,
         properties: Mapping[str, str] | None = None,
         managed: bool = False,
+        principal: str | None = None,
     ) -> TableRecord:
         """Adds a table: storage-managed, or (``managed``) a catalog-managed table *declared*
         at ``location`` whose version 0 is not ratified yet."""
@@ -251,7 +193,9 @@ class Store(abc.ABC):
     def drop_table(self, table_id: int) -> None: ...
 
     @abc.abstractmethod
-    def rename_table(self, table_id: int, name: str, namespace: int | None = None) -> None:
+    def rename_table(
+        self, table_id: int, name: str, namespace: int | None = None, principal: str | None = None
+    ) -> None:
         """Renames the table, moving it to ``namespace`` when given (its location stays).
 
         Raises:
@@ -261,7 +205,11 @@ class Store(abc.ABC):
 
     @abc.abstractmethod
     def update_namespace_properties(
-        self, namespace: int, removals: Iterable[str], updates: Mapping[str, str]
+        self,
+        namespace: int,
+        removals: Iterable[str],
+        updates: Mapping[str, str],
+        principal: str | None = None,
     ) -> tuple[dict[str, str], dict[str, str]]:
         """Removes ``removals`` and sets ``updates`` on the namespace's properties in one
         transaction; the properties before and after."""
@@ -366,6 +314,9 @@ class TableCatalogClient:
         self._store = store
         self._table_id = table_id
         self._create = create
+        # Who its commits are recorded as (the table's updater): taken here, as the client may
+        # commit from another thread, outside the request that opened the table.
+        self._principal = default_principal()
 
     def get_ratified_commits(
         self, start_version: int | None = None, end_version: int | None = None
@@ -404,6 +355,7 @@ class TableCatalogClient:
             location = self._create[2]
             try:
                 proposal, _ = prepare(location, 0, path, content, None, create=self._create)
+                proposal = dataclasses.replace(proposal, principal=self._principal)
                 self._table_id = self._store.ratify_all([proposal])[0]
             except Exception as e:
                 from deltalog.catalog.refused import discard_created_files, refused
@@ -421,7 +373,7 @@ class TableCatalogClient:
             held = self._store.commits(self._table_id, version, None)
             raise conflict(version, held)
         proposal, _ = prepare(record.location, version, path, content, record)
-        self._store.ratify_all([proposal])
+        self._store.ratify_all([dataclasses.replace(proposal, principal=self._principal)])
 
     def published(self, version: int) -> None:
         if self._table_id is not None:

@@ -60,6 +60,7 @@ from starlette.responses import JSONResponse, Response
 
 from deltalog.catalog.clients.rest import protocol as p
 from deltalog.catalog.managed import ManagedCatalog
+from deltalog.catalog.stores.records import acting_as
 from deltalog.exceptions import DeltaError, InvalidArgumentError
 from deltalog.server.auth import (
     ANONYMOUS_ADMIN,
@@ -335,7 +336,9 @@ def create_app(
                 # and answered in the same worker thread: one hand-off per request.
                 model = _model(op, raw, names)
                 call = Request(principal, names or [], model, query, delimiter)
-                return handler(call, raw) if create else handler(call)
+                # What the handler does through the ManagedCatalog is recorded as principal's.
+                with acting_as(principal.name):
+                    return handler(call, raw) if create else handler(call)
 
             result = await run_in_threadpool(answer)
             response: Response = (

@@ -67,3 +67,45 @@ NAME_KEY_MIGRATION: list[str | Callable[[Any, Any], None]] = [
     "CREATE UNIQUE INDEX namespaces_name_key ON namespaces (parent_id, name_key)",
     "CREATE UNIQUE INDEX tables_name_key ON tables (namespace_id, name_key)",
 ]
+
+
+#: The migration both engines share that records every ratified version (``commit_log``: kept
+#: after publishing, so that a replayed commit is recognised and a published file checked) and
+#: the cached clustering domain and latest in-commit timestamp. BIGINT is INTEGER in SQLite.
+COMMIT_LOG_MIGRATION = [
+    "CREATE TABLE commit_log (table_id BIGINT NOT NULL, version BIGINT NOT NULL, txn_id TEXT, "
+    "sha256 TEXT, staged_path TEXT, ict BIGINT, ratified_ms BIGINT NOT NULL, "
+    "PRIMARY KEY (table_id, version))",
+    "CREATE UNIQUE INDEX commit_log_txn_id ON commit_log (table_id, txn_id)",
+    "ALTER TABLE commits ADD COLUMN sha256 TEXT",
+    "ALTER TABLE tables ADD COLUMN clustering TEXT",
+    "ALTER TABLE tables ADD COLUMN last_ict BIGINT",
+]
+
+#: The migration both engines share that gives every table a UUID (Unity Catalog's
+#: ``table_id``; tables registered before it get theirs on first use) and records the latest
+#: version that changed its protocol or metadata.
+TABLE_UUID_MIGRATION = [
+    "ALTER TABLE tables ADD COLUMN uuid TEXT",
+    "CREATE UNIQUE INDEX tables_uuid ON tables (uuid)",
+    "ALTER TABLE tables ADD COLUMN metadata_version BIGINT",
+    "ALTER TABLE tables ADD COLUMN metadata_ict BIGINT",
+]
+
+
+#: The migration both engines share that records who created and last changed each namespace
+#: and table, and when (Unity Catalog's ``created_by`` / ``created_at`` / ``updated_by`` /
+#: ``updated_at`` of ``CatalogInfo``, ``SchemaInfo`` and ``TableInfo``; the creator is the
+#: owner). Tables had ``created_ms`` already. Rows older than it keep NULL in the new columns:
+#: who made them and when a namespace was made were never recorded, and the migration's time
+#: or the operator's name would be invented values (the UC views answer ``null`` for them,
+#: and a table's ``updated_at`` falls back to its ``created_ms``).
+AUDIT_MIGRATION = [
+    "ALTER TABLE namespaces ADD COLUMN created_ms BIGINT",
+    "ALTER TABLE namespaces ADD COLUMN created_by TEXT",
+    "ALTER TABLE namespaces ADD COLUMN updated_ms BIGINT",
+    "ALTER TABLE namespaces ADD COLUMN updated_by TEXT",
+    "ALTER TABLE tables ADD COLUMN created_by TEXT",
+    "ALTER TABLE tables ADD COLUMN updated_ms BIGINT",
+    "ALTER TABLE tables ADD COLUMN updated_by TEXT",
+]

@@ -25,11 +25,13 @@ from deltalog.catalog.managed import (
     # Re-exported: the PostgreSQL store reads (and tests set) ``sql.MAX_UNPUBLISHED``.
     MAX_UNPUBLISHED as MAX_UNPUBLISHED,
     CommitRecord,
+    NamespaceRecord,
     Proposal,
     Store,
     TableRecord,
     commit_of,
     conflict,
+    default_principal,
     now_ms,
 )
 from deltalog.catalog.names import (
@@ -40,7 +42,12 @@ from deltalog.catalog.names import (
     overlaps,
     same_name,
 )
-from deltalog.catalog.stores.migrations import NAME_KEY_MIGRATION as NAME_KEY_MIGRATION
+from deltalog.catalog.stores.migrations import (
+    AUDIT_MIGRATION as AUDIT_MIGRATION,
+    COMMIT_LOG_MIGRATION as COMMIT_LOG_MIGRATION,
+    NAME_KEY_MIGRATION as NAME_KEY_MIGRATION,
+    TABLE_UUID_MIGRATION as TABLE_UUID_MIGRATION,
+)
 from deltalog.catalog.stores.pool import ConnectionPool as ConnectionPool
 from deltalog.exceptions import (
     AlreadyExistsError,
@@ -58,32 +65,10 @@ RATIFY_ATTEMPTS = 5
 
 T = TypeVar("T")
 
-#: The migration both engines share that records every ratified version (``commit_log``: kept
-#: after publishing, so that a replayed commit is recognised and a published file checked) and
-#: the cached clustering domain and latest in-commit timestamp. BIGINT is INTEGER in SQLite.
-COMMIT_LOG_MIGRATION = [
-    "CREATE TABLE commit_log (table_id BIGINT NOT NULL, version BIGINT NOT NULL, txn_id TEXT, "
-    "sha256 TEXT, staged_path TEXT, ict BIGINT, ratified_ms BIGINT NOT NULL, "
-    "PRIMARY KEY (table_id, version))",
-    "CREATE UNIQUE INDEX commit_log_txn_id ON commit_log (table_id, txn_id)",
-    "ALTER TABLE commits ADD COLUMN sha256 TEXT",
-    "ALTER TABLE tables ADD COLUMN clustering TEXT",
-    "ALTER TABLE tables ADD COLUMN last_ict BIGINT",
-]
-
-#: The migration both engines share that gives every table a UUID (Unity Catalog's
-#: ``table_id``; tables registered before it get theirs on first use) and records the latest
-#: version that changed its protocol or metadata.
-TABLE_UUID_MIGRATION = [
-    "ALTER TABLE tables ADD COLUMN uuid TEXT",
-    "CREATE UNIQUE INDEX tables_uuid ON tables (uuid)",
-    "ALTER TABLE tables ADD COLUMN metadata_version BIGINT",
-    "ALTER TABLE tables ADD COLUMN metadata_ict BIGINT",
-]
-
 _COLUMNS = (
     "id, namespace_id, name, location, managed, latest_version, protocol, metadata, properties, "
-    "clustering, last_ict, uuid, created_ms, metadata_version, metadata_ict"
+    "clustering, last_ict, uuid, created_ms, metadata_version, metadata_ict, created_by, "
+    "updated_ms, updated_by"
 )
 
 
@@ -229,16 +214,30 @@ class SqlStore(Store):
         return [r[0] for r in rows]
 
     def create_namespace(
-        self, parent: int, name: str, properties: Mapping[str, str] | None = None
+        self,
+        parent: int,
+        name: str,
+        properties: Mapping[str, str] | None = None,
+        principal: str | None = None,
     ) -> None:
+        who, when = _who(principal), now_ms()
         try:
             with self._transaction() as db:
                 self._claim(db, parent, name, "namespace")
                 self._run(
                     db,
-                    "INSERT INTO namespaces (parent_id, name, name_key, properties) "
-                    "VALUES (?, ?, ?, ?)",
-                    (parent, name, name_key(name), _properties_json(properties)),
+                    "INSERT INTO namespaces (parent_id, name, name_key, properties, created_ms, "
+                    "created_by, updated_ms, updated_by) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+                    (
+                        parent,
+                        name,
+                        name_key(name),
+                        _properties_json(properties),
+                        when,
+                        who,
+                        when,
+                        who,
+                    ),
                 )
         except self.integrity_errors as e:
             raise AlreadyExistsError(f"the namespace {name!r} already exists") from e
@@ -251,12 +250,25 @@ class SqlStore(Store):
             raise NamespaceNotFoundError(f"the namespace {namespace} no longer exists")
         return _properties(rows[0][0])
 
-    def set_namespace_properties(self, namespace: int, properties: Mapping[str, str]) -> None:
+    def namespace_record(self, namespace: int) -> NamespaceRecord | None:
+        rows = self._read(
+            "SELECT id, parent_id, name, properties, created_ms, created_by, updated_ms, "
+            "updated_by FROM namespaces WHERE id = ?",
+            (namespace,),
+        )
+        if not rows:
+            return None
+        nid, parent, name, props, *audit = rows[0]
+        return NamespaceRecord(nid, parent, name, _properties(props), *audit)
+
+    def set_namespace_properties(
+        self, namespace: int, properties: Mapping[str, str], principal: str | None = None
+    ) -> None:
         with self._transaction() as db:
             self._run(
                 db,
-                "UPDATE namespaces SET properties = ? WHERE id = ?",
-                (_properties_json(properties), namespace),
+                "UPDATE namespaces SET properties = ?, updated_ms = ?, updated_by = ? WHERE id = ?",
+                (_properties_json(properties), now_ms(), _who(principal), namespace),
             )
 
     def drop_namespace(self, parent: int, name: str) -> None:
@@ -313,6 +325,9 @@ class SqlStore(Store):
             created_ms,
             metadata_version,
             metadata_ict,
+            created_by,
+            updated_ms,
+            updated_by,
         ) = rows[0]
         return TableRecord(
             tid,
@@ -330,6 +345,9 @@ class SqlStore(Store):
             created_ms,
             metadata_version,
             metadata_ict,
+            created_by,
+            updated_ms,
+            updated_by,
         )
 
     def table(self, namespace: int, name: str) -> TableRecord | None:
@@ -360,7 +378,9 @@ class SqlStore(Store):
             self._run(db, "UPDATE tables SET uuid = ? WHERE id = ?", (fresh, table_id))
             return fresh
 
-    def rename_table(self, table_id: int, name: str, namespace: int | None = None) -> None:
+    def rename_table(
+        self, table_id: int, name: str, namespace: int | None = None, principal: str | None = None
+    ) -> None:
         try:
             with self._transaction() as db:
                 row = self._one(
@@ -378,14 +398,19 @@ class SqlStore(Store):
                     self._claim(db, target, name, "table")
                 self._run(
                     db,
-                    "UPDATE tables SET namespace_id = ?, name = ?, name_key = ? WHERE id = ?",
-                    (target, name, name_key(name), table_id),
+                    "UPDATE tables SET namespace_id = ?, name = ?, name_key = ?, updated_ms = ?, "
+                    "updated_by = ? WHERE id = ?",
+                    (target, name, name_key(name), now_ms(), _who(principal), table_id),
                 )
         except self.integrity_errors as e:
             raise AlreadyExistsError(f"the namespace already has a {name!r}") from e
 
     def update_namespace_properties(
-        self, namespace: int, removals: Iterable[str], updates: Mapping[str, str]
+        self,
+        namespace: int,
+        removals: Iterable[str],
+        updates: Mapping[str, str],
+        principal: str | None = None,
     ) -> tuple[dict[str, str], dict[str, str]]:
         if namespace == self.ROOT:
             raise InvalidArgumentError("the catalog's root namespace keeps no properties")
@@ -402,8 +427,8 @@ class SqlStore(Store):
             after.update(updates)
             self._run(
                 db,
-                "UPDATE namespaces SET properties = ? WHERE id = ?",
-                (_properties_json(after), namespace),
+                "UPDATE namespaces SET properties = ?, updated_ms = ?, updated_by = ? WHERE id = ?",
+                (_properties_json(after), now_ms(), _who(principal), namespace),
             )
             return before, after
 
@@ -453,8 +478,10 @@ class SqlStore(Store):
         location: str,
         properties: Mapping[str, str] | None = None,
         managed: bool = False,
+        principal: str | None = None,
     ) -> TableRecord:
         location = canonical_location(location)
+        who, when = _who(principal), now_ms()
         try:
             with self._transaction() as db:
                 self._claim(db, namespace, name, "table")
@@ -463,16 +490,20 @@ class SqlStore(Store):
                 self._run(
                     db,
                     "INSERT INTO tables (namespace_id, name, name_key, location, managed, "
-                    "created_ms, properties, uuid) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+                    "created_ms, properties, uuid, created_by, updated_ms, updated_by) "
+                    "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
                     (
                         namespace,
                         name,
                         name_key(name),
                         location,
                         managed,
-                        now_ms(),
+                        when,
                         _properties_json(properties),
                         _new_uuid(),
+                        who,
+                        when,
+                        who,
                     ),
                 )
         except self.integrity_errors as e:
@@ -559,8 +590,18 @@ class SqlStore(Store):
             table_id = self._insert(
                 db,
                 "INSERT INTO tables (namespace_id, name, name_key, location, managed, "
-                "latest_version, created_ms, uuid) VALUES (?, ?, ?, ?, ?, -1, ?, ?)",
-                (namespace, name, name_key(name), location, True, now_ms(), _new_uuid()),
+                "latest_version, created_ms, uuid, created_by) "
+                "VALUES (?, ?, ?, ?, ?, -1, ?, ?, ?)",
+                (
+                    namespace,
+                    name,
+                    name_key(name),
+                    location,
+                    True,
+                    now_ms(),
+                    _new_uuid(),
+                    _who(p.principal),
+                ),
             )
         self._adopt_uuid(db, table_id, p)
         latest = self._one(db, "SELECT latest_version FROM tables WHERE id = ?", (table_id,))
@@ -610,7 +651,8 @@ class SqlStore(Store):
             "metadata = COALESCE(?, metadata), last_ict = COALESCE(?, last_ict), "
             "clustering = CASE WHEN ? THEN ? ELSE clustering END, "
             "metadata_version = CASE WHEN ? THEN ? ELSE metadata_version END, "
-            "metadata_ict = CASE WHEN ? THEN ? ELSE metadata_ict END WHERE id = ?",
+            "metadata_ict = CASE WHEN ? THEN ? ELSE metadata_ict END, updated_ms = ?, "
+            "updated_by = ? WHERE id = ?",
             (
                 p.version,
                 p.protocol,
@@ -622,6 +664,8 @@ class SqlStore(Store):
                 p.version,
                 changes_state,
                 p.ict,
+                ratified_ms,
+                _who(p.principal),
                 table_id,
             ),
         )
@@ -781,6 +825,11 @@ def table_uuid_of(metadata: str | None, version: int) -> str | None:
         raise InvalidArgumentError(
             f"proposed commit {version}: {UC_TABLE_ID} is not a UUID: {value!r}"
         ) from e
+
+
+def _who(principal: str | None) -> str | None:
+    """The principal a store records: the caller's, else :func:`default_principal`."""
+    return principal if principal is not None else default_principal()
 
 
 def _new_uuid() -> str:

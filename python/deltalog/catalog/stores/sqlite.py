@@ -17,6 +17,7 @@ from contextlib import contextmanager
 from typing import Any
 
 from deltalog.catalog.stores.sql import (
+    AUDIT_MIGRATION,
     COMMIT_LOG_MIGRATION,
     NAME_KEY_MIGRATION,
     TABLE_UUID_MIGRATION,
@@ -56,6 +57,9 @@ MIGRATIONS: list[list[Any]] = [
     # Names case-insensitive and look-alike-free: each name's key, unique in its parent
     # (docs/catalogs.md, "Names"; existing rows keyed, refused clearly when they collide).
     NAME_KEY_MIGRATION,
+    # 7: who created and last changed each namespace and table, and when (UC's created_by /
+    # created_at / updated_by / updated_at; older rows keep NULL: never recorded).
+    AUDIT_MIGRATION,
 ]
 
 

@@ -225,13 +225,13 @@ class CatalogService(VersionRoutes):
             if mode == "create":
                 raise RestError(p.NAMESPACE_ALREADY_EXISTS, f"namespace {r.names!r} already exists")
             if mode == "overwrite":
-                self.store.set_namespace_properties(existing, properties)
+                self.store.set_namespace_properties(existing, properties, r.principal.name)
                 return m.CreateNamespaceResponse(properties=properties)
             return m.CreateNamespaceResponse(properties=self.store.namespace_properties(existing))
         if self.store.table(pid, r.names[-1]) is not None:
             raise RestError(p.NAMESPACE_ALREADY_EXISTS, f"{r.names!r} is the name of a table")
         try:
-            self.store.create_namespace(pid, r.names[-1], properties)
+            self.store.create_namespace(pid, r.names[-1], properties, r.principal.name)
         except AlreadyExistsError as e:
             if mode == "create":
                 raise RestError(p.NAMESPACE_ALREADY_EXISTS, str(e)) from e
@@ -344,7 +344,9 @@ class CatalogService(VersionRoutes):
             except InvalidArgumentError as e:
                 raise RestError(p.INVALID_INPUT, str(e)) from e
         try:
-            record = self.store.register(pid, r.names[-1], location, properties, managed=True)
+            record = self.store.register(
+                pid, r.names[-1], location, properties, managed=True, principal=r.principal.name
+            )
         except AlreadyExistsError as e:
             raise RestError(p.TABLE_ALREADY_EXISTS, str(e)) from e
         return m.DeclareTableResponse(
@@ -420,7 +422,9 @@ class CatalogService(VersionRoutes):
                 self._forget_table(old)
         pid = self._new_table_slot(r.names)
         try:
-            record = self.store.register(pid, r.names[-1], location, properties)
+            record = self.store.register(
+                pid, r.names[-1], location, properties, principal=r.principal.name
+            )
         except AlreadyExistsError as e:
             raise RestError(p.TABLE_ALREADY_EXISTS, str(e)) from e
         return m.RegisterTableResponse(location=location, properties=self._properties(record))
@@ -520,7 +524,7 @@ class CatalogService(VersionRoutes):
             check_name(name)
         pid = self._namespace_id(names)
         try:
-            self.store.rename_table(record.id, body.new_table_name, pid)
+            self.store.rename_table(record.id, body.new_table_name, pid, r.principal.name)
         except AlreadyExistsError as e:
             raise RestError(p.TABLE_ALREADY_EXISTS, str(e)) from e
         except NamespaceNotFoundError as e:

@@ -24,6 +24,7 @@ Namespace routes: :mod:`deltalog.catalog.clients.rest.protocol`):
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 import os
 from collections.abc import Sequence
@@ -245,6 +246,8 @@ class VersionRoutes:
             raise _error(
                 p.SERVICE_UNAVAILABLE, f"cannot read the proposed commit {version}: {e}"
             ) from e
+        # Its principal is recorded as the table's last updater (UC TableInfo's updated_by).
+        proposal = dataclasses.replace(proposal, principal=principal.name)
         if version > 0 and checked.changes:
             self._require(
                 principal,

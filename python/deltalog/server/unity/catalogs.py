@@ -22,7 +22,7 @@ from deltalog.protocol.unity import catalog_api
 from deltalog.server.unity import views
 
 if TYPE_CHECKING:
-    from deltalog.catalog.managed import TableRecord
+    from deltalog.catalog.managed import NamespaceRecord, TableRecord
     from deltalog.server.auth import Principal
     from deltalog.server.lance.service import CatalogService
 
@@ -192,9 +192,32 @@ class UnityCatalogs:
 
     # -- catalogs ----------------------------------------------------------------------------
 
+    def _namespace(self, nid: int) -> NamespaceRecord:
+        found = self.store.namespace_record(nid)
+        if found is None:
+            raise UcError("NotFoundException", f"the namespace {nid} was dropped")
+        return found
+
+    def _storage_location(self, names: list[str]) -> str:
+        """Where the managed tables of catalog / schema ``names`` are created: the warehouse
+        directory :meth:`ManagedCatalog.derived_location` puts them under (UC API, CatalogInfo /
+        SchemaInfo ``storage_location``: the managed storage location)."""
+        return views.uri("/".join([self.service.catalog.warehouse, *names]))
+
     def _catalog_info(self, name: str, nid: int) -> dict[str, Any]:
-        properties = self.store.namespace_properties(nid)
-        info: dict[str, Any] = {"name": name, "id": namespace_uuid(nid), "properties": properties}
+        """The UC API's ``CatalogInfo`` (every field but ``storage_root``, which deltalog
+        refuses: its tables live in its warehouse)."""
+        record = self._namespace(nid)
+        properties = dict(record.properties)
+        info: dict[str, Any] = {
+            "name": name,
+            "id": namespace_uuid(nid),
+            "properties": properties,
+            "storage_location": self._storage_location([name]),
+            **views.audit(
+                record.created_ms, record.created_by, record.updated_ms, record.updated_by
+            ),
+        }
         if "comment" in properties:
             info["comment"] = properties["comment"]
         return info
@@ -211,11 +234,12 @@ class UnityCatalogs:
         name = self.check_name(body.name, "catalog")
         _no_storage_root(body.storage_root)
         return self._create_namespace(
-            self.store.ROOT, name, body.comment, properties_of(body.properties), None
+            r.principal, self.store.ROOT, name, body.comment, properties_of(body.properties), None
         )
 
     def _create_namespace(
         self,
+        principal: Principal,
         parent: int,
         name: str,
         comment: str | None,
@@ -230,7 +254,7 @@ class UnityCatalogs:
         if self.store.table(parent, name) is not None:
             raise UcError("AlreadyExistsException", f"{name!r} is the name of a table")
         try:
-            self.store.create_namespace(parent, name, props)
+            self.store.create_namespace(parent, name, props, principal.name)
         except AlreadyExistsError as e:
             raise UcError("AlreadyExistsException", f"{name!r} already exists") from e
         nid = self.store.namespace_id(parent, name)
@@ -324,13 +348,19 @@ class UnityCatalogs:
     # -- schemas -----------------------------------------------------------------------------
 
     def _schema_info(self, catalog: str, name: str, nid: int) -> dict[str, Any]:
-        properties = self.store.namespace_properties(nid)
+        """The UC API's ``SchemaInfo`` (every field but ``storage_root``, as catalogs)."""
+        record = self._namespace(nid)
+        properties = dict(record.properties)
         info: dict[str, Any] = {
             "name": name,
             "catalog_name": catalog,
             "full_name": f"{catalog}.{name}",
             "schema_id": namespace_uuid(nid),
             "properties": properties,
+            "storage_location": self._storage_location([catalog, name]),
+            **views.audit(
+                record.created_ms, record.created_by, record.updated_ms, record.updated_by
+            ),
         }
         if "comment" in properties:
             info["comment"] = properties["comment"]
@@ -358,7 +388,7 @@ class UnityCatalogs:
         cid = self.catalog_id(body.catalog_name)
         (catalog,) = self.spelled([body.catalog_name])
         return self._create_namespace(
-            cid, name, body.comment, properties_of(body.properties), catalog
+            r.principal, cid, name, body.comment, properties_of(body.properties), catalog
         )
 
     def get_schema(self, r: UcRequest) -> dict[str, Any]:
@@ -376,7 +406,9 @@ class UnityCatalogs:
         catalog, schema = self.split(r.params["full_name"], 2, "schema")
         nid = self.schema_id(catalog, schema)
         catalog, schema = self.spelled([catalog, schema])
-        self._update_namespace(nid, body.comment, properties_of(body.properties), body.new_name)
+        self._update_namespace(
+            r.principal, nid, body.comment, properties_of(body.properties), body.new_name
+        )
         return self._schema_info(catalog, schema, nid)
 
     def update_catalog(self, r: UcRequest) -> dict[str, Any]:
@@ -385,11 +417,14 @@ class UnityCatalogs:
         body = model(catalog_api.UpdateCatalog, r.body)
         nid = self.catalog_id(r.params["name"])
         (name,) = self.spelled([r.params["name"]])
-        self._update_namespace(nid, body.comment, properties_of(body.properties), body.new_name)
+        self._update_namespace(
+            r.principal, nid, body.comment, properties_of(body.properties), body.new_name
+        )
         return self._catalog_info(name, nid)
 
     def _update_namespace(
         self,
+        principal: Principal,
         nid: int,
         comment: str | None,
         properties: dict[str, str] | None,
@@ -405,7 +440,8 @@ class UnityCatalogs:
         kept = comment if comment is not None else current.get("comment")
         if kept is not None:
             after["comment"] = kept
-        self.store.set_namespace_properties(nid, after)
+        # The namespace's updated_at / updated_by (CatalogInfo, SchemaInfo) are this update's.
+        self.store.set_namespace_properties(nid, after, principal.name)
 
     def delete_schema(self, r: UcRequest) -> dict[str, Any]:
         self.require(r.principal, "admin", "delete a schema")
@@ -483,6 +519,7 @@ class UnityCatalogs:
         if not body.storage_location:
             raise UcError("InvalidParameterValueException", "storage_location is required")
         record = self.register_external(
+            r.principal,
             body.catalog_name,
             body.schema_name,
             body.name,
@@ -493,6 +530,7 @@ class UnityCatalogs:
 
     def register_external(
         self,
+        principal: Principal,
         catalog: str,
         schema: str,
         name: str,
@@ -521,7 +559,7 @@ class UnityCatalogs:
         if self.store.namespace_id(sid, name) is not None:
             raise UcError("AlreadyExistsException", f"{name!r} is the name of a namespace")
         try:
-            return self.store.register(sid, name, canonical, properties)
+            return self.store.register(sid, name, canonical, properties, principal=principal.name)
         except AlreadyExistsError as e:
             raise UcError("AlreadyExistsException", str(e)) from e
         except DeltaError as e:

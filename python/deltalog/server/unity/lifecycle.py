@@ -12,6 +12,7 @@ through the same check as every commit (:func:`deltalog.catalog.ratification.pre
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import logging
 from typing import TYPE_CHECKING, Any
@@ -78,7 +79,9 @@ class TableLifecycle:
             location = self.service.catalog.derived_location(
                 [catalog, schema, name], f"table {catalog}.{schema}.{name}"
             )
-            return self.store.register(sid, name, location, None, managed=True)
+            return self.store.register(
+                sid, name, location, None, managed=True, principal=principal.name
+            )
         except AlreadyExistsError as e:
             raise UcError("AlreadyExistsException", str(e)) from e
         except InvalidArgumentError as e:
@@ -114,7 +117,12 @@ class TableLifecycle:
         if kind == "EXTERNAL":
             self.catalogs.require(r.principal, "admin", "register an external table")
             record = self.catalogs.register_external(
-                catalog, schema, name, body.location, dict(body.properties or {}) or None
+                r.principal,
+                catalog,
+                schema,
+                name,
+                body.location,
+                dict(body.properties or {}) or None,
             )
             return self.load(record)
         from deltalog.catalog.clients.unity.columns import from_delta_api
@@ -153,7 +161,7 @@ class TableLifecycle:
         if not views.is_staging(record):
             raise UcError("AlreadyExistsException", f"table {catalog}.{schema}.{name} exists")
         self._check_location(record, location)
-        self._ratify_version_zero(names, record, column_names, partition_columns)
+        self._ratify_version_zero(principal, names, record, column_names, partition_columns)
         fresh = self.store.table_by_id(record.id)
         if fresh is None:
             raise UcError("NoSuchTableException", f"table {name!r} was dropped")
@@ -187,6 +195,7 @@ class TableLifecycle:
 
     def _ratify_version_zero(
         self,
+        principal: Any,
         names: list[str],
         record: TableRecord,
         column_names: list[str] | None,
@@ -248,6 +257,8 @@ class TableLifecycle:
                 "InvalidParameterValueException",
                 "partition-columns differ from version 0's partitionColumns",
             )
+        # The promoter is the table's updater (its creator staged it: TableInfo's created_by).
+        proposal = dataclasses.replace(proposal, principal=principal.name)
         self.service._ratify([proposal], [list(names)])
         self.store.forget(record.id, 0)  # published already: it is the file just read
 
@@ -267,7 +278,7 @@ class TableLifecycle:
         new = self.catalogs.check_name(body.new_name, "table")
         record = self._record(r)
         try:
-            self.store.rename_table(record.id, new)
+            self.store.rename_table(record.id, new, principal=r.principal.name)
         except AlreadyExistsError as e:
             raise UcError("AlreadyExistsException", str(e)) from e
 

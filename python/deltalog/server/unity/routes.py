@@ -24,6 +24,7 @@ from starlette.requests import ClientDisconnect, Request as HttpRequest
 from starlette.responses import Response
 
 from deltalog.catalog.clients.unity.errors import UcError, from_rest
+from deltalog.catalog.stores.records import acting_as
 from deltalog.server.unity.catalogs import UcRequest, UnityCatalogs
 from deltalog.server.unity.delta import DeltaApi
 
@@ -171,7 +172,7 @@ class UnityRoutes:
             call = UcRequest(principal, params, dict(request.query_params), body)
             target: Any = self.catalogs if r.target == "uc" else self.delta
             handler: Callable[[UcRequest], Any] = getattr(target, r.handler)
-            result = await run_in_threadpool(handler, call)
+            result = await run_in_threadpool(_acting, principal.name, handler, call)
             if r.status is not None:
                 response: Response = Response(status_code=r.status)
             else:
@@ -233,6 +234,13 @@ class UnityRoutes:
             )
         )
         return response
+
+
+def _acting(principal: str, handler: Callable[[UcRequest], Any], call: UcRequest) -> Any:
+    """``handler(call)`` with what it does through the ManagedCatalog recorded as
+    ``principal``'s (:func:`~deltalog.catalog.stores.records.acting_as`)."""
+    with acting_as(principal):
+        return handler(call)
 
 
 def _json(raw: bytes) -> Any:

@@ -12,6 +12,9 @@ built from the catalog's record and the table's latest protocol and metadata.
 * Its ``storage_location`` is an absolute URI (``file:///…`` for a local table).
 * Its etag changes with every ratified version (and a rollback), so that ``assert-etag``
   fails once another commit landed.
+* Catalogs, schemas and tables answer who created them and when (``created_by`` /
+  ``created_at``), who changed them last and when (``updated_by`` / ``updated_at``) and their
+  ``owner``, as the catalog recorded them (:func:`audit`).
 """
 
 from __future__ import annotations
@@ -55,6 +58,33 @@ def state(service: CatalogService, record: TableRecord) -> tuple[dict[str, Any],
     )
     protocol, metadata, _ = state_json(table)
     return json.loads(protocol), json.loads(metadata)
+
+
+def audit(
+    created_ms: int | None, created_by: str | None, updated_ms: int | None, updated_by: str | None
+) -> dict[str, Any]:
+    """The ``owner``, ``created_at``, ``created_by``, ``updated_at`` and ``updated_by`` of a
+    UC API ``CatalogInfo`` / ``SchemaInfo`` / ``TableInfo`` (epoch milliseconds; principals:
+    the authenticated token's name, ``anonymous`` on a server without tokens, the OS user for
+    what a library caller made).
+
+    * ``owner`` is the creator (UC: the creating principal owns a securable); deltalog has no
+      ownership transfer.
+    * ``updated_*`` is the last change the catalog recorded: creation, a properties or comment
+      update, a rename, a ratified version. Never updated: the creation's.
+    * What was never recorded (objects made before deltalog recorded it: migration 7 of the
+      SQL stores) is ``null``; the keys are always present (clients such as polars require
+      them).
+    """
+    if updated_ms is None:
+        updated_ms, updated_by = created_ms, created_by
+    return {
+        "owner": created_by,
+        "created_at": created_ms,
+        "created_by": created_by,
+        "updated_at": updated_ms,
+        "updated_by": updated_by,
+    }
 
 
 def etag(record: TableRecord, uuid: str) -> str:
@@ -111,11 +141,7 @@ def table_info(
     }
     if metadata.get("description"):
         info["comment"] = metadata["description"]
-    if record.created_ms is not None:
-        info["created_at"] = record.created_ms
-    updated = record.last_ict or record.created_ms
-    if updated is not None:
-        info["updated_at"] = updated
+    info.update(audit(record.created_ms, record.created_by, record.updated_ms, record.updated_by))
     return info
 
 
