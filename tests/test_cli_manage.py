@@ -180,3 +180,37 @@ def test_schema_text() -> None:
     ):
         with pytest.raises(dl.InvalidArgumentError, match=re.escape(says)):
             parse_schema(bad)
+
+
+def test_listings_resolve_references_and_name_tables(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """``catalog list`` shows a location's ``${VAR}`` resolved (an unset one marked, a password
+    masked), and ``catalog tables`` on a table's name says it is a table."""
+    (tmp_path / ".deltalog.yaml").write_text(
+        yaml.safe_dump(
+            {
+                "catalog": {
+                    "srv": {"type": "rest", "uri": "http://127.0.0.1:${SRV_PORT}"},
+                    "pg": {"type": "postgresql", "uri": "postgresql://me:${PG_PASSWORD}@db/x"},
+                    "gone": {"type": "rest", "uri": "http://${NOT_SET_ANYWHERE}:1"},
+                    "here": {"type": "dir", "path": str(tmp_path / "wh")},
+                },
+                "default-catalog": "here",
+            }
+        )
+    )
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("SRV_PORT", "2333")
+    monkeypatch.setenv("PG_PASSWORD", "s3cret")
+    monkeypatch.delenv("NOT_SET_ANYWHERE", raising=False)
+    listed = {c["name"]: c["location"] for c in ok(capsys, "catalog", "list")["catalogs"]}
+    assert listed["srv"] == "http://127.0.0.1:2333"
+    assert listed["pg"] == "postgresql://me:***@db/x"
+    assert listed["gone"] == "http://${NOT_SET_ANYWHERE} (unset):1"
+    code, out, _ = run(capsys, "catalog", "list")
+    assert code == 0 and "2333" in out and "s3cret" not in out
+    (tmp_path / "wh").mkdir()
+    dl.write_table(str(tmp_path / "wh" / "orders"), pa.table({"id": [1]}))
+    code, _, err = run(capsys, "catalog", "tables", "orders")
+    assert code == 1 and "orders is a table of here, not a namespace" in err

@@ -150,6 +150,10 @@ def test_duckdb_reads_what_deltalog_writes(server: Any, case: str) -> None:
     assert [r[0] for r in expected][-4:] == [20, 21, 22, 23]
     con = duckdb_attached(server.url, "main", "sales", token=server.keys["reader"])
     assert rows_of(con, f"uc.sales.{case}") == expected
+    if case == "plain":
+        # What docs/catalogs.md shows a newcomer: SHOW ALL TABLES lists the UC tables.
+        listed = {(r[0], r[1], r[2]) for r in con.execute("SHOW ALL TABLES").fetchall()}
+        assert ("uc", "sales", "plain") in listed, listed
 
 
 def test_duckdb_inserts_and_deltalog_continues(server: Any) -> None:

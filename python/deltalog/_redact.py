@@ -1,7 +1,8 @@
-"""Secrets out of what the REST catalog server prints: one redaction for every form a database
-password takes in ``--db`` (PostgreSQL's "Connection Strings": a URI's userinfo
-``postgresql://user:secret@host/db``, a URI query parameter ``?password=secret``, and the
-keyword/value form ``host=h password=secret`` or ``password='a secret'``)."""
+"""Secrets out of what deltalog prints (the REST catalog server, catalog listings): one
+redaction for every form a database password takes in ``--db`` (PostgreSQL's "Connection
+Strings": a URI's userinfo ``postgresql://user:secret@host/db``, a URI query parameter
+``?password=secret``, and the keyword/value form ``host=h password=secret`` or
+``password='a secret'``)."""
 
 from __future__ import annotations
 

@@ -71,8 +71,21 @@ class NamedCatalog:
 
     @property
     def location(self) -> str:
-        """The server, database or directory (``uri`` or ``path``), for listings."""
+        """The server, database or directory (``uri`` or ``path``) as configured (``${VAR}``
+        references kept)."""
         return self.properties.get("uri") or self.properties.get("path") or ""
+
+    @property
+    def shown_location(self) -> str:
+        """:attr:`location` for listings: each ``${VAR}`` replaced by the variable (a reference
+        to an unset one kept, marked), and any password in it masked."""
+        from deltalog._redact import redact
+
+        def one(match: re.Match[str]) -> str:
+            found = os.environ.get(match.group(1))
+            return match.group(0) + " (unset)" if found is None else found
+
+        return redact(_REFERENCE.sub(one, self.location))
 
 
 @dataclass

@@ -13,6 +13,13 @@ import os
 from collections.abc import Sequence
 from typing import Any
 
+from deltalog.exceptions import (
+    DeltaError,
+    InvalidArgumentError,
+    NamespaceNotFoundError,
+    UnsupportedFeatureError,
+)
+
 #: Most tables ``tables --recursive`` lists before it stops and says so.
 MAX_LISTED = 100_000
 
@@ -65,7 +72,7 @@ def _list(args: argparse.Namespace) -> None:
         {
             "name": c.name,
             "type": c.type,
-            "location": c.location,
+            "location": c.shown_location,
             "default": c.name == config.default,
             "from": ", ".join(c.sources),
         }
@@ -97,7 +104,7 @@ def _describe(args: argparse.Namespace) -> None:
     info = {
         "name": named.name,
         "type": named.type,
-        "location": named.location,
+        "location": named.shown_location,
         "warehouse": named.properties.get("warehouse"),
         "namespaces": namespaces,
         "tables": tables,
@@ -110,7 +117,7 @@ def _describe(args: argparse.Namespace) -> None:
         [
             ["name", named.name],
             ["type", named.type],
-            ["location", named.location],
+            ["location", named.shown_location],
             ["warehouse", info["warehouse"] or ""],
             ["namespaces", ", ".join(namespaces) or "(none)"],
             ["tables at the top level", ", ".join(tables) or "(none)"],
@@ -124,7 +131,15 @@ def _tables(args: argparse.Namespace) -> None:
     named = read_config(args.config).get(args.catalog)
     catalog = load_catalog(named.name, path=args.config)
     found: list[tuple[str, str]] = []
-    truncated = _walk(catalog, args.namespace, args.recursive, found)
+    try:
+        truncated = _walk(catalog, args.namespace, args.recursive, found)
+    except (NamespaceNotFoundError, UnsupportedFeatureError, InvalidArgumentError):
+        if args.namespace and _is_table(catalog, args.namespace):
+            raise InvalidArgumentError(
+                f"{args.namespace} is a table of {named.name}, not a namespace: "
+                f"deltalog info --catalog {named.name} {args.namespace} describes it"
+            ) from None
+        raise
     if args.json:
         print(
             json.dumps(
@@ -176,6 +191,13 @@ def _create(args: argparse.Namespace) -> None:
         if created
         else (f"catalog {named.name} exists already ({where})")
     )
+
+
+def _is_table(catalog: Any, name: str) -> bool:
+    try:
+        return bool(catalog.table_exists(name))
+    except DeltaError:
+        return False
 
 
 def _walk(catalog: Any, namespace: str | None, recursive: bool, out: list[tuple[str, str]]) -> bool:

@@ -202,7 +202,7 @@ class RestCatalog(Catalog):
     def list_namespaces(self, namespace: Identifier | None = None) -> list[str]:
         ns_api, _ = self._apis()
         _, wire = self._id(namespace)
-        pages = self._pages(f"list namespaces of {namespace!r}", ns_api.list_namespaces, wire)
+        pages = self._pages(f"list namespaces of {_shown(namespace)}", ns_api.list_namespaces, wire)
         return [name for page in pages for name in page.namespaces]
 
     def create_namespace(
@@ -299,7 +299,10 @@ class RestCatalog(Catalog):
         ns_api, _ = self._apis()
         _, wire = self._id(namespace)
         pages = self._pages(
-            f"list tables of {namespace!r}", ns_api.list_tables, wire, include_declared=False
+            f"list tables of {_shown(namespace)}",
+            ns_api.list_tables,
+            wire,
+            include_declared=False,
         )
         return [name for page in pages for name in page.tables]
 
@@ -768,3 +771,8 @@ class RestCatalog(Catalog):
             idempotent=not once,
             timeout=min(self.timeout, 2.0) if once else None,
         )
+
+
+def _shown(namespace: Identifier | None) -> str:
+    """A namespace as messages name it (the root when None)."""
+    return "the root namespace" if namespace is None else f"namespace {namespace!r}"
