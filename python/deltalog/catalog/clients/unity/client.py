@@ -465,10 +465,22 @@ class UnityCatalog(Catalog):
         return self.load_table(name)
 
     def drop_table(self, name: Identifier, purge: bool = True) -> None:
-        """Deletes the table from the catalog: the server deletes a managed table's files
-        (``purge`` cannot keep them: UC's ``deleteTable`` has no such choice) and keeps an
-        external table's."""
+        """Deletes the table from the catalog. UC's ``deleteTable`` has no choice to make: the
+        server deletes a MANAGED table's files and keeps an EXTERNAL table's. So
+        ``purge=False`` on a managed table and ``purge=True`` on an external one are refused
+        (``InvalidArgumentError``) before anything is deleted, rather than doing the other."""
         schema, table = self._split(name)
+        kind = self.load_response(schema, table).metadata.table_type.value
+        if kind == "MANAGED" and not purge:
+            raise InvalidArgumentError(
+                f"{schema}.{table} is a MANAGED table: Unity Catalog deletes its files with it "
+                "(drop it with purge=True)"
+            )
+        if kind == "EXTERNAL" and purge:
+            raise InvalidArgumentError(
+                f"{schema}.{table} is an EXTERNAL table: Unity Catalog keeps its files when it "
+                "is dropped (drop it with purge=False, then delete the files yourself)"
+            )
         self._transport.request(
             f"delete table {schema}.{table}",
             "DELETE",
