@@ -72,7 +72,7 @@ def test_a_version_1_database_is_upgraded(tmp_path: Path) -> None:
     db = sqlite3.connect(path)
     assert db.execute("SELECT version FROM schema_version").fetchall() == [(len(MIGRATIONS),)]
     columns = [r[1] for r in db.execute("PRAGMA table_info(tables)")]
-    assert columns[-9:] == [
+    assert columns[-12:] == [
         "protocol",
         "metadata",
         "properties",
@@ -82,6 +82,10 @@ def test_a_version_1_database_is_upgraded(tmp_path: Path) -> None:
         "metadata_version",
         "metadata_ict",
         "name_key",
+        # Migration 7: who made and last changed the table, and when it last changed.
+        "created_by",
+        "updated_ms",
+        "updated_by",
     ]
     # Migration 6: every name keyed (found in any case).
     assert db.execute("SELECT name_key FROM tables").fetchall() == [("t",)]

@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import abc
 import functools
-from collections import Counter
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from contextlib import AbstractContextManager
 from typing import Any, TypeVar
@@ -31,7 +30,6 @@ from deltalog.catalog.managed import (
     TableRecord,
     commit_of,
     conflict,
-    default_principal,
     now_ms,
 )
 from deltalog.catalog.names import (
@@ -49,6 +47,16 @@ from deltalog.catalog.stores.migrations import (
     TABLE_UUID_MIGRATION as TABLE_UUID_MIGRATION,
 )
 from deltalog.catalog.stores.pool import ConnectionPool as ConnectionPool
+from deltalog.catalog.stores.sql_rows import (
+    UC_TABLE_ID as UC_TABLE_ID,
+    check_distinct as _check_distinct,
+    new_uuid as _new_uuid,
+    properties_json as _properties_json,
+    properties_of as _properties,
+    table_record as _table_record,
+    table_uuid_of as table_uuid_of,
+    who as _who,
+)
 from deltalog.exceptions import (
     AlreadyExistsError,
     CatalogError,
@@ -303,65 +311,20 @@ class SqlStore(Store):
         rows = self._read(
             f"SELECT {_COLUMNS} FROM tables WHERE namespace_id = ? ORDER BY name", (namespace,)
         )
-        return [r for r in (self._record([row]) for row in rows) if r is not None]
-
-    @staticmethod
-    def _record(rows: list[Any]) -> TableRecord | None:
-        if not rows:
-            return None
-        (
-            tid,
-            namespace,
-            name,
-            location,
-            managed,
-            latest,
-            protocol,
-            metadata,
-            props,
-            clustering,
-            last_ict,
-            uuid,
-            created_ms,
-            metadata_version,
-            metadata_ict,
-            created_by,
-            updated_ms,
-            updated_by,
-        ) = rows[0]
-        return TableRecord(
-            tid,
-            namespace,
-            name,
-            location,
-            bool(managed),
-            latest,
-            protocol,
-            metadata,
-            _properties(props),
-            clustering,
-            last_ict,
-            uuid,
-            created_ms,
-            metadata_version,
-            metadata_ict,
-            created_by,
-            updated_ms,
-            updated_by,
-        )
+        return [r for r in (_table_record([row]) for row in rows) if r is not None]
 
     def table(self, namespace: int, name: str) -> TableRecord | None:
         rows = self._read(
             f"SELECT {_COLUMNS} FROM tables WHERE namespace_id = ? AND name_key = ?",
             (namespace, name_key(name)),
         )
-        return self._record([r for r in rows if same_name(r[2], name)])
+        return _table_record([r for r in rows if same_name(r[2], name)])
 
     def table_by_id(self, table_id: int) -> TableRecord | None:
-        return self._record(self._read(f"SELECT {_COLUMNS} FROM tables WHERE id = ?", (table_id,)))
+        return _table_record(self._read(f"SELECT {_COLUMNS} FROM tables WHERE id = ?", (table_id,)))
 
     def table_by_uuid(self, uuid: str) -> TableRecord | None:
-        return self._record(
+        return _table_record(
             self._read(f"SELECT {_COLUMNS} FROM tables WHERE uuid = ?", (uuid.lower(),))
         )
 
@@ -797,69 +760,3 @@ class SqlStore(Store):
 
 #: The table property naming a catalog-managed table's id in its catalog (Unity Catalog's
 #: ``table_id``; required by engines committing through UC's Delta API).
-UC_TABLE_ID = "io.unitycatalog.tableId"
-
-
-def table_uuid_of(metadata: str | None, version: int) -> str | None:
-    """The ``io.unitycatalog.tableId`` of a commit's ``metaData`` (JSON), lower-case, if it
-    has one.
-
-    Raises:
-        InvalidArgumentError: the property is not a UUID.
-    """
-    import json
-    import uuid
-
-    if not metadata:
-        return None
-    try:
-        configuration = json.loads(metadata).get("configuration") or {}
-    except (ValueError, AttributeError):
-        return None
-    value = configuration.get(UC_TABLE_ID)
-    if value is None:
-        return None
-    try:
-        return str(uuid.UUID(str(value)))
-    except ValueError as e:
-        raise InvalidArgumentError(
-            f"proposed commit {version}: {UC_TABLE_ID} is not a UUID: {value!r}"
-        ) from e
-
-
-def _who(principal: str | None) -> str | None:
-    """The principal a store records: the caller's, else :func:`default_principal`."""
-    return principal if principal is not None else default_principal()
-
-
-def _new_uuid() -> str:
-    import uuid
-
-    return str(uuid.uuid4())
-
-
-def _properties_json(properties: Mapping[str, str] | None) -> str | None:
-    import json
-
-    return json.dumps(dict(properties), sort_keys=True) if properties else None
-
-
-def _properties(text: str | None) -> dict[str, str]:
-    import json
-
-    return dict(json.loads(text)) if text else {}
-
-
-def _check_distinct(proposals: Sequence[Proposal]) -> None:
-    """At most one proposal a table (an existing one by id, a new one by name)."""
-    keys = Counter(
-        ("id", p.table_id) if p.table_id is not None else ("new", p.create and p.create[:2])
-        for p in proposals
-    )
-    twice = [key for key, n in keys.items() if n > 1]
-    if twice:
-        kind, which = twice[0]
-        raise CatalogError(
-            f"two proposals name the same table ({'id' if kind == 'id' else 'new table'} "
-            f"{which!r}); a table takes one version per transaction"
-        )
