@@ -85,27 +85,10 @@ python -m mypy.stubtest deltalog._native --mypy-config-file pyproject.toml
 stage "pytest"
 set +e
 if [ -n "$reference_pid" ]; then
-  # The modules on this process's local Spark session run in a third pytest: much of the
-  # suite waits (on servers, Spark's triggers, JVMs starting) rather than computes, so three
-  # runs keep both cores busier than two.
-  local_spark=(tests/test_spark.py tests/test_spark_checks.py tests/test_spark_companion.py
-    tests/test_spark_dml.py tests/test_spark_native_read.py tests/test_spark_native_write.py
-    tests/test_spark_optimize.py tests/test_spark_streaming.py)
-  python -m pytest -q -p no:cacheprovider --durations=10 --basetemp="$tmp/spark" \
-    "${local_spark[@]}" >"$tmp/spark.log" 2>&1 &
-  spark_pid=$!
-  ignored=()
-  for module in "${local_spark[@]}"; do ignored+=(--ignore="$module"); done
   python -m pytest -q -p no:cacheprovider --durations=10 --basetemp="$tmp/main" \
     --ignore-glob='*/test_delta_spark_*' --ignore=tests/test_spark_cluster.py \
-    --ignore=tests/test_spark_object_store.py --ignore=tests/test_spark_releases.py \
-    "${ignored[@]}"
+    --ignore=tests/test_spark_object_store.py --ignore=tests/test_spark_releases.py
   status=$?
-  wait "$spark_pid"
-  spark_status=$?
-  stage "pytest of the modules on a local Spark session (exit status $spark_status)"
-  cat "$tmp/spark.log"
-  if [ "$status" -eq 0 ]; then status=$spark_status; fi
   wait "$reference_pid"
   reference_status=$?
   reference_pid=""
