@@ -493,12 +493,23 @@ class ManagedCatalog(Catalog):
         """The directory of a new table of identifier ``names``: ``<warehouse>/<names…>``,
         not a symbolic link on the way. When that directory is another table's own (a table
         renamed away from this name, or one registered there), a fresh directory beside it
-        (``<name>-<random>``): a directory is never two tables'. A location inside or above
-        another table's is left to the caller (and the store) to refuse."""
+        (``<name>-<random>``): a directory is never two tables'.
+
+        Raises:
+            InvalidArgumentError: the directory lies inside or above another table's (checked
+                again by the store when the table is registered; refused here before any file
+                is written).
+        """
         location = unlinked_location("/".join([self.warehouse, *names]), what)
         taken = self._store.overlapping(location)
         if taken and all(canonical_location(other) == location for _, other in taken):
             location = unlinked_location(f"{location}-{uuid.uuid4().hex[:12]}", what)
+            taken = self._store.overlapping(location)
+        if taken:
+            raise InvalidArgumentError(
+                f"{what} would live at {location}, which overlaps the location of another "
+                f"table of the catalog ({taken[0][1]})"
+            )
         return location
 
     def _new_table(self, name: Identifier) -> tuple[tuple[int, str, str], TableCatalogClient]:
@@ -506,13 +517,6 @@ class ManagedCatalog(Catalog):
         pid = self._namespace(parent)
         self._check_free(pid, table, name, "table")
         location = self.derived_location([*parent, table], f"the new table {name!r}")
-        taken = self._store.overlapping(location)
-        if taken:
-            # Checked again when version 0 is ratified; refused here before any file is written.
-            raise InvalidArgumentError(
-                f"the new table {name!r} would live at {location}, which overlaps the location of "
-                f"another table of the catalog ({taken[0][1]})"
-            )
         create = (pid, table, location)
         return create, TableCatalogClient(self._store, None, create=create)
 

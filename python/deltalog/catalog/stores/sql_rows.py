@@ -17,46 +17,11 @@ def table_record(rows: list[Any]) -> TableRecord | None:
     None for no row."""
     if not rows:
         return None
-    (
-        tid,
-        namespace,
-        name,
-        location,
-        managed,
-        latest,
-        protocol,
-        metadata,
-        props,
-        clustering,
-        last_ict,
-        uuid,
-        created_ms,
-        metadata_version,
-        metadata_ict,
-        created_by,
-        updated_ms,
-        updated_by,
-    ) = rows[0]
-    return TableRecord(
-        tid,
-        namespace,
-        name,
-        location,
-        bool(managed),
-        latest,
-        protocol,
-        metadata,
-        properties_of(props),
-        clustering,
-        last_ict,
-        uuid,
-        created_ms,
-        metadata_version,
-        metadata_ict,
-        created_by,
-        updated_ms,
-        updated_by,
-    )
+    # The row's columns are TableRecord's fields, in order (_COLUMNS in sql.py).
+    values = list(rows[0])
+    values[4] = bool(values[4])  # managed
+    values[8] = properties_of(values[8])  # the catalog properties' JSON
+    return TableRecord(*values)
 
 
 UC_TABLE_ID = "io.unitycatalog.tableId"
