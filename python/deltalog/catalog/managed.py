@@ -38,6 +38,7 @@ from deltalog.catalog.stores.records import (  # re-exported: the stores' record
     CommitRecord as CommitRecord,
     NamespaceRecord as NamespaceRecord,
     Proposal as Proposal,
+    RefusalRecord as RefusalRecord,
     TableRecord as TableRecord,
     default_principal as default_principal,
 )
@@ -297,6 +298,16 @@ class Store(abc.ABC):
         self, table_id: int, protocol: str | None, metadata: str | None, clustering: str | None
     ) -> None:
         """Sets the table's cached protocol, metadata and clustering domain (JSON)."""
+
+    @abc.abstractmethod
+    def record_refusal(self, record: RefusalRecord) -> None:
+        """Adds a refused request to the audit log (long texts truncated), which keeps the
+        latest :data:`~deltalog.catalog.stores.audit_log.AUDIT_LOG_ROWS` only."""
+
+    @abc.abstractmethod
+    def refusals(self, limit: int = 100) -> list[RefusalRecord]:
+        """The latest ``limit`` refusals of the audit log (1 … ``AUDIT_LOG_ROWS``), newest
+        first."""
 
 
 class TableCatalogClient:

@@ -109,3 +109,19 @@ AUDIT_MIGRATION = [
     "ALTER TABLE tables ADD COLUMN updated_ms BIGINT",
     "ALTER TABLE tables ADD COLUMN updated_by TEXT",
 ]
+
+
+def refusals_migration(id_column: str) -> list[str]:
+    """The migration both engines share (schema 8) for a web UI that shows who committed each
+    version and the requests recently refused (403 / 409): ``commit_log.principal``, who
+    proposed each version ratified from now on (older versions keep NULL: never recorded),
+    and ``audit_log``, the server's latest refusals, kept bounded by
+    :meth:`~deltalog.catalog.stores.audit_log.AuditLog.record_refusal`. ``id_column``: the
+    engine's auto-increment primary key (SQLite's ``INTEGER PRIMARY KEY``, PostgreSQL's
+    identity column)."""
+    return [
+        "ALTER TABLE commit_log ADD COLUMN principal TEXT",
+        f"CREATE TABLE audit_log (id {id_column}, at_ms BIGINT NOT NULL, principal TEXT, "
+        "method TEXT NOT NULL, path TEXT NOT NULL, status INTEGER NOT NULL, code INTEGER, "
+        "message TEXT)",
+    ]

@@ -1,5 +1,5 @@
 """The records a catalog :class:`~deltalog.catalog.managed.Store` answers and takes: its
-tables, namespaces, proposed commits and ratified versions (re-exported by
+tables, namespaces, proposed commits, ratified versions and refused requests (re-exported by
 :mod:`deltalog.catalog.managed`), and who a store records as creator or updater when its caller
 names nobody (:func:`default_principal`)."""
 
@@ -138,7 +138,9 @@ class Proposal:
 class CommitRecord:
     """What the catalog recorded of a version it ratified (also after it is published): its
     content's SHA-256, its staged file name (``None`` for an inline commit), its txnId and
-    in-commit timestamp (``None`` for versions ratified before deltalog recorded them)."""
+    in-commit timestamp (``None`` for versions ratified before deltalog recorded them), and
+    who proposed it (:attr:`Proposal.principal`, else :func:`default_principal`; ``None`` for
+    versions ratified before catalog schema 8 recorded it, or when nobody could be told)."""
 
     version: int
     sha256: str | None
@@ -146,3 +148,21 @@ class CommitRecord:
     txn_id: str | None
     ict: int | None
     ratified_ms: int | None = None
+    principal: str | None = None
+
+
+@dataclass(frozen=True)
+class RefusalRecord:
+    """A request the catalog's server refused (403 / 409 …), as its audit log keeps it
+    (:meth:`~deltalog.catalog.managed.Store.record_refusal`): when (milliseconds since the
+    epoch), who (``None``: unauthenticated), the HTTP method and path, the HTTP status, the
+    protocol's error code if it has one, and the message answered. The store truncates long
+    values (:data:`~deltalog.catalog.stores.audit_log.LIMITS`)."""
+
+    at_ms: int
+    principal: str | None
+    method: str
+    path: str
+    status: int
+    code: int | None
+    message: str | None

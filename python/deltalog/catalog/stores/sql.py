@@ -40,11 +40,13 @@ from deltalog.catalog.names import (
     overlaps,
     same_name,
 )
+from deltalog.catalog.stores.audit_log import AuditLog
 from deltalog.catalog.stores.migrations import (
     AUDIT_MIGRATION as AUDIT_MIGRATION,
     COMMIT_LOG_MIGRATION as COMMIT_LOG_MIGRATION,
     NAME_KEY_MIGRATION as NAME_KEY_MIGRATION,
     TABLE_UUID_MIGRATION as TABLE_UUID_MIGRATION,
+    refusals_migration as refusals_migration,
 )
 from deltalog.catalog.stores.pool import ConnectionPool as ConnectionPool
 from deltalog.catalog.stores.sql_rows import (
@@ -85,8 +87,9 @@ def _pyformat(sql: str) -> str:
     return sql.replace("?", "%s")
 
 
-class SqlStore(Store):
-    """A :class:`Store` in a SQL database. Subclasses are the engines."""
+class SqlStore(AuditLog, Store):
+    """A :class:`Store` in a SQL database (its audit log of refusals: :class:`AuditLog`).
+    Subclasses are the engines."""
 
     #: Schema migrations, applied in order; entry ``i`` takes the schema to version ``i + 1``.
     #: ``schema_version`` holds the version applied. A step is a statement, or a function of
@@ -593,7 +596,7 @@ class SqlStore(Store):
                 f"the table holds {held} unpublished commits, the most it may; publish them "
                 f"before committing version {p.version}"
             )
-        ratified_ms = now_ms()
+        ratified_ms, who = now_ms(), _who(p.principal)
         self._run(
             db,
             "INSERT INTO commits (table_id, version, staged_path, content, timestamp_ms, "
@@ -603,8 +606,8 @@ class SqlStore(Store):
         self._run(
             db,
             "INSERT INTO commit_log (table_id, version, txn_id, sha256, staged_path, ict, "
-            "ratified_ms) VALUES (?, ?, ?, ?, ?, ?, ?)",
-            (table_id, p.version, p.txn_id, p.sha256, p.path, p.ict, ratified_ms),
+            "ratified_ms, principal) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+            (table_id, p.version, p.txn_id, p.sha256, p.path, p.ict, ratified_ms, who),
         )
         set_clustering, clustering = p.clustering
         changes_state = p.protocol is not None or p.metadata is not None
@@ -628,7 +631,7 @@ class SqlStore(Store):
                 changes_state,
                 p.ict,
                 ratified_ms,
-                _who(p.principal),
+                who,
                 table_id,
             ),
         )
@@ -678,8 +681,9 @@ class SqlStore(Store):
 
     def commit_records(self, table_id: int, start: int, end: int) -> list[CommitRecord]:
         rows = self._read(
-            "SELECT version, sha256, staged_path, txn_id, ict, ratified_ms FROM commit_log "
-            "WHERE table_id = ? AND version >= ? AND version <= ? ORDER BY version",
+            "SELECT version, sha256, staged_path, txn_id, ict, ratified_ms, principal "
+            "FROM commit_log WHERE table_id = ? AND version >= ? AND version <= ? "
+            "ORDER BY version",
             (table_id, start, end),
         )
         return [CommitRecord(*row) for row in rows]

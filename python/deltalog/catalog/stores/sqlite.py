@@ -23,6 +23,7 @@ from deltalog.catalog.stores.sql import (
     TABLE_UUID_MIGRATION,
     ConnectionPool,
     SqlStore,
+    refusals_migration,
 )
 from deltalog.exceptions import CatalogError
 
@@ -60,6 +61,10 @@ MIGRATIONS: list[list[Any]] = [
     # 7: who created and last changed each namespace and table, and when (UC's created_by /
     # created_at / updated_by / updated_at; older rows keep NULL: never recorded).
     AUDIT_MIGRATION,
+    # 8: for the web UI (issue #47), which shows who committed each version and the recent
+    # 403 / 409 refusals: commit_log.principal (older versions NULL: never recorded) and the
+    # bounded audit_log of refusals (stores/audit_log.py).
+    refusals_migration("INTEGER PRIMARY KEY"),
 ]
 
 
