@@ -137,6 +137,18 @@ class RawSnapshot:
         asking the catalog when the log holds every commit up to it."""
     def version_at_timestamp(self, timestamp_ms: int) -> int: ...
     def history(self, limit: int | None = None) -> list[tuple[int, int, str | None]]: ...
+    def version_changes(
+        self, limit: int | None = None
+    ) -> list[tuple[int, int, str | None, int, int, int, int, int, int, bool, bool]]:
+        """What each version changed, newest first, at most ``limit`` entries, for the versions
+        and timestamps ``history`` gives: ``(version, timestamp_ms, commitInfo JSON or None,
+        files_added, bytes_added, files_removed, bytes_removed, removed_without_size,
+        deletion_vectors_added, metadata_changed, protocol_changed)``. ``bytes_removed`` sums
+        the removes that have a size; ``removed_without_size`` counts the others;
+        ``deletion_vectors_added`` counts the adds carrying a deletion vector."""
+    def checkpoint_version(self) -> int | None:
+        """The version of the checkpoint this snapshot was replayed from, None when it was
+        replayed from commits only."""
     def table_uri(self) -> str: ...
     def version(self) -> int: ...
     def protocol(self) -> tuple[int, int, list[str] | None, list[str] | None]: ...

@@ -8,7 +8,7 @@ use arrow::pyarrow::{IntoPyArrow, ToPyArrow};
 use arrow::record_batch::RecordBatchReader;
 use deltalog_core::add_actions::{add_actions_table, file_paths};
 use deltalog_core::error::DeltaError;
-use deltalog_core::log::timeline;
+use deltalog_core::log::{timeline, version_changes};
 use deltalog_core::predicate::Predicate;
 use deltalog_core::scan::{Scan, ScanOptions};
 use deltalog_core::{Snapshot, Storage};
@@ -37,6 +37,21 @@ pub(crate) fn to_version(version: Option<i64>) -> Result<Option<u64>, DeltaError
         })
         .transpose()
 }
+
+/// A [`version_changes::VersionChange`] as Python receives it (`commitInfo` as JSON).
+type VersionChangeTuple = (
+    u64,
+    i64,
+    Option<String>,
+    u64,
+    u64,
+    u64,
+    u64,
+    u64,
+    u64,
+    bool,
+    bool,
+);
 
 /// A loaded snapshot of a table.
 #[pyclass(frozen, module = "deltalog._native")]
@@ -167,6 +182,50 @@ impl RawSnapshot {
             .into_iter()
             .map(|e| (e.version, e.timestamp, e.commit_info.map(|c| c.to_string())))
             .collect())
+    }
+
+    /// What each version changed, newest first: `(version, timestamp_ms, commitInfo JSON or
+    /// None, files_added, bytes_added, files_removed, bytes_removed, removed_without_size,
+    /// deletion_vectors_added, metadata_changed, protocol_changed)`, for the versions and
+    /// timestamps of `history` (`deltalog_core::log::version_changes`).
+    #[pyo3(signature = (limit=None))]
+    fn version_changes(
+        &self,
+        py: Python<'_>,
+        limit: Option<usize>,
+    ) -> PyResult<Vec<VersionChangeTuple>> {
+        let snapshot = self.snapshot.clone();
+        let changes = block_on(py, async move {
+            version_changes::version_changes(&snapshot, limit).await
+        })?;
+        Ok(changes
+            .into_iter()
+            .map(|c| {
+                (
+                    c.version,
+                    c.timestamp,
+                    c.commit_info.map(|ci| ci.to_string()),
+                    c.files_added,
+                    c.bytes_added,
+                    c.files_removed,
+                    c.bytes_removed,
+                    c.removed_without_size,
+                    c.deletion_vectors_added,
+                    c.metadata_changed,
+                    c.protocol_changed,
+                )
+            })
+            .collect())
+    }
+
+    /// The version of the checkpoint this snapshot's log segment starts from; None when it was
+    /// replayed from commits only.
+    fn checkpoint_version(&self) -> Option<u64> {
+        self.snapshot
+            .segment()
+            .checkpoint
+            .as_ref()
+            .map(|c| c.version)
     }
 
     /// The table root URI.

@@ -11,7 +11,8 @@
 //!   the action schema (commits and compactions; checkpoints and sidecars; [`add_lines`]: the
 //!   fast path for commits' `add` lines);
 //! - [`file_keys`], [`replay`]: action reconciliation;
-//! - [`timeline`]: commit timestamps, timestamp time travel and history;
+//! - [`timeline`]: commit timestamps, timestamp time travel and history; [`version_changes`]:
+//!   what each version of the history added and removed;
 //! - [`proposal`]: a commit proposed to a catalog, checked as the reader will read it.
 
 pub mod actions;
@@ -27,3 +28,4 @@ pub mod reader;
 pub mod replay;
 pub mod segment;
 pub mod timeline;
+pub mod version_changes;

@@ -1,4 +1,5 @@
-//! Commit timestamps, time travel by timestamp, and history.
+//! Commit timestamps, time travel by timestamp, and history (the commits it lists are shared
+//! with [`crate::log::version_changes`]).
 //!
 //! Spec: "In-Commit Timestamps" and "Recommendations for Readers of Tables with In-Commit
 //! Timestamps". Without in-commit timestamps a commit's timestamp is the modification time of
@@ -8,6 +9,7 @@
 //! `delta.inCommitTimestampEnablementVersion` use `commitInfo.inCommitTimestamp`.
 
 use std::collections::BTreeMap;
+use std::future::Future;
 use std::sync::Arc;
 
 use futures::stream::{self, StreamExt, TryStreamExt};
@@ -284,10 +286,46 @@ pub struct HistoryEntry {
     pub commit_info: Option<Value>,
 }
 
-/// The history of `snapshot`'s table up to its version, newest first, at most `limit` entries.
+/// A commit of the history, as [`history`] and
+/// [`version_changes`](crate::log::version_changes::version_changes) choose them.
+#[derive(Debug, Clone)]
+pub struct HistoryCommit {
+    /// The version.
+    pub version: u64,
+    /// The monotonized modification time of its file ([`monotonic_file_times`]).
+    pub file_time: i64,
+    /// The commit file (an unpublished commit of a catalog-managed table included).
+    pub file: LogFile,
+    /// The table's in-commit timestamp settings, as of the snapshot.
+    ict: Option<IctSettings>,
+}
+
+impl HistoryCommit {
+    /// The commit's timestamp given its `commitInfo`: the in-commit timestamp when they apply
+    /// to this version and the commit has one, else the monotonized file time.
+    pub fn timestamp(&self, commit_info: Option<&Value>) -> i64 {
+        self.ict
+            .filter(|s| self.version >= s.enablement_version)
+            .and(commit_info)
+            .and_then(|ci| ci.get("inCommitTimestamp"))
+            .and_then(Value::as_i64)
+            .unwrap_or(self.file_time)
+    }
+}
+
+/// `read` of each commit of `snapshot`'s table up to its version, newest first, at most
+/// `limit` of them, 16 read at a time.
 ///
-/// A catalog-managed table's history includes its unpublished commits.
-pub async fn history(snapshot: &Snapshot, limit: Option<usize>) -> DeltaResult<Vec<HistoryEntry>> {
+/// A catalog-managed table's commits include its unpublished ones.
+pub async fn map_history<T, F, Fut>(
+    snapshot: &Snapshot,
+    limit: Option<usize>,
+    mut read: F,
+) -> DeltaResult<Vec<T>>
+where
+    F: FnMut(Storage, HistoryCommit) -> Fut,
+    Fut: Future<Output = DeltaResult<T>>,
+{
     let storage = snapshot.storage();
     let listing = joined_listing(storage, snapshot.catalog()).await?;
     let ict = ict_settings(&snapshot.configuration());
@@ -296,27 +334,36 @@ pub async fn history(snapshot: &Snapshot, limit: Option<usize>) -> DeltaResult<V
         .filter(|(v, _, _)| *v <= snapshot.version())
         .collect();
     let take = limit.unwrap_or(usize::MAX).min(commits.len());
-    let chosen: Vec<(u64, i64, LogFile)> = commits.into_iter().rev().take(take).collect();
+    let chosen = commits
+        .into_iter()
+        .rev()
+        .take(take)
+        .map(|(version, file_time, file)| HistoryCommit {
+            version,
+            file_time,
+            file,
+            ict,
+        });
     stream::iter(chosen)
-        .map(|(version, file_ts, file)| {
-            let storage = storage.clone();
-            async move {
-                let commit_info = read_commit_info(&storage, &file, version).await?;
-                let ict_ts = ict
-                    .filter(|s| version >= s.enablement_version)
-                    .and(commit_info.as_ref())
-                    .and_then(|ci| ci.get("inCommitTimestamp"))
-                    .and_then(Value::as_i64);
-                Ok::<_, DeltaError>(HistoryEntry {
-                    version,
-                    timestamp: ict_ts.unwrap_or(file_ts),
-                    commit_info,
-                })
-            }
-        })
+        .map(|commit| read(storage.clone(), commit))
         .buffered(16)
         .try_collect()
         .await
+}
+
+/// The history of `snapshot`'s table up to its version, newest first, at most `limit` entries.
+///
+/// A catalog-managed table's history includes its unpublished commits.
+pub async fn history(snapshot: &Snapshot, limit: Option<usize>) -> DeltaResult<Vec<HistoryEntry>> {
+    map_history(snapshot, limit, |storage, commit| async move {
+        let commit_info = read_commit_info(&storage, &commit.file, commit.version).await?;
+        Ok(HistoryEntry {
+            version: commit.version,
+            timestamp: commit.timestamp(commit_info.as_ref()),
+            commit_info,
+        })
+    })
+    .await
 }
 
 #[cfg(test)]
