@@ -264,9 +264,41 @@ def rest_catalog(tmp: str) -> None:
         as_admin = dl.connect_catalog({"type": "rest", "uri": url, "token": admin})
         as_admin.load_table("shop.sales").alter.add_columns(pa.schema({"note": pa.string()}))
         print(f"   admin's schema change: {as_admin.load_table('shop.sales').schema().names}")
+        web_pages(url, admin)
     finally:
         server.terminate()
         server.wait(30)
+
+
+def web_pages(url: str, token: str) -> None:
+    """What the server's web pages (``/ui/``) show, read through their JSON API: a table's
+    health and the admin view's audit log of refusals (the writer's refused change)."""
+    import json
+    import time
+    import urllib.request
+
+    def view(name: str, query: str = "") -> dict:
+        request = urllib.request.Request(f"{url}/ui/api/{name}?{query}")
+        request.add_header("Authorization", f"Bearer {token}")  # a header, never the URL
+        with urllib.request.urlopen(request, timeout=30) as answer:
+            return dict(json.loads(answer.read()))
+
+    print(f"   web pages: {url}/ui/ (sign in with a token; they only read)")
+    health = view("health", "ns=shop&t=sales")
+    print(
+        f"   shop.sales health: {health['files']} files, {health['bytes']} bytes, "
+        f"{health['checkpoint']['since']} versions since a checkpoint, "
+        f"{len(health['versions'])} versions charted"
+    )
+    for advice in health["advice"]:
+        print(f"     {advice['problem']}: {advice['command']}")
+    for _ in range(50):  # refusals are written in the background
+        refusals = view("server")["refusals"]
+        if refusals:
+            break
+        time.sleep(0.1)
+    for r in refusals[:3]:
+        print(f"   refused: {r['principal']} {r['method']} {r['path']} -> {r['status']}")
 
 
 def golden_tables(corpus: Path) -> int:

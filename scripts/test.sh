@@ -27,6 +27,15 @@ if ! command -v initdb >/dev/null 2>&1 || ! command -v pg_ctl >/dev/null 2>&1; t
     $sudo env DEBIAN_FRONTEND=noninteractive apt-get install -y -q postgresql
   fi
 fi
+# Debian's Chromium, the real browser the web pages' tests drive (tests/test_ui_browser.py,
+# through Playwright from PyPI).
+if [ ! -x /usr/bin/chromium ]; then
+  echo "== installing Chromium"
+  sudo=""
+  if [ "$(id -u)" -ne 0 ]; then sudo="sudo"; fi
+  $sudo apt-get update -q
+  $sudo env DEBIAN_FRONTEND=noninteractive apt-get install -y -q chromium
+fi
 # wheel: pyspark ships as an sdist, built here without build isolation (a fresh Python has
 # setuptools but not wheel, and the build then fails with "invalid command 'bdist_wheel'").
 python -m pip install -q --disable-pip-version-check "maturin>=1.5,<2" wheel

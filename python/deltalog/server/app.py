@@ -21,10 +21,16 @@ A request goes through, in order:
 5. **the operation** (:class:`~deltalog.server.lance.service.CatalogService`, in a worker
    thread), answered with the model's JSON, or an ``ErrorResponse``
    ``{error, code, detail, instance}`` whose HTTP status follows the spec's code mapping;
-6. **a request log line** (JSON, logger ``deltalog.catalog.server``): method, path, status,
+6. **the audit log**: a 403 or 409 answer is recorded in the catalog database
+   (:mod:`deltalog.server.refusals`; the UC routes and the web pages record theirs too);
+7. **a request log line** (JSON, logger ``deltalog.catalog.server``): method, path, status,
    code, duration, principal, request id. Headers, bodies and query strings are never logged,
    so no token is. A 5xx answer says only a generic message and the request id; its detail
    (database errors, server paths) is in the log line's traceback under the same id.
+
+Paths under ``/api/2.1/unity-catalog/`` go to the Unity Catalog routes
+(:mod:`deltalog.server.unity`), and ``/ui`` and below to the web pages and their read-only JSON
+API (:mod:`deltalog.server.ui`, docs/ui.md), each with the same tokens and roles.
 
 Connections are uvicorn's httptools protocol with timeouts and caps
 (:mod:`deltalog.server.connections`); at most ``max_in_flight`` requests are answered at
@@ -294,7 +300,12 @@ def create_app(
     if credential_vendor is None:
         credential_vendor = CredentialVendor(service.catalog)
     service.credentials = credential_vendor
-    unity = UnityRoutes(service, tokens, max_body_bytes)
+    from deltalog.server.refusals import RefusalLog
+    from deltalog.server.ui.routes import PREFIX as UI_PREFIX, UiRoutes
+
+    refusals = RefusalLog(catalog._store)
+    unity = UnityRoutes(service, tokens, max_body_bytes, refusals)
+    ui = UiRoutes(service, tokens, _principal, refusals)
 
     async def dispatch(request: HttpRequest) -> Response:
         started = time.perf_counter()
@@ -304,8 +315,12 @@ def create_app(
         if raw_path.startswith(UC_PREFIX):
             # Unity Catalog's APIs over the same catalog (deltalog.server.unity).
             return await unity.dispatch(request, raw_path)
+        if raw_path == UI_PREFIX or raw_path.startswith(UI_PREFIX + "/"):
+            # The web pages and their read-only JSON API (deltalog.server.ui).
+            return await ui.dispatch(request, raw_path)
         principal: Principal | None = None
         code: int | None = None
+        message: str | None = None
         try:
             op, raw_id = route(raw_path)
             if request.method != op.method:
@@ -349,7 +364,7 @@ def create_app(
                 else _Json(result.to_dict(), status_code=200)
             )
         except RestError as e:
-            code = e.code
+            code, message = e.code, e.message
             response = _Json(_error_body(e, raw_path), status_code=e.status)
         except ClientDisconnect:
             code = None
@@ -363,6 +378,7 @@ def create_app(
         except (DeltaError, OSError) as e:
             code = error_code(e)
             error = RestError(code, f"{type(e).__name__}: {e}")
+            message = error.message
             if error.status >= 500:
                 _log.error(
                     "request %s %s (request id %s) failed: %s",
@@ -388,6 +404,14 @@ def create_app(
             )
             error = _internal(p.INTERNAL, request_id)
             response = _Json(_error_body(error, raw_path, request_id), status_code=500)
+        refusals.note(
+            request.method,
+            raw_path,
+            response.status_code,
+            code,
+            principal.name if principal else None,
+            message,
+        )
         _log.info(
             json.dumps(
                 {

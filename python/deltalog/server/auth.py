@@ -106,6 +106,11 @@ class TokenStore:
         """
         return cls(_read(Path(path)), Path(path))
 
+    @property
+    def path(self) -> Path | None:
+        """The tokens file (None: entries given directly)."""
+        return self._path
+
     def __len__(self) -> int:
         self._refresh()
         return len(self._by_digest)

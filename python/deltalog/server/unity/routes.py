@@ -31,6 +31,7 @@ from deltalog.server.unity.delta import DeltaApi
 if TYPE_CHECKING:
     from deltalog.server.auth import Principal, TokenStore
     from deltalog.server.lance.service import CatalogService
+    from deltalog.server.refusals import RefusalLog
 
 _log = logging.getLogger("deltalog.catalog.server")
 
@@ -144,8 +145,10 @@ class UnityRoutes:
         service: CatalogService,
         tokens: TokenStore | None,
         max_body_bytes: int,
+        refusals: RefusalLog | None = None,
     ) -> None:
         self.catalogs = UnityCatalogs(service)
+        self.refusals = refusals
         self.delta = DeltaApi(self.catalogs)
         self.catalogs.delta = self.delta
         self.tokens = tokens
@@ -220,6 +223,15 @@ class UnityRoutes:
             else:
                 body_json = error.delta_body() if delta_api else error.uc_body()
                 response = _json_response(body_json, error.status)
+        if self.refusals is not None:
+            self.refusals.note(
+                request.method,
+                raw_path,
+                response.status_code,
+                error.kind if error is not None else None,
+                principal.name if principal else None,
+                error.message if error is not None else None,
+            )
         _log.info(
             json.dumps(
                 {

@@ -1,0 +1,133 @@
+"""The tables the pages read, kept loaded between requests, and the figures computed from
+them, kept per table version.
+
+A table's page asks for its detail, health and history at once; a second look at the same
+version must not replay its log again, nor walk its million add actions again (issue #47: a
+1M-file table's page in under a second after the first load). So:
+
+* :class:`SnapshotCache` keeps the last ``capacity`` tables loaded (a
+  :class:`~deltalog.DeltaTable` each), brought up to date on each use with
+  :meth:`~deltalog.DeltaTable.update_incremental` (the commits since, not a reload; a
+  catalog-managed table asks the catalog for its ratified commits);
+* :class:`FigureCache` keeps what was computed of a version (the health figures, the summary
+  a listing shows) by ``(table id, location, version, kind)``: a version never changes, so an
+  entry is never stale, only evicted.
+
+Both are bounded and thread-safe (requests run in worker threads); loading one table never
+holds up requests for another.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections import OrderedDict
+from collections.abc import Callable
+from concurrent.futures import Future
+from typing import TYPE_CHECKING, Any, TypeVar
+
+if TYPE_CHECKING:
+    from deltalog.catalog.stores.records import TableRecord
+    from deltalog.server.lance.service import CatalogService
+    from deltalog.table.delta_table import DeltaTable
+
+T = TypeVar("T")
+
+
+class SnapshotCache:
+    """The latest snapshot of recently viewed tables (see the module docs)."""
+
+    def __init__(self, service: CatalogService, capacity: int = 8) -> None:
+        self._service = service
+        self._capacity = capacity
+        self._entries: OrderedDict[tuple[int, str], tuple[threading.Lock, list[Any]]] = (
+            OrderedDict()
+        )
+        self._lock = threading.Lock()
+
+    def latest(self, record: TableRecord) -> DeltaTable:
+        """The table of ``record`` at its latest version."""
+        key = (record.id, record.location)
+        with self._lock:
+            entry = self._entries.get(key)
+            if entry is None:
+                entry = (threading.Lock(), [])
+                self._entries[key] = entry
+                while len(self._entries) > self._capacity:
+                    self._entries.popitem(last=False)
+            else:
+                self._entries.move_to_end(key)
+        lock, slot = entry
+        with lock:
+            if slot:
+                table: DeltaTable = slot[0]
+                if not record.managed or table.version() != record.latest_version:
+                    table.update_incremental()
+                return table
+            table = self._load(record)
+            slot.append(table)
+            return table
+
+    def _load(self, record: TableRecord) -> DeltaTable:
+        from deltalog.catalog.managed import TableCatalogClient
+        from deltalog.table.delta_table import DeltaTable
+
+        client = TableCatalogClient(self._service.store, record.id) if record.managed else None
+        return DeltaTable(
+            record.location,
+            storage_options=self._service.storage_options,
+            catalog_client=client,
+        )
+
+    def at(self, record: TableRecord, version: int) -> DeltaTable:
+        """The table of ``record`` at ``version`` (not cached: diffs read old versions)."""
+        from deltalog.catalog.managed import TableCatalogClient
+        from deltalog.table.delta_table import DeltaTable
+
+        client = TableCatalogClient(self._service.store, record.id) if record.managed else None
+        return DeltaTable(
+            record.location,
+            version=version,
+            storage_options=self._service.storage_options,
+            catalog_client=client,
+        )
+
+
+class FigureCache:
+    """What was computed of a table version, least recently used out first. A value asked
+    for while another thread computes it is waited for, not computed twice (a table's page
+    asks for its detail and its health at once, and both need the same figures)."""
+
+    def __init__(self, capacity: int = 256) -> None:
+        self._capacity = capacity
+        self._values: OrderedDict[tuple[Any, ...], Any] = OrderedDict()
+        self._running: dict[tuple[Any, ...], Future[Any]] = {}
+        self._lock = threading.Lock()
+
+    def get(self, key: tuple[Any, ...], compute: Callable[[], T]) -> T:
+        """The value of ``key``, computed (outside the lock, once) when absent."""
+        with self._lock:
+            if key in self._values:
+                self._values.move_to_end(key)
+                value: T = self._values[key]
+                return value
+            running = self._running.get(key)
+            if running is None:
+                mine: Future[Any] = Future()
+                self._running[key] = mine
+        if running is not None:
+            waited: T = running.result()
+            return waited
+        try:
+            value = compute()
+        except BaseException as e:
+            with self._lock:
+                del self._running[key]
+            mine.set_exception(e)
+            raise
+        with self._lock:
+            del self._running[key]
+            self._values[key] = value
+            while len(self._values) > self._capacity:
+                self._values.popitem(last=False)
+        mine.set_result(value)
+        return value
