@@ -164,6 +164,14 @@ def main() -> None:
         listed = call(http, url, "GET", "/tables?catalog_name=main&schema_name=sales")
         assert [t["name"] for t in listed["tables"]] == ["orders"], listed
         print(f"UC API ok: catalog, schema, managed table, commit 1 ratified ({url})")
+        # The web pages' files are package data: the wheel must carry them.
+        for page in ("/ui/", "/ui/static/app.js", "/ui/static/app.css"):
+            answer = http.request("GET", url + page)
+            assert answer.status == 200 and answer.data, (page, answer.status)
+        answer = http.request("GET", url + "/ui/api/health?ns=main&ns=sales&t=orders")
+        health = json.loads(answer.data)
+        assert answer.status == 200 and health["version"] == 1, health
+        print("web pages ok: /ui/ and its files served, orders' health at version 1")
     finally:
         server.terminate()
         server.wait(30)

@@ -8,6 +8,7 @@ import json
 import urllib.error
 import urllib.request
 from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
 from tests.ui_catalog import COMMENT, IMG, SCRIPT, SCRIPT_TABLE, UiCatalog, ui_catalog
@@ -235,3 +236,64 @@ def test_figures_asked_for_at_once_are_computed_once():
     cache.get(("a",), lambda: 1)
     cache.get(("b",), lambda: 2)
     assert cache.get(("k",), lambda: 0) == 0  # evicted (capacity 2), computed again
+
+
+def test_an_external_tables_column_mapping_identity_and_generated_columns(
+    ui: UiCatalog, tmp_path: Path
+):
+    import pyarrow as pa
+
+    location = tmp_path / "features"
+    identity = {"delta.identity.start": "100", "delta.identity.step": "10"}
+    identity["delta.identity.allowExplicitInsert"] = "false"
+    schema = pa.schema(
+        [
+            pa.field("id", pa.int64(), metadata=identity),
+            pa.field("v", pa.int64()),
+            pa.field("twice", pa.int64(), metadata={"delta.generationExpression": "v * 2"}),
+        ]
+    )
+    dl.DeltaTable.create(location, schema, configuration={"delta.columnMapping.mode": "name"})
+    dl.write_table(location, pa.table({"v": pa.array([1, 2], pa.int64())}), mode="append")
+    admin = dl.connect_catalog({"type": "rest", "uri": ui.url, "token": ui.tokens["ada"]})
+    admin.register_table("marketing.features", str(location))
+    token = ui.tokens["rita"]
+    row = next(
+        t
+        for t in ui.get("namespace", token, ns=["marketing"])[1]["tables"]
+        if t["name"] == "features"
+    )
+    assert not row["catalog_managed"] and row["latest_version"] is None  # known from its log
+    t = ui.get("table", token, ns=["marketing"], t="features")[1]
+    assert t["column_mapping"] == "name" and t["version"] == 1
+    cols = {c["path"][0]: c for c in t["columns"]}
+    assert cols["id"]["identity"] == {
+        "start": 100,
+        "step": 10,
+        "allow_explicit_insert": False,
+        "high_water_mark": 110,
+    }
+    assert cols["twice"]["generated"] == "v * 2"
+    assert all(c["physical_name"] and c["column_id"] for c in cols.values())
+    history = ui.get("history", token, ns=["marketing"], t="features")[1]["history"]
+    assert [e["principal"] for e in history] == [None, None]  # not ratified by the catalog
+    health = ui.get("health", token, ns=["marketing"], t="features")[1]
+    assert health["files"] == 1 and health["versions"][-1]["files"] == 1
+    # A new commit behind the catalog's back shows on the next look (the log is listed).
+    dl.write_table(location, pa.table({"v": pa.array([3], pa.int64())}), mode="append")
+    assert ui.get("table", token, ns=["marketing"], t="features")[1]["version"] == 2
+
+
+def test_conflicts_are_refusals_too(ui: UiCatalog):
+    admin = dl.connect_catalog({"type": "rest", "uri": ui.url, "token": ui.tokens["ada"]})
+    with pytest.raises(dl.exceptions.DeltaError):
+        admin.create_namespace("marketing")  # exists: 409
+
+    from tests.test_catalog_tokens import eventually
+
+    def conflicts() -> list[dict]:
+        refusals = ui.get("server", ui.tokens["ada"])[1]["refusals"]
+        return [r for r in refusals if r["status"] == 409 and r["principal"] == "ada"]
+
+    eventually(lambda: len(conflicts()) >= 1)
+    assert "marketing" in conflicts()[0]["path"] + (conflicts()[0]["message"] or "")

@@ -68,6 +68,7 @@ def columns(schema_string: str | None) -> list[dict[str, Any]]:
                     "start": meta.get("delta.identity.start"),
                     "step": meta.get("delta.identity.step"),
                     "allow_explicit_insert": meta.get("delta.identity.allowExplicitInsert"),
+                    "high_water_mark": meta.get("delta.identity.highWaterMark"),
                 }
             path = [*prefix, str(field.get("name"))]
             out.append(
