@@ -13,6 +13,7 @@ from typing import Any
 
 import pyarrow as pa
 import pytest
+from tests.old_schemas import execute, old_store
 
 import deltalog as dl
 from catalog_configs import Config, new_catalog
@@ -81,39 +82,6 @@ def test_a_proposal_naming_its_principal_records_it(config: Config) -> None:
     assert principals(store, "t")[1] == (1, "carol")
 
 
-def _schema_7(kind: str, where: str) -> SqlStore:
-    """A store of catalog schema 7 (before commit_log.principal and audit_log)."""
-    if kind == "sqlite":
-        from deltalog.catalog.stores.sqlite import MIGRATIONS, SqliteStore
-
-        class Old(SqliteStore):
-            pass
-
-    else:
-        from deltalog.catalog.stores.postgresql import MIGRATIONS, PostgresStore
-
-        class Old(PostgresStore):  # type: ignore[no-redef]
-            pass
-
-    Old.MIGRATIONS = MIGRATIONS[:7]
-    return Old(where)
-
-
-def _execute(kind: str, where: str, statements: list[tuple[str, tuple[Any, ...]]]) -> None:
-    if kind == "sqlite":
-        db = sqlite3.connect(where)
-        with db:
-            for sql, params in statements:
-                db.execute(sql, params)
-        db.close()
-        return
-    import psycopg
-
-    with psycopg.connect(where) as pg:
-        for sql, params in statements:
-            pg.execute(sql.replace("?", "%s").encode(), params)
-
-
 def _schema_version(kind: str, where: str) -> int:
     if kind == "sqlite":
         db = sqlite3.connect(where)
@@ -139,9 +107,9 @@ def test_a_schema_7_database_is_upgraded_in_place(
     where = (
         str(tmp_path / "old.db") if kind == "sqlite" else request.getfixturevalue("postgres_uri")
     )
-    old = _schema_7(kind, where)
+    old = old_store(kind, where, 7)
     table_id = old.register(Store.ROOT, "t", str(tmp_path / "t"), managed=True).id
-    _execute(
+    execute(
         kind,
         where,
         [

@@ -13,7 +13,6 @@ On the catalogs before the fix ``Main``/``main``, NFC/NFD spellings, ``mаin`` w
 from __future__ import annotations
 
 import json
-import sqlite3
 import unicodedata
 from collections.abc import Iterator
 from pathlib import Path
@@ -22,6 +21,7 @@ from urllib.parse import quote
 
 import pyarrow as pa
 import pytest
+from tests.old_schemas import execute, old_store
 
 import catalog_server
 import deltalog as dl
@@ -187,39 +187,6 @@ def test_the_routes_apply_the_rule(server: Any) -> None:
 # -- the SQL stores' migration of existing names ------------------------------------------------
 
 
-def _old_store(kind: str, where: str) -> Any:
-    """A store of the schema before names were keyed (migrations 1-5 only)."""
-    if kind == "sqlite":
-        from deltalog.catalog.stores.sqlite import MIGRATIONS, SqliteStore
-
-        class Old(SqliteStore):
-            pass
-
-    else:
-        from deltalog.catalog.stores.postgresql import MIGRATIONS, PostgresStore
-
-        class Old(PostgresStore):  # type: ignore[no-redef]
-            pass
-
-    Old.MIGRATIONS = MIGRATIONS[:5]
-    return Old(where)
-
-
-def _insert(kind: str, where: str, statements: list[tuple[str, tuple[Any, ...]]]) -> None:
-    if kind == "sqlite":
-        db = sqlite3.connect(where)
-        with db:
-            for sql, params in statements:
-                db.execute(sql, params)
-        db.close()
-        return
-    import psycopg
-
-    with psycopg.connect(where) as db:
-        for sql, params in statements:
-            db.execute(sql.replace("?", "%s"), params)
-
-
 @pytest.fixture(params=["sqlite", "postgresql"])
 def old_catalog(request: pytest.FixtureRequest, tmp_path: Path) -> tuple[str, str, Config]:
     if request.param == "sqlite":
@@ -228,7 +195,7 @@ def old_catalog(request: pytest.FixtureRequest, tmp_path: Path) -> tuple[str, st
     else:
         where = request.getfixturevalue("postgres_uri")
         config = {"type": "postgresql", "uri": where, "warehouse": str(tmp_path / "wh")}
-    _old_store(request.param, where)
+    old_store(request.param, where, 5)
     return request.param, where, config
 
 
@@ -238,7 +205,7 @@ def test_existing_names_are_migrated(old_catalog: tuple[str, str, Config], tmp_p
     kind, where, config = old_catalog
     ext = tmp_path / "ext"
     dl.write_table(str(ext), rows(7))
-    _insert(
+    execute(
         kind,
         where,
         [
@@ -265,7 +232,7 @@ def test_colliding_names_refuse_the_migration(
     rule refuses: the catalog is not opened, the message names them, and nothing changed (the
     old schema still works)."""
     kind, where, config = old_catalog
-    _insert(
+    execute(
         kind,
         where,
         [
@@ -277,6 +244,6 @@ def test_colliding_names_refuse_the_migration(
     with pytest.raises(dl.CatalogError, match=r"'Main' and 'main'.*one name") as e:
         dl.connect_catalog(config)
     assert "invisible" in str(e.value)
-    assert sorted(_old_store(kind, where).child_namespaces(0)) == sorted(
+    assert sorted(old_store(kind, where, 5).child_namespaces(0)) == sorted(
         ["Main", "ma\u200bin", "main"]
     )

@@ -149,7 +149,8 @@ def test_a_table_its_columns_protocol_and_properties(ui: UiCatalog):
     by_path = {".".join(c["path"]): c for c in t["columns"]}
     assert list(by_path) == ["id", "region", "amount", "customer", "customer.name", "customer.tier"]
     assert by_path["id"]["comment"] == COMMENT and not by_path["id"]["nullable"]
-    assert by_path["customer"]["type"] == "struct<name: string, tier: integer>"
+    assert by_path["customer"]["type"] == "struct<name:string,tier:int>"
+    assert by_path["id"]["type"] == "bigint"
     assert by_path["customer.tier"]["depth"] == 1
     assert t["properties"]["team"] == SCRIPT and t["properties"]["note"] == IMG
     assert t["description"] == f"Orders {SCRIPT}"

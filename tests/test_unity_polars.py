@@ -22,6 +22,7 @@ from typing import Any
 import polars as pl
 import pyarrow as pa
 import pytest
+from tests.old_schemas import old_store
 
 import catalog_server
 import deltalog as dl
@@ -157,24 +158,6 @@ def test_updates_record_their_principal(server: Any) -> None:
 # -- a catalog database older than the columns -------------------------------------------------
 
 
-def _old_schema(kind: str, where: str) -> None:
-    """A catalog database of schema version 6 (before who and when were recorded)."""
-    if kind == "sqlite":
-        from deltalog.catalog.stores.sqlite import MIGRATIONS, SqliteStore
-
-        class Old(SqliteStore):
-            pass
-
-    else:
-        from deltalog.catalog.stores.postgresql import MIGRATIONS, PostgresStore
-
-        class Old(PostgresStore):  # type: ignore[no-redef]
-            pass
-
-    Old.MIGRATIONS = MIGRATIONS[:6]
-    Old(where)
-
-
 def _old_rows(kind: str, where: str, location: Path) -> int:
     """A catalog ``main``, its schema ``sales`` and the external table ``orders`` at
     ``location``, inserted as deltalog 6's schema holds them. Returns the table's created_ms."""
@@ -209,7 +192,7 @@ def test_an_old_catalog_database_is_upgraded_and_answers(
     where = (
         str(tmp_path / "old.db") if kind == "sqlite" else request.getfixturevalue("postgres_uri")
     )
-    _old_schema(kind, where)
+    old_store(kind, where, 6)
     external_table(tmp_path / "ext")
     created = _old_rows(kind, where, tmp_path / "ext")
     tokens = tmp_path / "tokens.json"

@@ -30,22 +30,15 @@ MAX_DEPTH = 8
 
 
 def type_text(kind: Any) -> str:
-    """A Delta schema type as DDL-like text (``array<struct<a: int>>``)."""
-    if isinstance(kind, str):
-        return kind
-    if not isinstance(kind, dict):
-        return str(kind)
-    name = kind.get("type")
-    if name == "array":
-        return f"array<{type_text(kind.get('elementType'))}>"
-    if name == "map":
-        return f"map<{type_text(kind.get('keyType'))}, {type_text(kind.get('valueType'))}>"
-    if name == "struct":
-        inner = ", ".join(
-            f"{f.get('name')}: {type_text(f.get('type'))}" for f in kind.get("fields", [])
-        )
-        return f"struct<{inner}>"
-    return str(name)
+    """A Delta schema type as Spark SQL writes it (``catalogString``: ``array<struct<a:int>>``,
+    as Unity Catalog's ``type_text``); a type deltalog does not know is shown as it is."""
+    from deltalog.catalog.clients.unity.columns import type_text as catalog_string
+    from deltalog.exceptions import InvalidArgumentError
+
+    try:
+        return catalog_string(kind)
+    except (InvalidArgumentError, KeyError, TypeError):
+        return json.dumps(kind) if not isinstance(kind, str) else kind
 
 
 def columns(schema_string: str | None) -> list[dict[str, Any]]:
