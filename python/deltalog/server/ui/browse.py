@@ -14,14 +14,14 @@ from __future__ import annotations
 import time
 from typing import TYPE_CHECKING, Any
 
+from deltalog.catalog.clients.rest import protocol as p
 from deltalog.catalog.stores.records import TableRecord
 from deltalog.server.lance.service import RestError
+from deltalog.server.ui.snapshots import identity
 
 if TYPE_CHECKING:
     from deltalog.server.lance.service import CatalogService
     from deltalog.server.ui.snapshots import FigureCache
-
-from deltalog.catalog.clients.rest import protocol as p
 
 #: How long an external table's summary is reused (its log may change behind the catalog).
 EXTERNAL_SUMMARY_SECONDS = 30.0
@@ -132,10 +132,10 @@ def search(service: CatalogService, text: str) -> dict[str, Any]:
 def summary(service: CatalogService, figures: FigureCache, record: TableRecord) -> dict[str, Any]:
     """The table's size, file and row counts and latest commit, from its latest snapshot."""
     if record.managed:
-        key: tuple[Any, ...] = (record.id, record.location, record.latest_version, "summary")
+        key: tuple[Any, ...] = (*identity(record), record.latest_version, "summary")
     else:
         window = int(time.monotonic() // EXTERNAL_SUMMARY_SECONDS)
-        key = (record.id, record.location, "external", window, "summary")
+        key = (*identity(record), "external", window, "summary")
     return figures.get(key, lambda: _summary(service, record))
 
 

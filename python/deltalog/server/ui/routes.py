@@ -39,7 +39,7 @@ from deltalog.server.auth import Principal, allows, list_tokens
 from deltalog.server.lance.service import RestError, error_code
 from deltalog.server.redact import redact
 from deltalog.server.ui import browse, health, table_view
-from deltalog.server.ui.snapshots import FigureCache, SnapshotCache
+from deltalog.server.ui.snapshots import FigureCache, SnapshotCache, identity
 
 if TYPE_CHECKING:
     from deltalog.server.auth import TokenStore
@@ -228,7 +228,7 @@ class UiRoutes:
         record = browse.table_record(self.service, names, name)
         table = self.snapshots.latest(record)
         limit = _int(request, "limit", 50)
-        key = (record.id, record.location, table.version(), "history", limit)
+        key = (*identity(record), table.version(), "history", limit)
         entries = self.figures.get(
             key, lambda: table_view.history(self.service, record, table, limit)
         )
@@ -241,7 +241,7 @@ class UiRoutes:
         return {"name": [*names, name], **self._figures(record, table, [*names, name])}
 
     def _figures(self, record: Any, table: Any, name: list[str]) -> dict[str, Any]:
-        key = (record.id, record.location, table.version(), "health", tuple(name))
+        key = (*identity(record), table.version(), "health", tuple(name))
 
         def compute() -> dict[str, Any]:
             figures = health.health(table, name)
@@ -261,7 +261,7 @@ class UiRoutes:
         names, name = _levels(request), _text(request, "t")
         record = browse.table_record(self.service, names, name)
         old, new = _int(request, "from", None), _int(request, "to", None)
-        key = (record.id, record.location, old, new, "diff")
+        key = (*identity(record), old, new, "diff")
         result: dict[str, Any] = self.figures.get(
             key, lambda: table_view.diff(self.service, record, [*names, name], old, new)
         )

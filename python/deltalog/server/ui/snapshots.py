@@ -33,20 +33,27 @@ if TYPE_CHECKING:
 T = TypeVar("T")
 
 
+def identity(record: TableRecord) -> tuple[Any, ...]:
+    """What tells one table from another in the caches: its row's id, UUID and creation time
+    and its location (an id alone may be reused for a table created after one was dropped,
+    even at the same location)."""
+    return (record.id, record.uuid, record.created_ms, record.location)
+
+
 class SnapshotCache:
     """The latest snapshot of recently viewed tables (see the module docs)."""
 
     def __init__(self, service: CatalogService, capacity: int = 8) -> None:
         self._service = service
         self._capacity = capacity
-        self._entries: OrderedDict[tuple[int, str], tuple[threading.Lock, list[Any]]] = (
+        self._entries: OrderedDict[tuple[Any, ...], tuple[threading.Lock, list[Any]]] = (
             OrderedDict()
         )
         self._lock = threading.Lock()
 
     def latest(self, record: TableRecord) -> DeltaTable:
         """The table of ``record`` at its latest version."""
-        key = (record.id, record.location)
+        key = identity(record)
         with self._lock:
             entry = self._entries.get(key)
             if entry is None:
