@@ -25,6 +25,7 @@ import statistics
 import subprocess
 import sys
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -286,129 +287,26 @@ def _checkpoint_table(
     Row order: protocol, metaData, txn, remove tombstones, adds. Every top-level column is a
     nullable struct that is null on the rows holding another action.
     """
-    import pyarrow as pa
-
-    str_map = pa.map_(pa.string(), pa.string())
-    n_add, n_rm = len(adds), len(tombstones)
-    total = 3 + n_rm + n_add
-
-    def place(arr: Any, start: int) -> Any:
-        return pa.concat_arrays(
-            [
-                pa.nulls(start, arr.type),
-                arr,
-                pa.nulls(total - start - len(arr), arr.type),
-            ]
-        )
+    import checkpoint_arrow as ca  # benches/ is not a package: found through sys.path
 
     def part_map(parts: list[int]) -> Any:
-        keys = pa.array(["part"] * len(parts))
-        items = pa.array([str(p) for p in parts])
-        offsets = pa.array(range(len(parts) + 1), pa.int32())
-        return pa.MapArray.from_arrays(offsets, keys, items, type=str_map)
+        return ca.one_entry_maps("part", [str(p) for p in parts])
 
-    protocol_t = pa.struct(
-        [
-            ("minReaderVersion", pa.int32()),
-            ("minWriterVersion", pa.int32()),
-            ("readerFeatures", pa.list_(pa.string())),
-            ("writerFeatures", pa.list_(pa.string())),
-        ]
+    remove = ca.remove_array(
+        [p for p, _, _ in tombstones],
+        BASE_MS + version * 60_000,
+        part_map([pv for _, pv, _ in tombstones]),
+        [s for _, _, s in tombstones],
     )
-    protocol = pa.array(
-        [
-            {
-                "minReaderVersion": 1,
-                "minWriterVersion": 2,
-                "readerFeatures": None,
-                "writerFeatures": None,
-            }
-        ],
-        protocol_t,
-    )
-    metadata_t = pa.struct(
-        [
-            ("id", pa.string()),
-            ("name", pa.string()),
-            ("description", pa.string()),
-            ("format", pa.struct([("provider", pa.string()), ("options", str_map)])),
-            ("schemaString", pa.string()),
-            ("partitionColumns", pa.list_(pa.string())),
-            ("configuration", str_map),
-            ("createdTime", pa.int64()),
-        ]
-    )
-    md = dict(metadata, name=None, description=None)
-    md["format"] = {"provider": "parquet", "options": []}
-    md["configuration"] = []
-    meta = pa.array([md], metadata_t)
-    txn_t = pa.struct(
-        [("appId", pa.string()), ("version", pa.int64()), ("lastUpdated", pa.int64())]
-    )
-    txn = pa.array([{"appId": "bench-stream-0", "version": version, "lastUpdated": BASE_MS}], txn_t)
-
-    rm_paths = [p for p, _, _ in tombstones]
-    remove = pa.StructArray.from_arrays(
-        [
-            pa.array(rm_paths, pa.string()),
-            pa.array([BASE_MS + version * 60_000] * n_rm, pa.int64()),
-            pa.array([False] * n_rm, pa.bool_()),
-            pa.array([True] * n_rm, pa.bool_()),
-            part_map([pv for _, pv, _ in tombstones]),
-            pa.array([s for _, _, s in tombstones], pa.int64()),
-        ],
-        names=[
-            "path",
-            "deletionTimestamp",
-            "dataChange",
-            "extendedFileMetadata",
-            "partitionValues",
-            "size",
-        ],
-    )
-    dv_t = pa.struct(
-        [
-            ("storageType", pa.string()),
-            ("pathOrInlineDv", pa.string()),
-            ("offset", pa.int32()),
-            ("sizeInBytes", pa.int32()),
-            ("cardinality", pa.int64()),
-        ]
-    )
-    add = pa.StructArray.from_arrays(
-        [
-            pa.array(adds.paths, pa.string()),
-            part_map(adds.parts),
-            pa.array(adds.sizes, pa.int64()),
-            pa.array(adds.mtimes, pa.int64()),
-            # Spark writes dataChange=false in checkpoints
-            pa.array([False] * n_add, pa.bool_()),
-            pa.array(adds.stats, pa.string()),
-            pa.nulls(n_add, str_map),
-            pa.nulls(n_add, dv_t),
-            pa.nulls(n_add, pa.int64()),
-            pa.nulls(n_add, pa.int64()),
-        ],
-        names=[
-            "path",
-            "partitionValues",
-            "size",
-            "modificationTime",
-            "dataChange",
-            "stats",
-            "tags",
-            "deletionVector",
-            "baseRowId",
-            "defaultRowCommitVersion",
-        ],
-    )
-    return pa.table(
+    add = ca.add_array(adds.paths, part_map(adds.parts), adds.sizes, adds.mtimes, adds.stats)
+    n_rm = len(tombstones)
+    return ca.one_action_per_row(
         {
-            "txn": place(txn, 2),
-            "add": place(add, 3 + n_rm),
-            "remove": place(remove, 3),
-            "metaData": place(meta, 1),
-            "protocol": place(protocol, 0),
+            "txn": (ca.txn_array("bench-stream-0", version, BASE_MS), 2),
+            "add": (add, 3 + n_rm),
+            "remove": (remove, 3),
+            "metaData": (ca.metadata_array(metadata), 1),
+            "protocol": (ca.protocol_array(), 0),
         }
     )
 
@@ -452,7 +350,7 @@ def _generate_ckpt_tail(
     tail_removes: int,
 ) -> dict[str, Any]:
     """A checkpoint at version c holding n adds, then `tail_commits` JSON commits."""
-    import pyarrow.parquet as pq
+    import checkpoint_arrow as ca
 
     log = root / "_delta_log"
     log.mkdir(parents=True)
@@ -460,14 +358,7 @@ def _generate_ckpt_tail(
     adds = g.adds(n, c)
     tombstones = g.adds(max(1, n * TOMBSTONES_PER_1000 // 1000), c).entries()
     table = _checkpoint_table(metadata, adds, tombstones, c)
-    ckpt_name = f"{c:020d}.checkpoint.parquet"
-    pq.write_table(table, log / ckpt_name, row_group_size=CKPT_ROW_GROUP, compression="snappy")
-    last = {
-        "version": c,
-        "size": table.num_rows,
-        "sizeInBytes": (log / ckpt_name).stat().st_size,
-        "numOfAddFiles": n,
-    }
+    ckpt_name, last = ca.write_checkpoint(log, c, table, n, CKPT_ROW_GROUP)
     del table
     ckpt_live, tail_live = LiveSet(), LiveSet()
     ckpt_live.extend(adds.entries())
@@ -689,6 +580,21 @@ def run_json_child(cmd: list[str], impl: str, timeout: float) -> dict[str, Any]:
     return {"impl": impl, "error": f"exit {p.returncode}: {err}"}
 
 
+def script_main(
+    child: Callable[[str, str, Any], dict[str, Any]],
+    main: Callable[[list[str]], int],
+    exit_child: Callable[[int], Any] = sys.exit,
+) -> None:
+    """A bench's entry point: ``--child <impl> <path> <json>`` (a ``run_child``) runs
+    ``child`` and prints its result as the last line, a JSON one (what ``run_json_child``
+    reads), then calls ``exit_child(0)``; other arguments are ``main``'s."""
+    if len(sys.argv) == 5 and sys.argv[1] == "--child":
+        result = child(sys.argv[2], sys.argv[3], json.loads(sys.argv[4]))
+        print(json.dumps(result), flush=True)
+        exit_child(0)
+    sys.exit(main(sys.argv[1:]))
+
+
 # --------------------------------------------------------------------------------------
 # Driver
 # --------------------------------------------------------------------------------------
@@ -820,6 +726,16 @@ def print_table(shape: str, results: list[dict[str, Any]]) -> None:
         print("  ".join(c.rjust(w) for c, w in zip(row, widths, strict=True)))
 
 
+def add_dir_argument(p: argparse.ArgumentParser) -> None:
+    """``--dir``, the benches' table cache (also ``ui_table_page.py``'s)."""
+    p.add_argument(
+        "--dir",
+        type=Path,
+        default=Path(os.environ.get("DELTALOG_BENCH_DIR", "/tmp/deltalog-bench")),
+        help="table cache (default $DELTALOG_BENCH_DIR or /tmp/deltalog-bench)",
+    )
+
+
 def parse_args(argv: list[str]) -> argparse.Namespace:
     p = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
@@ -836,12 +752,7 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
         default=3,
         help="cap on --runs for sizes >= 1,000,000",
     )
-    p.add_argument(
-        "--dir",
-        type=Path,
-        default=Path(os.environ.get("DELTALOG_BENCH_DIR", "/tmp/deltalog-bench")),
-        help="table cache (default $DELTALOG_BENCH_DIR or /tmp/deltalog-bench)",
-    )
+    add_dir_argument(p)
     p.add_argument(
         "--out",
         type=Path,
@@ -880,6 +791,17 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
         if s not in IMPLS:
             p.error(f"unknown impl {s}")
     return args
+
+
+def write_results(
+    report: dict[str, Any], args: argparse.Namespace, bench: str, started: _dt.datetime
+) -> Path:
+    """Writes the results JSON to ``args.out``, by default to
+    ``<args.dir>/results/<bench>-<started>.json``; returns the file."""
+    out: Path = args.out or args.dir / "results" / f"{bench}-{started:%Y%m%d-%H%M%S}.json"
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.write_text(json.dumps(report, indent=1, default=str) + "\n")
+    return out
 
 
 def main(argv: list[str]) -> int:
@@ -977,9 +899,7 @@ def main(argv: list[str]) -> int:
 
     report["mismatches"] = mismatches
     report["elapsed_s"] = round((_dt.datetime.now() - started).total_seconds(), 1)
-    out = args.out or args.dir / "results" / f"snapshot-{started:%Y%m%d-%H%M%S}.json"
-    out.parent.mkdir(parents=True, exist_ok=True)
-    out.write_text(json.dumps(report, indent=1) + "\n")
+    out = write_results(report, args, "snapshot", started)
     print(f"\nresults written to {out} (elapsed {report['elapsed_s']:.0f}s)")
     if mismatches:
         print(f"!!!!! {mismatches} MISMATCH(ES): see above !!!!!")
@@ -987,8 +907,4 @@ def main(argv: list[str]) -> int:
 
 
 if __name__ == "__main__":
-    if len(sys.argv) == 5 and sys.argv[1] == "--child":
-        result = child_main(sys.argv[2], sys.argv[3], json.loads(sys.argv[4]))
-        print(json.dumps(result), flush=True)
-        sys.exit(0)
-    sys.exit(main(sys.argv[1:]))
+    script_main(child_main, main)

@@ -10,7 +10,8 @@ each in a fresh process started by the ``run_child`` the caller passes (``ui_tab
 own, whose child is ``ui_table_page.py --child``), and must count every file.
 
 Not a script: imported by ``benches/ui_table_page.py`` (benches/ is not a package: found
-through sys.path). See ``benches/README.md``, "The generated table".
+through sys.path). The checkpoint's Arrow types and arrays are ``checkpoint_arrow.py``'s
+(shared with ``snapshot.py``). See ``benches/README.md``, "The generated table".
 """
 
 from __future__ import annotations
@@ -115,19 +116,11 @@ def _uuids(rng: Any, n: int) -> Any:
     return _join(cut(0, 8), "-", cut(8, 12), "-4", cut(13, 16), "-a", cut(17, 20), "-", cut(20, 32))
 
 
-def _map_array(keys: Any, items: Any) -> Any:
-    """A map<string,string> array of one entry per row."""
-    import numpy as np
-    import pyarrow as pa
-
-    offsets = pa.array(np.arange(len(keys) + 1, dtype=np.int32))
-    return pa.MapArray.from_arrays(offsets, keys, items, type=pa.map_(pa.string(), pa.string()))
-
-
 def make_adds(rng: Any, n: int, first_seq: int, mtime0: int) -> dict[str, Any]:
     """``n`` add actions as Arrow arrays: path, region, partitionValues, size,
     modificationTime, stats (what Spark writes: numRecords, minValues / maxValues / nullCount
     of the four data columns)."""
+    import checkpoint_arrow as ca  # benches/ is not a package: found through sys.path
     import numpy as np
     import pyarrow as pa
     import pyarrow.compute as pc
@@ -192,26 +185,24 @@ def make_adds(rng: Any, n: int, first_seq: int, mtime0: int) -> dict[str, Any]:
         _str(null_customer),
         ',"ts":0}}',
     )
-    keys = pa.array([PARTITION_COLUMN]).take(pa.array(np.zeros(n, dtype=np.int64)))
     return {
         "path": paths,
         "region": regions,
-        "partitionValues": _map_array(keys, regions),
+        "partitionValues": ca.one_entry_maps(PARTITION_COLUMN, regions),
         "size": pa.array(sizes),
         "modificationTime": pa.array(mtime0 + np.sort(rng.integers(0, 3_600_000, n))),
         "stats": stats,
     }
 
 
-def _metadata_row() -> dict[str, Any]:
+def _metadata() -> dict[str, Any]:
+    """The table's metaData action."""
     return {
         "id": "6f1e4a1c-0047-4b1d-9c47-5e1ec7ab1e47",
-        "name": None,
-        "description": None,
-        "format": {"provider": "parquet", "options": []},
+        "format": {"provider": "parquet", "options": {}},
         "schemaString": json.dumps(SCHEMA, separators=(",", ":")),
         "partitionColumns": [PARTITION_COLUMN],
-        "configuration": list(PROPERTIES.items()),
+        "configuration": PROPERTIES,
         "createdTime": BASE_MS,
     }
 
@@ -219,102 +210,23 @@ def _metadata_row() -> dict[str, Any]:
 def checkpoint_table(adds: dict[str, Any], tombstones: dict[str, Any]) -> Any:
     """A classic V1 checkpoint (spec "Checkpoint Schema"), one action per row: protocol,
     metaData, the remove tombstones, then the adds."""
-    import numpy as np
-    import pyarrow as pa
+    import checkpoint_arrow as ca
 
-    str_map = pa.map_(pa.string(), pa.string())
-    n_add, n_rm = len(adds["path"]), len(tombstones["path"])
-    total = 2 + n_rm + n_add
-
-    def place(arr: Any, start: int) -> Any:
-        return pa.concat_arrays(
-            [pa.nulls(start, arr.type), arr, pa.nulls(total - start - len(arr), arr.type)]
-        )
-
-    def const(value: Any, n: int, type_: Any) -> Any:
-        return pa.array([value], type_).take(pa.array(np.zeros(n, dtype=np.int64)))
-
-    protocol_t = pa.struct(
-        [
-            ("minReaderVersion", pa.int32()),
-            ("minWriterVersion", pa.int32()),
-            ("readerFeatures", pa.list_(pa.string())),
-            ("writerFeatures", pa.list_(pa.string())),
-        ]
+    remove = ca.remove_array(
+        tombstones["path"],
+        BASE_MS + CKPT_VERSION * 60_000,
+        tombstones["partitionValues"],
+        tombstones["size"],
     )
-    protocol = pa.array([{"minReaderVersion": 1, "minWriterVersion": 2}], protocol_t)
-    metadata_t = pa.struct(
-        [
-            ("id", pa.string()),
-            ("name", pa.string()),
-            ("description", pa.string()),
-            ("format", pa.struct([("provider", pa.string()), ("options", str_map)])),
-            ("schemaString", pa.string()),
-            ("partitionColumns", pa.list_(pa.string())),
-            ("configuration", str_map),
-            ("createdTime", pa.int64()),
-        ]
+    add = ca.add_array(
+        adds["path"], adds["partitionValues"], adds["size"], adds["modificationTime"], adds["stats"]
     )
-    meta = pa.array([_metadata_row()], metadata_t)
-    remove = pa.StructArray.from_arrays(
-        [
-            tombstones["path"],
-            const(BASE_MS + CKPT_VERSION * 60_000, n_rm, pa.int64()),
-            const(False, n_rm, pa.bool_()),
-            const(True, n_rm, pa.bool_()),
-            tombstones["partitionValues"],
-            tombstones["size"],
-        ],
-        names=[
-            "path",
-            "deletionTimestamp",
-            "dataChange",
-            "extendedFileMetadata",
-            "partitionValues",
-            "size",
-        ],
-    )
-    dv_t = pa.struct(
-        [
-            ("storageType", pa.string()),
-            ("pathOrInlineDv", pa.string()),
-            ("offset", pa.int32()),
-            ("sizeInBytes", pa.int32()),
-            ("cardinality", pa.int64()),
-        ]
-    )
-    add = pa.StructArray.from_arrays(
-        [
-            adds["path"],
-            adds["partitionValues"],
-            adds["size"],
-            adds["modificationTime"],
-            const(False, n_add, pa.bool_()),  # Spark writes dataChange=false in checkpoints
-            adds["stats"],
-            pa.nulls(n_add, str_map),
-            pa.nulls(n_add, dv_t),
-            pa.nulls(n_add, pa.int64()),
-            pa.nulls(n_add, pa.int64()),
-        ],
-        names=[
-            "path",
-            "partitionValues",
-            "size",
-            "modificationTime",
-            "dataChange",
-            "stats",
-            "tags",
-            "deletionVector",
-            "baseRowId",
-            "defaultRowCommitVersion",
-        ],
-    )
-    return pa.table(
+    return ca.one_action_per_row(
         {
-            "add": place(add, 2 + n_rm),
-            "remove": place(remove, 2),
-            "metaData": place(meta, 1),
-            "protocol": place(protocol, 0),
+            "add": (add, 2 + len(tombstones["path"])),
+            "remove": (remove, 2),
+            "metaData": (ca.metadata_array(_metadata()), 1),
+            "protocol": (ca.protocol_array(), 0),
         }
     )
 
@@ -410,8 +322,8 @@ def _rows(adds: dict[str, Any], index: Any) -> list[dict[str, Any]]:
 def generate(root: Path, n: int) -> dict[str, Any]:
     """The table: a checkpoint at version CKPT_VERSION of ``n - TAIL_NET`` adds (and a few
     tombstones), then the JSON commits of TAIL; ``n`` active files in all."""
+    import checkpoint_arrow as ca
     import numpy as np
-    import pyarrow.parquet as pq
 
     rng = np.random.default_rng(SEED)
     log = root / "_delta_log"
@@ -421,14 +333,7 @@ def generate(root: Path, n: int) -> dict[str, Any]:
     adds = make_adds(rng, in_ckpt, 0, mtime)
     tombstones = make_adds(rng, TOMBSTONES, in_ckpt, mtime)
     table = checkpoint_table(adds, tombstones)
-    ckpt_name = f"{CKPT_VERSION:020d}.checkpoint.parquet"
-    pq.write_table(table, log / ckpt_name, row_group_size=CKPT_ROW_GROUP, compression="snappy")
-    last = {
-        "version": CKPT_VERSION,
-        "size": table.num_rows,
-        "sizeInBytes": (log / ckpt_name).stat().st_size,
-        "numOfAddFiles": in_ckpt,
-    }
+    ckpt_name, last = ca.write_checkpoint(log, CKPT_VERSION, table, in_ckpt, CKPT_ROW_GROUP)
     del table
     # Removes: distinct checkpoint files, and files of the first tail commit.
     ckpt_pick = rng.choice(in_ckpt, size=sum(r for _, _, r, _, _ in TAIL), replace=False)

@@ -42,6 +42,7 @@ import sys
 import tempfile
 import threading
 import time
+from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
@@ -101,32 +102,34 @@ def facts(sizes: Any, parts: Any, records: Any, dvs: int, n: int) -> dict[str, A
     }
 
 
-def _load_deltalake(path: str) -> dict[str, Any]:
-    import pyarrow as pa
+def _load(
+    path: str,
+    open_table: Callable[[str], Any],
+    add_actions: Callable[[Any], Any],
+    add_columns: Callable[[Any], tuple[Any, Any, int]],
+    schema_of: Callable[[Any], Any],
+) -> dict[str, Any]:
+    """One load by a script, timed: open the table (``open_table``), read its add actions
+    (``add_actions``), their ``facts`` (``add_columns``: sizes, partition values and
+    deletion-vector count), then the schema (``schema_of``), protocol, properties and 50
+    history entries. The library-specific parts are the callables: ``_load_deltalake``,
+    ``_load_deltalog``."""
     import pyarrow.compute as pc
-    from deltalake import DeltaTable
 
     t0 = time.perf_counter()
-    dt = DeltaTable(path)
+    table = open_table(path)
     t_open = time.perf_counter()
-    adds = pa.table(dt.get_add_actions(flatten=True))  # zero-copy wrap of the arro3 table
+    adds = add_actions(table)
     t_adds = time.perf_counter()
-    dv_cols = [c for c in adds.column_names if c.startswith("deletionVector")]
-    dvs = adds.num_rows - adds.column(dv_cols[0]).null_count if dv_cols else 0
-    out = facts(
-        adds.column("size_bytes"),
-        adds.column(f"partition.{PARTITION_COLUMN}"),
-        pc.fill_null(adds.column("num_records"), 0),
-        dvs,
-        adds.num_rows,
-    )
-    schema = dt.schema().to_arrow()
-    protocol = dt.protocol()
-    md = dt.metadata()
-    history = dt.history(50)
+    sizes, parts, dvs = add_columns(adds)
+    out = facts(sizes, parts, pc.fill_null(adds.column("num_records"), 0), dvs, adds.num_rows)
+    schema = schema_of(table)
+    protocol = table.protocol()
+    md = table.metadata()
+    history = table.history(50)
     t1 = time.perf_counter()
     out.update(
-        version=dt.version(),
+        version=table.version(),
         columns=len(schema),
         protocol=[protocol.min_reader_version, protocol.min_writer_version],
         properties=len(md.configuration),
@@ -134,6 +137,24 @@ def _load_deltalake(path: str) -> dict[str, Any]:
         stats_nulls=adds.column("num_records").null_count,
     )
     return {"open_s": t_open - t0, "adds_s": t_adds - t_open, "total_s": t1 - t0, **out}
+
+
+def _load_deltalake(path: str) -> dict[str, Any]:
+    import pyarrow as pa
+    from deltalake import DeltaTable
+
+    def add_columns(adds: Any) -> tuple[Any, Any, int]:
+        dv_cols = [c for c in adds.column_names if c.startswith("deletionVector")]
+        dvs = adds.num_rows - adds.column(dv_cols[0]).null_count if dv_cols else 0
+        return adds.column("size_bytes"), adds.column(f"partition.{PARTITION_COLUMN}"), dvs
+
+    return _load(
+        path,
+        DeltaTable,
+        lambda dt: pa.table(dt.get_add_actions(flatten=True)),  # zero-copy wrap: arro3 table
+        add_columns,
+        lambda dt: dt.schema().to_arrow(),
+    )
 
 
 def _partition(pv: Any) -> Any:
@@ -157,38 +178,16 @@ def _partition(pv: Any) -> Any:
 
 
 def _load_deltalog(path: str) -> dict[str, Any]:
-    import pyarrow.compute as pc
-
     import deltalog as dl
 
-    t0 = time.perf_counter()
-    t = dl.DeltaTable(path)
-    t_open = time.perf_counter()
-    adds = t.get_add_actions()
-    t_adds = time.perf_counter()
-    dvs = adds.num_rows - adds.column("deletion_vector").null_count
-    parts = _partition(adds.column("partition_values").combine_chunks())
-    out = facts(
-        adds.column("size"),
-        parts,
-        pc.fill_null(adds.column("num_records"), 0),
-        dvs,
-        adds.num_rows,
+    def add_columns(adds: Any) -> tuple[Any, Any, int]:
+        dvs = adds.num_rows - adds.column("deletion_vector").null_count
+        parts = _partition(adds.column("partition_values").combine_chunks())
+        return adds.column("size"), parts, dvs
+
+    return _load(
+        path, dl.DeltaTable, lambda t: t.get_add_actions(), add_columns, lambda t: t.schema()
     )
-    schema = t.schema()
-    protocol = t.protocol()
-    md = t.metadata()
-    history = t.history(50)
-    t1 = time.perf_counter()
-    out.update(
-        version=t.version(),
-        columns=len(schema),
-        protocol=[protocol.min_reader_version, protocol.min_writer_version],
-        properties=len(md.configuration),
-        history=len(history),
-        stats_nulls=adds.column("num_records").null_count,
-    )
-    return {"open_s": t_open - t0, "adds_s": t_adds - t_open, "total_s": t1 - t0, **out}
 
 
 def child_main(impl: str, path: str, opts: dict[str, Any]) -> dict[str, Any]:
@@ -657,12 +656,7 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
         default=3,
         help="loads per peer, in one fresh process: the first, then warm ones (default 3)",
     )
-    p.add_argument(
-        "--dir",
-        type=Path,
-        default=Path(os.environ.get("DELTALOG_BENCH_DIR", "/tmp/deltalog-bench")),
-        help="table cache (default $DELTALOG_BENCH_DIR or /tmp/deltalog-bench)",
-    )
+    snap.add_dir_argument(p)
     p.add_argument(
         "--out", type=Path, help="results JSON (default <dir>/results/ui_table_page-<time>.json)"
     )
@@ -735,16 +729,11 @@ def main(argv: list[str]) -> int:
         "peers": peers,
         "other_cpu_share": share,
     }
-    out = args.out or args.dir / "results" / f"ui_table_page-{started:%Y%m%d-%H%M%S}.json"
-    out.parent.mkdir(parents=True, exist_ok=True)
-    out.write_text(json.dumps(report, indent=1, default=str) + "\n")
+    out = snap.write_results(report, args, "ui_table_page", started)
     print(f"results written to {out}")
     return 0
 
 
 if __name__ == "__main__":
-    if len(sys.argv) == 5 and sys.argv[1] == "--child":
-        result = child_main(sys.argv[2], sys.argv[3], json.loads(sys.argv[4]))
-        print(json.dumps(result), flush=True)
-        os._exit(0)  # deltalake's threads occasionally abort the process at teardown
-    sys.exit(main(sys.argv[1:]))
+    # A child ends at once: deltalake's threads occasionally abort the process at teardown.
+    snap.script_main(child_main, main, exit_child=os._exit)
