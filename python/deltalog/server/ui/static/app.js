@@ -66,6 +66,9 @@
     const d = new Date(Number(ms));
     return isNaN(d) ? "?" : d.toISOString().replace("T", " ").replace(/\.\d+Z$/, "Z");
   }
+  function plural(n, one, many) {
+    return count(n) + " " + (Number(n) === 1 ? one : many);
+  }
   function json(value) {
     return typeof value === "string" ? value : JSON.stringify(value);
   }
@@ -551,21 +554,21 @@
     const target = Math.log2(h.target_file_size) - Math.log2(hist.edges[0]);
     charts.appendChild(chart("chart-sizes", "File sizes",
       barChart("plot-sizes", labels, hist.counts, { marker: target, markerLabel: "target " + bytes(h.target_file_size), xLabel: "file size (lower bound of each bucket)", ticks: 7 }),
-      count(h.small_files) + " files under a quarter of the target size."));
+      plural(h.small_files, "file", "files") + " under a quarter of the target size."));
     // Files and rows per partition.
     const part = h.partitions;
     if (part.count) {
       const names = part.top.map((p) => p.values.map((v) => v === null ? "null" : v).join("/"));
       charts.appendChild(chart("chart-partition-files", "Files per partition",
         barChart("plot-partition-files", names, part.top.map((p) => p.files), { xLabel: part.columns.join(", ") }),
-        part.count + " partitions" + (part.others ? "; the " + part.top.length + " with the most files shown" : "") + "."));
+        plural(part.count, "partition", "partitions") + (part.others ? "; the " + part.top.length + " with the most files shown" : "") + "."));
       charts.appendChild(chart("chart-partition-rows", "Rows per partition",
         barChart("plot-partition-rows", names, part.top.map((p) => p.rows || 0), { xLabel: part.columns.join(", ") })));
     }
     // Deletion vectors.
     charts.appendChild(chart("chart-dv", "Rows deleted by deletion vectors",
       barChart("plot-dv", ["live rows", "deleted rows"], [Math.max(0, dv.rows - dv.deleted_rows), dv.deleted_rows], { alt: (i) => i === 1 }),
-      count(dv.files) + " files carry a deletion vector."));
+      plural(dv.files, "file carries", "files carry") + " a deletion vector."));
     // Checkpoint.
     charts.appendChild(chart("chart-checkpoint", "Versions since the last checkpoint",
       barChart("plot-checkpoint", ["since checkpoint", "interval"], [cp.since, cp.interval], { alt: (i) => i === 1 }),
@@ -584,7 +587,7 @@
       const keys = [...counts.keys()].sort((a, b) => a - b);
       charts.appendChild(chart("chart-commits", "Commits over time",
         barChart("plot-commits", keys.map((k) => when(k).slice(0, bucket >= 86400e3 ? 10 : 16)), keys.map((k) => counts.get(k)), { xLabel: bucket >= 86400e3 ? "per day" : bucket > 3600e3 ? "per 6 hours" : "per hour" }),
-        versions.length + " most recent versions."));
+        versions.length === 1 ? "The only version." : "The " + versions.length + " most recent versions."));
       charts.appendChild(chart("chart-size", "Table size over versions",
         lineChart("plot-size", versions.map((v) => v.version), versions.map((v) => v.bytes), { format: bytes, xName: "version", xLabel: "version" })));
       charts.appendChild(chart("chart-file-count", "Files over versions",
