@@ -298,3 +298,52 @@ def test_conflicts_are_refusals_too(ui: UiCatalog):
 
     eventually(lambda: len(conflicts()) >= 1)
     assert "marketing" in conflicts()[0]["path"] + (conflicts()[0]["message"] or "")
+
+
+def test_commits_the_catalog_still_holds_are_listed(ui: UiCatalog):
+    import pyarrow as pa
+
+    admin = dl.connect_catalog({"type": "rest", "uri": ui.url, "token": ui.tokens["ada"]})
+    admin.write_table("marketing.held", pa.table({"x": pa.array([1], pa.int64())}))
+    writer = dl.connect_catalog({"type": "rest", "uri": ui.url, "token": ui.tokens["etl"]})
+    t = writer.load_table("marketing.held")
+    # A writer that never reports what it published: the catalog keeps holding the commit.
+    t._catalog_client.published = lambda version: None  # type: ignore[union-attr]
+    dl.write_table(t, pa.table({"x": pa.array([2], pa.int64())}), mode="append")
+    detail = ui.get("table", ui.tokens["rita"], ns=["marketing"], t="held")[1]
+    held = {c["version"]: c for c in detail["unpublished"]}
+    assert 1 in held and held[1]["timestamp"] is not None
+    assert held[1]["inline"] or held[1]["staged_path"]
+
+
+def test_the_pages_can_be_turned_off(tmp_path: Path):
+    from tests.catalog_server import running
+
+    with running(tmp_path, args=["--no-ui"]) as server:
+        assert raw(f"{server.url}/ui/")[0] == 406  # an unknown route, as any other
+        assert raw(f"{server.url}/ui/api/me")[0] == 406
+        assert raw(f"{server.url}/v1/namespace/%24/list")[0] == 200
+
+
+def test_the_kept_tables_are_bounded_by_their_files(tmp_path: Path):
+    from types import SimpleNamespace
+
+    import pyarrow as pa
+
+    from deltalog.catalog.stores.records import TableRecord
+    from deltalog.server.ui.snapshots import SnapshotCache
+
+    records = []
+    for i in range(3):
+        location = tmp_path / f"t{i}"
+        for _ in range(2):
+            dl.write_table(location, pa.table({"x": pa.array([i], pa.int64())}), mode="append")
+        records.append(TableRecord(i, 0, f"t{i}", str(location), False, -1))
+    service = SimpleNamespace(store=None, storage_options=None)
+    cache = SnapshotCache(service, capacity=8, max_files=4)  # type: ignore[arg-type]
+    for record in records:
+        assert cache.latest(record).version() == 1
+    assert [key[0] for key in cache._entries] == [1, 2]  # 6 files > 4: the oldest let go
+    big = SnapshotCache(service, capacity=8, max_files=1)  # type: ignore[arg-type]
+    assert big.latest(records[0]).version() == 1  # the one in use always stays
+    assert len(big._entries) == 1

@@ -306,6 +306,7 @@ def _serve(args: argparse.Namespace) -> None:
         max_body_bytes=args.max_body_bytes,
         max_unpublished=args.max_unpublished,
         max_clock_skew_ms=int(args.max_clock_skew * 1000),
+        ui=not args.no_ui,
         log_level=args.log_level,
         max_create_bytes=args.max_create_bytes,
         max_decoded_bytes=args.max_decoded_bytes,
@@ -477,6 +478,11 @@ def _add_catalog_commands(sub: Any) -> None:
         default=300.0,
         help="seconds a commit's in-commit timestamp may be ahead of the server's clock "
         "(default 300); later ones are refused (a far-future timestamp freezes a table)",
+    )
+    p.add_argument(
+        "--no-ui",
+        action="store_true",
+        help="do not serve the web pages (/ui/, docs/ui.md); every other route is unchanged",
     )
     p.add_argument("--log-level", default="info", choices=["debug", "info", "warning", "error"])
     _add_limit_options(p)

@@ -283,11 +283,13 @@ def create_app(
     max_decoded_bytes: int = MAX_DECODED_BYTES,
     max_in_flight: int = ConnectionLimits.max_in_flight,
     credential_vendor: CredentialVendor | None = None,
+    ui: bool = True,
 ) -> CatalogApp:
     """The ASGI app serving ``catalog`` (see the module docs). ``credential_vendor``: what
     vends the UC routes' temporary credentials (a
     :class:`~deltalog.server.unity.credentials.CredentialVendor` of ``catalog``, e.g.
-    an ``S3CredentialVendor``; default: none for local tables, 501 for object stores)."""
+    an ``S3CredentialVendor``; default: none for local tables, 501 for object stores).
+    ``ui``: serve the web pages (``/ui/``; ``False``: those paths are unknown routes)."""
     service = CatalogService(catalog, storage_options)
     # For CatalogService.create_table's decode_arrow_body (arrow_body.py).
     service.max_decoded_bytes = max_decoded_bytes
@@ -305,7 +307,7 @@ def create_app(
 
     refusals = RefusalLog(catalog._store)
     unity = UnityRoutes(service, tokens, max_body_bytes, refusals)
-    ui = UiRoutes(service, tokens, _principal, refusals)
+    pages = UiRoutes(service, tokens, _principal, refusals) if ui else None
 
     async def dispatch(request: HttpRequest) -> Response:
         started = time.perf_counter()
@@ -315,9 +317,9 @@ def create_app(
         if raw_path.startswith(UC_PREFIX):
             # Unity Catalog's APIs over the same catalog (deltalog.server.unity).
             return await unity.dispatch(request, raw_path)
-        if raw_path == UI_PREFIX or raw_path.startswith(UI_PREFIX + "/"):
+        if pages is not None and (raw_path == UI_PREFIX or raw_path.startswith(UI_PREFIX + "/")):
             # The web pages and their read-only JSON API (deltalog.server.ui).
-            return await ui.dispatch(request, raw_path)
+            return await pages.dispatch(request, raw_path)
         principal: Principal | None = None
         code: int | None = None
         message: str | None = None
@@ -554,6 +556,7 @@ def app_from_env() -> CatalogApp:
         max_unpublished=config.get("max_unpublished"),
         max_decoded_bytes=config.get("max_decoded_bytes", MAX_DECODED_BYTES),
         max_in_flight=config.get("max_in_flight", ConnectionLimits.max_in_flight),
+        ui=config.get("ui", True),
     )
     # Everything loaded so far (modules, the generated models' schemas) lives as long as the
     # worker: out of the collector's sight, a full collection no longer walks it (it took a
@@ -578,12 +581,14 @@ def serve(
     storage_options: dict[str, str] | None = None,
     credentials: dict[str, Any] | None = None,
     max_clock_skew_ms: int | None = None,
+    ui: bool = True,
 ) -> None:
     """Runs the server until SIGTERM/SIGINT. Prints where it listens (``port`` 0: a free
     port) as its first line on stdout. ``limits``: connection timeouts and caps, per worker
     process (``docs/catalogs.md``, "Limits"). ``storage_options``: how the server reaches
     its tables' object store. ``credentials``: the temporary credentials' vendor
-    (:func:`~deltalog.server.unity.credentials.vendor_from_config`)."""
+    (:func:`~deltalog.server.unity.credentials.vendor_from_config`). ``ui``: serve the web
+    pages (``/ui/``)."""
     import uvicorn
 
     from deltalog.server.connections import GuardedHttpProtocol, raise_open_files_limit
@@ -602,6 +607,7 @@ def serve(
         "storage_options": dict(storage_options) if storage_options else None,
         "credentials": dict(credentials) if credentials else None,
         "log_level": log_level,
+        "ui": ui,
     }
     os.environ[CONFIG_ENV] = json.dumps(config)
     logging.basicConfig(level=log_level.upper(), format="%(message)s", stream=sys.stderr)
@@ -627,7 +633,7 @@ def serve(
     print(
         f"deltalog catalog listening on http://{shown}:{bound} "
         f"(db {redact(db)}, warehouse {redact(config['warehouse'])}, workers {workers}, "
-        f"authentication {auth})",
+        f"authentication {auth}, web pages {'at /ui/' if ui else 'off'})",
         flush=True,
     )
     uv = uvicorn.Config(
