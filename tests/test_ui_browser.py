@@ -22,6 +22,8 @@ from typing import Any
 import pytest
 from tests.ui_catalog import COMMENT, IMG, SCRIPT, SCRIPT_TABLE, UiCatalog, ui_catalog
 
+import deltalog as dl
+
 CHROMIUM = "/usr/bin/chromium"
 SHOTS = Path(
     os.environ.get(
@@ -265,3 +267,25 @@ def test_the_admin_view_refuses_a_reader_and_shows_an_admin_the_refusal(
         admin.check_clean()
     finally:
         admin.close()
+
+
+def test_without_authentication_the_pages_open_without_signing_in(
+    browser: Any, tmp_path: Path
+) -> None:
+    from tests.catalog_server import running
+
+    with running(tmp_path) as server:  # no --tokens: authentication off
+        catalog = UiCatalog(server, {})
+        admin = dl.connect_catalog({"type": "rest", "uri": server.url})
+        admin.create_namespace("open")
+        tab = Tab(browser, catalog)
+        try:
+            tab.page.goto(f"{server.url}/ui/")
+            tab.page.wait_for_selector("#namespaces")
+            assert tab.page.locator("#signin").count() == 0
+            assert tab.page.inner_text("#who") == "anonymous (admin)"
+            assert tab.page.is_hidden("#sign-out")
+            assert tab.page.locator("#namespaces a").all_inner_texts() == ["open"]
+            tab.check_clean()
+        finally:
+            tab.close()
