@@ -49,6 +49,7 @@ from deltalog.server.lance.versions import VersionRoutes, int_query as _int_quer
 
 if TYPE_CHECKING:
     from deltalog.server.unity.credentials import CredentialVendor
+    from deltalog.table.delta_table import DeltaTable
 
 _log = logging.getLogger("deltalog.catalog.server")
 
@@ -473,19 +474,26 @@ class CatalogService(VersionRoutes):
             is_only_declared=declared,
         )
 
-    def _state_at(self, record: TableRecord, version: int) -> tuple[str, str]:
-        """The protocol and metadata (JSON) of ``version`` of the table."""
-        from deltalog.catalog.managed import TableCatalogClient, state_json
+    def open_table(self, record: TableRecord, version: int | None = None) -> DeltaTable:
+        """The table of ``record`` (its latest version, or ``version``), read with the server's
+        storage options and, where the catalog manages it, through the catalog."""
+        from deltalog.catalog.managed import TableCatalogClient
         from deltalog.table.delta_table import DeltaTable
 
         client = TableCatalogClient(self.store, record.id) if record.managed else None
+        return DeltaTable(
+            record.location,
+            version=version,
+            storage_options=self.storage_options,
+            catalog_client=client,
+        )
+
+    def _state_at(self, record: TableRecord, version: int) -> tuple[str, str]:
+        """The protocol and metadata (JSON) of ``version`` of the table."""
+        from deltalog.catalog.managed import state_json
+
         try:
-            table = DeltaTable(
-                record.location,
-                version=version,
-                storage_options=self.storage_options,
-                catalog_client=client,
-            )
+            table = self.open_table(record, version)
         except VersionNotFoundError as e:
             raise RestError(p.TABLE_VERSION_NOT_FOUND, str(e)) from e
         protocol, metadata, _ = state_json(table)

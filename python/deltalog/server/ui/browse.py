@@ -31,33 +31,14 @@ MAX_SEARCH_RESULTS, MAX_SEARCH_NAMESPACES = 200, 5000
 MAX_QUERY_CHARS = 200
 
 
-def namespace_id(service: CatalogService, names: list[str]) -> int:
-    """The id of namespace ``names`` (``[]``: the root).
-
-    Raises:
-        RestError: code 1 (404) when it does not exist.
-    """
-    from deltalog.catalog.managed import Store
-
-    current = Store.ROOT
-    for i, name in enumerate(names):
-        found = service.store.namespace_id(current, name)
-        if found is None:
-            raise RestError(
-                p.NAMESPACE_NOT_FOUND, f"namespace {'.'.join(names[: i + 1])!r} does not exist"
-            )
-        current = found
-    return current
-
-
 def table_record(service: CatalogService, names: list[str], table: str) -> TableRecord:
-    """The record of table ``table`` of namespace ``names``.
+    """The record of table ``table`` of namespace ``names`` (the Lance routes' lookup).
 
     Raises:
-        RestError: code 4 (404) when there is none (or it is only declared).
+        RestError: code 1 or 4 (404) when there is none (or it is only declared).
     """
-    record = service.store.table(namespace_id(service, names), table)
-    if record is None or (record.managed and record.latest_version < 0):
+    record = service._table([*names, table])
+    if record.managed and record.latest_version < 0:
         raise RestError(p.TABLE_NOT_FOUND, f"no table {'.'.join([*names, table])!r}")
     return record
 
@@ -79,7 +60,7 @@ def table_row(record: TableRecord) -> dict[str, Any]:
 
 def namespace(service: CatalogService, names: list[str]) -> dict[str, Any]:
     """Namespace ``names``: its properties, child namespaces and tables."""
-    nid = namespace_id(service, names)
+    nid = service._namespace_id(names)
     store = service.store
     info: dict[str, Any] = {"namespace": names, "properties": {}}
     if names:
@@ -142,13 +123,7 @@ def summary(service: CatalogService, figures: FigureCache, record: TableRecord) 
 def _summary(service: CatalogService, record: TableRecord) -> dict[str, Any]:
     import pyarrow.compute as pc
 
-    from deltalog.catalog.managed import TableCatalogClient
-    from deltalog.table.delta_table import DeltaTable
-
-    client = TableCatalogClient(service.store, record.id) if record.managed else None
-    table = DeltaTable(
-        record.location, storage_options=service.storage_options, catalog_client=client
-    )
+    table = service.open_table(record)
     adds = table.get_add_actions()
     rows = pc.sum(adds.column("num_records")).as_py() if adds.num_rows else 0
     size = pc.sum(adds.column("size")).as_py() if adds.num_rows else 0

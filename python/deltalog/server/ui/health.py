@@ -176,7 +176,8 @@ def health(table: DeltaTable, name: list[str]) -> dict[str, Any]:
     """The health figures of ``table``'s loaded version (see the module docs); ``name`` is
     the table's catalog name, for the commands."""
     adds = table.get_add_actions()
-    config = table.metadata().configuration
+    metadata = table.metadata()
+    config = metadata.configuration
     target = _positive_int(config.get("delta.targetFileSize"), DEFAULT_TARGET_FILE_SIZE)
     interval = _positive_int(config.get("delta.checkpointInterval"), DEFAULT_CHECKPOINT_INTERVAL)
     sizes = adds.column("size")
@@ -198,7 +199,7 @@ def health(table: DeltaTable, name: list[str]) -> dict[str, Any]:
         "target_file_size": target,
         "small_files": small,
         "histogram": size_histogram(sizes),
-        "partitions": partitions(adds, list(table.metadata().partition_columns)),
+        "partitions": partitions(adds, list(metadata.partition_columns)),
         "deletion_vectors": dv,
         "checkpoint": {"version": checkpoint, "since": since, "interval": interval},
         "versions": versions(table, total_bytes, adds.num_rows),

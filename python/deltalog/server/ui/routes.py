@@ -38,7 +38,7 @@ from deltalog.exceptions import DeltaError
 from deltalog.server.auth import Principal, allows, list_tokens
 from deltalog.server.lance.service import RestError, error_code
 from deltalog.server.redact import redact
-from deltalog.server.ui import browse, health, table_view
+from deltalog.server.ui import browse, table_view
 from deltalog.server.ui.snapshots import FigureCache, SnapshotCache, identity
 
 if TYPE_CHECKING:
@@ -244,6 +244,9 @@ class UiRoutes:
         key = (*identity(record), table.version(), "health", tuple(name))
 
         def compute() -> dict[str, Any]:
+            # Imported here: pyarrow's compute kernels cost a worker ~0.25 s to start up.
+            from deltalog.server.ui import health
+
             figures = health.health(table, name)
             figures["summary"] = {
                 "version": figures["version"],

@@ -78,7 +78,7 @@ class SnapshotCache:
                 if not record.managed or table.version() != record.latest_version:
                     table.update_incremental()
             else:
-                table = self._load(record)
+                table = self._service.open_table(record)
                 slot.append(table)
             files = table._raw.num_files()
         self._evict(key, files)
@@ -98,30 +98,6 @@ class SnapshotCache:
                     oldest = next(iter(self._entries))
                 del self._entries[oldest]
                 self._files.pop(oldest, None)
-
-    def _load(self, record: TableRecord) -> DeltaTable:
-        from deltalog.catalog.managed import TableCatalogClient
-        from deltalog.table.delta_table import DeltaTable
-
-        client = TableCatalogClient(self._service.store, record.id) if record.managed else None
-        return DeltaTable(
-            record.location,
-            storage_options=self._service.storage_options,
-            catalog_client=client,
-        )
-
-    def at(self, record: TableRecord, version: int) -> DeltaTable:
-        """The table of ``record`` at ``version`` (not cached: diffs read old versions)."""
-        from deltalog.catalog.managed import TableCatalogClient
-        from deltalog.table.delta_table import DeltaTable
-
-        client = TableCatalogClient(self._service.store, record.id) if record.managed else None
-        return DeltaTable(
-            record.location,
-            version=version,
-            storage_options=self._service.storage_options,
-            catalog_client=client,
-        )
 
 
 class FigureCache:

@@ -204,11 +204,9 @@ def diff(
     Raises:
         RestError: code 11 (404) for a version the table no longer (or never) has.
     """
-    from deltalog.server.ui.snapshots import SnapshotCache
-
-    loader = SnapshotCache(service)
     try:
-        before, after = _state(loader.at(record, old)), _state(loader.at(record, new))
+        before = _state(service.open_table(record, old))
+        after = _state(service.open_table(record, new))
     except VersionNotFoundError as e:
         raise RestError(p.TABLE_VERSION_NOT_FOUND, str(e)) from e
     fields = ("type", "nullable", "comment", "generated", "default", "physical_name")

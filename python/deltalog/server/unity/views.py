@@ -49,14 +49,9 @@ def state(service: CatalogService, record: TableRecord) -> tuple[dict[str, Any],
     catalog-managed table, else read from the table (through the catalog if it manages it)."""
     if record.managed and record.protocol and record.metadata:
         return json.loads(record.protocol), json.loads(record.metadata)
-    from deltalog.catalog.managed import TableCatalogClient, state_json
-    from deltalog.table.delta_table import DeltaTable
+    from deltalog.catalog.managed import state_json
 
-    client = TableCatalogClient(service.store, record.id) if record.managed else None
-    table = DeltaTable(
-        record.location, storage_options=service.storage_options, catalog_client=client
-    )
-    protocol, metadata, _ = state_json(table)
+    protocol, metadata, _ = state_json(service.open_table(record))
     return json.loads(protocol), json.loads(metadata)
 
 
